@@ -1,0 +1,526 @@
+/*
+ * clbt: vLLM's paged-KV block tables on every OpenCL device.
+ *
+ * A block table keeps, per request, the list of KV-cache block ids the
+ * request owns (one row). The host edits rows; commit copies them to an
+ * OpenCL buffer; the slot-mapping kernel turns a batch's token positions into
+ * the KV-cache slot each token writes (block_id * block_size + offset) and
+ * pads the rest of a fixed-size buffer with CLBT_PAD_SLOT_ID.
+ *
+ * Conventions (docs/errors.md has the whole model):
+ *   - Every function that can fail returns a clbt_status: CLBT_SUCCESS (0), an
+ *     OpenCL error code passed through unchanged, or one of clbt's own codes.
+ *     clbt_last_error() then says what went wrong, naming the argument and
+ *     the bound it broke. A failed call changes nothing.
+ *   - Handles are opaque. Every create/open has a destroy/release that
+ *     accepts NULL.
+ *   - clbt uses the caller's OpenCL objects as given and never creates a
+ *     hidden queue: commands go to the device handle's queue, which must be
+ *     in order.
+ */
+#ifndef CLBT_CLBT_H
+#define CLBT_CLBT_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#ifdef __APPLE__
+#include <OpenCL/cl.h>
+#else
+#include <CL/cl.h>
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32) && defined(CLBT_SHARED_BUILD)
+#define CLBT_API __declspec(dllexport)
+#elif defined(_WIN32) && defined(CLBT_SHARED)
+#define CLBT_API __declspec(dllimport)
+#elif defined(__GNUC__)
+#define CLBT_API __attribute__((visibility("default")))
+#else
+#define CLBT_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status codes                                                             */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Every status clbt returns: XX(name, value, text). The OpenCL codes are
+ * listed by number so that a library built against OpenCL 1.2 headers still
+ * names the codes a 3.0 driver returns. clbt's own codes start at -4001,
+ * clear of the ranges Khronos gives OpenCL and its extensions.
+ */
+#define CLBT_STATUS_MAP(XX)                                                    \
+  XX(SUCCESS, 0, "success")                                                    \
+  XX(CL_DEVICE_NOT_FOUND, -1, "no OpenCL device of the requested type")        \
+  XX(CL_DEVICE_NOT_AVAILABLE, -2, "OpenCL device not available")               \
+  XX(CL_COMPILER_NOT_AVAILABLE, -3, "OpenCL compiler not available")           \
+  XX(CL_MEM_OBJECT_ALLOCATION_FAILURE, -4, "device memory allocation failed")  \
+  XX(CL_OUT_OF_RESOURCES, -5, "device out of resources")                       \
+  XX(CL_OUT_OF_HOST_MEMORY, -6, "out of host memory")                          \
+  XX(CL_PROFILING_INFO_NOT_AVAILABLE, -7, "profiling info not available")      \
+  XX(CL_MEM_COPY_OVERLAP, -8, "memory copy overlap")                           \
+  XX(CL_IMAGE_FORMAT_MISMATCH, -9, "image format mismatch")                    \
+  XX(CL_IMAGE_FORMAT_NOT_SUPPORTED, -10, "image format not supported")         \
+  XX(CL_BUILD_PROGRAM_FAILURE, -11, "OpenCL program build failed")             \
+  XX(CL_MAP_FAILURE, -12, "map failure")                                       \
+  XX(CL_MISALIGNED_SUB_BUFFER_OFFSET, -13, "misaligned sub-buffer offset")     \
+  XX(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, -14,                        \
+     "an event in the wait list failed")                                       \
+  XX(CL_COMPILE_PROGRAM_FAILURE, -15, "OpenCL program compile failed")         \
+  XX(CL_LINKER_NOT_AVAILABLE, -16, "OpenCL linker not available")              \
+  XX(CL_LINK_PROGRAM_FAILURE, -17, "OpenCL program link failed")               \
+  XX(CL_DEVICE_PARTITION_FAILED, -18, "device partition failed")               \
+  XX(CL_KERNEL_ARG_INFO_NOT_AVAILABLE, -19, "kernel argument info unavailable")\
+  XX(CL_INVALID_VALUE, -30, "invalid value")                                   \
+  XX(CL_INVALID_DEVICE_TYPE, -31, "invalid device type")                       \
+  XX(CL_INVALID_PLATFORM, -32, "invalid platform")                             \
+  XX(CL_INVALID_DEVICE, -33, "invalid device")                                 \
+  XX(CL_INVALID_CONTEXT, -34, "invalid context")                               \
+  XX(CL_INVALID_QUEUE_PROPERTIES, -35, "invalid queue properties")             \
+  XX(CL_INVALID_COMMAND_QUEUE, -36, "invalid command queue")                   \
+  XX(CL_INVALID_HOST_PTR, -37, "invalid host pointer")                         \
+  XX(CL_INVALID_MEM_OBJECT, -38, "invalid memory object")                      \
+  XX(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR, -39, "invalid image format")          \
+  XX(CL_INVALID_IMAGE_SIZE, -40, "invalid image size")                         \
+  XX(CL_INVALID_SAMPLER, -41, "invalid sampler")                               \
+  XX(CL_INVALID_BINARY, -42, "invalid program binary")                         \
+  XX(CL_INVALID_BUILD_OPTIONS, -43, "invalid build options")                   \
+  XX(CL_INVALID_PROGRAM, -44, "invalid program")                               \
+  XX(CL_INVALID_PROGRAM_EXECUTABLE, -45, "invalid program executable")         \
+  XX(CL_INVALID_KERNEL_NAME, -46, "invalid kernel name")                       \
+  XX(CL_INVALID_KERNEL_DEFINITION, -47, "invalid kernel definition")           \
+  XX(CL_INVALID_KERNEL, -48, "invalid kernel")                                 \
+  XX(CL_INVALID_ARG_INDEX, -49, "invalid kernel argument index")               \
+  XX(CL_INVALID_ARG_VALUE, -50, "invalid kernel argument value")               \
+  XX(CL_INVALID_ARG_SIZE, -51, "invalid kernel argument size")                 \
+  XX(CL_INVALID_KERNEL_ARGS, -52, "invalid kernel arguments")                  \
+  XX(CL_INVALID_WORK_DIMENSION, -53, "invalid work dimension")                 \
+  XX(CL_INVALID_WORK_GROUP_SIZE, -54, "invalid work-group size")               \
+  XX(CL_INVALID_WORK_ITEM_SIZE, -55, "invalid work-item size")                 \
+  XX(CL_INVALID_GLOBAL_OFFSET, -56, "invalid global offset")                   \
+  XX(CL_INVALID_EVENT_WAIT_LIST, -57, "invalid event wait list")               \
+  XX(CL_INVALID_EVENT, -58, "invalid event")                                   \
+  XX(CL_INVALID_OPERATION, -59, "invalid operation")                           \
+  XX(CL_INVALID_GL_OBJECT, -60, "invalid GL object")                           \
+  XX(CL_INVALID_BUFFER_SIZE, -61, "invalid buffer size")                       \
+  XX(CL_INVALID_MIP_LEVEL, -62, "invalid mip level")                           \
+  XX(CL_INVALID_GLOBAL_WORK_SIZE, -63, "invalid global work size")             \
+  XX(CL_INVALID_PROPERTY, -64, "invalid property")                             \
+  XX(CL_INVALID_IMAGE_DESCRIPTOR, -65, "invalid image descriptor")             \
+  XX(CL_INVALID_COMPILER_OPTIONS, -66, "invalid compiler options")             \
+  XX(CL_INVALID_LINKER_OPTIONS, -67, "invalid linker options")                 \
+  XX(CL_INVALID_DEVICE_PARTITION_COUNT, -68, "invalid device partition count") \
+  XX(CL_INVALID_PIPE_SIZE, -69, "invalid pipe size")                           \
+  XX(CL_INVALID_DEVICE_QUEUE, -70, "invalid device queue")                     \
+  XX(CL_INVALID_SPEC_ID, -71, "invalid specialization constant id")            \
+  XX(CL_MAX_SIZE_RESTRICTION_EXCEEDED, -72, "maximum size restriction exceeded")\
+  XX(CL_PLATFORM_NOT_FOUND_KHR, -1001, "no OpenCL platform (no ICD installed)")\
+  XX(NULL_ARGUMENT, -4001, "a required pointer or handle is NULL")             \
+  XX(INVALID_ARGUMENT, -4002, "an argument has a value clbt does not accept")  \
+  XX(INVALID_CONFIG, -4003, "the configuration breaks a rule")                 \
+  XX(SIZE_OVERFLOW, -4004, "a size overflows its integer type")                \
+  XX(ROW_OUT_OF_RANGE, -4005, "row index is not below max_num_reqs")           \
+  XX(ROW_OVERFLOW, -4006, "the row would hold more blocks than its width")     \
+  XX(INVALID_BLOCK_ID, -4007, "a block id is negative or too large")           \
+  XX(TOO_MANY_REQUESTS, -4008, "num_reqs exceeds max_num_reqs")                \
+  XX(TOO_MANY_TOKENS, -4009, "num_tokens exceeds max_num_batched_tokens")      \
+  XX(BUFFER_TOO_SMALL, -4010, "an OpenCL buffer is smaller than needed")       \
+  XX(CONTEXT_MISMATCH, -4011, "an OpenCL object belongs to another context")   \
+  XX(INVALID_SELECTOR, -4012, "the device selector is malformed")              \
+  XX(NO_MATCHING_DEVICE, -4013, "no OpenCL device matches the selector")       \
+  XX(UNSUPPORTED_DEVICE, -4014, "the device lacks a feature clbt needs")
+
+typedef enum clbt_status {
+#define CLBT__STATUS_ENUM(name, value, text) CLBT_##name = (value),
+  CLBT_STATUS_MAP(CLBT__STATUS_ENUM)
+#undef CLBT__STATUS_ENUM
+} clbt_status;
+
+/*
+ * Returns the static text of a status ("row index is not below
+ * max_num_reqs"), or "unknown status" for a value outside CLBT_STATUS_MAP.
+ * Never NULL.
+ */
+CLBT_API const char *clbt_status_string(clbt_status status);
+
+/*
+ * Returns the name of a status ("CLBT_ROW_OUT_OF_RANGE",
+ * "CLBT_CL_OUT_OF_RESOURCES"), or "CLBT_UNKNOWN_STATUS". Never NULL.
+ */
+CLBT_API const char *clbt_status_name(clbt_status status);
+
+/*
+ * Returns the detail of this thread's most recent failure, for instance
+ * "row 9 is out of range: max_num_reqs is 8". Like errno it is not cleared
+ * by a later success, so read it right after the failing call. The text is
+ * owned by clbt and stays valid until the thread's next failing call. It is
+ * "" when this thread has had no failure.
+ */
+CLBT_API const char *clbt_last_error(void);
+
+/* The slot id of every token that has no KV-cache slot. */
+#define CLBT_PAD_SLOT_ID (-1)
+
+/* ------------------------------------------------------------------------ */
+/* Devices                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A device handle: an OpenCL context, one device and an in-order command
+ * queue, plus the programs clbt has built for that device. A handle may be
+ * shared by threads. Tables keep a reference to it, so it may be released
+ * before the tables made on it.
+ */
+typedef struct clbt_device clbt_device;
+
+/*
+ * Opens the device a selector picks and creates a context and an in-order
+ * queue on it. selector has the form [platform][:[type][:device]]; each of
+ * platform and device is a 0-based index when all digits, else a
+ * case-insensitive substring of the name; type is cpu, gpu, accelerator or
+ * all. Examples: "portable:cpu", "nvidia:gpu:0", "1:gpu", ":cpu".
+ * selector NULL reads the environment variable CLBT_DEVICE; when that is
+ * unset or empty, the first GPU is taken, else the first device of any type.
+ * Returns CLBT_SUCCESS and sets *out; CLBT_INVALID_SELECTOR for a malformed
+ * selector, CLBT_NO_MATCHING_DEVICE when it matches nothing (the message
+ * quotes it and lists the devices there are), CLBT_CL_PLATFORM_NOT_FOUND_KHR
+ * when no OpenCL driver is installed, CLBT_UNSUPPORTED_DEVICE for a device
+ * without OpenCL C 1.2 (or without 64-bit integers), or an OpenCL error.
+ */
+CLBT_API clbt_status clbt_device_open(const char *selector, clbt_device **out);
+
+/*
+ * Wraps the caller's own context, device and queue, retaining each (they
+ * are released by clbt_device_release). The queue must belong to the
+ * context and the device and must execute in order.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL object;
+ * CLBT_CONTEXT_MISMATCH when the queue belongs to another context or
+ * device; CLBT_INVALID_ARGUMENT for an out-of-order queue;
+ * CLBT_UNSUPPORTED_DEVICE; or an OpenCL error.
+ */
+CLBT_API clbt_status clbt_device_wrap(cl_context context, cl_device_id device,
+                                      cl_command_queue queue,
+                                      clbt_device **out);
+
+/*
+ * Drops the caller's reference. The handle, its programs and the OpenCL
+ * objects it retains are freed once no table uses it either. NULL is fine.
+ */
+CLBT_API void clbt_device_release(clbt_device *device);
+
+/* The handle's OpenCL objects; NULL for a NULL handle. Not retained. */
+CLBT_API cl_context clbt_device_context(const clbt_device *device);
+CLBT_API cl_device_id clbt_device_id(const clbt_device *device);
+CLBT_API cl_command_queue clbt_device_queue(const clbt_device *device);
+
+/*
+ * The number of programs the device has built and cached: one per distinct
+ * kernel specialisation (block sizes, CP parameters, CLBT_BUILD_OPTIONS)
+ * among the tables made or prepared on it. 0 for NULL.
+ */
+CLBT_API size_t clbt_device_program_count(clbt_device *device);
+
+/*
+ * Writes to buf (size bytes, NUL-terminated) a CLBT_DEVICE selector that
+ * picks exactly this device on this machine, such as "portable:cpu:0",
+ * preferring platform names to indices.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_BUFFER_TOO_SMALL when the
+ * selector does not fit (64 bytes always suffice); CLBT_NO_MATCHING_DEVICE
+ * when the device is not among the installed platforms; or an OpenCL error.
+ */
+CLBT_API clbt_status clbt_device_selector(cl_device_id device, char *buf,
+                                          size_t size);
+
+/* ------------------------------------------------------------------------ */
+/* Row width                                                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * vLLM's get_block_table_width: rounds max_num_blocks up so that a row
+ * spans a multiple of token_alignment tokens (0: no alignment), then
+ * converts KV-manager blocks to kernel blocks (kernel_block_size 0: the
+ * same as block_size).
+ * Returns CLBT_SUCCESS and sets *width; CLBT_NULL_ARGUMENT; CLBT_INVALID_CONFIG
+ * when block_size is 0 or kernel_block_size does not divide it;
+ * CLBT_SIZE_OVERFLOW when the width does not fit in 32 bits.
+ */
+CLBT_API clbt_status clbt_block_table_width(uint32_t max_num_blocks,
+                                            uint32_t block_size,
+                                            uint32_t kernel_block_size,
+                                            uint32_t token_alignment,
+                                            uint32_t *width);
+
+/* ------------------------------------------------------------------------ */
+/* One block table                                                          */
+/* ------------------------------------------------------------------------ */
+
+typedef enum clbt_slot_mode {
+  /* Tokens write KV-cache slots: compute_slot_mapping fills the buffer. */
+  CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT = 0,
+  /* Rows are state indices (Mamba): compute_slot_mapping does nothing. */
+  CLBT_SLOT_MODE_NONE = 1
+} clbt_slot_mode;
+
+/*
+ * A zero-initialised config with its required fields set is valid; 0 in an
+ * optional field means its default.
+ */
+typedef struct clbt_table_config {
+  uint32_t block_size;             /* required: KV-manager block, tokens */
+  uint32_t kernel_block_size;      /* attention kernel block; 0: block_size.
+                                      Must divide block_size. */
+  uint32_t max_num_reqs;           /* required: rows */
+  uint32_t max_num_blocks_per_req; /* required: KV-manager blocks per row;
+                                      row width = this *
+                                      (block_size / kernel_block_size) */
+  uint32_t max_num_batched_tokens; /* required: slot-mapping length;
+                                      at most INT32_MAX */
+  uint32_t cp_world_size;          /* context-parallel ranks; 0 or 1: none */
+  uint32_t cp_rank;                /* below cp_world_size */
+  uint32_t cp_interleave_size;     /* 0: 1. Must divide block_size. */
+  clbt_slot_mode slot_mode;
+} clbt_table_config;
+
+/* One KV-cache group's block table: host rows plus their device copy. */
+typedef struct clbt_table clbt_table;
+
+/*
+ * Creates a table on a device: zeroed host rows, a zeroed device copy, a
+ * slot-mapping buffer filled with CLBT_PAD_SLOT_ID, and the slot-mapping
+ * kernel (built now, or taken from the device's program cache; a
+ * CLBT_SLOT_MODE_NONE table needs none). Each build appends the environment
+ * variable CLBT_BUILD_OPTIONS, when set, to clbt's own options.
+ * Returns CLBT_SUCCESS and sets *out; CLBT_NULL_ARGUMENT; CLBT_INVALID_CONFIG
+ * for a zero required field, a kernel_block_size or cp_interleave_size that
+ * does not divide block_size, cp_rank not below cp_world_size, an unknown
+ * slot_mode or max_num_batched_tokens above INT32_MAX; CLBT_SIZE_OVERFLOW
+ * when a width or buffer size overflows; CLBT_CL_BUILD_PROGRAM_FAILURE with
+ * the build log in clbt_last_error(); or another OpenCL error.
+ */
+CLBT_API clbt_status clbt_table_create(clbt_device *device,
+                                       const clbt_table_config *config,
+                                       clbt_table **out);
+
+/* Frees a table and its OpenCL objects. NULL is fine. */
+CLBT_API void clbt_table_destroy(clbt_table *table);
+
+/*
+ * Builds, and keeps in the device's program cache, every program a table
+ * with this config needs, so that creating tables later costs no compile
+ * (vLLM's warm-up). Returns as clbt_table_create does.
+ */
+CLBT_API clbt_status clbt_table_prepare(clbt_device *device,
+                                        const clbt_table_config *config);
+
+/*
+ * Appends n KV-manager block ids to a row. With kernel_block_size below
+ * block_size each id b becomes the kernel blocks b*k .. b*k+k-1,
+ * k = block_size / kernel_block_size. n = 0 does nothing.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, or NULL
+ * block_ids with n > 0; CLBT_ROW_OUT_OF_RANGE; CLBT_ROW_OVERFLOW when the
+ * row would exceed its width; CLBT_INVALID_BLOCK_ID for a negative id or one
+ * whose kernel blocks exceed INT32_MAX. On failure the row is unchanged.
+ */
+CLBT_API clbt_status clbt_table_append_row(clbt_table *table, uint32_t row,
+                                           const int32_t *block_ids, size_t n);
+
+/* Replaces a row's blocks with block_ids; fails as append_row does. */
+CLBT_API clbt_status clbt_table_add_row(clbt_table *table, uint32_t row,
+                                        const int32_t *block_ids, size_t n);
+
+/* Zeroes a row's blocks and sets its length to 0. */
+CLBT_API clbt_status clbt_table_clear_row(clbt_table *table, uint32_t row);
+
+/*
+ * Moves row src to dst and clears src (vLLM clears vacated rows because
+ * dummy batches may still read them). move_row(r, r) leaves the row as it
+ * is. Returns CLBT_SUCCESS, CLBT_NULL_ARGUMENT or CLBT_ROW_OUT_OF_RANGE.
+ */
+CLBT_API clbt_status clbt_table_move_row(clbt_table *table, uint32_t src,
+                                         uint32_t dst);
+
+/* Exchanges two whole rows and their lengths; fails as move_row does. */
+CLBT_API clbt_status clbt_table_swap_row(clbt_table *table, uint32_t a,
+                                         uint32_t b);
+
+/*
+ * Copies rows [0, num_reqs) and their lengths to the device. Once it
+ * returns, the caller may change host rows without affecting what was
+ * committed. Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT;
+ * CLBT_TOO_MANY_REQUESTS; or an OpenCL error.
+ */
+CLBT_API clbt_status clbt_table_commit(clbt_table *table, uint32_t num_reqs);
+
+/*
+ * Enqueues the slot-mapping kernel on the device queue. Token t of
+ * [query_start_loc[r], query_start_loc[r+1]) belongs to request (row) r and
+ * gets the slot of its position; every other element of the table's
+ * slot-mapping buffer, up to max_num_batched_tokens, gets CLBT_PAD_SLOT_ID.
+ * A token whose block index is not below its row's committed length, or
+ * whose position is negative, also gets CLBT_PAD_SLOT_ID and is counted in
+ * the table's rejected-token counter; so is every token of a batch whose
+ * query_start_loc is not a non-decreasing run from >= 0 to <= num_tokens.
+ * query_start_loc: int32[num_reqs + 1]; positions: int64[num_tokens] (may be
+ * NULL when num_tokens is 0). Both must belong to the device's context.
+ * Returns without waiting; the result is ready when the queue reaches it.
+ * A CLBT_SLOT_MODE_NONE table checks its arguments and enqueues nothing.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_TOO_MANY_REQUESTS;
+ * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH; or an
+ * OpenCL error.
+ */
+CLBT_API clbt_status clbt_table_compute_slot_mapping(
+    clbt_table *table, uint32_t num_reqs, cl_mem query_start_loc,
+    cl_mem positions, uint32_t num_tokens);
+
+/*
+ * The same function computed on the host from the host rows (not the
+ * committed ones): the reference the tests compare against, and a CPU
+ * fallback. out receives max_num_batched_tokens slot ids. A
+ * CLBT_SLOT_MODE_NONE table leaves out untouched. Fails as
+ * compute_slot_mapping does for the same arguments (CLBT_NULL_ARGUMENT for
+ * a NULL array with a nonzero count).
+ */
+CLBT_API clbt_status clbt_table_compute_slot_mapping_host(
+    const clbt_table *table, uint32_t num_reqs, const int32_t *query_start_loc,
+    const int64_t *positions, uint32_t num_tokens, int64_t *out);
+
+/*
+ * Zeroes every row and length, on the host and on the device (vLLM keeps the
+ * lengths; clbt resets them so that a later append starts at column 0).
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; or an OpenCL error.
+ */
+CLBT_API clbt_status clbt_table_clear(clbt_table *table);
+
+/*
+ * Reads the number of tokens the kernel has rejected since the table was
+ * created or the count reset (see compute_slot_mapping). Waits for the
+ * queue to reach the read. The count wraps modulo 2^32.
+ */
+CLBT_API clbt_status clbt_table_read_rejected_tokens(clbt_table *table,
+                                                     uint32_t *count);
+
+/* Enqueues a reset of the rejected-token count to 0. */
+CLBT_API clbt_status clbt_table_reset_rejected_tokens(clbt_table *table);
+
+/* Kernel blocks per row; 0 for a NULL table. */
+CLBT_API uint32_t clbt_table_width(const clbt_table *table);
+
+/* Kernel blocks in use in a host row; 0 for a NULL table or a bad row. */
+CLBT_API uint32_t clbt_table_row_length(const clbt_table *table, uint32_t row);
+
+/* The host rows, [max_num_reqs][width] row-major; NULL for NULL. */
+CLBT_API const int32_t *clbt_table_host_data(const clbt_table *table);
+
+/* The committed rows on the device, same layout (int32). */
+CLBT_API cl_mem clbt_table_device_data(const clbt_table *table);
+
+/* The slot-mapping output, int64[max_num_batched_tokens]. */
+CLBT_API cl_mem clbt_table_slot_mapping(const clbt_table *table);
+
+/* The rejected-token counter on the device, one uint32. */
+CLBT_API cl_mem clbt_table_rejected_tokens(const clbt_table *table);
+
+/* ------------------------------------------------------------------------ */
+/* Several KV-cache groups                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct clbt_group_config {
+  uint32_t block_size;        /* required */
+  uint32_t kernel_block_size; /* 0: block_size */
+  uint32_t max_num_blocks;    /* required: KV-manager blocks, before the
+                                 multi-group table aligns them to 128 tokens
+                                 (none for CLBT_SLOT_MODE_NONE groups) */
+  clbt_slot_mode slot_mode;
+  uint32_t cp_replicated;     /* nonzero: this group's cache is whole on
+                                 every CP rank, so it is not sharded */
+} clbt_group_config;
+
+typedef struct clbt_multi_table_config {
+  uint32_t max_num_reqs;           /* required */
+  uint32_t max_num_batched_tokens; /* required */
+  uint32_t num_groups;             /* required */
+  const clbt_group_config *groups; /* required: num_groups entries */
+  uint32_t cp_world_size;          /* 0 or 1: none */
+  uint32_t cp_rank;
+  uint32_t cp_interleave_size;     /* 0: 1 */
+} clbt_multi_table_config;
+
+/* One clbt_table per KV-cache group, edited together (MultiGroupBlockTable).*/
+typedef struct clbt_multi_table clbt_multi_table;
+
+/*
+ * Creates one table per group. Each group's width is
+ * clbt_block_table_width(max_num_blocks, block_size, kernel_block_size, 128),
+ * or with no alignment for a CLBT_SLOT_MODE_NONE group, as vLLM sizes them.
+ * Returns as clbt_table_create does; the message names the group.
+ */
+CLBT_API clbt_status clbt_multi_table_create(
+    clbt_device *device, const clbt_multi_table_config *config,
+    clbt_multi_table **out);
+
+/* Frees every group's table. NULL is fine. */
+CLBT_API void clbt_multi_table_destroy(clbt_multi_table *table);
+
+/* Builds ahead of time every program the multi-group table needs. */
+CLBT_API clbt_status clbt_multi_table_prepare(
+    clbt_device *device, const clbt_multi_table_config *config);
+
+/*
+ * Row operations on every group at once: block_ids[g] and counts[g] are
+ * group g's ids (block_ids[g] may be NULL when counts[g] is 0). All or
+ * nothing: when any group would fail, no group changes. Fail as the
+ * single-table operations do; the message names the group.
+ */
+CLBT_API clbt_status clbt_multi_table_append_row(
+    clbt_multi_table *table, uint32_t row, const int32_t *const *block_ids,
+    const size_t *counts);
+CLBT_API clbt_status clbt_multi_table_add_row(clbt_multi_table *table,
+                                              uint32_t row,
+                                              const int32_t *const *block_ids,
+                                              const size_t *counts);
+CLBT_API clbt_status clbt_multi_table_clear_row(clbt_multi_table *table,
+                                                uint32_t row);
+CLBT_API clbt_status clbt_multi_table_move_row(clbt_multi_table *table,
+                                               uint32_t src, uint32_t dst);
+CLBT_API clbt_status clbt_multi_table_swap_row(clbt_multi_table *table,
+                                               uint32_t a, uint32_t b);
+
+/* Commits rows [0, num_reqs) of every group. */
+CLBT_API clbt_status clbt_multi_table_commit(clbt_multi_table *table,
+                                             uint32_t num_reqs);
+
+/*
+ * Computes every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's slot mapping from
+ * one batch; each group writes its own buffer (clbt_table_slot_mapping of
+ * clbt_multi_table_group). Fails as the single-table call does.
+ */
+CLBT_API clbt_status clbt_multi_table_compute_slot_mapping(
+    clbt_multi_table *table, uint32_t num_reqs, cl_mem query_start_loc,
+    cl_mem positions, uint32_t num_tokens);
+
+/* Clears every group (clbt_table_clear). */
+CLBT_API clbt_status clbt_multi_table_clear(clbt_multi_table *table);
+
+/* Number of groups; 0 for NULL. */
+CLBT_API uint32_t clbt_multi_table_num_groups(const clbt_multi_table *table);
+
+/*
+ * Group g's table, owned by the multi-group table; NULL for a NULL table or
+ * g not below the number of groups.
+ */
+CLBT_API clbt_table *clbt_multi_table_group(clbt_multi_table *table,
+                                            uint32_t group);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLBT_CLBT_H */

@@ -1,0 +1,144 @@
+/*
+ * Row operations on the host rows of one table, as vLLM's BlockTable does
+ * them, each split into a check that changes nothing and an apply that
+ * cannot fail (see clbt_internal.h).
+ */
+#include "clbt_internal.h"
+
+#include <string.h>
+
+static int32_t *row_data(clbt_table *table, uint32_t row) {
+  return table->rows + (size_t)row * table->layout.width;
+}
+
+clbt_status clbt__check_row(const clbt_table *table, const char *name,
+                            uint32_t row) {
+  if (row >= table->layout.max_num_reqs)
+    return clbt__fail(CLBT_ROW_OUT_OF_RANGE,
+                      "%s %u is out of range: max_num_reqs is %u", name,
+                      (unsigned)row, (unsigned)table->layout.max_num_reqs);
+  return CLBT_SUCCESS;
+}
+
+clbt_status clbt__check_append(const clbt_table *table, uint32_t row,
+                               const int32_t *block_ids, size_t n,
+                               bool replace) {
+  clbt_status status = clbt__check_row(table, "row", row);
+  if (status) return status;
+  if (!block_ids && n > 0)
+    return clbt__fail(CLBT_NULL_ARGUMENT, "block_ids is NULL with n = %zu", n);
+  uint32_t per_block = table->layout.spec.blocks_per_kv_block;
+  uint32_t length = replace ? 0 : table->row_lengths[row];
+  uint32_t room = table->layout.width - length;
+  if (n > room / per_block)
+    return clbt__fail(CLBT_ROW_OVERFLOW,
+                      "n = %zu blocks of %u kernel blocks would overflow row "
+                      "%u: it holds %u of width %u",
+                      n, (unsigned)per_block, (unsigned)row, (unsigned)length,
+                      (unsigned)table->layout.width);
+  /* The largest id whose last kernel block, id*k + k-1, fits in int32. */
+  int32_t largest = (int32_t)((INT32_MAX - (per_block - 1)) / per_block);
+  for (size_t i = 0; i < n; ++i)
+    if (block_ids[i] < 0 || block_ids[i] > largest)
+      return clbt__fail(CLBT_INVALID_BLOCK_ID,
+                        "block_ids[%zu] = %d is outside [0, %d]", i,
+                        (int)block_ids[i], (int)largest);
+  return CLBT_SUCCESS;
+}
+
+void clbt__apply_append(clbt_table *table, uint32_t row,
+                        const int32_t *block_ids, size_t n, bool replace) {
+  uint32_t per_block = table->layout.spec.blocks_per_kv_block;
+  uint32_t length = replace ? 0 : table->row_lengths[row];
+  int32_t *out = row_data(table, row) + length;
+  if (per_block == 1) {
+    if (n) memcpy(out, block_ids, n * sizeof *block_ids);
+  } else {
+    /* map_to_kernel_blocks: KV block b is kernel blocks b*k .. b*k+k-1. */
+    for (size_t i = 0; i < n; ++i)
+      for (uint32_t j = 0; j < per_block; ++j)
+        *out++ = block_ids[i] * (int32_t)per_block + (int32_t)j;
+  }
+  table->row_lengths[row] = length + (uint32_t)n * per_block;
+}
+
+void clbt__apply_clear_row(clbt_table *table, uint32_t row) {
+  memset(row_data(table, row), 0,
+         table->row_lengths[row] * sizeof(int32_t));
+  table->row_lengths[row] = 0;
+}
+
+void clbt__apply_move_row(clbt_table *table, uint32_t src, uint32_t dst) {
+  /* vLLM would copy the row onto itself, then erase it. */
+  if (src == dst) return;
+  uint32_t length = table->row_lengths[src];
+  memcpy(row_data(table, dst), row_data(table, src), length * sizeof(int32_t));
+  table->row_lengths[dst] = length;
+  clbt__apply_clear_row(table, src);
+}
+
+void clbt__apply_swap_row(clbt_table *table, uint32_t a, uint32_t b) {
+  if (a == b) return;
+  int32_t *row_a = row_data(table, a), *row_b = row_data(table, b);
+  for (uint32_t i = 0; i < table->layout.width; ++i) {
+    int32_t kept = row_a[i];
+    row_a[i] = row_b[i];
+    row_b[i] = kept;
+  }
+  uint32_t length_a = table->row_lengths[a];
+  table->row_lengths[a] = table->row_lengths[b];
+  table->row_lengths[b] = length_a;
+}
+
+static clbt_status update_row(clbt_table *table, uint32_t row,
+                              const int32_t *block_ids, size_t n,
+                              bool replace) {
+  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+  clbt_status status = clbt__check_append(table, row, block_ids, n, replace);
+  if (!status) clbt__apply_append(table, row, block_ids, n, replace);
+  return status;
+}
+
+clbt_status clbt_table_append_row(clbt_table *table, uint32_t row,
+                                  const int32_t *block_ids, size_t n) {
+  return update_row(table, row, block_ids, n, false);
+}
+
+clbt_status clbt_table_add_row(clbt_table *table, uint32_t row,
+                               const int32_t *block_ids, size_t n) {
+  return update_row(table, row, block_ids, n, true);
+}
+
+clbt_status clbt_table_clear_row(clbt_table *table, uint32_t row) {
+  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+  clbt_status status = clbt__check_row(table, "row", row);
+  if (!status) clbt__apply_clear_row(table, row);
+  return status;
+}
+
+clbt_status clbt__check_pair(const clbt_table *table, const char *first_name,
+                              uint32_t first, const char *second_name,
+                              uint32_t second) {
+  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+  clbt_status status = clbt__check_row(table, first_name, first);
+  if (!status) status = clbt__check_row(table, second_name, second);
+  return status;
+}
+
+clbt_status clbt_table_move_row(clbt_table *table, uint32_t src,
+                                uint32_t dst) {
+  clbt_status status = clbt__check_pair(table, "src", src, "dst", dst);
+  if (!status) clbt__apply_move_row(table, src, dst);
+  return status;
+}
+
+clbt_status clbt_table_swap_row(clbt_table *table, uint32_t a, uint32_t b) {
+  clbt_status status = clbt__check_pair(table, "a", a, "b", b);
+  if (!status) clbt__apply_swap_row(table, a, b);
+  return status;
+}
+
+uint32_t clbt_table_row_length(const clbt_table *table, uint32_t row) {
+  if (!table || row >= table->layout.max_num_reqs) return 0;
+  return table->row_lengths[row];
+}
