@@ -1,0 +1,99 @@
+#include "clbt_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static clbt_device *device;
+
+static void release_device(void) { clbt_device_release(device); }
+
+clbt_device *clbt_test_device(void) {
+  if (!device) {
+    clbt_status status = clbt_device_open(NULL, &device);
+    ck_assert_msg(status == CLBT_SUCCESS, "opening CLBT_DEVICE failed: %s: %s",
+                  clbt_status_name(status), clbt_last_error());
+    atexit(release_device);
+  }
+  return device;
+}
+
+int clbt_test_run(Suite *suite) {
+  SRunner *runner = srunner_create(suite);
+  srunner_set_fork_status(runner, CK_NOFORK);
+  srunner_run_all(runner, CK_NORMAL);
+  int ran = srunner_ntests_run(runner);
+  int failed = srunner_ntests_failed(runner);
+  srunner_free(runner);
+  if (ran == 0) fprintf(stderr, "no test ran (a misspelt CK_RUN_CASE?)\n");
+  return ran == 0 || failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+cl_mem clbt_test_buffer(size_t bytes, const void *data) {
+  cl_int error = CL_SUCCESS;
+  cl_mem buffer = clCreateBuffer(clbt_device_context(clbt_test_device()),
+                                 CL_MEM_READ_WRITE, bytes ? bytes : 1, NULL,
+                                 &error);
+  ck_assert_int_eq(error, CL_SUCCESS);
+  if (data && bytes) clbt_test_write(buffer, bytes, data);
+  return buffer;
+}
+
+void clbt_test_read(cl_mem buffer, size_t bytes, void *out) {
+  cl_int error = clEnqueueReadBuffer(clbt_device_queue(clbt_test_device()),
+                                     buffer, CL_TRUE, 0, bytes, out, 0, NULL,
+                                     NULL);
+  ck_assert_int_eq(error, CL_SUCCESS);
+}
+
+void clbt_test_write(cl_mem buffer, size_t bytes, const void *data) {
+  cl_int error = clEnqueueWriteBuffer(clbt_device_queue(clbt_test_device()),
+                                      buffer, CL_TRUE, 0, bytes, data, 0, NULL,
+                                      NULL);
+  ck_assert_int_eq(error, CL_SUCCESS);
+}
+
+void clbt_test_poison(cl_mem buffer, size_t count) {
+  const int64_t poison = CLBT_TEST_POISON;
+  cl_command_queue queue = clbt_device_queue(clbt_test_device());
+  ck_assert_int_eq(clEnqueueFillBuffer(queue, buffer, &poison, sizeof poison, 0,
+                                       count * sizeof poison, 0, NULL, NULL),
+                   CL_SUCCESS);
+  ck_assert_int_eq(clFinish(queue), CL_SUCCESS);
+}
+
+clbt_test_snapshot clbt_test_snapshot_take(const clbt_table *table,
+                                           uint32_t max_num_reqs) {
+  clbt_test_snapshot snapshot = {max_num_reqs, clbt_table_width(table), NULL,
+                                 NULL, NULL};
+  size_t cells = (size_t)snapshot.rows * snapshot.width;
+  snapshot.host = malloc(cells * sizeof(int32_t));
+  snapshot.device = malloc(cells * sizeof(int32_t));
+  snapshot.lengths = malloc(snapshot.rows * sizeof(uint32_t));
+  ck_assert(snapshot.host && snapshot.device && snapshot.lengths);
+  memcpy(snapshot.host, clbt_table_host_data(table), cells * sizeof(int32_t));
+  clbt_test_read(clbt_table_device_data(table), cells * sizeof(int32_t),
+                 snapshot.device);
+  for (uint32_t r = 0; r < snapshot.rows; ++r)
+    snapshot.lengths[r] = clbt_table_row_length(table, r);
+  return snapshot;
+}
+
+void clbt_test_snapshot_check(clbt_test_snapshot *snapshot,
+                              const clbt_table *table) {
+  clbt_test_snapshot now = clbt_test_snapshot_take(table, snapshot->rows);
+  size_t bytes = (size_t)snapshot->rows * snapshot->width * sizeof(int32_t);
+  ck_assert_msg(memcmp(now.host, snapshot->host, bytes) == 0,
+                "host rows changed");
+  ck_assert_msg(memcmp(now.device, snapshot->device, bytes) == 0,
+                "device rows changed");
+  ck_assert_msg(memcmp(now.lengths, snapshot->lengths,
+                       snapshot->rows * sizeof(uint32_t)) == 0,
+                "row lengths changed");
+  free(now.host);
+  free(now.device);
+  free(now.lengths);
+  free(snapshot->host);
+  free(snapshot->device);
+  free(snapshot->lengths);
+}

@@ -1,0 +1,72 @@
+/*
+ * Helpers shared by the Check suites: the runner, the device under test
+ * (CLBT_DEVICE, which CTest sets to the PoCL device), OpenCL buffers, and
+ * snapshots that prove a failed call changed nothing.
+ */
+#ifndef CLBT_TEST_H
+#define CLBT_TEST_H
+
+#include "clbt/clbt.h"
+
+#include <check.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+/*
+ * Runs a suite without forking (Check's fork mode hangs once OpenCL has
+ * been used; CTest isolates the suites and enforces timeouts). Returns the
+ * process exit status: nonzero when a test failed or none ran.
+ */
+int clbt_test_run(Suite *suite);
+
+/* The device the suite tests, opened once per process from CLBT_DEVICE. */
+clbt_device *clbt_test_device(void);
+
+/* A device buffer of `bytes` bytes holding `data` (NULL: uninitialised). */
+cl_mem clbt_test_buffer(size_t bytes, const void *data);
+
+/* Blocking reads and writes on the test device's queue. */
+void clbt_test_read(cl_mem buffer, size_t bytes, void *out);
+void clbt_test_write(cl_mem buffer, size_t bytes, const void *data);
+
+/* Fills a slot-mapping buffer with a value no call writes. */
+#define CLBT_TEST_POISON ((int64_t)0x5A5A5A5A5A5A5A5A)
+void clbt_test_poison(cl_mem buffer, size_t count);
+
+/* Asserts a status and that clbt_last_error() contains `words`. */
+#define clbt_assert_fails(call, expected_status, words)                    \
+  do {                                                                     \
+    clbt_status clbt_test_status_ = (call);                                \
+    ck_assert_msg(clbt_test_status_ == (expected_status),                  \
+                  "%s returned %s, expected %s (%s)", #call,               \
+                  clbt_status_name(clbt_test_status_),                     \
+                  clbt_status_name(expected_status), clbt_last_error());   \
+    ck_assert_msg(strstr(clbt_last_error(), (words)) != NULL,              \
+                  "message '%s' does not mention '%s'", clbt_last_error(), \
+                  (words));                                                \
+  } while (0)
+
+#define clbt_assert_ok(call)                                               \
+  do {                                                                     \
+    clbt_status clbt_test_status_ = (call);                                \
+    ck_assert_msg(clbt_test_status_ == CLBT_SUCCESS, "%s returned %s: %s", \
+                  #call, clbt_status_name(clbt_test_status_),              \
+                  clbt_last_error());                                      \
+  } while (0)
+
+/* Everything observable of a table: host rows, lengths, committed rows. */
+typedef struct clbt_test_snapshot {
+  uint32_t rows, width;
+  int32_t *host;
+  uint32_t *lengths;
+  int32_t *device;
+} clbt_test_snapshot;
+
+clbt_test_snapshot clbt_test_snapshot_take(const clbt_table *table,
+                                           uint32_t max_num_reqs);
+/* Asserts the table still matches the snapshot, then frees the snapshot. */
+void clbt_test_snapshot_check(clbt_test_snapshot *snapshot,
+                              const clbt_table *table);
+
+#endif /* CLBT_TEST_H */

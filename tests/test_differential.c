@@ -1,0 +1,41 @@
+/*
+ * The randomised differential test: thousands of row operations and
+ * hundreds of slot-mapping calls on the device, checked against a model of
+ * the rows and the host reference (tools/selftest.c). The seed is printed;
+ * CLBT_TEST_SEED=<seed> replays a run.
+ */
+#include "clbt_test.h"
+#include "selftest.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <time.h>
+
+START_TEST(device_agrees_with_the_reference) {
+  const char *fixed = getenv("CLBT_TEST_SEED");
+  uint64_t seed = fixed ? strtoull(fixed, NULL, 10) : (uint64_t)time(NULL);
+  printf("differential: seed %" PRIu64 " (replay with CLBT_TEST_SEED=%" PRIu64
+         ")\n", seed, seed);
+  clbt_selftest_options options = {.seed = seed, .rounds = 40,
+                                   .steps_per_round = 10, .log = stderr};
+  clbt_selftest_result result = {0};
+  clbt_assert_ok(clbt_selftest_run(clbt_test_device(), &options, &result));
+  printf("differential: %" PRIu64 " row operations, %" PRIu64 " commits, %"
+         PRIu64 " slot mappings, %" PRIu64 " checks passed, %" PRIu64
+         " failed\n", result.row_operations, result.commits,
+         result.slot_mappings, result.passed, result.failed);
+  ck_assert_msg(result.failed == 0, "seed %" PRIu64 ": %" PRIu64 " checks failed",
+                seed, result.failed);
+  ck_assert_uint_ge(result.row_operations, 5000);
+  ck_assert_uint_ge(result.slot_mappings, 300);
+}
+END_TEST
+
+int main(void) {
+  Suite *suite = suite_create("differential");
+  TCase *tc = tcase_create("differential");
+  tcase_set_timeout(tc, 0);
+  tcase_add_test(tc, device_agrees_with_the_reference);
+  suite_add_tcase(suite, tc);
+  return clbt_test_run(suite);
+}

@@ -1,0 +1,294 @@
+/* The multi-group table (src/multi_table.c), as MultiGroupBlockTable. */
+#include "clbt_test.h"
+
+/* Group 0: block 16; group 1: 32 over 16; group 2: Mamba state (NONE). */
+static const clbt_group_config three_groups[] = {
+    {.block_size = 16, .max_num_blocks = 10},
+    {.block_size = 32, .kernel_block_size = 16, .max_num_blocks = 5},
+    {.block_size = 64, .max_num_blocks = 3, .slot_mode = CLBT_SLOT_MODE_NONE},
+};
+
+static clbt_multi_table *create_three(void) {
+  clbt_multi_table_config config = {.max_num_reqs = 2,
+                                    .max_num_batched_tokens = 8,
+                                    .num_groups = 3, .groups = three_groups};
+  clbt_multi_table *table = NULL;
+  clbt_assert_ok(clbt_multi_table_create(clbt_test_device(), &config, &table));
+  return table;
+}
+
+static void append_both_rows(clbt_multi_table *table) {
+  const int32_t *row0[] = {(const int32_t[]){4, 2}, (const int32_t[]){1},
+                           (const int32_t[]){9}};
+  const int32_t *row1[] = {(const int32_t[]){7}, (const int32_t[]){3},
+                           (const int32_t[]){5}};
+  clbt_assert_ok(clbt_multi_table_append_row(table, 0, row0,
+                                             (const size_t[]){2, 1, 1}));
+  clbt_assert_ok(clbt_multi_table_append_row(table, 1, row1,
+                                             (const size_t[]){1, 1, 1}));
+}
+
+/* 128-token alignment for token groups, none for NONE groups. */
+START_TEST(group_widths) {
+  clbt_multi_table *table = create_three();
+  ck_assert_uint_eq(clbt_multi_table_num_groups(table), 3);
+  /* 10 blocks of 16 -> 16 (128 tokens = 8 blocks) */
+  ck_assert_uint_eq(clbt_table_width(clbt_multi_table_group(table, 0)), 16);
+  /* 5 blocks of 32 -> 8 (128 tokens = 4 blocks), 2 kernel blocks each */
+  ck_assert_uint_eq(clbt_table_width(clbt_multi_table_group(table, 1)), 16);
+  ck_assert_uint_eq(clbt_table_width(clbt_multi_table_group(table, 2)), 3);
+  ck_assert_ptr_null(clbt_multi_table_group(table, 3));
+  clbt_multi_table_destroy(table);
+}
+END_TEST
+
+/*
+ * One batch through all groups. Requests: 0 at positions 0, 16, 17; 1 at 5.
+ * Group 0 (block 16): 4*16 = 64; 2*16 = 32, 33; 7*16 + 5 = 117.
+ * Group 1 (KV 1 -> kernel 2, 3; KV 3 -> 6, 7; k = 16): 32; 48, 49; 101.
+ * Group 2 maps no tokens and leaves its buffer as it was.
+ */
+START_TEST(worked_example_with_a_none_group) {
+  clbt_multi_table *table = create_three();
+  append_both_rows(table);
+  clbt_assert_ok(clbt_multi_table_commit(table, 2));
+  const int32_t qsl[] = {0, 3, 4};
+  const int64_t positions[] = {0, 16, 17, 5};
+  cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
+  cl_mem positions_buffer = clbt_test_buffer(sizeof positions, positions);
+  for (uint32_t g = 0; g < 3; ++g)
+    clbt_test_poison(clbt_table_slot_mapping(clbt_multi_table_group(table, g)), 8);
+  clbt_assert_ok(clbt_multi_table_compute_slot_mapping(table, 2, qsl_buffer,
+                                                       positions_buffer, 4));
+  const int64_t expected[3][8] = {
+      {64, 32, 33, 117, -1, -1, -1, -1},
+      {32, 48, 49, 101, -1, -1, -1, -1},
+      {CLBT_TEST_POISON, CLBT_TEST_POISON, CLBT_TEST_POISON, CLBT_TEST_POISON,
+       CLBT_TEST_POISON, CLBT_TEST_POISON, CLBT_TEST_POISON, CLBT_TEST_POISON}};
+  for (uint32_t g = 0; g < 3; ++g) {
+    clbt_table *group = clbt_multi_table_group(table, g);
+    int64_t slots[8], host[8];
+    for (int t = 0; t < 8; ++t) host[t] = CLBT_TEST_POISON;
+    clbt_test_read(clbt_table_slot_mapping(group), sizeof slots, slots);
+    clbt_assert_ok(
+        clbt_table_compute_slot_mapping_host(group, 2, qsl, positions, 4, host));
+    for (int t = 0; t < 8; ++t) {
+      ck_assert_msg(slots[t] == expected[g][t], "group %u slot %d: %lld", g, t,
+                    (long long)slots[t]);
+      ck_assert_msg(host[t] == expected[g][t], "group %u host slot %d: %lld", g,
+                    t, (long long)host[t]);
+    }
+  }
+  /* The NONE group's rows are committed all the same (state indices). */
+  int32_t state[3];
+  clbt_test_read(clbt_table_device_data(clbt_multi_table_group(table, 2)),
+                 sizeof state, state);
+  ck_assert_int_eq(state[0], 9);
+  clReleaseMemObject(qsl_buffer);
+  clReleaseMemObject(positions_buffer);
+  clbt_multi_table_destroy(table);
+}
+END_TEST
+
+static clbt_test_snapshot snapshots[3];
+
+static void take_all(clbt_multi_table *table) {
+  for (uint32_t g = 0; g < 3; ++g)
+    snapshots[g] = clbt_test_snapshot_take(
+        clbt_multi_table_group(table, g), 2);
+}
+
+static void check_all(clbt_multi_table *table) {
+  for (uint32_t g = 0; g < 3; ++g)
+    clbt_test_snapshot_check(&snapshots[g], clbt_multi_table_group(table, g));
+}
+
+/* When any group would fail, no group changes. */
+START_TEST(row_operations_are_all_or_nothing) {
+  clbt_multi_table *table = create_three();
+  append_both_rows(table);
+  clbt_assert_ok(clbt_multi_table_commit(table, 2));
+  take_all(table);
+  const int32_t many[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  const int32_t *ids[] = {many, many, many};
+  /* group 1 holds 2 of 16 kernel blocks; 8 more KV blocks need 16 */
+  clbt_assert_fails(clbt_multi_table_append_row(table, 0, ids,
+                                                (const size_t[]){1, 8, 0}),
+                    CLBT_ROW_OVERFLOW, "groups[1]: n = 8 blocks");
+  const int32_t *bad[] = {many, many, (const int32_t[]){-3}};
+  clbt_assert_fails(clbt_multi_table_add_row(table, 1, bad,
+                                             (const size_t[]){1, 1, 1}),
+                    CLBT_INVALID_BLOCK_ID, "groups[2]: block_ids[0] = -3");
+  clbt_assert_fails(clbt_multi_table_append_row(table, 2, ids,
+                                                (const size_t[]){1, 1, 1}),
+                    CLBT_ROW_OUT_OF_RANGE, "row 2 is out of range");
+  const int32_t *missing[] = {many, NULL, many};
+  clbt_assert_fails(clbt_multi_table_append_row(table, 0, missing,
+                                                (const size_t[]){1, 1, 1}),
+                    CLBT_NULL_ARGUMENT, "groups[1]: block_ids is NULL");
+  clbt_assert_fails(clbt_multi_table_append_row(table, 0, NULL,
+                                                (const size_t[]){1, 1, 1}),
+                    CLBT_NULL_ARGUMENT, "block_ids is NULL");
+  clbt_assert_fails(clbt_multi_table_append_row(table, 0, ids, NULL),
+                    CLBT_NULL_ARGUMENT, "counts is NULL");
+  clbt_assert_fails(clbt_multi_table_clear_row(table, 2), CLBT_ROW_OUT_OF_RANGE,
+                    "row 2");
+  clbt_assert_fails(clbt_multi_table_move_row(table, 0, 2), CLBT_ROW_OUT_OF_RANGE,
+                    "dst 2");
+  clbt_assert_fails(clbt_multi_table_swap_row(table, 3, 0), CLBT_ROW_OUT_OF_RANGE,
+                    "a 3");
+  clbt_assert_fails(clbt_multi_table_commit(table, 3), CLBT_TOO_MANY_REQUESTS,
+                    "num_reqs 3");
+  check_all(table);
+  /* NULL where a group has no ids is fine */
+  const int32_t *sparse[] = {many, NULL, NULL};
+  clbt_assert_ok(clbt_multi_table_append_row(table, 0, sparse,
+                                             (const size_t[]){1, 0, 0}));
+  ck_assert_uint_eq(clbt_table_row_length(clbt_multi_table_group(table, 0), 0), 3);
+  ck_assert_uint_eq(clbt_table_row_length(clbt_multi_table_group(table, 1), 0), 2);
+  clbt_multi_table_destroy(table);
+}
+END_TEST
+
+/* move, swap, clear and add act on every group. */
+START_TEST(row_operations_reach_every_group) {
+  clbt_multi_table *table = create_three();
+  append_both_rows(table);
+  clbt_assert_ok(clbt_multi_table_swap_row(table, 0, 1));
+  ck_assert_int_eq(clbt_table_host_data(clbt_multi_table_group(table, 0))[0], 7);
+  ck_assert_int_eq(clbt_table_host_data(clbt_multi_table_group(table, 1))[0], 6);
+  ck_assert_int_eq(clbt_table_host_data(clbt_multi_table_group(table, 2))[0], 5);
+  clbt_assert_ok(clbt_multi_table_move_row(table, 1, 0));
+  for (uint32_t g = 0; g < 3; ++g)
+    ck_assert_uint_eq(clbt_table_row_length(clbt_multi_table_group(table, g), 1), 0);
+  ck_assert_int_eq(clbt_table_host_data(clbt_multi_table_group(table, 0))[0], 4);
+  clbt_assert_ok(clbt_multi_table_clear_row(table, 0));
+  for (uint32_t g = 0; g < 3; ++g)
+    ck_assert_uint_eq(clbt_table_row_length(clbt_multi_table_group(table, g), 0), 0);
+  const int32_t *ids[] = {(const int32_t[]){1}, (const int32_t[]){2},
+                          (const int32_t[]){3}};
+  clbt_assert_ok(clbt_multi_table_add_row(table, 1, ids, (const size_t[]){1, 1, 1}));
+  ck_assert_uint_eq(clbt_table_row_length(clbt_multi_table_group(table, 1), 1), 2);
+  clbt_assert_ok(clbt_multi_table_commit(table, 2));
+  clbt_assert_ok(clbt_multi_table_clear(table));
+  for (uint32_t g = 0; g < 3; ++g)
+    ck_assert_uint_eq(clbt_table_row_length(clbt_multi_table_group(table, g), 1), 0);
+  clbt_multi_table_destroy(table);
+}
+END_TEST
+
+/* A replicated group ignores CP sharding; a sharded one follows it.
+   Rank 1 of 2, block 4: the sharded group owns odd positions, lo = pos/2. */
+START_TEST(cp_replicated_groups) {
+  const clbt_group_config groups[] = {
+      {.block_size = 4, .max_num_blocks = 2},
+      {.block_size = 4, .max_num_blocks = 2, .cp_replicated = 1}};
+  clbt_multi_table_config config = {.max_num_reqs = 1,
+                                    .max_num_batched_tokens = 4,
+                                    .num_groups = 2, .groups = groups,
+                                    .cp_world_size = 2, .cp_rank = 1};
+  clbt_multi_table *table = NULL;
+  clbt_assert_ok(clbt_multi_table_create(clbt_test_device(), &config, &table));
+  const int32_t row[] = {5, 8};
+  clbt_assert_ok(clbt_multi_table_append_row(
+      table, 0, (const int32_t *const[]){row, row}, (const size_t[]){2, 2}));
+  clbt_assert_ok(clbt_multi_table_commit(table, 1));
+  cl_mem qsl = clbt_test_buffer(2 * sizeof(int32_t), (const int32_t[]){0, 4});
+  cl_mem positions =
+      clbt_test_buffer(4 * sizeof(int64_t), (const int64_t[]){0, 1, 2, 3});
+  clbt_assert_ok(clbt_multi_table_compute_slot_mapping(table, 1, qsl, positions, 4));
+  int64_t sharded[4], replicated[4];
+  clbt_test_read(clbt_table_slot_mapping(clbt_multi_table_group(table, 0)),
+                 sizeof sharded, sharded);
+  clbt_test_read(clbt_table_slot_mapping(clbt_multi_table_group(table, 1)),
+                 sizeof replicated, replicated);
+  const int64_t expected_sharded[] = {-1, 20, -1, 21};
+  const int64_t expected_replicated[] = {20, 21, 22, 23};
+  for (int t = 0; t < 4; ++t) {
+    ck_assert_int_eq(sharded[t], expected_sharded[t]);
+    ck_assert_int_eq(replicated[t], expected_replicated[t]);
+  }
+  clReleaseMemObject(qsl);
+  clReleaseMemObject(positions);
+  clbt_multi_table_destroy(table);
+}
+END_TEST
+
+START_TEST(config_errors) {
+  clbt_multi_table *table = NULL;
+  clbt_multi_table_config config = {.max_num_reqs = 2,
+                                    .max_num_batched_tokens = 8,
+                                    .num_groups = 0, .groups = three_groups};
+  clbt_assert_fails(clbt_multi_table_create(clbt_test_device(), &config, &table),
+                    CLBT_INVALID_CONFIG, "num_groups is 0");
+  config.num_groups = 3;
+  config.groups = NULL;
+  clbt_assert_fails(clbt_multi_table_create(clbt_test_device(), &config, &table),
+                    CLBT_NULL_ARGUMENT, "config->groups is NULL");
+  clbt_group_config broken[] = {three_groups[0], three_groups[1]};
+  broken[1].max_num_blocks = 0;
+  config.groups = broken;
+  config.num_groups = 2;
+  clbt_assert_fails(clbt_multi_table_create(clbt_test_device(), &config, &table),
+                    CLBT_INVALID_CONFIG, "groups[1]: max_num_blocks is 0");
+  broken[1] = three_groups[1];
+  broken[1].kernel_block_size = 20;
+  clbt_assert_fails(clbt_multi_table_create(clbt_test_device(), &config, &table),
+                    CLBT_INVALID_CONFIG,
+                    "groups[1]: kernel_block_size 20 does not divide block_size 32");
+  clbt_assert_fails(clbt_multi_table_prepare(clbt_test_device(), &config),
+                    CLBT_INVALID_CONFIG, "groups[1]");
+  /* The interleave must divide every sharded group's block size... */
+  broken[1] = three_groups[1];
+  config.cp_world_size = 2;
+  config.cp_interleave_size = 32;
+  clbt_assert_fails(clbt_multi_table_create(clbt_test_device(), &config, &table),
+                    CLBT_INVALID_CONFIG,
+                    "groups[0]: config->cp_interleave_size 32 does not divide "
+                    "block_size 16");
+  /* ...but not a replicated or NONE group's. */
+  broken[0].cp_replicated = 1;
+  clbt_assert_ok(clbt_multi_table_create(clbt_test_device(), &config, &table));
+  clbt_multi_table_destroy(table);
+  table = NULL;
+  config.cp_rank = 2;
+  clbt_assert_fails(clbt_multi_table_create(clbt_test_device(), &config, &table),
+                    CLBT_INVALID_CONFIG, "cp_rank 2 is not below cp_world_size 2");
+  clbt_assert_fails(clbt_multi_table_create(NULL, &config, &table),
+                    CLBT_NULL_ARGUMENT, "device");
+  clbt_assert_fails(clbt_multi_table_create(clbt_test_device(), NULL, &table),
+                    CLBT_NULL_ARGUMENT, "config");
+  clbt_assert_fails(clbt_multi_table_create(clbt_test_device(), &config, NULL),
+                    CLBT_NULL_ARGUMENT, "out");
+  ck_assert_ptr_null(table);
+}
+END_TEST
+
+START_TEST(null_table) {
+  clbt_multi_table_destroy(NULL);
+  ck_assert_uint_eq(clbt_multi_table_num_groups(NULL), 0);
+  ck_assert_ptr_null(clbt_multi_table_group(NULL, 0));
+  clbt_assert_fails(clbt_multi_table_clear_row(NULL, 0), CLBT_NULL_ARGUMENT, "table");
+  clbt_assert_fails(clbt_multi_table_move_row(NULL, 0, 1), CLBT_NULL_ARGUMENT, "table");
+  clbt_assert_fails(clbt_multi_table_swap_row(NULL, 0, 1), CLBT_NULL_ARGUMENT, "table");
+  clbt_assert_fails(clbt_multi_table_commit(NULL, 0), CLBT_NULL_ARGUMENT, "table");
+  clbt_assert_fails(clbt_multi_table_clear(NULL), CLBT_NULL_ARGUMENT, "table");
+  clbt_assert_fails(clbt_multi_table_compute_slot_mapping(NULL, 0, NULL, NULL, 0),
+                    CLBT_NULL_ARGUMENT, "table");
+}
+END_TEST
+
+int main(void) {
+  Suite *suite = suite_create("multi_table");
+  TCase *tc = tcase_create("multi_table");
+  tcase_set_timeout(tc, 0);
+  tcase_add_test(tc, group_widths);
+  tcase_add_test(tc, worked_example_with_a_none_group);
+  tcase_add_test(tc, row_operations_are_all_or_nothing);
+  tcase_add_test(tc, row_operations_reach_every_group);
+  tcase_add_test(tc, cp_replicated_groups);
+  tcase_add_test(tc, config_errors);
+  tcase_add_test(tc, null_table);
+  suite_add_tcase(suite, tc);
+  return clbt_test_run(suite);
+}

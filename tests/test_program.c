@@ -1,0 +1,106 @@
+/* Programs (src/program.c): one build per specialisation, shared, logged. */
+#include "clbt_test.h"
+
+#include <stdlib.h>
+
+/* A device of the test's own, so that the counts start at zero. */
+static clbt_device *fresh_device(void) {
+  clbt_device *device = NULL;
+  clbt_assert_ok(clbt_device_open(NULL, &device));
+  ck_assert_uint_eq(clbt_device_program_count(device), 0);
+  return device;
+}
+
+static clbt_table_config config_of(uint32_t block_size, uint32_t cp_world,
+                                   uint32_t cp_rank) {
+  return (clbt_table_config){.block_size = block_size, .max_num_reqs = 2,
+                             .max_num_blocks_per_req = 2,
+                             .max_num_batched_tokens = 4,
+                             .cp_world_size = cp_world, .cp_rank = cp_rank};
+}
+
+START_TEST(tables_share_a_specialisation) {
+  clbt_device *device = fresh_device();
+  clbt_table_config a = config_of(16, 2, 0);
+  clbt_assert_ok(clbt_table_prepare(device, &a));
+  ck_assert_uint_eq(clbt_device_program_count(device), 1);
+  clbt_table *first = NULL, *second = NULL, *third = NULL;
+  clbt_assert_ok(clbt_table_create(device, &a, &first));
+  /* sizes are not part of the specialisation */
+  clbt_table_config wider = a;
+  wider.max_num_reqs = 7;
+  wider.max_num_blocks_per_req = 9;
+  wider.max_num_batched_tokens = 100;
+  clbt_assert_ok(clbt_table_create(device, &wider, &second));
+  ck_assert_uint_eq(clbt_device_program_count(device), 1);
+  /* another rank is another program */
+  clbt_table_config b = config_of(16, 2, 1);
+  clbt_assert_ok(clbt_table_create(device, &b, &third));
+  ck_assert_uint_eq(clbt_device_program_count(device), 2);
+  /* NONE tables build nothing */
+  clbt_table_config none = config_of(64, 0, 0);
+  none.slot_mode = CLBT_SLOT_MODE_NONE;
+  clbt_assert_ok(clbt_table_prepare(device, &none));
+  ck_assert_uint_eq(clbt_device_program_count(device), 2);
+  clbt_table_destroy(first);
+  clbt_table_destroy(second);
+  clbt_table_destroy(third);
+  ck_assert_uint_eq(clbt_device_program_count(device), 2);
+  clbt_device_release(device);
+}
+END_TEST
+
+/* A failed build returns the build log through clbt_last_error. */
+START_TEST(build_failure_reports_the_log) {
+  clbt_device *device = fresh_device();
+  /* Redefining a block size as nothing breaks the kernel's arithmetic. */
+  setenv("CLBT_BUILD_OPTIONS", "-DCLBT_KV_BLOCK_SIZE=", 1);
+  clbt_table_config config = config_of(16, 0, 0);
+  clbt_table *table = NULL;
+  clbt_status status = clbt_table_create(device, &config, &table);
+  unsetenv("CLBT_BUILD_OPTIONS");
+  ck_assert_msg(status == CLBT_CL_BUILD_PROGRAM_FAILURE, "%s: %s",
+                clbt_status_name(status), clbt_last_error());
+  ck_assert_ptr_null(table);
+  ck_assert_ptr_nonnull(strstr(clbt_last_error(), "build log:"));
+  ck_assert_ptr_nonnull(strstr(clbt_last_error(), "-DCLBT_KV_BLOCK_SIZE="));
+  ck_assert_ptr_nonnull(strstr(clbt_last_error(), "error"));
+  ck_assert_uint_eq(clbt_device_program_count(device), 0);
+  /* Without the bad option the same config builds. */
+  clbt_assert_ok(clbt_table_create(device, &config, &table));
+  ck_assert_uint_eq(clbt_device_program_count(device), 1);
+  clbt_table_destroy(table);
+  clbt_device_release(device);
+}
+END_TEST
+
+/* CLBT_BUILD_OPTIONS is part of the cache key. */
+START_TEST(build_options_are_a_specialisation) {
+  clbt_device *device = fresh_device();
+  clbt_table_config config = config_of(16, 0, 0);
+  clbt_assert_ok(clbt_table_prepare(device, &config));
+  setenv("CLBT_BUILD_OPTIONS", "-cl-fast-relaxed-math", 1);
+  clbt_assert_ok(clbt_table_prepare(device, &config));
+  ck_assert_uint_eq(clbt_device_program_count(device), 2);
+  char too_long[1200];
+  memset(too_long, 'x', sizeof too_long - 1);
+  too_long[sizeof too_long - 1] = '\0';
+  setenv("CLBT_BUILD_OPTIONS", too_long, 1);
+  clbt_assert_fails(clbt_table_prepare(device, &config), CLBT_INVALID_ARGUMENT,
+                    "CLBT_BUILD_OPTIONS is 1199 characters");
+  unsetenv("CLBT_BUILD_OPTIONS");
+  ck_assert_uint_eq(clbt_device_program_count(device), 2);
+  clbt_device_release(device);
+}
+END_TEST
+
+int main(void) {
+  Suite *suite = suite_create("program");
+  TCase *tc = tcase_create("program");
+  tcase_set_timeout(tc, 0);
+  tcase_add_test(tc, tables_share_a_specialisation);
+  tcase_add_test(tc, build_failure_reports_the_log);
+  tcase_add_test(tc, build_options_are_a_specialisation);
+  suite_add_tcase(suite, tc);
+  return clbt_test_run(suite);
+}

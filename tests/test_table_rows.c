@@ -1,0 +1,183 @@
+/* Row operations (src/table_rows.c), as block_table.py defines them. */
+#include "clbt_test.h"
+
+/* 3 rows of width 4; hybrid tables split each block in two (width 8). */
+static clbt_table *create(uint32_t kernel_block_size) {
+  clbt_table_config config = {.block_size = 32,
+                              .kernel_block_size = kernel_block_size,
+                              .max_num_reqs = 3,
+                              .max_num_blocks_per_req = 4,
+                              .max_num_batched_tokens = 4};
+  clbt_table *table = NULL;
+  clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
+  return table;
+}
+
+static void assert_row(const clbt_table *table, uint32_t row,
+                       const int32_t *expected, uint32_t width,
+                       uint32_t length) {
+  const int32_t *data = clbt_table_host_data(table) + (size_t)row * width;
+  for (uint32_t i = 0; i < width; ++i)
+    ck_assert_msg(data[i] == expected[i], "row %u[%u] is %d, expected %d", row,
+                  i, data[i], expected[i]);
+  ck_assert_uint_eq(clbt_table_row_length(table, row), length);
+}
+
+START_TEST(append_and_add) {
+  clbt_table *table = create(0);
+  clbt_assert_ok(clbt_table_append_row(table, 1, (const int32_t[]){4, 9}, 2));
+  clbt_assert_ok(clbt_table_append_row(table, 1, (const int32_t[]){2}, 1));
+  assert_row(table, 1, (const int32_t[]){4, 9, 2, 0}, 4, 3);
+  clbt_assert_ok(clbt_table_append_row(table, 1, NULL, 0)); /* no-op */
+  assert_row(table, 1, (const int32_t[]){4, 9, 2, 0}, 4, 3);
+  /* add_row restarts the row; columns past the new length keep old ids. */
+  clbt_assert_ok(clbt_table_add_row(table, 1, (const int32_t[]){7}, 1));
+  assert_row(table, 1, (const int32_t[]){7, 9, 2, 0}, 4, 1);
+  clbt_assert_ok(clbt_table_add_row(table, 1, NULL, 0));
+  ck_assert_uint_eq(clbt_table_row_length(table, 1), 0);
+  assert_row(table, 0, (const int32_t[]){0, 0, 0, 0}, 4, 0);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+/* map_to_kernel_blocks: KV block b is kernel blocks 2b, 2b+1 (32 over 16). */
+START_TEST(hybrid_expansion) {
+  clbt_table *table = create(16);
+  ck_assert_uint_eq(clbt_table_width(table), 8);
+  clbt_assert_ok(clbt_table_append_row(table, 0, (const int32_t[]){0, 1, 2}, 3));
+  assert_row(table, 0, (const int32_t[]){0, 1, 2, 3, 4, 5, 0, 0}, 8, 6);
+  clbt_assert_ok(clbt_table_append_row(table, 0, (const int32_t[]){7}, 1));
+  assert_row(table, 0, (const int32_t[]){0, 1, 2, 3, 4, 5, 14, 15}, 8, 8);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+START_TEST(clear_row) {
+  clbt_table *table = create(0);
+  clbt_assert_ok(clbt_table_append_row(table, 2, (const int32_t[]){5, 6}, 2));
+  clbt_assert_ok(clbt_table_clear_row(table, 2));
+  assert_row(table, 2, (const int32_t[]){0, 0, 0, 0}, 4, 0);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+/* move_row copies src's blocks over dst and clears src. */
+START_TEST(move_row) {
+  clbt_table *table = create(0);
+  clbt_assert_ok(clbt_table_append_row(table, 0, (const int32_t[]){1, 2}, 2));
+  clbt_assert_ok(clbt_table_append_row(table, 2, (const int32_t[]){7, 8, 9}, 3));
+  clbt_assert_ok(clbt_table_move_row(table, 0, 2));
+  assert_row(table, 2, (const int32_t[]){1, 2, 9, 0}, 4, 2);
+  assert_row(table, 0, (const int32_t[]){0, 0, 0, 0}, 4, 0);
+  /* vLLM would erase a row moved onto itself; clbt leaves it. */
+  clbt_assert_ok(clbt_table_move_row(table, 2, 2));
+  assert_row(table, 2, (const int32_t[]){1, 2, 9, 0}, 4, 2);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+/* swap_row exchanges whole rows, past their lengths too. */
+START_TEST(swap_row) {
+  clbt_table *table = create(0);
+  clbt_assert_ok(clbt_table_append_row(table, 0, (const int32_t[]){1, 2, 3}, 3));
+  clbt_assert_ok(clbt_table_add_row(table, 0, (const int32_t[]){4}, 1));
+  clbt_assert_ok(clbt_table_append_row(table, 1, (const int32_t[]){5, 6}, 2));
+  clbt_assert_ok(clbt_table_swap_row(table, 0, 1));
+  assert_row(table, 0, (const int32_t[]){5, 6, 0, 0}, 4, 2);
+  assert_row(table, 1, (const int32_t[]){4, 2, 3, 0}, 4, 1);
+  clbt_assert_ok(clbt_table_swap_row(table, 1, 1));
+  assert_row(table, 1, (const int32_t[]){4, 2, 3, 0}, 4, 1);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+/* A row fills to exactly its width; one block more is refused. */
+START_TEST(overflow_at_the_boundary) {
+  clbt_table *table = create(16);
+  clbt_assert_ok(clbt_table_append_row(table, 0, (const int32_t[]){1, 2, 3}, 3));
+  clbt_test_snapshot before = clbt_test_snapshot_take(table, 3);
+  clbt_assert_fails(clbt_table_append_row(table, 0, (const int32_t[]){4, 5}, 2),
+                    CLBT_ROW_OVERFLOW,
+                    "n = 2 blocks of 2 kernel blocks would overflow row 0: it "
+                    "holds 6 of width 8");
+  clbt_test_snapshot_check(&before, table);
+  clbt_assert_ok(clbt_table_append_row(table, 0, (const int32_t[]){4}, 1));
+  ck_assert_uint_eq(clbt_table_row_length(table, 0), 8);
+  before = clbt_test_snapshot_take(table, 3);
+  clbt_assert_fails(clbt_table_add_row(table, 0, (const int32_t[]){1, 2, 3, 4, 5}, 5),
+                    CLBT_ROW_OVERFLOW, "n = 5");
+  clbt_assert_fails(clbt_table_append_row(table, 0, (const int32_t[]){1},
+                                          SIZE_MAX),
+                    CLBT_ROW_OVERFLOW, "would overflow row 0");
+  clbt_test_snapshot_check(&before, table);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+/* Ids must be >= 0, and their kernel blocks must fit in int32. */
+START_TEST(block_id_bounds) {
+  clbt_table *plain = create(0), *hybrid = create(16);
+  clbt_test_snapshot before = clbt_test_snapshot_take(plain, 3);
+  clbt_assert_fails(clbt_table_append_row(plain, 0, (const int32_t[]){3, -1}, 2),
+                    CLBT_INVALID_BLOCK_ID, "block_ids[1] = -1 is outside [0, 2147483647]");
+  clbt_test_snapshot_check(&before, plain);
+  clbt_assert_ok(clbt_table_append_row(plain, 0, (const int32_t[]){INT32_MAX}, 1));
+  /* hybrid: the largest id b has 2b + 1 <= INT32_MAX, b = 1073741823 */
+  before = clbt_test_snapshot_take(hybrid, 3);
+  clbt_assert_fails(clbt_table_add_row(hybrid, 1, (const int32_t[]){1073741824}, 1),
+                    CLBT_INVALID_BLOCK_ID, "outside [0, 1073741823]");
+  clbt_test_snapshot_check(&before, hybrid);
+  clbt_assert_ok(clbt_table_add_row(hybrid, 1, (const int32_t[]){1073741823}, 1));
+  assert_row(hybrid, 1, (const int32_t[]){2147483646, 2147483647, 0, 0, 0, 0, 0, 0},
+             8, 2);
+  clbt_table_destroy(plain);
+  clbt_table_destroy(hybrid);
+}
+END_TEST
+
+START_TEST(bad_rows_and_pointers) {
+  clbt_table *table = create(0);
+  clbt_assert_ok(clbt_table_append_row(table, 1, (const int32_t[]){8}, 1));
+  clbt_assert_ok(clbt_table_commit(table, 3));
+  clbt_test_snapshot before = clbt_test_snapshot_take(table, 3);
+  const int32_t one[] = {1};
+  clbt_assert_fails(clbt_table_append_row(table, 3, one, 1),
+                    CLBT_ROW_OUT_OF_RANGE, "row 3 is out of range: max_num_reqs is 3");
+  clbt_assert_fails(clbt_table_append_row(table, 3, NULL, 0),
+                    CLBT_ROW_OUT_OF_RANGE, "row 3");
+  clbt_assert_fails(clbt_table_add_row(table, UINT32_MAX, one, 1),
+                    CLBT_ROW_OUT_OF_RANGE, "row 4294967295");
+  clbt_assert_fails(clbt_table_clear_row(table, 3), CLBT_ROW_OUT_OF_RANGE, "row 3");
+  clbt_assert_fails(clbt_table_move_row(table, 3, 0), CLBT_ROW_OUT_OF_RANGE, "src 3");
+  clbt_assert_fails(clbt_table_move_row(table, 1, 3), CLBT_ROW_OUT_OF_RANGE, "dst 3");
+  clbt_assert_fails(clbt_table_swap_row(table, 5, 1), CLBT_ROW_OUT_OF_RANGE, "a 5");
+  clbt_assert_fails(clbt_table_swap_row(table, 1, 5), CLBT_ROW_OUT_OF_RANGE, "b 5");
+  clbt_assert_fails(clbt_table_append_row(table, 0, NULL, 2), CLBT_NULL_ARGUMENT,
+                    "block_ids is NULL with n = 2");
+  clbt_assert_fails(clbt_table_add_row(table, 1, NULL, 1), CLBT_NULL_ARGUMENT,
+                    "block_ids is NULL");
+  clbt_test_snapshot_check(&before, table);
+  clbt_assert_fails(clbt_table_append_row(NULL, 0, one, 1), CLBT_NULL_ARGUMENT, "table");
+  clbt_assert_fails(clbt_table_clear_row(NULL, 0), CLBT_NULL_ARGUMENT, "table");
+  clbt_assert_fails(clbt_table_move_row(NULL, 0, 1), CLBT_NULL_ARGUMENT, "table");
+  clbt_assert_fails(clbt_table_swap_row(NULL, 0, 1), CLBT_NULL_ARGUMENT, "table");
+  ck_assert_uint_eq(clbt_table_row_length(table, 3), 0);
+  ck_assert_uint_eq(clbt_table_row_length(NULL, 0), 0);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+int main(void) {
+  Suite *suite = suite_create("table_rows");
+  TCase *tc = tcase_create("table_rows");
+  tcase_add_test(tc, append_and_add);
+  tcase_add_test(tc, hybrid_expansion);
+  tcase_add_test(tc, clear_row);
+  tcase_add_test(tc, move_row);
+  tcase_add_test(tc, swap_row);
+  tcase_add_test(tc, overflow_at_the_boundary);
+  tcase_add_test(tc, block_id_bounds);
+  tcase_add_test(tc, bad_rows_and_pointers);
+  suite_add_tcase(suite, tc);
+  return clbt_test_run(suite);
+}
