@@ -2,7 +2,8 @@
  * The slot-mapping kernel: gives each token of a batch the KV-cache slot it
  * writes, block_id * kernel_block_size + offset, as vLLM's
  * _compute_slot_mapping_kernel does, and CLBT_PAD_SLOT_ID to every other
- * element of the fixed-size output.
+ * element of the fixed-size output. One launch serves up to eight KV-cache
+ * groups: each token's request is found once and mapped in every group.
  *
  * It differs from vLLM's kernel in two ways that make it safe on any input:
  * it never reads a block outside the row's committed length (such a token
@@ -10,20 +11,35 @@
  * trusting it.
  *
  * Work-items are token-parallel and loop with the grid's stride, so the
- * host can pick the launch geometry per device (docs/design.md): many
- * work-groups on a GPU, one per compute unit on a CPU.
+ * host can pick the launch geometry per device (docs/design.md).
  *
  * Specialised at build time (the host passes every one):
- *   CLBT_KV_BLOCK_SIZE        KV-manager block size, tokens
- *   CLBT_BLOCKS_PER_KV_BLOCK  kernel blocks per KV-manager block
- *   CLBT_CP_WORLD_SIZE        context-parallel ranks (1: none)
- *   CLBT_CP_RANK              this rank
- *   CLBT_CP_INTERLEAVE_SIZE   tokens per rank before the next rank's turn
- *   CLBT_PAD_SLOT_ID          the slot id of tokens that write nothing
+ *   CLBT_PAD_SLOT_ID   the slot id of tokens that write nothing
+ *   CLBT_NUM_GROUPS    groups served by this launch, 1..8
+ *   CLBT_GROUP_<g>     group g's constants, in the order slot_of takes them:
+ *                      KV block size, kernel blocks per KV block, CP world
+ *                      size, CP rank, CP interleave size
  */
 
-#define KERNEL_BLOCK_SIZE (CLBT_KV_BLOCK_SIZE / CLBT_BLOCKS_PER_KV_BLOCK)
-#define VIRTUAL_BLOCK_SIZE ((ulong)CLBT_KV_BLOCK_SIZE * CLBT_CP_WORLD_SIZE)
+#if CLBT_NUM_GROUPS == 1
+#define FOR_EACH_GROUP(X) X(0)
+#elif CLBT_NUM_GROUPS == 2
+#define FOR_EACH_GROUP(X) X(0) X(1)
+#elif CLBT_NUM_GROUPS == 3
+#define FOR_EACH_GROUP(X) X(0) X(1) X(2)
+#elif CLBT_NUM_GROUPS == 4
+#define FOR_EACH_GROUP(X) X(0) X(1) X(2) X(3)
+#elif CLBT_NUM_GROUPS == 5
+#define FOR_EACH_GROUP(X) X(0) X(1) X(2) X(3) X(4)
+#elif CLBT_NUM_GROUPS == 6
+#define FOR_EACH_GROUP(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#elif CLBT_NUM_GROUPS == 7
+#define FOR_EACH_GROUP(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6)
+#elif CLBT_NUM_GROUPS == 8
+#define FOR_EACH_GROUP(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#else
+#error "CLBT_NUM_GROUPS must be 1..8"
+#endif
 
 /*
  * Whether query_start_loc[0..num_reqs] is a non-decreasing run from >= 0 to
@@ -66,66 +82,89 @@ static uint find_request(__global const int *query_start_loc, uint num_reqs,
 
 /*
  * The slot of one token of a row, vLLM's arithmetic: positions are split
- * into virtual blocks of CP_WORLD_SIZE KV blocks, dealt to ranks
- * CP_INTERLEAVE_SIZE tokens at a time. Another rank's token gets the pad id;
- * so does a token outside the committed row, which is also counted.
+ * into virtual blocks of cp_world_size KV blocks, dealt to ranks
+ * cp_interleave_size tokens at a time. Another rank's token gets the pad
+ * id; so does a token outside the committed row, which is also counted.
+ * The group constants arrive as literals, so the divisions fold.
  */
-static long slot_of(long position, __global const int *row, uint row_length,
-                    uint *rejected) {
+static inline long slot_of(long position, __global const int *row,
+                           uint row_length, uint *rejected,
+                           ulong kv_block_size, ulong blocks_per_kv_block,
+                           ulong cp_world_size, ulong cp_rank,
+                           ulong cp_interleave_size) {
   if (position < 0) {
     ++*rejected;
     return CLBT_PAD_SLOT_ID;
   }
-  ulong virtual_index = (ulong)position / VIRTUAL_BLOCK_SIZE;
-  ulong virtual_offset = (ulong)position - virtual_index * VIRTUAL_BLOCK_SIZE;
-  if ((virtual_offset / CLBT_CP_INTERLEAVE_SIZE) % CLBT_CP_WORLD_SIZE !=
-      CLBT_CP_RANK)
+  ulong kernel_block_size = kv_block_size / blocks_per_kv_block;
+  ulong virtual_block_size = kv_block_size * cp_world_size;
+  ulong virtual_index = (ulong)position / virtual_block_size;
+  ulong virtual_offset = (ulong)position - virtual_index * virtual_block_size;
+  if ((virtual_offset / cp_interleave_size) % cp_world_size != cp_rank)
     return CLBT_PAD_SLOT_ID;
   ulong local_offset =
-      virtual_offset / (CLBT_CP_WORLD_SIZE * CLBT_CP_INTERLEAVE_SIZE) *
-          CLBT_CP_INTERLEAVE_SIZE +
-      virtual_offset % CLBT_CP_INTERLEAVE_SIZE;
+      virtual_offset / (cp_world_size * cp_interleave_size) *
+          cp_interleave_size +
+      virtual_offset % cp_interleave_size;
   /* Checked first so that the product below cannot wrap. */
   if (virtual_index >= row_length) {
     ++*rejected;
     return CLBT_PAD_SLOT_ID;
   }
-  ulong block_index = virtual_index * CLBT_BLOCKS_PER_KV_BLOCK +
-                      local_offset / KERNEL_BLOCK_SIZE;
+  ulong block_index =
+      virtual_index * blocks_per_kv_block + local_offset / kernel_block_size;
   if (block_index >= row_length) {
     ++*rejected;
     return CLBT_PAD_SLOT_ID;
   }
-  return (long)row[block_index] * KERNEL_BLOCK_SIZE +
-         (long)(local_offset % KERNEL_BLOCK_SIZE);
+  return (long)row[block_index] * (long)kernel_block_size +
+         (long)(local_offset % kernel_block_size);
 }
+
+/* Each group's committed rows, lengths, output and rejected-token counter. */
+#define GROUP_PARAMETERS(g)                                            \
+  , __global const int *rows_##g, uint row_stride_##g,                 \
+      __global const int *row_lengths_##g, __global long *slots_##g,   \
+      __global uint *rejected_tokens_##g
+
+#define DECLARE_COUNT(g) uint rejected_##g = 0;
+
+#define REJECT_TOKEN(g) ++rejected_##g;
+
+#define PAD_TOKEN(g) slots_##g[token] = CLBT_PAD_SLOT_ID;
+
+#define MAP_TOKEN(g)                                                      \
+  slots_##g[token] =                                                      \
+      request < num_reqs                                                  \
+          ? slot_of(position, rows_##g + (ulong)request * row_stride_##g, \
+                    (uint)row_lengths_##g[request], &rejected_##g,        \
+                    CLBT_GROUP_##g)                                       \
+          : CLBT_PAD_SLOT_ID;
+
+#define ADD_COUNT(g) \
+  if (rejected_##g) atomic_add(rejected_tokens_##g, rejected_##g);
 
 __kernel void clbt_slot_mapping(uint num_reqs, uint num_tokens,
                                 uint max_num_tokens,
                                 __global const int *query_start_loc,
-                                __global const long *positions,
-                                __global const int *block_table,
-                                uint row_stride,
-                                __global const int *row_lengths,
-                                __global long *slot_mapping,
-                                __global uint *rejected_tokens) {
+                                __global const long *positions
+                                FOR_EACH_GROUP(GROUP_PARAMETERS)) {
   __local int well_formed;
   bool batch_ok = batch_is_well_formed(query_start_loc, num_reqs, num_tokens,
                                        &well_formed);
-  uint rejected = 0;
+  FOR_EACH_GROUP(DECLARE_COUNT)
   for (uint token = get_global_id(0); token < max_num_tokens;
        token += get_global_size(0)) {
-    long slot = CLBT_PAD_SLOT_ID;
-    if (token < num_tokens && !batch_ok) {
-      ++rejected;
-    } else if (token < num_tokens) {
+    if (token < num_tokens && batch_ok) {
       uint request = find_request(query_start_loc, num_reqs, (int)token);
-      if (request < num_reqs)
-        slot = slot_of(positions[token],
-                       block_table + (ulong)request * row_stride,
-                       (uint)row_lengths[request], &rejected);
+      long position = request < num_reqs ? positions[token] : 0;
+      FOR_EACH_GROUP(MAP_TOKEN)
+    } else {
+      if (token < num_tokens) {
+        FOR_EACH_GROUP(REJECT_TOKEN)
+      }
+      FOR_EACH_GROUP(PAD_TOKEN)
     }
-    slot_mapping[token] = slot;
   }
-  if (rejected) atomic_add(rejected_tokens, rejected);
+  FOR_EACH_GROUP(ADD_COUNT)
 }

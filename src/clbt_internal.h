@@ -62,6 +62,7 @@ typedef struct clbt__device_properties {
   cl_device_type type;
   cl_uint compute_units;
   size_t max_work_group_size;
+  cl_bool host_unified_memory;  /* device buffers live in host memory */
 } clbt__device_properties;
 
 struct clbt_device {
@@ -87,30 +88,48 @@ clbt_status clbt__select_device(const char *selector, const char *source,
 /* Frees every cached program of a device (when the device is freed). */
 void clbt__programs_release(clbt_device *device);
 
-/* The specialisation of the slot-mapping kernel: its -D defines. */
-typedef struct clbt__kernel_spec {
+/* The kernel sources in cl/. */
+typedef enum clbt__source {
+  CLBT__SOURCE_SLOT_MAPPING,
+  CLBT__SOURCE_COMMIT_SCATTER
+} clbt__source;
+
+/*
+ * Returns the program of a source built with clbt's common options plus
+ * specific_options, building and caching it on the first request; the cache
+ * keeps the reference. Thread-safe.
+ */
+clbt_status clbt__program_get(clbt_device *device, clbt__source source,
+                              const char *specific_options,
+                              cl_program *program);
+
+/*
+ * The launch geometry for `items` work-items of a kernel whose own limit is
+ * kernel_max_group: one item per work-item on a GPU, one work-group on a
+ * CPU (docs/design.md says why).
+ */
+void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
+                    size_t items, size_t *global_size, size_t *local_size);
+
+/* Checks an event wait list as clEnqueue* would, before anything runs. */
+clbt_status clbt__check_wait_list(cl_uint num_events,
+                                  const cl_event *wait_list);
+
+/* ---- tables (table.c, table_rows.c, commit.c, launch.c, multi_table.c,
+        reference.c) ------------------------------------------------------- */
+
+/* What specialises the slot-mapping kernel for one group: its -D values. */
+typedef struct clbt__group_spec {
   uint32_t kv_block_size;
   uint32_t blocks_per_kv_block;
   uint32_t cp_world_size;
   uint32_t cp_rank;
   uint32_t cp_interleave_size;
-} clbt__kernel_spec;
-
-/*
- * Returns the program built for spec on device, building and caching it on
- * the first request; the cache keeps the reference. Thread-safe.
- */
-clbt_status clbt__program_get(clbt_device *device, const clbt__kernel_spec *spec,
-                              cl_program *program);
-
-/* The slot-mapping kernel's name in cl/slot_mapping.cl. */
-#define CLBT__SLOT_MAPPING_KERNEL "clbt_slot_mapping"
-
-/* ---- tables (table.c, table_rows.c, multi_table.c, reference.c) --------- */
+} clbt__group_spec;
 
 /* A table config with every default filled in and every rule checked. */
 typedef struct clbt__table_layout {
-  clbt__kernel_spec spec;
+  clbt__group_spec spec;
   uint32_t kernel_block_size;
   uint32_t width;               /* kernel blocks per row */
   uint32_t max_num_reqs;
@@ -122,19 +141,90 @@ typedef struct clbt__table_layout {
 clbt_status clbt__table_layout_init(const clbt_table_config *config,
                                     clbt__table_layout *layout);
 
+/* The most groups one slot-mapping launch serves (cl/slot_mapping.cl). */
+#define CLBT__MAX_LAUNCH_GROUPS 8
+
+/* One slot-mapping kernel bound to the buffers of 1..8 tables. */
+typedef struct clbt__launch {
+  cl_kernel kernel;
+  size_t global_size;
+  size_t local_size;
+} clbt__launch;
+
+/* Builds (or finds) the slot-mapping program for 1..8 group specs. */
+clbt_status clbt__launch_program(clbt_device *device,
+                                 const clbt__group_spec *const *specs,
+                                 uint32_t num_groups, cl_program *program);
+
+/*
+ * Builds (or finds) the program for these tables' specs and binds their
+ * buffers. The tables share max_num_reqs and max_num_batched_tokens.
+ */
+clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *tables,
+                              uint32_t num_tables);
+void clbt__launch_release(clbt__launch *launch);
+
+/* Checks a batch's arguments against a table's bounds and context. */
+clbt_status clbt__check_batch_arguments(const clbt_table *table,
+                                        uint32_t num_reqs,
+                                        cl_mem query_start_loc,
+                                        cl_mem positions, uint32_t num_tokens);
+
+/* Enqueues a checked batch. */
+clbt_status clbt__launch_enqueue(const clbt__launch *launch,
+                                 cl_command_queue queue, uint32_t num_reqs,
+                                 cl_mem query_start_loc, cl_mem positions,
+                                 uint32_t num_tokens, cl_uint num_events,
+                                 const cl_event *wait_list, cl_event *event);
+
+/*
+ * What the row operations changed since the last commit. Per row: the
+ * columns [low, high) that changed and whether the row is listed at all
+ * (a listed row's length is moved even when no column changed), plus its
+ * extent: every column from extent on is zero on the host, which keeps
+ * swaps and their commits proportional to what rows hold.
+ */
+typedef struct clbt__changes {
+  uint32_t *listed_rows;  /* rows with changes, each once */
+  uint32_t num_listed;
+  bool *listed;           /* [max_num_reqs] */
+  uint32_t *low, *high;   /* [max_num_reqs] */
+  uint32_t *extent;       /* [max_num_reqs] */
+} clbt__changes;
+
+/* A packet buffer for the scatter commit; reused once its upload is done. */
+typedef struct clbt__staging {
+  uint32_t *packet;
+  size_t capacity;        /* 32-bit words */
+  cl_mem buffer;          /* the device copy of the packet */
+  cl_event uploaded;      /* NULL, or the upload still reading `packet` */
+} clbt__staging;
+
+#define CLBT__STAGING_SLOTS 2
+
 struct clbt_table {
   clbt_device *device;
   clbt__table_layout layout;
   int32_t *rows;           /* [max_num_reqs][width] */
   uint32_t *row_lengths;   /* [max_num_reqs], kernel blocks */
+  clbt__changes changes;
+  clbt__staging staging[CLBT__STAGING_SLOTS];
+  unsigned next_staging;
+  cl_kernel scatter;       /* NULL until the first scatter commit */
+  clbt_commit_mode commit_mode;
+  clbt_commit_info last_commit;
   cl_mem device_rows;
   cl_mem device_row_lengths;
   cl_mem slot_mapping;
   cl_mem rejected_tokens;
-  cl_kernel kernel;
-  size_t global_size;      /* the kernel's launch geometry */
-  size_t local_size;
+  clbt__launch launch;     /* kernel NULL: not built (NONE, or a group
+                              whose multi-group table launches for it) */
 };
+
+/* Creates a table; build_launch false defers the kernel to its first use. */
+clbt_status clbt__table_create(clbt_device *device,
+                               const clbt_table_config *config,
+                               bool build_launch, clbt_table **out);
 
 /*
  * Each row operation is a check, which changes nothing, and an apply, which
@@ -156,8 +246,26 @@ void clbt__apply_clear_row(clbt_table *table, uint32_t row);
 void clbt__apply_move_row(clbt_table *table, uint32_t src, uint32_t dst);
 void clbt__apply_swap_row(clbt_table *table, uint32_t a, uint32_t b);
 
-/* Checks the arguments of a slot-mapping call against a table's bounds. */
+/* Checks a batch's sizes against a table's bounds. */
 clbt_status clbt__check_batch(const clbt_table *table, uint32_t num_reqs,
                               uint32_t num_tokens);
+
+/* ---- commits (commit.c) -------------------------------------------------- */
+
+clbt_status clbt__changes_init(clbt__changes *changes, uint32_t max_num_reqs);
+void clbt__changes_free(clbt__changes *changes);
+/* Records that a row's columns [low, high) and its length changed. */
+void clbt__changes_mark(clbt_table *table, uint32_t row, uint32_t low,
+                        uint32_t high);
+/* Forgets every change (after clear, which resets both sides). */
+void clbt__changes_reset(clbt__changes *changes, uint32_t max_num_reqs);
+
+/* Commits a checked num_reqs the way the table's mode picks. */
+clbt_status clbt__commit(clbt_table *table, uint32_t num_reqs,
+                         cl_uint num_events, const cl_event *wait_list,
+                         cl_event *event);
+
+/* Releases the staging buffers and the scatter kernel. */
+void clbt__commit_release(clbt_table *table);
 
 #endif /* CLBT_INTERNAL_H */

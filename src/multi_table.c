@@ -13,6 +13,8 @@
 struct clbt_multi_table {
   uint32_t num_groups;
   clbt_table **groups;
+  uint32_t num_launches;   /* one per eight token-mapping groups */
+  clbt__launch *launches;
 };
 
 /* The single-table config of group g; the caller names the group. */
@@ -58,6 +60,45 @@ static clbt_status check_config(const clbt_device *device,
   return CLBT_SUCCESS;
 }
 
+/* The token-mapping groups, eight to a launch. */
+static uint32_t collect_token_groups(clbt_table *const *groups,
+                                     uint32_t num_groups, clbt_table **out) {
+  uint32_t count = 0;
+  for (uint32_t g = 0; g < num_groups; ++g)
+    if (groups[g]->layout.slot_mode == CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT)
+      out[count++] = groups[g];
+  return count;
+}
+
+static uint32_t launches_for(uint32_t token_groups) {
+  return (token_groups + CLBT__MAX_LAUNCH_GROUPS - 1) / CLBT__MAX_LAUNCH_GROUPS;
+}
+
+static uint32_t launch_size(uint32_t token_groups, uint32_t launch) {
+  uint32_t rest = token_groups - launch * CLBT__MAX_LAUNCH_GROUPS;
+  return rest < CLBT__MAX_LAUNCH_GROUPS ? rest : CLBT__MAX_LAUNCH_GROUPS;
+}
+
+static clbt_status create_launches(clbt_multi_table *table) {
+  clbt_table **token_groups = malloc(table->num_groups * sizeof *token_groups);
+  if (!token_groups)
+    return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for launches");
+  uint32_t count =
+      collect_token_groups(table->groups, table->num_groups, token_groups);
+  clbt_status status = CLBT_SUCCESS;
+  table->launches = calloc(launches_for(count) + 1, sizeof *table->launches);
+  if (!table->launches)
+    status = clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for launches");
+  for (uint32_t l = 0; !status && l < launches_for(count); ++l) {
+    status = clbt__launch_init(&table->launches[l],
+                               token_groups + l * CLBT__MAX_LAUNCH_GROUPS,
+                               launch_size(count, l));
+    if (!status) table->num_launches = l + 1;
+  }
+  free(token_groups);
+  return status;
+}
+
 clbt_status clbt_multi_table_create(clbt_device *device,
                                     const clbt_multi_table_config *config,
                                     clbt_multi_table **out) {
@@ -75,9 +116,12 @@ clbt_status clbt_multi_table_create(clbt_device *device,
   for (uint32_t g = 0; g < config->num_groups && !status; ++g) {
     clbt_table_config group;
     status = group_config(config, g, &group);
-    if (!status) status = clbt_table_create(device, &group, &table->groups[g]);
+    /* The groups' kernels are the multi-group launches below. */
+    if (!status)
+      status = clbt__table_create(device, &group, false, &table->groups[g]);
     if (status) clbt__prefix_error(status, "groups[%u]", (unsigned)g);
   }
+  if (!status) status = create_launches(table);
   if (status) {
     clbt_multi_table_destroy(table);
     return status;
@@ -88,6 +132,9 @@ clbt_status clbt_multi_table_create(clbt_device *device,
 
 void clbt_multi_table_destroy(clbt_multi_table *table) {
   if (!table) return;
+  for (uint32_t l = 0; l < table->num_launches; ++l)
+    clbt__launch_release(&table->launches[l]);
+  free(table->launches);
   for (uint32_t g = 0; g < table->num_groups; ++g)
     clbt_table_destroy(table->groups[g]);
   free(table->groups);
@@ -97,12 +144,29 @@ void clbt_multi_table_destroy(clbt_multi_table *table) {
 clbt_status clbt_multi_table_prepare(clbt_device *device,
                                      const clbt_multi_table_config *config) {
   clbt_status status = check_config(device, config);
+  if (status) return status;
+  clbt__group_spec *specs = malloc(config->num_groups * sizeof *specs);
+  if (!specs)
+    return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for %u groups",
+                      (unsigned)config->num_groups);
+  uint32_t count = 0;
   for (uint32_t g = 0; !status && g < config->num_groups; ++g) {
     clbt_table_config group;
+    clbt__table_layout layout;
     status = group_config(config, g, &group);
-    if (!status) status = clbt_table_prepare(device, &group);
+    if (!status) status = clbt__table_layout_init(&group, &layout);
     if (status) clbt__prefix_error(status, "groups[%u]", (unsigned)g);
+    else if (layout.slot_mode == CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT)
+      specs[count++] = layout.spec;
   }
+  for (uint32_t l = 0; !status && l < launches_for(count); ++l) {
+    const clbt__group_spec *chunk[CLBT__MAX_LAUNCH_GROUPS];
+    cl_program program;
+    for (uint32_t i = 0; i < launch_size(count, l); ++i)
+      chunk[i] = &specs[l * CLBT__MAX_LAUNCH_GROUPS + i];
+    status = clbt__launch_program(device, chunk, launch_size(count, l), &program);
+  }
+  free(specs);
   return status;
 }
 
@@ -135,7 +199,7 @@ clbt_status clbt_multi_table_add_row(clbt_multi_table *table, uint32_t row,
 }
 
 /* Every group has the same max_num_reqs, so checking the first checks all. */
-static const clbt_table *first_group(const clbt_multi_table *table) {
+static clbt_table *first_group(const clbt_multi_table *table) {
   return table ? table->groups[0] : NULL;
 }
 
@@ -164,12 +228,51 @@ clbt_status clbt_multi_table_swap_row(clbt_multi_table *table, uint32_t a,
   return status;
 }
 
-clbt_status clbt_multi_table_commit(clbt_multi_table *table,
-                                   uint32_t num_reqs) {
+clbt_status clbt_multi_table_enqueue_commit(clbt_multi_table *table,
+                                            uint32_t num_reqs,
+                                            cl_uint num_events,
+                                            const cl_event *wait_list,
+                                            cl_event *event) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   clbt_status status = clbt__check_batch(first_group(table), num_reqs, 0);
-  for (uint32_t g = 0; !status && g < table->num_groups; ++g)
-    status = clbt_table_commit(table->groups[g], num_reqs);
+  if (!status) status = clbt__check_wait_list(num_events, wait_list);
+  /* The queue is in order: the first group waits, the last one signals. */
+  for (uint32_t g = 0; !status && g < table->num_groups; ++g) {
+    bool first = g == 0, last = g + 1 == table->num_groups;
+    status = clbt__commit(table->groups[g], num_reqs, first ? num_events : 0,
+                          first ? wait_list : NULL, last ? event : NULL);
+  }
+  return status;
+}
+
+clbt_status clbt_multi_table_commit(clbt_multi_table *table,
+                                   uint32_t num_reqs) {
+  return clbt_multi_table_enqueue_commit(table, num_reqs, 0, NULL, NULL);
+}
+
+clbt_status clbt_multi_table_enqueue_slot_mapping(
+    clbt_multi_table *table, uint32_t num_reqs, cl_mem query_start_loc,
+    cl_mem positions, uint32_t num_tokens, cl_uint num_events,
+    const cl_event *wait_list, cl_event *event) {
+  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+  /* Every group has the same bounds and context as the first. */
+  clbt_status status = clbt__check_batch_arguments(
+      first_group(table), num_reqs, query_start_loc, positions, num_tokens);
+  if (!status) status = clbt__check_wait_list(num_events, wait_list);
+  if (status) return status;
+  cl_command_queue queue = first_group(table)->device->queue;
+  if (table->num_launches == 0 && (event || num_events))
+    CLBT__CL_TRY(clEnqueueMarkerWithWaitList(queue, num_events, wait_list,
+                                             event),
+                 status, done);
+  for (uint32_t l = 0; !status && l < table->num_launches; ++l) {
+    bool first = l == 0, last = l + 1 == table->num_launches;
+    status = clbt__launch_enqueue(&table->launches[l], queue, num_reqs,
+                                  query_start_loc, positions, num_tokens,
+                                  first ? num_events : 0,
+                                  first ? wait_list : NULL, last ? event : NULL);
+  }
+done:
   return status;
 }
 
@@ -178,13 +281,8 @@ clbt_status clbt_multi_table_compute_slot_mapping(clbt_multi_table *table,
                                                   cl_mem query_start_loc,
                                                   cl_mem positions,
                                                   uint32_t num_tokens) {
-  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
-  clbt_status status = CLBT_SUCCESS;
-  for (uint32_t g = 0; !status && g < table->num_groups; ++g)
-    status = clbt_table_compute_slot_mapping(table->groups[g], num_reqs,
-                                             query_start_loc, positions,
-                                             num_tokens);
-  return status;
+  return clbt_multi_table_enqueue_slot_mapping(
+      table, num_reqs, query_start_loc, positions, num_tokens, 0, NULL, NULL);
 }
 
 clbt_status clbt_multi_table_clear(clbt_multi_table *table) {

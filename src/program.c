@@ -1,7 +1,7 @@
 /*
- * Programs: the slot-mapping kernel built once per (device, specialisation)
- * and kept in the device handle, so that tables sharing a specialisation
- * share the program.
+ * Programs: each kernel source built once per (device, build options) and
+ * kept in the device handle, so that tables sharing a specialisation share
+ * the program.
  */
 #include "clbt_internal.h"
 
@@ -9,43 +9,52 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* cl/slot_mapping.cl, embedded at build time (cmake/embed_source.cmake). */
+/* The kernels in cl/, embedded at build time (cmake/embed_source.cmake). */
 extern const char clbt__slot_mapping_source[];
 extern const size_t clbt__slot_mapping_source_length;
+extern const char clbt__commit_scatter_source[];
+extern const size_t clbt__commit_scatter_source_length;
 
-/* Room for every define at its widest, plus CLBT_BUILD_OPTIONS. */
+static const struct {
+  const char *text;
+  const size_t *length;
+  const char *file;
+} sources[] = {
+    [CLBT__SOURCE_SLOT_MAPPING] = {clbt__slot_mapping_source,
+                                   &clbt__slot_mapping_source_length,
+                                   "slot_mapping.cl"},
+    [CLBT__SOURCE_COMMIT_SCATTER] = {clbt__commit_scatter_source,
+                                     &clbt__commit_scatter_source_length,
+                                     "commit_scatter.cl"},
+};
+
+/* Room for eight groups' defines, plus CLBT_BUILD_OPTIONS. */
 #define CLBT__OPTIONS_SIZE 1024
 
 struct clbt__program_entry {
-  char options[CLBT__OPTIONS_SIZE]; /* the cache key */
+  clbt__source source;              /* the cache key: source and options */
+  char options[CLBT__OPTIONS_SIZE];
   cl_program program;
   clbt__program_entry *next;
 };
 
-/* The build options of a specialisation, which are also its cache key. */
-static clbt_status format_options(const clbt__kernel_spec *spec,
-                                  char *options) {
+/* clbt's options for every build, the caller's, then CLBT_BUILD_OPTIONS. */
+static clbt_status format_options(const char *specific, char *options) {
   const char *extra = getenv("CLBT_BUILD_OPTIONS");
-  int length = snprintf(
-      options, CLBT__OPTIONS_SIZE,
-      "-cl-std=CL1.2 -DCLBT_KV_BLOCK_SIZE=%u -DCLBT_BLOCKS_PER_KV_BLOCK=%u "
-      "-DCLBT_CP_WORLD_SIZE=%u -DCLBT_CP_RANK=%u -DCLBT_CP_INTERLEAVE_SIZE=%u "
-      "-DCLBT_PAD_SLOT_ID=%d%s%s",
-      (unsigned)spec->kv_block_size, (unsigned)spec->blocks_per_kv_block,
-      (unsigned)spec->cp_world_size, (unsigned)spec->cp_rank,
-      (unsigned)spec->cp_interleave_size, CLBT_PAD_SLOT_ID, extra ? " " : "",
-      extra ? extra : "");
+  int length = snprintf(options, CLBT__OPTIONS_SIZE, "-cl-std=CL1.2 %s%s%s",
+                        specific, extra ? " " : "", extra ? extra : "");
   if (length < 0 || length >= CLBT__OPTIONS_SIZE)
     return clbt__fail(CLBT_INVALID_ARGUMENT,
-                      "CLBT_BUILD_OPTIONS is %zu characters; the build options "
-                      "hold at most %d",
-                      strlen(extra ? extra : ""), CLBT__OPTIONS_SIZE - 200);
+                      "CLBT_BUILD_OPTIONS is %zu characters; with clbt's own "
+                      "options ('%s') the build options hold at most %d",
+                      strlen(extra ? extra : ""), specific,
+                      CLBT__OPTIONS_SIZE - 1);
   return CLBT_SUCCESS;
 }
 
 /* Records a build failure with as much of the build log as the message holds. */
 static clbt_status fail_with_log(cl_program program, cl_device_id device,
-                                 const char *options) {
+                                 const char *file, const char *options) {
   size_t log_size = 0;
   char *log = NULL;
   if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, NULL,
@@ -56,24 +65,25 @@ static clbt_status fail_with_log(cl_program program, cl_device_id device,
     log_size = 0;
   if (log) log[log_size] = '\0';
   clbt__fail(CLBT_CL_BUILD_PROGRAM_FAILURE,
-             "building the slot-mapping kernel with '%s' failed; build log:\n%s",
-             options, log ? log : "(unavailable)");
+             "building %s with '%s' failed; build log:\n%s", file, options,
+             log ? log : "(unavailable)");
   free(log);
   return CLBT_CL_BUILD_PROGRAM_FAILURE;
 }
 
-static clbt_status build(const clbt_device *device, const char *options,
-                         cl_program *out) {
+static clbt_status build(const clbt_device *device, clbt__source source_id,
+                         const char *options, cl_program *out) {
   clbt_status status = CLBT_SUCCESS;
   cl_int error = CL_SUCCESS;
-  const char *source = clbt__slot_mapping_source;
-  size_t length = clbt__slot_mapping_source_length;
+  const char *source = sources[source_id].text;
+  size_t length = *sources[source_id].length;
   cl_program program =
       clCreateProgramWithSource(device->context, 1, &source, &length, &error);
   CLBT__CL_CHECK(error, "clCreateProgramWithSource", status, fail);
   error = clBuildProgram(program, 1, &device->id, options, NULL, NULL);
   if (error == CL_BUILD_PROGRAM_FAILURE) {
-    status = fail_with_log(program, device->id, options);
+    status = fail_with_log(program, device->id, sources[source_id].file,
+                           options);
     goto fail;
   }
   CLBT__CL_CHECK(error, "clBuildProgram", status, fail);
@@ -84,27 +94,31 @@ fail:
   return status;
 }
 
-static cl_program find(const clbt_device *device, const char *options) {
+static cl_program find(const clbt_device *device, clbt__source source,
+                       const char *options) {
   for (const clbt__program_entry *e = device->programs; e; e = e->next)
-    if (strcmp(e->options, options) == 0) return e->program;
+    if (e->source == source && strcmp(e->options, options) == 0)
+      return e->program;
   return NULL;
 }
 
-clbt_status clbt__program_get(clbt_device *device, const clbt__kernel_spec *spec,
+clbt_status clbt__program_get(clbt_device *device, clbt__source source,
+                              const char *specific_options,
                               cl_program *program) {
   char options[CLBT__OPTIONS_SIZE];
-  clbt_status status = format_options(spec, options);
+  clbt_status status = format_options(specific_options, options);
   if (status) return status;
   /* Held across the build so that two threads never build the same program. */
   mtx_lock(&device->programs_lock);
-  *program = find(device, options);
+  *program = find(device, source, options);
   if (!*program) {
     clbt__program_entry *entry = malloc(sizeof *entry);
     if (!entry)
       status = clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for a program");
     else
-      status = build(device, options, &entry->program);
+      status = build(device, source, options, &entry->program);
     if (status == CLBT_SUCCESS) {
+      entry->source = source;
       memcpy(entry->options, options, sizeof options);
       entry->next = device->programs;
       device->programs = entry;

@@ -17,7 +17,7 @@ static bool well_formed(const int32_t *query_start_loc, uint32_t num_reqs,
 
 static int64_t slot_of(const clbt__table_layout *layout, int64_t position,
                        const int32_t *row, uint32_t row_length) {
-  const clbt__kernel_spec *spec = &layout->spec;
+  const clbt__group_spec *spec = &layout->spec;
   if (position < 0) return CLBT_PAD_SLOT_ID;
   uint64_t virtual_block_size =
       (uint64_t)spec->kv_block_size * spec->cp_world_size;

@@ -1,26 +1,12 @@
 /*
- * One block table: its layout, its buffers, commit and the slot-mapping
- * launch. The row operations are in table_rows.c, the host reference in
- * reference.c.
+ * One block table: its layout, its buffers and its public calls. The row
+ * operations are in table_rows.c, commits in commit.c, the kernel launch in
+ * launch.c, the host reference in reference.c.
  */
 #include "clbt_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* Kernel argument indices, in the order of clbt_slot_mapping's parameters. */
-enum {
-  ARG_NUM_REQS,
-  ARG_NUM_TOKENS,
-  ARG_MAX_NUM_TOKENS,
-  ARG_QUERY_START_LOC,
-  ARG_POSITIONS,
-  ARG_BLOCK_TABLE,
-  ARG_ROW_STRIDE,
-  ARG_ROW_LENGTHS,
-  ARG_SLOT_MAPPING,
-  ARG_REJECTED_TOKENS
-};
 
 static clbt_status require_nonzero(uint32_t value, const char *name) {
   if (value == 0)
@@ -30,7 +16,7 @@ static clbt_status require_nonzero(uint32_t value, const char *name) {
 }
 
 static clbt_status check_cp(const clbt_table_config *config,
-                            clbt__kernel_spec *spec) {
+                            clbt__group_spec *spec) {
   spec->cp_world_size = config->cp_world_size ? config->cp_world_size : 1;
   spec->cp_rank = config->cp_rank;
   spec->cp_interleave_size =
@@ -100,23 +86,6 @@ clbt_status clbt__table_layout_init(const clbt_table_config *config,
   return check_sizes(layout);
 }
 
-/*
- * A GPU gets one token per work-item. A CPU device pays a high fixed cost
- * per work-group, so it gets one work-group per compute unit, whose
- * work-items loop over the tokens (the kernel strides by the grid size).
- */
-static void choose_geometry(clbt_table *table, size_t kernel_max_group) {
-  const clbt__device_properties *device = &table->device->properties;
-  size_t limit = kernel_max_group < 256 ? kernel_max_group : 256;
-  size_t local = 1;
-  while (local * 2 <= limit) local *= 2;
-  size_t groups = (table->layout.max_num_batched_tokens + local - 1) / local;
-  if ((device->type & CL_DEVICE_TYPE_CPU) && groups > device->compute_units)
-    groups = device->compute_units ? device->compute_units : 1;
-  table->local_size = local;
-  table->global_size = groups * local;
-}
-
 static clbt_status create_buffer(const clbt_table *table, size_t size,
                                  cl_mem *buffer) {
   cl_int error = CL_SUCCESS;
@@ -168,50 +137,9 @@ static clbt_status create_buffers(clbt_table *table) {
   return status;
 }
 
-/* Builds or finds the program, creates the kernel, sets its fixed args. */
-static clbt_status create_kernel(clbt_table *table) {
-  clbt_status status = CLBT_SUCCESS;
-  cl_program program;
-  cl_int error = CL_SUCCESS;
-  size_t kernel_max_group = 0;
-  cl_uint max_tokens = table->layout.max_num_batched_tokens;
-  cl_uint row_stride = table->layout.width;
-  status = clbt__program_get(table->device, &table->layout.spec, &program);
-  if (status) return status;
-  table->kernel = clCreateKernel(program, CLBT__SLOT_MAPPING_KERNEL, &error);
-  CLBT__CL_CHECK(error, "clCreateKernel", status, done);
-  cl_kernel k = table->kernel;
-  CLBT__CL_TRY(clSetKernelArg(k, ARG_MAX_NUM_TOKENS, sizeof max_tokens,
-                              &max_tokens),
-               status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, ARG_BLOCK_TABLE, sizeof(cl_mem),
-                              &table->device_rows),
-               status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, ARG_ROW_STRIDE, sizeof row_stride,
-                              &row_stride),
-               status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, ARG_ROW_LENGTHS, sizeof(cl_mem),
-                              &table->device_row_lengths),
-               status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, ARG_SLOT_MAPPING, sizeof(cl_mem),
-                              &table->slot_mapping),
-               status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, ARG_REJECTED_TOKENS, sizeof(cl_mem),
-                              &table->rejected_tokens),
-               status, done);
-  CLBT__CL_TRY(clGetKernelWorkGroupInfo(k, table->device->id,
-                                        CL_KERNEL_WORK_GROUP_SIZE,
-                                        sizeof kernel_max_group,
-                                        &kernel_max_group, NULL),
-               status, done);
-  choose_geometry(table, kernel_max_group);
-done:
-  return status;
-}
-
-clbt_status clbt_table_create(clbt_device *device,
-                              const clbt_table_config *config,
-                              clbt_table **out) {
+clbt_status clbt__table_create(clbt_device *device,
+                               const clbt_table_config *config,
+                               bool build_launch, clbt_table **out) {
   if (!device || !config || !out)
     return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
                       !device ? "device" : !config ? "config" : "out");
@@ -232,10 +160,11 @@ clbt_status clbt_table_create(clbt_device *device,
     status = clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY,
                         "no memory for %u rows of width %u",
                         (unsigned)layout.max_num_reqs, (unsigned)layout.width);
+  if (!status) status = clbt__changes_init(&table->changes, layout.max_num_reqs);
   if (!status) status = create_buffers(table);
-  /* A NONE table maps no tokens, so it needs no kernel. */
-  if (!status && layout.slot_mode == CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT)
-    status = create_kernel(table);
+  if (!status && build_launch &&
+      layout.slot_mode == CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT)
+    status = clbt__launch_init(&table->launch, &table, 1);
   if (status) {
     clbt_table_destroy(table);
     return status;
@@ -244,13 +173,21 @@ clbt_status clbt_table_create(clbt_device *device,
   return CLBT_SUCCESS;
 }
 
+clbt_status clbt_table_create(clbt_device *device,
+                              const clbt_table_config *config,
+                              clbt_table **out) {
+  return clbt__table_create(device, config, true, out);
+}
+
 void clbt_table_destroy(clbt_table *table) {
   if (!table) return;
-  if (table->kernel) clReleaseKernel(table->kernel);
+  clbt__launch_release(&table->launch);
+  clbt__commit_release(table);
   cl_mem buffers[] = {table->device_rows, table->device_row_lengths,
                       table->slot_mapping, table->rejected_tokens};
   for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i)
     if (buffers[i]) clReleaseMemObject(buffers[i]);
+  clbt__changes_free(&table->changes);
   free(table->rows);
   free(table->row_lengths);
   clbt_device_release(table->device);
@@ -263,34 +200,48 @@ clbt_status clbt_table_prepare(clbt_device *device,
     return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
                       !device ? "device" : "config");
   clbt__table_layout layout;
-  cl_program program;
   clbt_status status = clbt__table_layout_init(config, &layout);
-  if (!status && layout.slot_mode == CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT)
-    status = clbt__program_get(device, &layout.spec, &program);
-  return status;
+  if (status || layout.slot_mode == CLBT_SLOT_MODE_NONE) return status;
+  const clbt__group_spec *spec = &layout.spec;
+  cl_program program;
+  return clbt__launch_program(device, &spec, 1, &program);
 }
 
-clbt_status clbt_table_commit(clbt_table *table, uint32_t num_reqs) {
+clbt_status clbt_table_enqueue_commit(clbt_table *table, uint32_t num_reqs,
+                                      cl_uint num_events,
+                                      const cl_event *wait_list,
+                                      cl_event *event) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   if (num_reqs > table->layout.max_num_reqs)
     return clbt__fail(CLBT_TOO_MANY_REQUESTS,
                       "num_reqs %u exceeds max_num_reqs %u", (unsigned)num_reqs,
                       (unsigned)table->layout.max_num_reqs);
-  if (num_reqs == 0) return CLBT_SUCCESS;
-  clbt_status status = CLBT_SUCCESS;
-  cl_command_queue queue = table->device->queue;
-  /* Blocking, so the host rows are free to change once commit returns. */
-  CLBT__CL_TRY(clEnqueueWriteBuffer(
-                   queue, table->device_rows, CL_TRUE, 0,
-                   (size_t)num_reqs * table->layout.width * sizeof(int32_t),
-                   table->rows, 0, NULL, NULL),
-               status, done);
-  CLBT__CL_TRY(clEnqueueWriteBuffer(queue, table->device_row_lengths, CL_TRUE,
-                                    0, num_reqs * sizeof(uint32_t),
-                                    table->row_lengths, 0, NULL, NULL),
-               status, done);
-done:
-  return status;
+  clbt_status status = clbt__check_wait_list(num_events, wait_list);
+  if (status) return status;
+  return clbt__commit(table, num_reqs, num_events, wait_list, event);
+}
+
+clbt_status clbt_table_commit(clbt_table *table, uint32_t num_reqs) {
+  return clbt_table_enqueue_commit(table, num_reqs, 0, NULL, NULL);
+}
+
+clbt_status clbt_table_set_commit_mode(clbt_table *table,
+                                       clbt_commit_mode mode) {
+  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+  if (mode < CLBT_COMMIT_AUTO || mode > CLBT_COMMIT_MAP)
+    return clbt__fail(CLBT_INVALID_ARGUMENT, "mode %d is not a clbt_commit_mode",
+                      (int)mode);
+  table->commit_mode = mode;
+  return CLBT_SUCCESS;
+}
+
+clbt_status clbt_table_last_commit(const clbt_table *table,
+                                   clbt_commit_info *info) {
+  if (!table || !info)
+    return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
+                      !table ? "table" : "info");
+  *info = table->last_commit;
+  return CLBT_SUCCESS;
 }
 
 clbt_status clbt__check_batch(const clbt_table *table, uint32_t num_reqs,
@@ -307,28 +258,29 @@ clbt_status clbt__check_batch(const clbt_table *table, uint32_t num_reqs,
   return CLBT_SUCCESS;
 }
 
-/* A caller's buffer must be in the table's context and hold `needed` bytes. */
-static clbt_status check_buffer(const clbt_table *table, cl_mem buffer,
-                                const char *name, size_t needed,
-                                const char *count_name, uint32_t count) {
-  clbt_status status = CLBT_SUCCESS;
-  cl_context context;
-  size_t size = 0;
-  CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_CONTEXT, sizeof context,
-                                  &context, NULL),
-               status, done);
-  CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_SIZE, sizeof size, &size,
-                                  NULL),
-               status, done);
-  if (context != table->device->context)
-    status = clbt__fail(CLBT_CONTEXT_MISMATCH,
-                        "%s belongs to another OpenCL context than the "
-                        "table's device",
-                        name);
-  else if (size < needed)
-    status = clbt__fail(CLBT_BUFFER_TOO_SMALL,
-                        "%s holds %zu bytes; %s %u needs %zu", name, size,
-                        count_name, (unsigned)count, needed);
+clbt_status clbt_table_enqueue_slot_mapping(
+    clbt_table *table, uint32_t num_reqs, cl_mem query_start_loc,
+    cl_mem positions, uint32_t num_tokens, cl_uint num_events,
+    const cl_event *wait_list, cl_event *event) {
+  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+  clbt_status status = clbt__check_batch_arguments(
+      table, num_reqs, query_start_loc, positions, num_tokens);
+  if (!status) status = clbt__check_wait_list(num_events, wait_list);
+  if (status) return status;
+  cl_command_queue queue = table->device->queue;
+  if (table->layout.slot_mode == CLBT_SLOT_MODE_NONE) {
+    if (event || num_events)
+      CLBT__CL_TRY(clEnqueueMarkerWithWaitList(queue, num_events, wait_list,
+                                               event),
+                   status, done);
+    return status;
+  }
+  /* A group of a multi-group table builds its own kernel on first use. */
+  if (!table->launch.kernel) status = clbt__launch_init(&table->launch, &table, 1);
+  if (!status)
+    status = clbt__launch_enqueue(&table->launch, queue, num_reqs,
+                                  query_start_loc, positions, num_tokens,
+                                  num_events, wait_list, event);
 done:
   return status;
 }
@@ -338,41 +290,8 @@ clbt_status clbt_table_compute_slot_mapping(clbt_table *table,
                                             cl_mem query_start_loc,
                                             cl_mem positions,
                                             uint32_t num_tokens) {
-  if (!table || !query_start_loc)
-    return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
-                      !table ? "table" : "query_start_loc");
-  if (!positions && num_tokens > 0)
-    return clbt__fail(CLBT_NULL_ARGUMENT, "positions is NULL with num_tokens %u",
-                      (unsigned)num_tokens);
-  clbt_status status = clbt__check_batch(table, num_reqs, num_tokens);
-  if (!status)
-    status = check_buffer(table, query_start_loc, "query_start_loc",
-                          ((size_t)num_reqs + 1) * sizeof(int32_t), "num_reqs",
-                          num_reqs);
-  if (!status && positions)
-    status = check_buffer(table, positions, "positions",
-                          (size_t)num_tokens * sizeof(int64_t), "num_tokens",
-                          num_tokens);
-  if (status || table->layout.slot_mode == CLBT_SLOT_MODE_NONE) return status;
-
-  cl_kernel k = table->kernel;
-  CLBT__CL_TRY(clSetKernelArg(k, ARG_NUM_REQS, sizeof num_reqs, &num_reqs),
-               status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, ARG_NUM_TOKENS, sizeof num_tokens,
-                              &num_tokens),
-               status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, ARG_QUERY_START_LOC, sizeof(cl_mem),
-                              &query_start_loc),
-               status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, ARG_POSITIONS, sizeof(cl_mem),
-                              positions ? &positions : NULL),
-               status, done);
-  CLBT__CL_TRY(clEnqueueNDRangeKernel(table->device->queue, k, 1, NULL,
-                                      &table->global_size, &table->local_size,
-                                      0, NULL, NULL),
-               status, done);
-done:
-  return status;
+  return clbt_table_enqueue_slot_mapping(table, num_reqs, query_start_loc,
+                                         positions, num_tokens, 0, NULL, NULL);
 }
 
 clbt_status clbt_table_clear(clbt_table *table) {
@@ -387,6 +306,8 @@ clbt_status clbt_table_clear(clbt_table *table) {
   memset(table->rows, 0, rows_bytes(table));
   memset(table->row_lengths, 0,
          table->layout.max_num_reqs * sizeof *table->row_lengths);
+  /* Both sides are zero now: nothing is left to commit. */
+  clbt__changes_reset(&table->changes, table->layout.max_num_reqs);
   return CLBT_SUCCESS;
 }
 

@@ -46,8 +46,15 @@ clbt_status clbt__check_append(const clbt_table *table, uint32_t row,
   return CLBT_SUCCESS;
 }
 
+/* Columns from the extent on are zero: keep it at or past every write. */
+static void raise_extent(clbt_table *table, uint32_t row, uint32_t written) {
+  if (written > table->changes.extent[row])
+    table->changes.extent[row] = written;
+}
+
 void clbt__apply_append(clbt_table *table, uint32_t row,
                         const int32_t *block_ids, size_t n, bool replace) {
+  if (n == 0 && !replace) return;
   uint32_t per_block = table->layout.spec.blocks_per_kv_block;
   uint32_t length = replace ? 0 : table->row_lengths[row];
   int32_t *out = row_data(table, row) + length;
@@ -59,13 +66,19 @@ void clbt__apply_append(clbt_table *table, uint32_t row,
       for (uint32_t j = 0; j < per_block; ++j)
         *out++ = block_ids[i] * (int32_t)per_block + (int32_t)j;
   }
-  table->row_lengths[row] = length + (uint32_t)n * per_block;
+  uint32_t new_length = length + (uint32_t)n * per_block;
+  table->row_lengths[row] = new_length;
+  raise_extent(table, row, new_length);
+  clbt__changes_mark(table, row, length, new_length);
 }
 
 void clbt__apply_clear_row(clbt_table *table, uint32_t row) {
-  memset(row_data(table, row), 0,
-         table->row_lengths[row] * sizeof(int32_t));
+  uint32_t length = table->row_lengths[row];
+  if (length == 0) return;
+  memset(row_data(table, row), 0, length * sizeof(int32_t));
   table->row_lengths[row] = 0;
+  if (table->changes.extent[row] <= length) table->changes.extent[row] = 0;
+  clbt__changes_mark(table, row, 0, length);
 }
 
 void clbt__apply_move_row(clbt_table *table, uint32_t src, uint32_t dst) {
@@ -74,20 +87,30 @@ void clbt__apply_move_row(clbt_table *table, uint32_t src, uint32_t dst) {
   uint32_t length = table->row_lengths[src];
   memcpy(row_data(table, dst), row_data(table, src), length * sizeof(int32_t));
   table->row_lengths[dst] = length;
+  raise_extent(table, dst, length);
+  clbt__changes_mark(table, dst, 0, length);
   clbt__apply_clear_row(table, src);
 }
 
+/* Swaps the whole rows; past both extents they are zero, so that part is
+   left alone. */
 void clbt__apply_swap_row(clbt_table *table, uint32_t a, uint32_t b) {
   if (a == b) return;
+  uint32_t *extent = table->changes.extent;
+  uint32_t used = extent[a] > extent[b] ? extent[a] : extent[b];
   int32_t *row_a = row_data(table, a), *row_b = row_data(table, b);
-  for (uint32_t i = 0; i < table->layout.width; ++i) {
+  for (uint32_t i = 0; i < used; ++i) {
     int32_t kept = row_a[i];
     row_a[i] = row_b[i];
     row_b[i] = kept;
   }
-  uint32_t length_a = table->row_lengths[a];
+  uint32_t kept_length = table->row_lengths[a], kept_extent = extent[a];
   table->row_lengths[a] = table->row_lengths[b];
-  table->row_lengths[b] = length_a;
+  table->row_lengths[b] = kept_length;
+  extent[a] = extent[b];
+  extent[b] = kept_extent;
+  clbt__changes_mark(table, a, 0, used);
+  clbt__changes_mark(table, b, 0, used);
 }
 
 static clbt_status update_row(clbt_table *table, uint32_t row,

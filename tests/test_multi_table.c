@@ -214,6 +214,119 @@ START_TEST(cp_replicated_groups) {
 }
 END_TEST
 
+/* Reads every group's slots and rejected count, then poisons and resets. */
+static void collect(clbt_multi_table *table, uint32_t max_tokens,
+                    int64_t (*slots)[64], uint32_t *rejected) {
+  for (uint32_t g = 0; g < clbt_multi_table_num_groups(table); ++g) {
+    clbt_table *group = clbt_multi_table_group(table, g);
+    clbt_test_read(clbt_table_slot_mapping(group), max_tokens * sizeof(int64_t),
+                   slots[g]);
+    clbt_assert_ok(clbt_table_read_rejected_tokens(group, &rejected[g]));
+    clbt_assert_ok(clbt_table_reset_rejected_tokens(group));
+    clbt_test_poison(clbt_table_slot_mapping(group), max_tokens);
+  }
+}
+
+/*
+ * Eleven groups (ten map tokens: two launches of eight and two) give the
+ * same slots and counts in one call as group by group, each group with its
+ * own kernel.
+ */
+START_TEST(one_launch_equals_group_by_group) {
+  enum { GROUPS = 11, TOKENS = 64 };
+  clbt_group_config groups[GROUPS];
+  static const uint32_t block_sizes[] = {16, 32, 64, 8, 128};
+  for (uint32_t g = 0; g < GROUPS; ++g)
+    groups[g] = (clbt_group_config){
+        .block_size = block_sizes[g % 5],
+        .kernel_block_size = g % 3 == 1 ? block_sizes[g % 5] / 2 : 0,
+        .max_num_blocks = 4,
+        .slot_mode = g == 6 ? CLBT_SLOT_MODE_NONE : CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT,
+        .cp_replicated = g % 4 == 3};
+  clbt_multi_table_config config = {.max_num_reqs = 3,
+                                    .max_num_batched_tokens = TOKENS,
+                                    .num_groups = GROUPS, .groups = groups,
+                                    .cp_world_size = 2, .cp_rank = 1,
+                                    .cp_interleave_size = 4};
+  clbt_multi_table *table = NULL;
+  clbt_assert_ok(clbt_multi_table_create(clbt_test_device(), &config, &table));
+  int32_t ids[GROUPS][3];
+  const int32_t *rows[GROUPS];
+  size_t counts[GROUPS];
+  for (uint32_t r = 0; r < 3; ++r) {
+    for (uint32_t g = 0; g < GROUPS; ++g) {
+      for (int i = 0; i < 3; ++i) ids[g][i] = (int32_t)(100 * g + 10 * r + i);
+      rows[g] = ids[g];
+      counts[g] = r + 1; /* row r holds r + 1 blocks: short rows reject */
+    }
+    clbt_assert_ok(clbt_multi_table_append_row(table, r, rows, counts));
+  }
+  clbt_assert_ok(clbt_multi_table_commit(table, 3));
+  int32_t qsl[] = {0, 20, 21, 50};
+  int64_t positions[50];
+  for (int t = 0; t < 50; ++t) positions[t] = t % 20 == 7 ? -3 : 3 * t + 1;
+  cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
+  cl_mem positions_buffer = clbt_test_buffer(sizeof positions, positions);
+  int64_t together[GROUPS][64], apart[GROUPS][64];
+  uint32_t rejected_together[GROUPS], rejected_apart[GROUPS];
+  collect(table, TOKENS, together, rejected_together);
+  clbt_assert_ok(clbt_multi_table_compute_slot_mapping(table, 3, qsl_buffer,
+                                                       positions_buffer, 50));
+  collect(table, TOKENS, together, rejected_together);
+  for (uint32_t g = 0; g < GROUPS; ++g)
+    clbt_assert_ok(clbt_table_compute_slot_mapping(
+        clbt_multi_table_group(table, g), 3, qsl_buffer, positions_buffer, 50));
+  collect(table, TOKENS, apart, rejected_apart);
+  uint32_t mapped = 0;
+  for (uint32_t g = 0; g < GROUPS; ++g) {
+    ck_assert_uint_eq(rejected_together[g], rejected_apart[g]);
+    for (int t = 0; t < TOKENS; ++t) {
+      ck_assert_msg(together[g][t] == apart[g][t],
+                    "group %u token %d: %lld in one launch, %lld alone", g, t,
+                    (long long)together[g][t], (long long)apart[g][t]);
+      mapped += together[g][t] >= 0;
+    }
+  }
+  /* The comparison is not vacuous: slots were mapped and tokens rejected. */
+  ck_assert_uint_gt(mapped, 100);
+  ck_assert_uint_gt(rejected_together[0], 0);
+  ck_assert_int_eq(together[6][0], CLBT_TEST_POISON); /* the NONE group */
+  clReleaseMemObject(qsl_buffer);
+  clReleaseMemObject(positions_buffer);
+  clbt_multi_table_destroy(table);
+}
+END_TEST
+
+/* Commit and slot mapping chain through events. */
+START_TEST(events_chain) {
+  clbt_multi_table *table = create_three();
+  append_both_rows(table);
+  cl_event committed = NULL, mapped = NULL;
+  clbt_assert_ok(clbt_multi_table_enqueue_commit(table, 2, 0, NULL, &committed));
+  const int32_t qsl[] = {0, 3, 4};
+  const int64_t positions[] = {0, 16, 17, 5};
+  cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
+  cl_mem positions_buffer = clbt_test_buffer(sizeof positions, positions);
+  clbt_assert_ok(clbt_multi_table_enqueue_slot_mapping(
+      table, 2, qsl_buffer, positions_buffer, 4, 1, &committed, &mapped));
+  ck_assert_int_eq(clWaitForEvents(1, &mapped), CL_SUCCESS);
+  int64_t slots[4];
+  clbt_test_read(clbt_table_slot_mapping(clbt_multi_table_group(table, 1)),
+                 sizeof slots, slots);
+  ck_assert_int_eq(slots[3], 101); /* as in the worked example */
+  clbt_assert_fails(clbt_multi_table_enqueue_slot_mapping(
+                        table, 2, qsl_buffer, positions_buffer, 4, 1, NULL, NULL),
+                    CLBT_INVALID_ARGUMENT, "wait_list is NULL");
+  clbt_assert_fails(clbt_multi_table_enqueue_commit(table, 2, 1, NULL, NULL),
+                    CLBT_INVALID_ARGUMENT, "wait_list is NULL");
+  clReleaseEvent(committed);
+  clReleaseEvent(mapped);
+  clReleaseMemObject(qsl_buffer);
+  clReleaseMemObject(positions_buffer);
+  clbt_multi_table_destroy(table);
+}
+END_TEST
+
 START_TEST(config_errors) {
   clbt_multi_table *table = NULL;
   clbt_multi_table_config config = {.max_num_reqs = 2,
@@ -287,6 +400,8 @@ int main(void) {
   tcase_add_test(tc, row_operations_are_all_or_nothing);
   tcase_add_test(tc, row_operations_reach_every_group);
   tcase_add_test(tc, cp_replicated_groups);
+  tcase_add_test(tc, one_launch_equals_group_by_group);
+  tcase_add_test(tc, events_chain);
   tcase_add_test(tc, config_errors);
   tcase_add_test(tc, null_table);
   suite_add_tcase(suite, tc);

@@ -276,6 +276,12 @@ static bool subject_create(selftest_run *run, subject *s) {
         return check(run, false, "no memory for the model");
     }
   }
+  /* Every way of committing must give the same device rows. */
+  clbt_commit_mode mode = (clbt_commit_mode)below(&run->rng, 4);
+  for (uint32_t g = 0; g < s->num_groups; ++g)
+    if (!expect_success(run, clbt_table_set_commit_mode(s->groups[g], mode),
+                        "clbt_table_set_commit_mode"))
+      return false;
   return allocate_scratch(run, s);
 }
 
@@ -533,13 +539,17 @@ static bool slot_mapping(selftest_run *run, subject *s, uint32_t committed) {
   uint32_t num_tokens = 0;
   uint32_t num_reqs = random_batch(run, s, committed, &num_tokens);
   if (!upload_batch(run, s, num_reqs, num_tokens)) return false;
-  clbt_status status =
-      s->multi ? clbt_multi_table_compute_slot_mapping(
-                     s->multi, num_reqs, s->query_start_loc, s->positions,
-                     num_tokens)
-               : clbt_table_compute_slot_mapping(s->single, num_reqs,
-                                                 s->query_start_loc,
-                                                 s->positions, num_tokens);
+  clbt_status status = CLBT_SUCCESS;
+  if (s->single)
+    status = clbt_table_compute_slot_mapping(
+        s->single, num_reqs, s->query_start_loc, s->positions, num_tokens);
+  else if (chance(&run->rng, 70))
+    status = clbt_multi_table_compute_slot_mapping(
+        s->multi, num_reqs, s->query_start_loc, s->positions, num_tokens);
+  else /* group by group, each with its own kernel */
+    for (uint32_t g = 0; g < s->num_groups && !status; ++g)
+      status = clbt_table_compute_slot_mapping(
+          s->groups[g], num_reqs, s->query_start_loc, s->positions, num_tokens);
   ++run->result->slot_mappings;
   return expect_success(run, status, "compute_slot_mapping") &&
          compare_slots(run, s, num_reqs, num_tokens);

@@ -352,12 +352,68 @@ CLBT_API clbt_status clbt_table_swap_row(clbt_table *table, uint32_t a,
                                          uint32_t b);
 
 /*
- * Copies rows [0, num_reqs) and their lengths to the device. Once it
- * returns, the caller may change host rows without affecting what was
- * committed. Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT;
- * CLBT_TOO_MANY_REQUESTS; or an OpenCL error.
+ * Copies rows [0, num_reqs) and their lengths to the device, moving only
+ * what the row operations changed since the last commit (see
+ * clbt_commit_mode). Once it returns, the caller may change host rows
+ * without affecting what was committed, even while the copy is still in
+ * flight. Rows from num_reqs on keep their changes for a later commit.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_TOO_MANY_REQUESTS; or an
+ * OpenCL error.
  */
 CLBT_API clbt_status clbt_table_commit(clbt_table *table, uint32_t num_reqs);
+
+/*
+ * clbt_table_commit, ordered after the events of wait_list (num_events of
+ * them). When event is not NULL it receives an event that completes once
+ * the committed rows are on the device; the caller releases it. The
+ * CLBT_COMMIT_WHOLE and CLBT_COMMIT_MAP ways wait for the wait list before
+ * they return. Fails as clbt_table_commit does, and with
+ * CLBT_INVALID_ARGUMENT for a wait list that is NULL with num_events > 0 or
+ * not NULL with num_events 0.
+ */
+CLBT_API clbt_status clbt_table_enqueue_commit(clbt_table *table,
+                                               uint32_t num_reqs,
+                                               cl_uint num_events,
+                                               const cl_event *wait_list,
+                                               cl_event *event);
+
+/* How a commit moves rows to the device. */
+typedef enum clbt_commit_mode {
+  /* Per commit, the cheapest way for this device and these changes: WHOLE
+     when most of rows [0, num_reqs) changed, else MAP on devices that share
+     host memory (CPUs), else SCATTER. The default. */
+  CLBT_COMMIT_AUTO = 0,
+  /* Copy rows [0, num_reqs) whole, as vLLM does. Blocks until copied. */
+  CLBT_COMMIT_WHOLE = 1,
+  /* Upload a packet of the changed cells and lengths and scatter it on the
+     device: two enqueued commands, no wait. */
+  CLBT_COMMIT_SCATTER = 2,
+  /* Map the device copy and write the changed cells in place. Blocks until
+     the device is done with the table's earlier commands. */
+  CLBT_COMMIT_MAP = 3
+} clbt_commit_mode;
+
+/*
+ * Sets how the table's commits move rows (CLBT_COMMIT_AUTO by default).
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_INVALID_ARGUMENT for a
+ * value outside clbt_commit_mode.
+ */
+CLBT_API clbt_status clbt_table_set_commit_mode(clbt_table *table,
+                                                clbt_commit_mode mode);
+
+/* What the last commit moved. */
+typedef struct clbt_commit_info {
+  clbt_commit_mode mode; /* the way it took; CLBT_COMMIT_AUTO: nothing to move */
+  uint32_t rows;         /* rows whose cells or length it moved */
+  uint64_t bytes;        /* bytes it sent to the device */
+} clbt_commit_info;
+
+/*
+ * Fills *info with what the table's last commit moved (all zero before the
+ * first). Returns CLBT_SUCCESS or CLBT_NULL_ARGUMENT.
+ */
+CLBT_API clbt_status clbt_table_last_commit(const clbt_table *table,
+                                            clbt_commit_info *info);
 
 /*
  * Enqueues the slot-mapping kernel on the device queue. Token t of
@@ -379,6 +435,19 @@ CLBT_API clbt_status clbt_table_commit(clbt_table *table, uint32_t num_reqs);
 CLBT_API clbt_status clbt_table_compute_slot_mapping(
     clbt_table *table, uint32_t num_reqs, cl_mem query_start_loc,
     cl_mem positions, uint32_t num_tokens);
+
+/*
+ * clbt_table_compute_slot_mapping, ordered after the events of wait_list
+ * (num_events of them). When event is not NULL it receives an event that
+ * completes with the kernel; the caller releases it. A CLBT_SLOT_MODE_NONE
+ * table hands back a marker event that completes after the wait list.
+ * Fails as clbt_table_compute_slot_mapping does, and with
+ * CLBT_INVALID_ARGUMENT for an inconsistent wait list.
+ */
+CLBT_API clbt_status clbt_table_enqueue_slot_mapping(
+    clbt_table *table, uint32_t num_reqs, cl_mem query_start_loc,
+    cl_mem positions, uint32_t num_tokens, cl_uint num_events,
+    const cl_event *wait_list, cl_event *event);
 
 /*
  * The same function computed on the host from the host rows (not the
@@ -498,13 +567,33 @@ CLBT_API clbt_status clbt_multi_table_commit(clbt_multi_table *table,
                                              uint32_t num_reqs);
 
 /*
+ * clbt_multi_table_commit after wait_list; *event (when not NULL) completes
+ * once every group's rows are on the device.
+ */
+CLBT_API clbt_status clbt_multi_table_enqueue_commit(
+    clbt_multi_table *table, uint32_t num_reqs, cl_uint num_events,
+    const cl_event *wait_list, cl_event *event);
+
+/*
  * Computes every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's slot mapping from
- * one batch; each group writes its own buffer (clbt_table_slot_mapping of
- * clbt_multi_table_group). Fails as the single-table call does.
+ * one batch, in one kernel launch for up to eight such groups (the request
+ * of each token is found once for all of them); each group writes its own
+ * buffer (clbt_table_slot_mapping of clbt_multi_table_group) and counts its
+ * own rejected tokens. The results equal group-by-group calls. Fails as the
+ * single-table call does.
  */
 CLBT_API clbt_status clbt_multi_table_compute_slot_mapping(
     clbt_multi_table *table, uint32_t num_reqs, cl_mem query_start_loc,
     cl_mem positions, uint32_t num_tokens);
+
+/*
+ * clbt_multi_table_compute_slot_mapping after wait_list; *event (when not
+ * NULL) completes once every group's slots are written.
+ */
+CLBT_API clbt_status clbt_multi_table_enqueue_slot_mapping(
+    clbt_multi_table *table, uint32_t num_reqs, cl_mem query_start_loc,
+    cl_mem positions, uint32_t num_tokens, cl_uint num_events,
+    const cl_event *wait_list, cl_event *event);
 
 /* Clears every group (clbt_table_clear). */
 CLBT_API clbt_status clbt_multi_table_clear(clbt_multi_table *table);

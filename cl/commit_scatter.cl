@@ -1,0 +1,25 @@
+/*
+ * The commit scatter: applies a packet of changed row cells and row
+ * lengths to a table's committed copy, so that a commit moves only what the
+ * row operations changed (src/commit.c builds the packet).
+ *
+ * Packet, 32-bit words:
+ *   num_lengths pairs   (row, length)
+ *   num_cells triples   (row, column, block id)
+ * The host checked every row and column against the table's bounds.
+ */
+__kernel void clbt_commit_scatter(__global const uint *packet,
+                                  uint num_lengths, uint num_cells,
+                                  __global int *rows, uint row_stride,
+                                  __global int *row_lengths) {
+  uint items = num_lengths + num_cells;
+  __global const uint *cells = packet + 2 * (ulong)num_lengths;
+  for (uint i = get_global_id(0); i < items; i += get_global_size(0)) {
+    if (i < num_lengths) {
+      row_lengths[packet[2 * i]] = (int)packet[2 * i + 1];
+    } else {
+      __global const uint *cell = cells + 3 * (ulong)(i - num_lengths);
+      rows[(ulong)cell[0] * row_stride + cell[1]] = (int)cell[2];
+    }
+  }
+}

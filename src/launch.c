@@ -1,0 +1,210 @@
+/*
+ * Slot-mapping launches: the kernel of cl/slot_mapping.cl specialised for
+ * 1..8 tables (one table, or the token-mapping groups of a multi-group
+ * table), bound to their buffers, with a geometry chosen for the device.
+ */
+#include "clbt_internal.h"
+
+#include <stdio.h>
+
+/* Kernel arguments before the per-group ones, and per group. */
+enum {
+  ARG_NUM_REQS,
+  ARG_NUM_TOKENS,
+  ARG_MAX_NUM_TOKENS,
+  ARG_QUERY_START_LOC,
+  ARG_POSITIONS,
+  ARGS_BEFORE_GROUPS
+};
+enum {
+  GROUP_ARG_ROWS,
+  GROUP_ARG_ROW_STRIDE,
+  GROUP_ARG_ROW_LENGTHS,
+  GROUP_ARG_SLOTS,
+  GROUP_ARG_REJECTED_TOKENS,
+  ARGS_PER_GROUP
+};
+
+/* Eight groups of five numbers of at most ten digits, and the rest. */
+#define CLBT__SPEC_OPTIONS_SIZE 768
+
+void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
+                    size_t items, size_t *global_size, size_t *local_size) {
+  size_t limit = kernel_max_group < 256 ? kernel_max_group : 256;
+  size_t local = 1;
+  while (local * 2 <= limit) local *= 2;
+  size_t groups = (items + local - 1) / local;
+  /* PoCL runs the work-items of a group as one compiled loop but pays a
+     large fixed cost per group: one group is cheapest for our sizes. */
+  if (device->properties.type & CL_DEVICE_TYPE_CPU) groups = 1;
+  *local_size = local;
+  *global_size = (groups ? groups : 1) * local;
+}
+
+clbt_status clbt__check_wait_list(cl_uint num_events,
+                                  const cl_event *wait_list) {
+  if ((num_events == 0) != (wait_list == NULL))
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "wait_list is %s with num_events %u",
+                      wait_list ? "not NULL" : "NULL", (unsigned)num_events);
+  return CLBT_SUCCESS;
+}
+
+/* "-DCLBT_NUM_GROUPS=2 -DCLBT_GROUP_0=16,1,1,0,1 -DCLBT_GROUP_1=..." */
+static void format_options(const clbt__group_spec *const *specs,
+                           uint32_t num_groups, char *options) {
+  int used = snprintf(options, CLBT__SPEC_OPTIONS_SIZE,
+                      "-DCLBT_PAD_SLOT_ID=%d -DCLBT_NUM_GROUPS=%u",
+                      CLBT_PAD_SLOT_ID, (unsigned)num_groups);
+  for (uint32_t g = 0; g < num_groups; ++g) {
+    const clbt__group_spec *spec = specs[g];
+    used += snprintf(options + used, CLBT__SPEC_OPTIONS_SIZE - (size_t)used,
+                     " -DCLBT_GROUP_%u=%u,%u,%u,%u,%u", (unsigned)g,
+                     (unsigned)spec->kv_block_size,
+                     (unsigned)spec->blocks_per_kv_block,
+                     (unsigned)spec->cp_world_size, (unsigned)spec->cp_rank,
+                     (unsigned)spec->cp_interleave_size);
+  }
+}
+
+static clbt_status bind_group(cl_kernel kernel, uint32_t g,
+                              const clbt_table *table) {
+  clbt_status status = CLBT_SUCCESS;
+  cl_uint first = ARGS_BEFORE_GROUPS + g * ARGS_PER_GROUP;
+  cl_uint row_stride = table->layout.width;
+  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_ROWS, sizeof(cl_mem),
+                              &table->device_rows),
+               status, done);
+  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_ROW_STRIDE,
+                              sizeof row_stride, &row_stride),
+               status, done);
+  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_ROW_LENGTHS,
+                              sizeof(cl_mem), &table->device_row_lengths),
+               status, done);
+  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_SLOTS, sizeof(cl_mem),
+                              &table->slot_mapping),
+               status, done);
+  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_REJECTED_TOKENS,
+                              sizeof(cl_mem), &table->rejected_tokens),
+               status, done);
+done:
+  return status;
+}
+
+clbt_status clbt__launch_program(clbt_device *device,
+                                 const clbt__group_spec *const *specs,
+                                 uint32_t num_groups, cl_program *program) {
+  char options[CLBT__SPEC_OPTIONS_SIZE];
+  format_options(specs, num_groups, options);
+  return clbt__program_get(device, CLBT__SOURCE_SLOT_MAPPING, options, program);
+}
+
+clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *tables,
+                              uint32_t num_tables) {
+  const clbt__group_spec *specs[CLBT__MAX_LAUNCH_GROUPS];
+  cl_program program;
+  cl_int error = CL_SUCCESS;
+  size_t kernel_max_group = 0;
+  clbt_device *device = tables[0]->device;
+  cl_uint max_tokens = tables[0]->layout.max_num_batched_tokens;
+  for (uint32_t g = 0; g < num_tables; ++g) specs[g] = &tables[g]->layout.spec;
+  clbt_status status = clbt__launch_program(device, specs, num_tables, &program);
+  if (status) return status;
+  launch->kernel = clCreateKernel(program, "clbt_slot_mapping", &error);
+  CLBT__CL_CHECK(error, "clCreateKernel", status, fail);
+  CLBT__CL_TRY(clSetKernelArg(launch->kernel, ARG_MAX_NUM_TOKENS,
+                              sizeof max_tokens, &max_tokens),
+               status, fail);
+  for (uint32_t g = 0; g < num_tables && !status; ++g)
+    status = bind_group(launch->kernel, g, tables[g]);
+  if (status) goto fail;
+  CLBT__CL_TRY(clGetKernelWorkGroupInfo(launch->kernel, device->id,
+                                        CL_KERNEL_WORK_GROUP_SIZE,
+                                        sizeof kernel_max_group,
+                                        &kernel_max_group, NULL),
+               status, fail);
+  clbt__geometry(device, kernel_max_group, max_tokens, &launch->global_size,
+                 &launch->local_size);
+  return CLBT_SUCCESS;
+fail:
+  clbt__launch_release(launch);
+  return status;
+}
+
+void clbt__launch_release(clbt__launch *launch) {
+  if (launch->kernel) clReleaseKernel(launch->kernel);
+  launch->kernel = NULL;
+}
+
+/* A caller's buffer must be in the table's context and hold `needed` bytes. */
+static clbt_status check_buffer(const clbt_table *table, cl_mem buffer,
+                                const char *name, size_t needed,
+                                const char *count_name, uint32_t count) {
+  clbt_status status = CLBT_SUCCESS;
+  cl_context context;
+  size_t size = 0;
+  CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_CONTEXT, sizeof context,
+                                  &context, NULL),
+               status, done);
+  CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_SIZE, sizeof size, &size,
+                                  NULL),
+               status, done);
+  if (context != table->device->context)
+    status = clbt__fail(CLBT_CONTEXT_MISMATCH,
+                        "%s belongs to another OpenCL context than the "
+                        "table's device",
+                        name);
+  else if (size < needed)
+    status = clbt__fail(CLBT_BUFFER_TOO_SMALL,
+                        "%s holds %zu bytes; %s %u needs %zu", name, size,
+                        count_name, (unsigned)count, needed);
+done:
+  return status;
+}
+
+clbt_status clbt__check_batch_arguments(const clbt_table *table,
+                                        uint32_t num_reqs,
+                                        cl_mem query_start_loc,
+                                        cl_mem positions, uint32_t num_tokens) {
+  if (!query_start_loc)
+    return clbt__fail(CLBT_NULL_ARGUMENT, "query_start_loc is NULL");
+  if (!positions && num_tokens > 0)
+    return clbt__fail(CLBT_NULL_ARGUMENT, "positions is NULL with num_tokens %u",
+                      (unsigned)num_tokens);
+  clbt_status status = clbt__check_batch(table, num_reqs, num_tokens);
+  if (!status)
+    status = check_buffer(table, query_start_loc, "query_start_loc",
+                          ((size_t)num_reqs + 1) * sizeof(int32_t), "num_reqs",
+                          num_reqs);
+  if (!status && positions)
+    status = check_buffer(table, positions, "positions",
+                          (size_t)num_tokens * sizeof(int64_t), "num_tokens",
+                          num_tokens);
+  return status;
+}
+
+clbt_status clbt__launch_enqueue(const clbt__launch *launch,
+                                 cl_command_queue queue, uint32_t num_reqs,
+                                 cl_mem query_start_loc, cl_mem positions,
+                                 uint32_t num_tokens, cl_uint num_events,
+                                 const cl_event *wait_list, cl_event *event) {
+  clbt_status status = CLBT_SUCCESS;
+  cl_kernel k = launch->kernel;
+  CLBT__CL_TRY(clSetKernelArg(k, ARG_NUM_REQS, sizeof num_reqs, &num_reqs),
+               status, done);
+  CLBT__CL_TRY(clSetKernelArg(k, ARG_NUM_TOKENS, sizeof num_tokens,
+                              &num_tokens),
+               status, done);
+  CLBT__CL_TRY(clSetKernelArg(k, ARG_QUERY_START_LOC, sizeof(cl_mem),
+                              &query_start_loc),
+               status, done);
+  CLBT__CL_TRY(clSetKernelArg(k, ARG_POSITIONS, sizeof(cl_mem),
+                              positions ? &positions : NULL),
+               status, done);
+  CLBT__CL_TRY(clEnqueueNDRangeKernel(queue, k, 1, NULL, &launch->global_size,
+                                      &launch->local_size, num_events,
+                                      wait_list, event),
+               status, done);
+done:
+  return status;
+}
