@@ -62,22 +62,34 @@ static bool batch_is_well_formed(__global const int *query_start_loc,
 }
 
 /*
- * The request whose [query_start_loc[r], query_start_loc[r+1]) holds token
- * in a well-formed batch, or num_reqs when none does.
+ * The last request r with query_start_loc[r] <= token in a well-formed
+ * batch, or -1 when token comes before them all. A token belongs to r when
+ * 0 <= r < num_reqs: empty requests are skipped because the last of equal
+ * starts wins.
  */
-static uint find_request(__global const int *query_start_loc, uint num_reqs,
-                         int token) {
-  if (num_reqs == 0 || query_start_loc[0] > token) return num_reqs;
-  /* The last r with query_start_loc[r] <= token: skips empty requests. */
-  uint low = 0, high = num_reqs;
+static int find_request(__global const int *query_start_loc, uint num_reqs,
+                        int token) {
+  int low = -1, high = (int)num_reqs;
   while (low < high) {
-    uint middle = low + (high - low + 1) / 2;
+    int middle = low + (high - low + 1) / 2;
     if (query_start_loc[middle] <= token)
       low = middle;
     else
       high = middle - 1;
   }
   return low;
+}
+
+/*
+ * This work-item's share [*begin, *end) of count items: a contiguous run.
+ * On a GPU the grid is as large as the buffer, so runs are one token long
+ * and neighbouring work-items touch neighbouring slots; on a CPU one
+ * work-item takes a long run, whose loops are unit-stride and vectorise.
+ */
+static void share(uint count, uint *begin, uint *end) {
+  uint per_item = (count + get_global_size(0) - 1) / get_global_size(0);
+  *begin = min((uint)get_global_id(0) * per_item, count);
+  *end = min(*begin + per_item, count);
 }
 
 /*
@@ -129,17 +141,18 @@ static inline long slot_of(long position, __global const int *row,
 
 #define DECLARE_COUNT(g) uint rejected_##g = 0;
 
-#define REJECT_TOKEN(g) ++rejected_##g;
+#define REJECT_TOKENS(g) rejected_##g += end - begin;
 
-#define PAD_TOKEN(g) slots_##g[token] = CLBT_PAD_SLOT_ID;
+#define PAD_TOKENS(g)                        \
+  for (uint token = begin; token < end; ++token) \
+    slots_##g[token] = CLBT_PAD_SLOT_ID;
 
 #define MAP_TOKEN(g)                                                      \
   slots_##g[token] =                                                      \
-      request < num_reqs                                                  \
-          ? slot_of(position, rows_##g + (ulong)request * row_stride_##g, \
-                    (uint)row_lengths_##g[request], &rejected_##g,        \
-                    CLBT_GROUP_##g)                                       \
-          : CLBT_PAD_SLOT_ID;
+      owned ? slot_of(position, rows_##g + (ulong)request * row_stride_##g, \
+                      (uint)row_lengths_##g[request], &rejected_##g,      \
+                      CLBT_GROUP_##g)                                     \
+            : CLBT_PAD_SLOT_ID;
 
 #define ADD_COUNT(g) \
   if (rejected_##g) atomic_add(rejected_tokens_##g, rejected_##g);
@@ -153,18 +166,26 @@ __kernel void clbt_slot_mapping(uint num_reqs, uint num_tokens,
   bool batch_ok = batch_is_well_formed(query_start_loc, num_reqs, num_tokens,
                                        &well_formed);
   FOR_EACH_GROUP(DECLARE_COUNT)
-  for (uint token = get_global_id(0); token < max_num_tokens;
-       token += get_global_size(0)) {
-    if (token < num_tokens && batch_ok) {
-      uint request = find_request(query_start_loc, num_reqs, (int)token);
-      long position = request < num_reqs ? positions[token] : 0;
+  uint begin, end;
+  share(num_tokens, &begin, &end);
+  if (!batch_ok) {
+    FOR_EACH_GROUP(REJECT_TOKENS)
+    FOR_EACH_GROUP(PAD_TOKENS)
+  } else if (begin < end) {
+    /* One search per run; then the request advances with the tokens. */
+    int request = find_request(query_start_loc, num_reqs, (int)begin);
+    for (uint token = begin; token < end; ++token) {
+      while (request < (int)num_reqs &&
+             query_start_loc[request + 1] <= (int)token)
+        ++request;
+      bool owned = request >= 0 && request < (int)num_reqs;
+      long position = owned ? positions[token] : 0;
       FOR_EACH_GROUP(MAP_TOKEN)
-    } else {
-      if (token < num_tokens) {
-        FOR_EACH_GROUP(REJECT_TOKEN)
-      }
-      FOR_EACH_GROUP(PAD_TOKEN)
     }
   }
+  share(max_num_tokens - num_tokens, &begin, &end);
+  begin += num_tokens;
+  end += num_tokens;
+  FOR_EACH_GROUP(PAD_TOKENS)
   FOR_EACH_GROUP(ADD_COUNT)
 }

@@ -62,7 +62,6 @@ typedef struct clbt__device_properties {
   cl_device_type type;
   cl_uint compute_units;
   size_t max_work_group_size;
-  cl_bool host_unified_memory;  /* device buffers live in host memory */
 } clbt__device_properties;
 
 struct clbt_device {

@@ -1,12 +1,15 @@
 /*
  * Commits: the row operations record what they change (clbt__changes), and
- * a commit moves only that, the cheapest way for the device:
+ * a commit moves only that:
  *
- *   WHOLE    rows [0, num_reqs) in one blocking write, when most changed;
- *   MAP      where device buffers live in host memory (CPUs): map the
- *            committed copy and write the changed cells in place;
- *   SCATTER  elsewhere (GPUs): one upload of a packet of changed cells and
- *            lengths, then a kernel that scatters it. Nothing waits.
+ *   SCATTER  one upload of a packet of changed cells and lengths, then a
+ *            kernel that scatters it. Nothing waits.
+ *   WHOLE    rows [0, num_reqs) in one blocking write, when the packet would
+ *            be half their size or more.
+ *
+ * Mapping the committed copy and writing cells in place was measured too,
+ * on PoCL where it costs no copy: its blocking map made it slower than
+ * SCATTER (docs/benchmarks.md).
  *
  * A scatter packet is a copy, so the host rows may change as soon as commit
  * returns; the packet itself is reused only once its upload has finished.
@@ -81,22 +84,19 @@ static void unlist_committed(clbt__changes *changes, uint32_t num_reqs) {
   changes->num_listed = kept;
 }
 
-/* The listed rows below num_reqs: how many, their cells, their span. */
+/* The listed rows below num_reqs: how many, and their changed cells. */
 typedef struct pending {
   uint32_t rows;
   uint64_t cells;
-  uint32_t first_row, last_row;
 } pending;
 
 static pending count_pending(const clbt__changes *changes, uint32_t num_reqs) {
-  pending p = {0, 0, UINT32_MAX, 0};
+  pending p = {0, 0};
   for (uint32_t i = 0; i < changes->num_listed; ++i) {
     uint32_t row = changes->listed_rows[i];
     if (row >= num_reqs) continue;
     ++p.rows;
     p.cells += changed_cells(changes, row);
-    if (row < p.first_row) p.first_row = row;
-    if (row > p.last_row) p.last_row = row;
   }
   return p;
 }
@@ -108,7 +108,6 @@ static uint64_t packet_words(const pending *p) {
 static clbt_commit_mode choose_mode(const clbt_table *table, uint32_t num_reqs,
                                     const pending *p) {
   if (table->commit_mode != CLBT_COMMIT_AUTO) return table->commit_mode;
-  if (table->device->properties.host_unified_memory) return CLBT_COMMIT_MAP;
   uint64_t whole_words = (uint64_t)num_reqs * (table->layout.width + 1);
   /* The scatter kernel counts cells in 32 bits. */
   if (2 * packet_words(p) >= whole_words || packet_words(p) > UINT32_MAX)
@@ -133,60 +132,6 @@ static clbt_status commit_whole(clbt_table *table, uint32_t num_reqs,
   table->last_commit = (clbt_commit_info){
       CLBT_COMMIT_WHOLE, num_reqs, row_bytes + num_reqs * sizeof(uint32_t)};
 done:
-  return status;
-}
-
-/* Writes the changed cells and lengths of rows [first, last] in place. */
-static void write_in_place(const clbt_table *table, uint32_t num_reqs,
-                           const pending *p, int32_t *rows,
-                           uint32_t *lengths) {
-  const clbt__changes *changes = &table->changes;
-  size_t width = table->layout.width;
-  for (uint32_t i = 0; i < changes->num_listed; ++i) {
-    uint32_t row = changes->listed_rows[i];
-    if (row >= num_reqs) continue;
-    size_t offset = row * width + changes->low[row];
-    size_t mapped = (row - p->first_row) * width + changes->low[row];
-    if (changed_cells(changes, row))
-      memcpy(rows + mapped, table->rows + offset,
-             changed_cells(changes, row) * sizeof(int32_t));
-    lengths[row - p->first_row] = table->row_lengths[row];
-  }
-}
-
-static clbt_status commit_map(clbt_table *table, uint32_t num_reqs,
-                              const pending *p, cl_uint num_events,
-                              const cl_event *wait_list, cl_event *event) {
-  clbt_status status = CLBT_SUCCESS;
-  cl_int error = CL_SUCCESS;
-  cl_command_queue queue = table->device->queue;
-  size_t span = p->last_row - p->first_row + 1;
-  size_t row_bytes = span * table->layout.width * sizeof(int32_t);
-  int32_t *rows = NULL;
-  uint32_t *lengths = NULL;
-  rows = clEnqueueMapBuffer(
-      queue, table->device_rows, CL_TRUE, CL_MAP_WRITE,
-      (size_t)p->first_row * table->layout.width * sizeof(int32_t), row_bytes,
-      num_events, wait_list, NULL, &error);
-  CLBT__CL_CHECK(error, "clEnqueueMapBuffer", status, done);
-  lengths = clEnqueueMapBuffer(queue, table->device_row_lengths, CL_TRUE,
-                               CL_MAP_WRITE, p->first_row * sizeof(uint32_t),
-                               span * sizeof(uint32_t), 0, NULL, NULL, &error);
-  CLBT__CL_CHECK(error, "clEnqueueMapBuffer", status, done);
-  write_in_place(table, num_reqs, p, rows, lengths);
-  table->last_commit = (clbt_commit_info){
-      CLBT_COMMIT_MAP, p->rows, (p->cells + p->rows) * sizeof(int32_t)};
-done:
-  if (lengths) {
-    cl_int unmapped = clEnqueueUnmapMemObject(queue, table->device_row_lengths,
-                                              lengths, 0, NULL, NULL);
-    if (!status && unmapped) status = clbt__cl_fail(unmapped, "clEnqueueUnmapMemObject");
-  }
-  if (rows) {
-    cl_int unmapped = clEnqueueUnmapMemObject(queue, table->device_rows, rows,
-                                              0, NULL, status ? NULL : event);
-    if (!status && unmapped) status = clbt__cl_fail(unmapped, "clEnqueueUnmapMemObject");
-  }
   return status;
 }
 
@@ -311,17 +256,10 @@ clbt_status clbt__commit(clbt_table *table, uint32_t num_reqs,
   pending p = count_pending(&table->changes, num_reqs);
   if (p.rows == 0) return commit_nothing(table, num_events, wait_list, event);
   clbt_status status;
-  switch (choose_mode(table, num_reqs, &p)) {
-  case CLBT_COMMIT_MAP:
-    status = commit_map(table, num_reqs, &p, num_events, wait_list, event);
-    break;
-  case CLBT_COMMIT_SCATTER:
+  if (choose_mode(table, num_reqs, &p) == CLBT_COMMIT_SCATTER)
     status = commit_scatter(table, num_reqs, &p, num_events, wait_list, event);
-    break;
-  default:
+  else
     status = commit_whole(table, num_reqs, num_events, wait_list, event);
-    break;
-  }
   if (!status) unlist_committed(&table->changes, num_reqs);
   return status;
 }

@@ -50,10 +50,6 @@ static clbt_status read_properties(cl_device_id id,
                                sizeof properties->max_work_group_size,
                                &properties->max_work_group_size, NULL),
                status, done);
-  CLBT__CL_TRY(clGetDeviceInfo(id, CL_DEVICE_HOST_UNIFIED_MEMORY,
-                               sizeof properties->host_unified_memory,
-                               &properties->host_unified_memory, NULL),
-               status, done);
 done:
   return status;
 }

@@ -34,9 +34,10 @@ void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
   size_t local = 1;
   while (local * 2 <= limit) local *= 2;
   size_t groups = (items + local - 1) / local;
-  /* PoCL runs the work-items of a group as one compiled loop but pays a
-     large fixed cost per group: one group is cheapest for our sizes. */
-  if (device->properties.type & CL_DEVICE_TYPE_CPU) groups = 1;
+  /* PoCL pays a large fixed cost per work-group and runs each group's
+     work-items as a loop: one work-item walking every token, with
+     unit-stride loops that vectorise, is cheapest (docs/design.md). */
+  if (device->properties.type & CL_DEVICE_TYPE_CPU) groups = local = 1;
   *local_size = local;
   *global_size = (groups ? groups : 1) * local;
 }

@@ -228,7 +228,7 @@ clbt_status clbt_table_commit(clbt_table *table, uint32_t num_reqs) {
 clbt_status clbt_table_set_commit_mode(clbt_table *table,
                                        clbt_commit_mode mode) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
-  if (mode < CLBT_COMMIT_AUTO || mode > CLBT_COMMIT_MAP)
+  if (mode < CLBT_COMMIT_AUTO || mode > CLBT_COMMIT_SCATTER)
     return clbt__fail(CLBT_INVALID_ARGUMENT, "mode %d is not a clbt_commit_mode",
                       (int)mode);
   table->commit_mode = mode;

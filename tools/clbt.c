@@ -3,6 +3,7 @@
  * the randomised self-test on the selected device.
  */
 #include "clbt/clbt.h"
+#include "bench.h"
 #include "selftest.h"
 
 #include <errno.h>
@@ -24,6 +25,8 @@ static const char usage_main[] =
     "             first device)\n"
     "  selftest   check random row operations and slot mappings on the\n"
     "             selected device against the host reference\n"
+    "  bench      time slot mapping, commits, multi-group launches and row\n"
+    "             operations on the selected device\n"
     "\n"
     "Run 'clbt <command> --help' for a command's options.\n";
 
@@ -207,5 +210,6 @@ int main(int argc, char **argv) {
     return command_devices(argc - 2, argv + 2);
   if (strcmp(command, "selftest") == 0)
     return command_selftest(argc - 2, argv + 2);
+  if (strcmp(command, "bench") == 0) return clbt_bench_main(argc - 2, argv + 2);
   return usage_error(usage_main, "unknown command", command);
 }

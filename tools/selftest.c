@@ -277,7 +277,7 @@ static bool subject_create(selftest_run *run, subject *s) {
     }
   }
   /* Every way of committing must give the same device rows. */
-  clbt_commit_mode mode = (clbt_commit_mode)below(&run->rng, 4);
+  clbt_commit_mode mode = (clbt_commit_mode)below(&run->rng, 3);
   for (uint32_t g = 0; g < s->num_groups; ++g)
     if (!expect_success(run, clbt_table_set_commit_mode(s->groups[g], mode),
                         "clbt_table_set_commit_mode"))

@@ -366,8 +366,7 @@ CLBT_API clbt_status clbt_table_commit(clbt_table *table, uint32_t num_reqs);
  * clbt_table_commit, ordered after the events of wait_list (num_events of
  * them). When event is not NULL it receives an event that completes once
  * the committed rows are on the device; the caller releases it. The
- * CLBT_COMMIT_WHOLE and CLBT_COMMIT_MAP ways wait for the wait list before
- * they return. Fails as clbt_table_commit does, and with
+ * CLBT_COMMIT_WHOLE way waits for the wait list before it returns. Fails as clbt_table_commit does, and with
  * CLBT_INVALID_ARGUMENT for a wait list that is NULL with num_events > 0 or
  * not NULL with num_events 0.
  */
@@ -379,18 +378,15 @@ CLBT_API clbt_status clbt_table_enqueue_commit(clbt_table *table,
 
 /* How a commit moves rows to the device. */
 typedef enum clbt_commit_mode {
-  /* Per commit, the cheapest way for this device and these changes: WHOLE
-     when most of rows [0, num_reqs) changed, else MAP on devices that share
-     host memory (CPUs), else SCATTER. The default. */
+  /* Per commit, the cheaper way for these changes: WHOLE when the packet
+     of changes would be half the size of rows [0, num_reqs) or more, else
+     SCATTER. The default. */
   CLBT_COMMIT_AUTO = 0,
   /* Copy rows [0, num_reqs) whole, as vLLM does. Blocks until copied. */
   CLBT_COMMIT_WHOLE = 1,
   /* Upload a packet of the changed cells and lengths and scatter it on the
      device: two enqueued commands, no wait. */
-  CLBT_COMMIT_SCATTER = 2,
-  /* Map the device copy and write the changed cells in place. Blocks until
-     the device is done with the table's earlier commands. */
-  CLBT_COMMIT_MAP = 3
+  CLBT_COMMIT_SCATTER = 2
 } clbt_commit_mode;
 
 /*
