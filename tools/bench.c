@@ -309,6 +309,75 @@ static void bench_shapes(bench *b) {
   }
 }
 
+/* ---- how the host learns of completion ----------------------------------- */
+
+typedef enum wait_method { WAIT_FINISH, WAIT_EVENT, WAIT_POLL } wait_method;
+
+/* Waits for event the given way; WAIT_FINISH ignores it. */
+static void wait_for(const bench *b, wait_method method, cl_event event) {
+  if (method == WAIT_FINISH) {
+    finish(b);
+  } else if (method == WAIT_EVENT) {
+    check_cl(clWaitForEvents(1, &event), "clWaitForEvents");
+  } else {
+    cl_int state = CL_QUEUED;
+    check_cl(clFlush(b->queue), "clFlush");
+    while (state > CL_COMPLETE)
+      check_cl(clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                              sizeof state, &state, NULL),
+               "clGetEventInfo");
+    check_cl(state, "the command");
+  }
+}
+
+/*
+ * decode-256 and the empty kernel, each waited for by clFinish, by
+ * clWaitForEvents, and by polling the event's status: what the host pays
+ * to learn that the device is done differs by driver.
+ */
+static void bench_completion(bench *b) {
+  if (!selected(b, "completion")) return;
+  static const char *const methods[] = {"clFinish", "clWaitForEvents",
+                                        "poll event status"};
+  uint32_t runs = b->options.runs, kv_blocks;
+  clbt_table_config config = shape_config(&shapes[2], &kv_blocks);
+  clbt_table *table = full_table(b, &config, kv_blocks);
+  token_batch batch = make_batch(b, 256, 1);
+  size_t one = 1;
+  printf("\ncompletion, decode-256: medians of %u runs, microseconds from "
+         "enqueue to known completion\n", (unsigned)runs);
+  printf("%-18s %8s %8s %10s\n", "wait", "call", "empty", "call/empty");
+  for (int m = WAIT_FINISH; m <= WAIT_POLL; ++m) {
+    for (uint32_t i = 0; i < runs; ++i) {
+      cl_event event = NULL;
+      double start = now_us();
+      check(clbt_table_enqueue_slot_mapping(
+                table, batch.num_reqs, batch.query_start_loc_buffer,
+                batch.positions_buffer, batch.num_tokens, 0, NULL, &event),
+            "slot mapping");
+      wait_for(b, (wait_method)m, event);
+      b->samples[0][i] = now_us() - start;
+      clReleaseEvent(event);
+      start = now_us();
+      check_cl(clEnqueueNDRangeKernel(b->queue, b->empty, 1, NULL, &one, &one,
+                                      0, NULL, &event),
+               "empty kernel");
+      wait_for(b, (wait_method)m, event);
+      b->samples[1][i] = now_us() - start;
+      clReleaseEvent(event);
+    }
+    double call = median(b->samples[0], runs), empty = median(b->samples[1], runs);
+    printf("%-18s %8.1f %8.1f %10.2f\n", methods[m], call, empty, call / empty);
+    char fields[160];
+    snprintf(fields, sizeof fields,
+             "\"call_us\": %.2f, \"empty_us\": %.2f, \"call_over_empty\": %.3f",
+             call, empty, call / empty);
+    json_record(b, "completion", methods[m], fields);
+  }
+  free_batch(&batch);
+  clbt_table_destroy(table);
+}
+
 /* ---- commit -------------------------------------------------------------- */
 
 /*
@@ -751,8 +820,8 @@ static const char usage[] =
     "group by group; and host row operations per second. Medians of N runs\n"
     "(default 300), ratios from interleaved runs.\n"
     "\n"
-    "  --only NAMES   comma-separated shape names, or commit, multi-group,\n"
-    "                 row-operations\n"
+    "  --only NAMES   comma-separated shape names, or completion, commit,\n"
+    "                 multi-group, row-operations\n"
     "  --json FILE    also write every figure as JSON\n"
     "  --plot FILE    also write time per call against batch size (gnuplot data)\n"
     "  --compare DIR  compare slot ids with the Triton anchor's --out DIR\n";
@@ -811,6 +880,7 @@ int clbt_bench_main(int argc, char **argv) {
   if (b.json) fprintf(b.json, "[");
   open_device(&b);
   bench_shapes(&b);
+  bench_completion(&b);
   bench_commit(&b);
   bench_multi_group(&b);
   bench_row_operations(&b);

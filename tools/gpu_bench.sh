@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# clbt against the seed's Triton kernel on an NVIDIA GPU, side by side.
+#
+#   tools/gpu_bench.sh ANCHOR OUT_DIR [RUNS]
+#
+# ANCHOR is shared/anchors/triton_slot_mapping.py (needs torch and triton).
+# Registers NVIDIA's OpenCL driver, builds clbt without the tests, checks it
+# with the selftest on the GPU, runs the Triton anchor (which dumps its
+# inputs and outputs), then clbt bench on the same shapes, comparing slot
+# ids with the Triton kernel's. Everything printed lands in OUT_DIR.
+set -euo pipefail
+anchor=$1 out=$2 runs=${3:-2000}
+mkdir -p "$out" /tmp/vendors
+echo /usr/lib/libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd
+cp /etc/OpenCL/vendors/pocl.icd /tmp/vendors/ 2>/dev/null || true
+export OCL_ICD_VENDORS=/tmp/vendors CLBT_DEVICE=nvidia:gpu
+
+cmake -S . -B build-gpu -DCLBT_BUILD_TESTS=OFF > "$out/build.txt" 2>&1
+cmake --build build-gpu -j"$(nproc)" >> "$out/build.txt" 2>&1
+./build-gpu/clbt devices | tee "$out/devices.txt"
+./build-gpu/clbt selftest --seed 1 --rounds 40 | tee "$out/selftest.txt"
+python3 "$anchor" --out /tmp/triton --iters "$runs" | tee "$out/triton.txt"
+./build-gpu/clbt bench --runs "$runs" --json "$out/bench.json" \
+  --plot "$out/plot.dat" --compare /tmp/triton | tee "$out/bench.txt"
