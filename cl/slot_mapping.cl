@@ -15,6 +15,9 @@
  *
  * Specialised at build time (the host passes every one):
  *   CLBT_PAD_SLOT_ID   the slot id of tokens that write nothing
+ *   CLBT_QSL_IN_LOCAL  1: each work-group copies query_start_loc into local
+ *                      memory (qsl_cache) and searches it there; 0: the
+ *                      array is too large, searched in global memory
  *   CLBT_NUM_GROUPS    groups served by this launch, 1..8
  *   CLBT_GROUP_<g>     group g's constants, in the order slot_of takes them:
  *                      KV block size, kernel blocks per KV block, CP world
@@ -41,13 +44,21 @@
 #error "CLBT_NUM_GROUPS must be 1..8"
 #endif
 
+#if CLBT_QSL_IN_LOCAL
+#define QSL_SPACE __local
+#else
+#define QSL_SPACE __global
+#endif
+
 /*
  * Whether query_start_loc[0..num_reqs] is a non-decreasing run from >= 0 to
  * <= num_tokens. Each work-group reads the whole array, so every group
- * reaches the same verdict without a second launch.
+ * reaches the same verdict without a second launch; on the way it copies
+ * the array to local memory, where the request searches below are cheap.
  */
 static bool batch_is_well_formed(__global const int *query_start_loc,
                                  uint num_reqs, uint num_tokens,
+                                 __local int *qsl_cache,
                                  __local int *well_formed) {
   if (get_local_id(0) == 0) *well_formed = 1;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -56,6 +67,9 @@ static bool batch_is_well_formed(__global const int *query_start_loc,
     bool bad = i == 0 ? start < 0 : start < query_start_loc[i - 1];
     if (i == num_reqs && (long)start > (long)num_tokens) bad = true;
     if (bad) atomic_and(well_formed, 0);
+#if CLBT_QSL_IN_LOCAL
+    qsl_cache[i] = start;
+#endif
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   return *well_formed != 0;
@@ -67,7 +81,7 @@ static bool batch_is_well_formed(__global const int *query_start_loc,
  * 0 <= r < num_reqs: empty requests are skipped because the last of equal
  * starts wins.
  */
-static int find_request(__global const int *query_start_loc, uint num_reqs,
+static int find_request(QSL_SPACE const int *query_start_loc, uint num_reqs,
                         int token) {
   int low = -1, high = (int)num_reqs;
   while (low < high) {
@@ -160,11 +174,17 @@ static inline long slot_of(long position, __global const int *row,
 __kernel void clbt_slot_mapping(uint num_reqs, uint num_tokens,
                                 uint max_num_tokens,
                                 __global const int *query_start_loc,
-                                __global const long *positions
+                                __global const long *positions,
+                                __local int *qsl_cache
                                 FOR_EACH_GROUP(GROUP_PARAMETERS)) {
   __local int well_formed;
   bool batch_ok = batch_is_well_formed(query_start_loc, num_reqs, num_tokens,
-                                       &well_formed);
+                                       qsl_cache, &well_formed);
+#if CLBT_QSL_IN_LOCAL
+  QSL_SPACE const int *qsl = qsl_cache;
+#else
+  QSL_SPACE const int *qsl = query_start_loc;
+#endif
   FOR_EACH_GROUP(DECLARE_COUNT)
   uint begin, end;
   share(num_tokens, &begin, &end);
@@ -173,10 +193,9 @@ __kernel void clbt_slot_mapping(uint num_reqs, uint num_tokens,
     FOR_EACH_GROUP(PAD_TOKENS)
   } else if (begin < end) {
     /* One search per run; then the request advances with the tokens. */
-    int request = find_request(query_start_loc, num_reqs, (int)begin);
+    int request = find_request(qsl, num_reqs, (int)begin);
     for (uint token = begin; token < end; ++token) {
-      while (request < (int)num_reqs &&
-             query_start_loc[request + 1] <= (int)token)
+      while (request < (int)num_reqs && qsl[request + 1] <= (int)token)
         ++request;
       bool owned = request >= 0 && request < (int)num_reqs;
       long position = owned ? positions[token] : 0;

@@ -62,6 +62,7 @@ typedef struct clbt__device_properties {
   cl_device_type type;
   cl_uint compute_units;
   size_t max_work_group_size;
+  cl_ulong local_mem_size;
 } clbt__device_properties;
 
 struct clbt_device {
@@ -150,10 +151,14 @@ typedef struct clbt__launch {
   size_t local_size;
 } clbt__launch;
 
-/* Builds (or finds) the slot-mapping program for 1..8 group specs. */
+/*
+ * Builds (or finds) the slot-mapping program for 1..8 group specs of tables
+ * with max_num_reqs rows.
+ */
 clbt_status clbt__launch_program(clbt_device *device,
                                  const clbt__group_spec *const *specs,
-                                 uint32_t num_groups, cl_program *program);
+                                 uint32_t num_groups, uint32_t max_num_reqs,
+                                 cl_program *program);
 
 /*
  * Builds (or finds) the program for these tables' specs and binds their

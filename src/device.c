@@ -50,6 +50,10 @@ static clbt_status read_properties(cl_device_id id,
                                sizeof properties->max_work_group_size,
                                &properties->max_work_group_size, NULL),
                status, done);
+  CLBT__CL_TRY(clGetDeviceInfo(id, CL_DEVICE_LOCAL_MEM_SIZE,
+                               sizeof properties->local_mem_size,
+                               &properties->local_mem_size, NULL),
+               status, done);
 done:
   return status;
 }

@@ -14,6 +14,7 @@ enum {
   ARG_MAX_NUM_TOKENS,
   ARG_QUERY_START_LOC,
   ARG_POSITIONS,
+  ARG_QSL_CACHE,
   ARGS_BEFORE_GROUPS
 };
 enum {
@@ -51,12 +52,26 @@ clbt_status clbt__check_wait_list(cl_uint num_events,
   return CLBT_SUCCESS;
 }
 
-/* "-DCLBT_NUM_GROUPS=2 -DCLBT_GROUP_0=16,1,1,0,1 -DCLBT_GROUP_1=..." */
+/*
+ * query_start_loc is searched in local memory when a copy of it takes at
+ * most a quarter of the device's local memory (12 KiB, 3071 requests, on a
+ * 48 KiB GPU), leaving room for other work-groups on the same unit.
+ */
+static size_t qsl_cache_bytes(const clbt_device *device,
+                              uint32_t max_num_reqs) {
+  size_t bytes = ((size_t)max_num_reqs + 1) * sizeof(cl_int);
+  return bytes <= device->properties.local_mem_size / 4 ? bytes : 0;
+}
+
+/* "-DCLBT_QSL_IN_LOCAL=1 -DCLBT_NUM_GROUPS=2 -DCLBT_GROUP_0=16,1,1,0,1 ..." */
 static void format_options(const clbt__group_spec *const *specs,
-                           uint32_t num_groups, char *options) {
+                           uint32_t num_groups, bool qsl_in_local,
+                           char *options) {
   int used = snprintf(options, CLBT__SPEC_OPTIONS_SIZE,
-                      "-DCLBT_PAD_SLOT_ID=%d -DCLBT_NUM_GROUPS=%u",
-                      CLBT_PAD_SLOT_ID, (unsigned)num_groups);
+                      "-DCLBT_PAD_SLOT_ID=%d -DCLBT_QSL_IN_LOCAL=%d "
+                      "-DCLBT_NUM_GROUPS=%u",
+                      CLBT_PAD_SLOT_ID, qsl_in_local ? 1 : 0,
+                      (unsigned)num_groups);
   for (uint32_t g = 0; g < num_groups; ++g) {
     const clbt__group_spec *spec = specs[g];
     used += snprintf(options + used, CLBT__SPEC_OPTIONS_SIZE - (size_t)used,
@@ -94,9 +109,11 @@ done:
 
 clbt_status clbt__launch_program(clbt_device *device,
                                  const clbt__group_spec *const *specs,
-                                 uint32_t num_groups, cl_program *program) {
+                                 uint32_t num_groups, uint32_t max_num_reqs,
+                                 cl_program *program) {
   char options[CLBT__SPEC_OPTIONS_SIZE];
-  format_options(specs, num_groups, options);
+  format_options(specs, num_groups, qsl_cache_bytes(device, max_num_reqs) > 0,
+                 options);
   return clbt__program_get(device, CLBT__SOURCE_SLOT_MAPPING, options, program);
 }
 
@@ -108,13 +125,20 @@ clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *tables,
   size_t kernel_max_group = 0;
   clbt_device *device = tables[0]->device;
   cl_uint max_tokens = tables[0]->layout.max_num_batched_tokens;
+  uint32_t max_num_reqs = tables[0]->layout.max_num_reqs;
+  /* A zero-sized local argument is invalid; the global variant ignores it. */
+  size_t cache_bytes = qsl_cache_bytes(device, max_num_reqs);
   for (uint32_t g = 0; g < num_tables; ++g) specs[g] = &tables[g]->layout.spec;
-  clbt_status status = clbt__launch_program(device, specs, num_tables, &program);
+  clbt_status status = clbt__launch_program(device, specs, num_tables,
+                                            max_num_reqs, &program);
   if (status) return status;
   launch->kernel = clCreateKernel(program, "clbt_slot_mapping", &error);
   CLBT__CL_CHECK(error, "clCreateKernel", status, fail);
   CLBT__CL_TRY(clSetKernelArg(launch->kernel, ARG_MAX_NUM_TOKENS,
                               sizeof max_tokens, &max_tokens),
+               status, fail);
+  CLBT__CL_TRY(clSetKernelArg(launch->kernel, ARG_QSL_CACHE,
+                              cache_bytes ? cache_bytes : sizeof(cl_int), NULL),
                status, fail);
   for (uint32_t g = 0; g < num_tables && !status; ++g)
     status = bind_group(launch->kernel, g, tables[g]);

@@ -164,7 +164,8 @@ clbt_status clbt_multi_table_prepare(clbt_device *device,
     cl_program program;
     for (uint32_t i = 0; i < launch_size(count, l); ++i)
       chunk[i] = &specs[l * CLBT__MAX_LAUNCH_GROUPS + i];
-    status = clbt__launch_program(device, chunk, launch_size(count, l), &program);
+    status = clbt__launch_program(device, chunk, launch_size(count, l),
+                                  config->max_num_reqs, &program);
   }
   free(specs);
   return status;

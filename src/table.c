@@ -204,7 +204,7 @@ clbt_status clbt_table_prepare(clbt_device *device,
   if (status || layout.slot_mode == CLBT_SLOT_MODE_NONE) return status;
   const clbt__group_spec *spec = &layout.spec;
   cl_program program;
-  return clbt__launch_program(device, &spec, 1, &program);
+  return clbt__launch_program(device, &spec, 1, layout.max_num_reqs, &program);
 }
 
 clbt_status clbt_table_enqueue_commit(clbt_table *table, uint32_t num_reqs,

@@ -22,7 +22,7 @@ static void run_kernel(clbt_table *table, uint32_t num_reqs,
   if (positions_buffer) clReleaseMemObject(positions_buffer);
 }
 
-START_TEST(worked_examples_on_the_device) {
+static void run_worked_examples(void) {
   size_t count = 0;
   const clbt_worked_example *examples = clbt_worked_examples(&count);
   for (size_t e = 0; e < count; ++e) {
@@ -47,6 +47,20 @@ START_TEST(worked_examples_on_the_device) {
     clbt_table_destroy(table);
   }
 }
+
+START_TEST(worked_examples_on_the_device) { run_worked_examples(); }
+END_TEST
+
+/* Batches too large for local memory search query_start_loc in global
+   memory; a later -D forces that variant on any device. */
+static void search_global_memory(void) {
+  setenv("CLBT_BUILD_OPTIONS", "-DCLBT_QSL_IN_LOCAL=0", 1);
+}
+
+/* A failing check leaves the test early: the fixture still restores. */
+static void search_local_memory(void) { unsetenv("CLBT_BUILD_OPTIONS"); }
+
+START_TEST(worked_examples_searching_global_memory) { run_worked_examples(); }
 END_TEST
 
 /* Spot values of the long request, worked out by hand. */
@@ -179,5 +193,10 @@ int main(void) {
   tcase_add_test(tc, rejected_count_accumulates_and_resets);
   tcase_add_test(tc, cp_partition);
   suite_add_tcase(suite, tc);
+  TCase *global = tcase_create("query_start_loc in global memory");
+  tcase_set_timeout(global, 0);
+  tcase_add_checked_fixture(global, search_global_memory, search_local_memory);
+  tcase_add_test(global, worked_examples_searching_global_memory);
+  suite_add_tcase(suite, global);
   return clbt_test_run(suite);
 }
