@@ -6,12 +6,15 @@
  * Packet, 32-bit words:
  *   num_lengths pairs   (row, length)
  *   num_cells triples   (row, column, block id)
- * The host checked every row and column against the table's bounds.
+ * The host checked every row and column against the table's bounds. The
+ * rows and lengths are regions of the table's one allocation (storage).
  */
 __kernel void clbt_commit_scatter(__global const uint *packet,
                                   uint num_lengths, uint num_cells,
-                                  __global int *rows, uint row_stride,
-                                  __global int *row_lengths) {
+                                  __global int *storage, ulong rows_at,
+                                  uint row_stride, ulong lengths_at) {
+  __global int *rows = storage + rows_at;
+  __global int *row_lengths = storage + lengths_at;
   uint items = num_lengths + num_cells;
   __global const uint *cells = packet + 2 * (ulong)num_lengths;
   for (uint i = get_global_id(0); i < items; i += get_global_size(0)) {

@@ -147,11 +147,22 @@ static inline long slot_of(long position, __global const int *row,
          (long)(local_offset % kernel_block_size);
 }
 
-/* Each group's committed rows, lengths, output and rejected-token counter. */
-#define GROUP_PARAMETERS(g)                                            \
-  , __global const int *rows_##g, uint row_stride_##g,                 \
-      __global const int *row_lengths_##g, __global long *slots_##g,   \
-      __global uint *rejected_tokens_##g
+/*
+ * Each group's table keeps its committed rows, lengths, output and
+ * rejected-token counter in one buffer (one argument costs the driver less
+ * than four), at these offsets in 32-bit words.
+ */
+#define GROUP_PARAMETERS(g)                                           \
+  , __global int *storage_##g, ulong rows_at_##g, uint row_stride_##g, \
+      ulong row_lengths_at_##g, ulong slots_at_##g,                    \
+      ulong rejected_tokens_at_##g
+
+#define GROUP_POINTERS(g)                                                    \
+  __global const int *rows_##g = storage_##g + rows_at_##g;                 \
+  __global const int *row_lengths_##g = storage_##g + row_lengths_at_##g;   \
+  __global long *slots_##g = (__global long *)(storage_##g + slots_at_##g); \
+  __global uint *rejected_tokens_##g =                                       \
+      (__global uint *)(storage_##g + rejected_tokens_at_##g);
 
 #define DECLARE_COUNT(g) uint rejected_##g = 0;
 
@@ -185,6 +196,7 @@ __kernel void clbt_slot_mapping(uint num_reqs, uint num_tokens,
 #else
   QSL_SPACE const int *qsl = query_start_loc;
 #endif
+  FOR_EACH_GROUP(GROUP_POINTERS)
   FOR_EACH_GROUP(DECLARE_COUNT)
   uint begin, end;
   share(num_tokens, &begin, &end);

@@ -63,6 +63,7 @@ typedef struct clbt__device_properties {
   cl_uint compute_units;
   size_t max_work_group_size;
   cl_ulong local_mem_size;
+  size_t base_address_alignment;  /* bytes; where sub-buffers may start */
 } clbt__device_properties;
 
 struct clbt_device {
@@ -206,6 +207,21 @@ typedef struct clbt__staging {
 
 #define CLBT__STAGING_SLOTS 2
 
+/*
+ * A table's device data lives in one allocation, because OpenCL drivers
+ * charge every launch for every buffer argument (NVIDIA about a quarter of
+ * a microsecond each): a launch binds the storage once and finds each
+ * region by its offset, while commits and callers use the regions as
+ * sub-buffers.
+ */
+typedef enum clbt__region {
+  CLBT__ROWS,            /* int32 [max_num_reqs][width], committed rows */
+  CLBT__ROW_LENGTHS,     /* int32 [max_num_reqs], committed lengths */
+  CLBT__SLOTS,           /* int64 [max_num_batched_tokens], the output */
+  CLBT__REJECTED_TOKENS, /* uint32, the rejected-token count */
+  CLBT__NUM_REGIONS
+} clbt__region;
+
 struct clbt_table {
   clbt_device *device;
   clbt__table_layout layout;
@@ -217,10 +233,9 @@ struct clbt_table {
   cl_kernel scatter;       /* NULL until the first scatter commit */
   clbt_commit_mode commit_mode;
   clbt_commit_info last_commit;
-  cl_mem device_rows;
-  cl_mem device_row_lengths;
-  cl_mem slot_mapping;
-  cl_mem rejected_tokens;
+  cl_mem storage;
+  cl_mem regions[CLBT__NUM_REGIONS];       /* sub-buffers of storage */
+  cl_ulong region_words[CLBT__NUM_REGIONS]; /* their offsets, 32-bit words */
   clbt__launch launch;     /* kernel NULL: not built (NONE, or a group
                               whose multi-group table launches for it) */
 };

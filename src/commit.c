@@ -121,11 +121,11 @@ static clbt_status commit_whole(clbt_table *table, uint32_t num_reqs,
   clbt_status status = CLBT_SUCCESS;
   cl_command_queue queue = table->device->queue;
   size_t row_bytes = (size_t)num_reqs * table->layout.width * sizeof(int32_t);
-  CLBT__CL_TRY(clEnqueueWriteBuffer(queue, table->device_rows, CL_TRUE, 0,
+  CLBT__CL_TRY(clEnqueueWriteBuffer(queue, table->regions[CLBT__ROWS], CL_TRUE, 0,
                                     row_bytes, table->rows, num_events,
                                     wait_list, NULL),
                status, done);
-  CLBT__CL_TRY(clEnqueueWriteBuffer(queue, table->device_row_lengths, CL_TRUE,
+  CLBT__CL_TRY(clEnqueueWriteBuffer(queue, table->regions[CLBT__ROW_LENGTHS], CL_TRUE,
                                     0, num_reqs * sizeof(uint32_t),
                                     table->row_lengths, 0, NULL, event),
                status, done);
@@ -202,6 +202,8 @@ static clbt_status commit_scatter(clbt_table *table, uint32_t num_reqs,
   size_t words = (size_t)packet_words(p);
   cl_uint num_lengths = p->rows, num_cells = (cl_uint)p->cells;
   cl_uint row_stride = table->layout.width;
+  cl_ulong rows_at = table->region_words[CLBT__ROWS];
+  cl_ulong lengths_at = table->region_words[CLBT__ROW_LENGTHS];
   size_t global, local, kernel_max_group = 0;
   clbt_status status = scatter_kernel(table);
   if (!status) status = reserve_staging(table, slot, words);
@@ -211,10 +213,10 @@ static clbt_status commit_scatter(clbt_table *table, uint32_t num_reqs,
   CLBT__CL_TRY(clSetKernelArg(k, 0, sizeof(cl_mem), &slot->buffer), status, done);
   CLBT__CL_TRY(clSetKernelArg(k, 1, sizeof num_lengths, &num_lengths), status, done);
   CLBT__CL_TRY(clSetKernelArg(k, 2, sizeof num_cells, &num_cells), status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, 3, sizeof(cl_mem), &table->device_rows), status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, 4, sizeof row_stride, &row_stride), status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, 5, sizeof(cl_mem), &table->device_row_lengths),
-               status, done);
+  CLBT__CL_TRY(clSetKernelArg(k, 3, sizeof(cl_mem), &table->storage), status, done);
+  CLBT__CL_TRY(clSetKernelArg(k, 4, sizeof rows_at, &rows_at), status, done);
+  CLBT__CL_TRY(clSetKernelArg(k, 5, sizeof row_stride, &row_stride), status, done);
+  CLBT__CL_TRY(clSetKernelArg(k, 6, sizeof lengths_at, &lengths_at), status, done);
   CLBT__CL_TRY(clGetKernelWorkGroupInfo(k, table->device->id,
                                         CL_KERNEL_WORK_GROUP_SIZE,
                                         sizeof kernel_max_group,

@@ -54,6 +54,13 @@ static clbt_status read_properties(cl_device_id id,
                                sizeof properties->local_mem_size,
                                &properties->local_mem_size, NULL),
                status, done);
+  cl_uint alignment_bits = 0;
+  CLBT__CL_TRY(clGetDeviceInfo(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN,
+                               sizeof alignment_bits, &alignment_bits, NULL),
+               status, done);
+  /* Slots are int64: never less than 8 bytes apart. */
+  properties->base_address_alignment =
+      alignment_bits / 8 > 8 ? alignment_bits / 8 : 8;
 done:
   return status;
 }

@@ -18,13 +18,17 @@ enum {
   ARGS_BEFORE_GROUPS
 };
 enum {
-  GROUP_ARG_ROWS,
+  GROUP_ARG_STORAGE,
+  GROUP_ARG_ROWS_AT,
   GROUP_ARG_ROW_STRIDE,
-  GROUP_ARG_ROW_LENGTHS,
-  GROUP_ARG_SLOTS,
-  GROUP_ARG_REJECTED_TOKENS,
+  GROUP_ARG_ROW_LENGTHS_AT,
+  GROUP_ARG_SLOTS_AT,
+  GROUP_ARG_REJECTED_TOKENS_AT,
   ARGS_PER_GROUP
 };
+
+/* Work a CPU work-group takes before another compute unit joins. */
+#define CLBT__CPU_ITEMS_PER_GROUP 32768
 
 /* Eight groups of five numbers of at most ten digits, and the rest. */
 #define CLBT__SPEC_OPTIONS_SIZE 768
@@ -36,9 +40,15 @@ void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
   while (local * 2 <= limit) local *= 2;
   size_t groups = (items + local - 1) / local;
   /* PoCL pays a large fixed cost per work-group and runs each group's
-     work-items as a loop: one work-item walking every token, with
-     unit-stride loops that vectorise, is cheapest (docs/design.md). */
-  if (device->properties.type & CL_DEVICE_TYPE_CPU) groups = local = 1;
+     work-items as a loop: work-groups of one work-item, walking long runs
+     with unit-stride loops that vectorise, are cheapest; a second one pays
+     only with tens of thousands of items (docs/benchmarks.md). */
+  if (device->properties.type & CL_DEVICE_TYPE_CPU) {
+    size_t units = device->properties.compute_units;
+    local = 1;
+    groups = items / CLBT__CPU_ITEMS_PER_GROUP;
+    groups = groups < 1 ? 1 : groups > units ? units : groups;
+  }
   *local_size = local;
   *global_size = (groups ? groups : 1) * local;
 }
@@ -83,25 +93,30 @@ static void format_options(const clbt__group_spec *const *specs,
   }
 }
 
+/* One buffer and the offsets of its regions: see clbt__region. */
 static clbt_status bind_group(cl_kernel kernel, uint32_t g,
                               const clbt_table *table) {
   clbt_status status = CLBT_SUCCESS;
   cl_uint first = ARGS_BEFORE_GROUPS + g * ARGS_PER_GROUP;
   cl_uint row_stride = table->layout.width;
-  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_ROWS, sizeof(cl_mem),
-                              &table->device_rows),
+  const cl_ulong *at = table->region_words;
+  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_STORAGE,
+                              sizeof(cl_mem), &table->storage),
+               status, done);
+  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_ROWS_AT,
+                              sizeof(cl_ulong), &at[CLBT__ROWS]),
                status, done);
   CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_ROW_STRIDE,
                               sizeof row_stride, &row_stride),
                status, done);
-  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_ROW_LENGTHS,
-                              sizeof(cl_mem), &table->device_row_lengths),
+  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_ROW_LENGTHS_AT,
+                              sizeof(cl_ulong), &at[CLBT__ROW_LENGTHS]),
                status, done);
-  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_SLOTS, sizeof(cl_mem),
-                              &table->slot_mapping),
+  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_SLOTS_AT,
+                              sizeof(cl_ulong), &at[CLBT__SLOTS]),
                status, done);
-  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_REJECTED_TOKENS,
-                              sizeof(cl_mem), &table->rejected_tokens),
+  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_REJECTED_TOKENS_AT,
+                              sizeof(cl_ulong), &at[CLBT__REJECTED_TOKENS]),
                status, done);
 done:
   return status;
@@ -148,8 +163,9 @@ clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *tables,
                                         sizeof kernel_max_group,
                                         &kernel_max_group, NULL),
                status, fail);
-  clbt__geometry(device, kernel_max_group, max_tokens, &launch->global_size,
-                 &launch->local_size);
+  /* Every slot of every group is written by every call. */
+  clbt__geometry(device, kernel_max_group, (size_t)max_tokens * num_tables,
+                 &launch->global_size, &launch->local_size);
   return CLBT_SUCCESS;
 fail:
   clbt__launch_release(launch);

@@ -86,15 +86,6 @@ clbt_status clbt__table_layout_init(const clbt_table_config *config,
   return check_sizes(layout);
 }
 
-static clbt_status create_buffer(const clbt_table *table, size_t size,
-                                 cl_mem *buffer) {
-  cl_int error = CL_SUCCESS;
-  *buffer = clCreateBuffer(table->device->context, CL_MEM_READ_WRITE, size,
-                           NULL, &error);
-  if (error != CL_SUCCESS) return clbt__cl_fail(error, "clCreateBuffer");
-  return CLBT_SUCCESS;
-}
-
 static clbt_status fill(const clbt_table *table, cl_mem buffer,
                         const void *pattern, size_t pattern_size, size_t size) {
   clbt_status status = CLBT_SUCCESS;
@@ -110,30 +101,49 @@ static size_t rows_bytes(const clbt_table *table) {
          sizeof(int32_t);
 }
 
-/* Creates the device buffers: zeroed rows, pad-filled slot mapping. */
-static clbt_status create_buffers(clbt_table *table) {
+/* Where each region starts in the storage, and the storage's size. */
+static clbt_status plan_regions(const clbt_table *table, size_t *origins,
+                                size_t *sizes, size_t *total) {
+  size_t alignment = table->device->properties.base_address_alignment;
+  sizes[CLBT__ROWS] = rows_bytes(table);
+  sizes[CLBT__ROW_LENGTHS] = table->layout.max_num_reqs * sizeof(cl_int);
+  sizes[CLBT__SLOTS] = table->layout.max_num_batched_tokens * sizeof(cl_long);
+  sizes[CLBT__REJECTED_TOKENS] = sizeof(cl_uint);
+  size_t offset = 0;
+  for (int r = 0; r < CLBT__NUM_REGIONS; ++r) {
+    if (sizes[r] > SIZE_MAX - offset - alignment)
+      return clbt__fail(CLBT_SIZE_OVERFLOW,
+                        "the table's device data exceeds SIZE_MAX bytes");
+    origins[r] = offset;
+    offset = (offset + sizes[r] + alignment - 1) / alignment * alignment;
+  }
+  *total = offset;
+  return CLBT_SUCCESS;
+}
+
+/* The storage and its regions: zeroed rows, pad-filled slot mapping. */
+static clbt_status create_storage(clbt_table *table) {
+  size_t origins[CLBT__NUM_REGIONS], sizes[CLBT__NUM_REGIONS], total = 0;
+  cl_int error = CL_SUCCESS;
+  clbt_status status = plan_regions(table, origins, sizes, &total);
+  if (status) return status;
+  table->storage = clCreateBuffer(table->device->context, CL_MEM_READ_WRITE,
+                                  total, NULL, &error);
+  if (error) return clbt__cl_fail(error, "clCreateBuffer");
+  for (int r = 0; r < CLBT__NUM_REGIONS; ++r) {
+    cl_buffer_region region = {origins[r], sizes[r]};
+    table->regions[r] =
+        clCreateSubBuffer(table->storage, CL_MEM_READ_WRITE,
+                          CL_BUFFER_CREATE_TYPE_REGION, &region, &error);
+    if (error) return clbt__cl_fail(error, "clCreateSubBuffer");
+    table->region_words[r] = origins[r] / sizeof(cl_int);
+  }
   const cl_int zero = 0;
   const cl_long pad = CLBT_PAD_SLOT_ID;
-  size_t lengths_bytes = table->layout.max_num_reqs * sizeof(int32_t);
-  size_t slots_bytes = table->layout.max_num_batched_tokens * sizeof(cl_long);
-  clbt_status status = create_buffer(table, rows_bytes(table),
-                                     &table->device_rows);
+  status = fill(table, table->storage, &zero, sizeof zero, total);
   if (!status)
-    status = create_buffer(table, lengths_bytes, &table->device_row_lengths);
-  if (!status) status = create_buffer(table, slots_bytes, &table->slot_mapping);
-  if (!status)
-    status = create_buffer(table, sizeof(cl_uint), &table->rejected_tokens);
-  if (!status)
-    status = fill(table, table->device_rows, &zero, sizeof zero,
-                  rows_bytes(table));
-  if (!status)
-    status = fill(table, table->device_row_lengths, &zero, sizeof zero,
-                  lengths_bytes);
-  if (!status)
-    status = fill(table, table->slot_mapping, &pad, sizeof pad, slots_bytes);
-  if (!status)
-    status = fill(table, table->rejected_tokens, &zero, sizeof zero,
-                  sizeof(cl_uint));
+    status = fill(table, table->regions[CLBT__SLOTS], &pad, sizeof pad,
+                  sizes[CLBT__SLOTS]);
   return status;
 }
 
@@ -161,7 +171,7 @@ clbt_status clbt__table_create(clbt_device *device,
                         "no memory for %u rows of width %u",
                         (unsigned)layout.max_num_reqs, (unsigned)layout.width);
   if (!status) status = clbt__changes_init(&table->changes, layout.max_num_reqs);
-  if (!status) status = create_buffers(table);
+  if (!status) status = create_storage(table);
   if (!status && build_launch &&
       layout.slot_mode == CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT)
     status = clbt__launch_init(&table->launch, &table, 1);
@@ -183,10 +193,9 @@ void clbt_table_destroy(clbt_table *table) {
   if (!table) return;
   clbt__launch_release(&table->launch);
   clbt__commit_release(table);
-  cl_mem buffers[] = {table->device_rows, table->device_row_lengths,
-                      table->slot_mapping, table->rejected_tokens};
-  for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i)
-    if (buffers[i]) clReleaseMemObject(buffers[i]);
+  for (int r = 0; r < CLBT__NUM_REGIONS; ++r)
+    if (table->regions[r]) clReleaseMemObject(table->regions[r]);
+  if (table->storage) clReleaseMemObject(table->storage);
   clbt__changes_free(&table->changes);
   free(table->rows);
   free(table->row_lengths);
@@ -297,10 +306,10 @@ clbt_status clbt_table_compute_slot_mapping(clbt_table *table,
 clbt_status clbt_table_clear(clbt_table *table) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   const cl_int zero = 0;
-  clbt_status status = fill(table, table->device_rows, &zero, sizeof zero,
+  clbt_status status = fill(table, table->regions[CLBT__ROWS], &zero, sizeof zero,
                             rows_bytes(table));
   if (!status)
-    status = fill(table, table->device_row_lengths, &zero, sizeof zero,
+    status = fill(table, table->regions[CLBT__ROW_LENGTHS], &zero, sizeof zero,
                   table->layout.max_num_reqs * sizeof(int32_t));
   if (status) return status;
   memset(table->rows, 0, rows_bytes(table));
@@ -318,7 +327,7 @@ clbt_status clbt_table_read_rejected_tokens(clbt_table *table,
                       !table ? "table" : "count");
   clbt_status status = CLBT_SUCCESS;
   cl_uint value = 0;
-  CLBT__CL_TRY(clEnqueueReadBuffer(table->device->queue, table->rejected_tokens,
+  CLBT__CL_TRY(clEnqueueReadBuffer(table->device->queue, table->regions[CLBT__REJECTED_TOKENS],
                                    CL_TRUE, 0, sizeof value, &value, 0, NULL,
                                    NULL),
                status, done);
@@ -330,7 +339,7 @@ done:
 clbt_status clbt_table_reset_rejected_tokens(clbt_table *table) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   const cl_uint zero = 0;
-  return fill(table, table->rejected_tokens, &zero, sizeof zero, sizeof zero);
+  return fill(table, table->regions[CLBT__REJECTED_TOKENS], &zero, sizeof zero, sizeof zero);
 }
 
 uint32_t clbt_table_width(const clbt_table *table) {
@@ -342,13 +351,13 @@ const int32_t *clbt_table_host_data(const clbt_table *table) {
 }
 
 cl_mem clbt_table_device_data(const clbt_table *table) {
-  return table ? table->device_rows : NULL;
+  return table ? table->regions[CLBT__ROWS] : NULL;
 }
 
 cl_mem clbt_table_slot_mapping(const clbt_table *table) {
-  return table ? table->slot_mapping : NULL;
+  return table ? table->regions[CLBT__SLOTS] : NULL;
 }
 
 cl_mem clbt_table_rejected_tokens(const clbt_table *table) {
-  return table ? table->rejected_tokens : NULL;
+  return table ? table->regions[CLBT__REJECTED_TOKENS] : NULL;
 }
