@@ -20,5 +20,6 @@ cmake --build build-gpu -j"$(nproc)" >> "$out/build.txt" 2>&1
 ./build-gpu/clbt devices | tee "$out/devices.txt"
 ./build-gpu/clbt selftest --seed 1 --rounds 40 | tee "$out/selftest.txt"
 python3 "$anchor" --out /tmp/triton --iters "$runs" | tee "$out/triton.txt"
+python3 tools/triton_floor.py --iters "$runs" | tee -a "$out/triton.txt"
 ./build-gpu/clbt bench --runs "$runs" --json "$out/bench.json" \
   --plot "$out/plot.dat" --compare /tmp/triton | tee "$out/bench.txt"
