@@ -116,6 +116,13 @@ void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
 clbt_status clbt__check_wait_list(cl_uint num_events,
                                   const cl_event *wait_list);
 
+/*
+ * For a call with no work to enqueue: a marker that honours the wait list
+ * and hands back the event asked for; nothing when neither is given.
+ */
+clbt_status clbt__enqueue_marker(cl_command_queue queue, cl_uint num_events,
+                                 const cl_event *wait_list, cl_event *event);
+
 /* ---- tables (table.c, table_rows.c, commit.c, launch.c, multi_table.c,
         reference.c) ------------------------------------------------------- */
 

@@ -242,14 +242,9 @@ done:
 /* Nothing to move: still honour the wait list and hand back an event. */
 static clbt_status commit_nothing(clbt_table *table, cl_uint num_events,
                                   const cl_event *wait_list, cl_event *event) {
-  clbt_status status = CLBT_SUCCESS;
   table->last_commit = (clbt_commit_info){CLBT_COMMIT_AUTO, 0, 0};
-  if (event || num_events)
-    CLBT__CL_TRY(clEnqueueMarkerWithWaitList(table->device->queue, num_events,
-                                             wait_list, event),
-                 status, done);
-done:
-  return status;
+  return clbt__enqueue_marker(table->device->queue, num_events, wait_list,
+                              event);
 }
 
 clbt_status clbt__commit(clbt_table *table, uint32_t num_reqs,

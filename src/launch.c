@@ -73,6 +73,17 @@ static size_t qsl_cache_bytes(const clbt_device *device,
   return bytes <= device->properties.local_mem_size / 4 ? bytes : 0;
 }
 
+clbt_status clbt__enqueue_marker(cl_command_queue queue, cl_uint num_events,
+                                 const cl_event *wait_list, cl_event *event) {
+  clbt_status status = CLBT_SUCCESS;
+  if (event || num_events)
+    CLBT__CL_TRY(clEnqueueMarkerWithWaitList(queue, num_events, wait_list,
+                                             event),
+                 status, done);
+done:
+  return status;
+}
+
 /* "-DCLBT_QSL_IN_LOCAL=1 -DCLBT_NUM_GROUPS=2 -DCLBT_GROUP_0=16,1,1,0,1 ..." */
 static void format_options(const clbt__group_spec *const *specs,
                            uint32_t num_groups, bool qsl_in_local,

@@ -262,10 +262,8 @@ clbt_status clbt_multi_table_enqueue_slot_mapping(
   if (!status) status = clbt__check_wait_list(num_events, wait_list);
   if (status) return status;
   cl_command_queue queue = first_group(table)->device->queue;
-  if (table->num_launches == 0 && (event || num_events))
-    CLBT__CL_TRY(clEnqueueMarkerWithWaitList(queue, num_events, wait_list,
-                                             event),
-                 status, done);
+  if (table->num_launches == 0)
+    return clbt__enqueue_marker(queue, num_events, wait_list, event);
   for (uint32_t l = 0; !status && l < table->num_launches; ++l) {
     bool first = l == 0, last = l + 1 == table->num_launches;
     status = clbt__launch_enqueue(&table->launches[l], queue, num_reqs,
@@ -273,7 +271,6 @@ clbt_status clbt_multi_table_enqueue_slot_mapping(
                                   first ? num_events : 0,
                                   first ? wait_list : NULL, last ? event : NULL);
   }
-done:
   return status;
 }
 

@@ -277,20 +277,14 @@ clbt_status clbt_table_enqueue_slot_mapping(
   if (!status) status = clbt__check_wait_list(num_events, wait_list);
   if (status) return status;
   cl_command_queue queue = table->device->queue;
-  if (table->layout.slot_mode == CLBT_SLOT_MODE_NONE) {
-    if (event || num_events)
-      CLBT__CL_TRY(clEnqueueMarkerWithWaitList(queue, num_events, wait_list,
-                                               event),
-                   status, done);
-    return status;
-  }
+  if (table->layout.slot_mode == CLBT_SLOT_MODE_NONE)
+    return clbt__enqueue_marker(queue, num_events, wait_list, event);
   /* A group of a multi-group table builds its own kernel on first use. */
   if (!table->launch.kernel) status = clbt__launch_init(&table->launch, &table, 1);
   if (!status)
     status = clbt__launch_enqueue(&table->launch, queue, num_reqs,
                                   query_start_loc, positions, num_tokens,
                                   num_events, wait_list, event);
-done:
   return status;
 }
 

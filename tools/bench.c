@@ -119,6 +119,18 @@ static double time_empty_kernel(const bench *b) {
   return now_us() - start;
 }
 
+/* A command's time on the device, from its profiling event. */
+static double device_time_us(cl_event event) {
+  cl_ulong start = 0, end = 0;
+  check_cl(clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START,
+                                   sizeof start, &start, NULL),
+           "profiling");
+  check_cl(clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end,
+                                   &end, NULL),
+           "profiling");
+  return (double)(end - start) / 1e3;
+}
+
 /* The empty kernel's time on the device, from profiling events. */
 static double empty_device_time(const bench *b) {
   size_t one = 1;
@@ -127,15 +139,9 @@ static double empty_device_time(const bench *b) {
                                   &one, 0, NULL, &event),
            "empty kernel");
   check_cl(clWaitForEvents(1, &event), "clWaitForEvents");
-  cl_ulong start = 0, end = 0;
-  check_cl(clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START,
-                                   sizeof start, &start, NULL),
-           "profiling");
-  check_cl(clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end,
-                                   &end, NULL),
-           "profiling");
+  double time = device_time_us(event);
   clReleaseEvent(event);
-  return (double)(end - start) / 1e3;
+  return time;
 }
 
 /* ---- JSON ---------------------------------------------------------------- */
@@ -239,17 +245,6 @@ static clbt_table_config shape_config(const shape *s, uint32_t *kv_blocks) {
 typedef struct call_times {
   double call, empty, host, device, empty_device;
 } call_times;
-
-static double device_time_us(cl_event event) {
-  cl_ulong start = 0, end = 0;
-  check_cl(clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START,
-                                   sizeof start, &start, NULL),
-           "profiling");
-  check_cl(clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end,
-                                   &end, NULL),
-           "profiling");
-  return (double)(end - start) / 1e3;
-}
 
 /*
  * Slot mapping, the empty kernel and the host loop, interleaved; then the
