@@ -48,6 +48,36 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------ */
+/* Version                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The version of this header; CMakeLists.txt reads the project version here. */
+#define CLBT_VERSION_MAJOR 0
+#define CLBT_VERSION_MINOR 1
+#define CLBT_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH: 100 for 0.1.0. */
+#define CLBT_VERSION_NUMBER                                   \
+  (CLBT_VERSION_MAJOR * 10000 + CLBT_VERSION_MINOR * 100 + \
+   CLBT_VERSION_PATCH)
+#define CLBT__STRINGIFY_VALUE(x) #x
+#define CLBT__STRINGIFY(x) CLBT__STRINGIFY_VALUE(x)
+/* "MAJOR.MINOR.PATCH": "0.1.0". */
+#define CLBT_VERSION_STRING                                      \
+  CLBT__STRINGIFY(CLBT_VERSION_MAJOR) "." CLBT__STRINGIFY(       \
+      CLBT_VERSION_MINOR) "." CLBT__STRINGIFY(CLBT_VERSION_PATCH)
+
+/*
+ * Returns the version of the library that is running, as
+ * CLBT_VERSION_NUMBER encodes it. It differs from the header's
+ * CLBT_VERSION_NUMBER when a program runs with another build of the shared
+ * library than the one it was compiled against.
+ */
+CLBT_API unsigned clbt_version_number(void);
+
+/* Returns the running library's version as "MAJOR.MINOR.PATCH". Never NULL. */
+CLBT_API const char *clbt_version_string(void);
+
+/* ------------------------------------------------------------------------ */
 /* Status codes                                                             */
 /* ------------------------------------------------------------------------ */
 

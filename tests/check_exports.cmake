@@ -1,0 +1,46 @@
+# Checks that a shared library exports exactly the functions the public
+# header declares with CLBT_API: nothing internal leaks, nothing is missing.
+#   cmake -DLIBRARY=libclbt.so -DHEADER=clbt.h -DNM=nm -P check_exports.cmake
+cmake_minimum_required(VERSION 3.16)
+file(READ "${HEADER}" header)
+string(REGEX MATCHALL "CLBT_API[^;(]*[ *]clbt_[a-z0-9_]+\\(" declarations
+       "${header}")
+set(declared "")
+foreach(declaration IN LISTS declarations)
+  string(REGEX MATCH "clbt_[a-z0-9_]+\\($" name "${declaration}")
+  string(REGEX REPLACE "\\($" "" name "${name}")
+  list(APPEND declared "${name}")
+endforeach()
+
+execute_process(COMMAND "${NM}" -D --defined-only "${LIBRARY}"
+                OUTPUT_VARIABLE symbols RESULT_VARIABLE result)
+if(NOT result EQUAL 0)
+  message(FATAL_ERROR "${NM} -D --defined-only ${LIBRARY} failed: ${result}")
+endif()
+string(REGEX MATCHALL "[^ \n]+\n" lines "${symbols}")
+set(exported "")
+# The linker's own markers, which every shared library defines.
+set(linker_symbols _init _fini _edata _end __bss_start)
+foreach(line IN LISTS lines)
+  string(STRIP "${line}" name)
+  if(NOT name IN_LIST linker_symbols)
+    list(APPEND exported "${name}")
+  endif()
+endforeach()
+
+list(SORT declared)
+list(SORT exported)
+list(LENGTH declared declared_count)
+if(declared_count EQUAL 0)
+  message(FATAL_ERROR "found no CLBT_API declaration in ${HEADER}")
+endif()
+set(missing ${declared})
+list(REMOVE_ITEM missing ${exported})
+set(extra ${exported})
+list(REMOVE_ITEM extra ${declared})
+if(missing OR extra)
+  message(FATAL_ERROR "exports of ${LIBRARY} differ from ${HEADER}:\n"
+                      "  declared, not exported: ${missing}\n"
+                      "  exported, not declared: ${extra}")
+endif()
+message(STATUS "${declared_count} functions exported, as declared")
