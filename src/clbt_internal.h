@@ -160,4 +160,13 @@ void clbt__apply_swap_row(clbt_table *table, uint32_t a, uint32_t b);
 clbt_status clbt__check_batch(const clbt_table *table, uint32_t num_reqs,
                               uint32_t num_tokens);
 
+/* ---- logging (log.c) ---------------------------------------------------- */
+
+/* True when a message of this level would be delivered. */
+bool clbt__log_enabled(clbt_log_level level);
+
+/* Formats a message and delivers it when its level is enabled. */
+void clbt__log(clbt_log_level level, const char *format, ...)
+    CLBT__PRINTF(2, 3);
+
 #endif /* CLBT_INTERNAL_H */

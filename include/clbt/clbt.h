@@ -200,6 +200,58 @@ CLBT_API const char *clbt_last_error(void);
 #define CLBT_PAD_SLOT_ID (-1)
 
 /* ------------------------------------------------------------------------ */
+/* Logging                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * How much clbt says. Each level includes the ones above it. The level
+ * starts as the environment variable CLBT_LOG says (off, error, warn, info
+ * or debug, read once, at the first message; default warn).
+ */
+typedef enum clbt_log_level {
+  CLBT_LOG_OFF = 0,   /* nothing */
+  CLBT_LOG_ERROR = 1, /* an OpenCL call failed, or memory ran out (the
+                         text clbt_last_error also returns) */
+  CLBT_LOG_WARN = 2,  /* clbt worked around a problem: a bad CLBT_LOG, a bad
+                         or unwritable program-cache entry */
+  CLBT_LOG_INFO = 3,  /* which device was opened, and why that one */
+  CLBT_LOG_DEBUG = 4  /* each program build: options, time, source or cache */
+} clbt_log_level;
+
+/*
+ * Receives each message clbt logs: its level, the text (no trailing
+ * newline; valid only during the call) and the user pointer given to
+ * clbt_log_set_callback.
+ */
+typedef void (*clbt_log_fn)(clbt_log_level level, const char *message,
+                            void *user);
+
+/*
+ * Routes every later message to callback instead of stderr; NULL restores
+ * stderr ("clbt: <level>: <message>"). clbt calls the callback from
+ * whichever thread logs, one message at a time; once this returns, the
+ * previous callback is not called again. The callback may call clbt,
+ * including this function.
+ */
+CLBT_API void clbt_log_set_callback(clbt_log_fn callback, void *user);
+
+/*
+ * Sets the level, overriding CLBT_LOG.
+ * Returns CLBT_SUCCESS, or CLBT_INVALID_ARGUMENT for a level outside
+ * CLBT_LOG_OFF..CLBT_LOG_DEBUG (the level is then unchanged).
+ */
+CLBT_API clbt_status clbt_log_set_level(clbt_log_level level);
+
+/* Returns the current level: CLBT_LOG's, or the last one set. */
+CLBT_API clbt_log_level clbt_log_get_level(void);
+
+/*
+ * Returns the word for a level ("off", "error", "warn", "info", "debug"),
+ * as CLBT_LOG spells it, or "unknown". Never NULL.
+ */
+CLBT_API const char *clbt_log_level_name(clbt_log_level level);
+
+/* ------------------------------------------------------------------------ */
 /* Devices                                                                  */
 /* ------------------------------------------------------------------------ */
 
