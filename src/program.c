@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* cl/slot_mapping.cl, embedded at build time (cmake/embed_source.cmake). */
 extern const char clbt__slot_mapping_source[];
@@ -62,8 +63,8 @@ static clbt_status fail_with_log(cl_program program, cl_device_id device,
   return CLBT_CL_BUILD_PROGRAM_FAILURE;
 }
 
-static clbt_status build(const clbt_device *device, const char *options,
-                         cl_program *out) {
+static clbt_status build_from_source(const clbt_device *device,
+                                     const char *options, cl_program *out) {
   clbt_status status = CLBT_SUCCESS;
   cl_int error = CL_SUCCESS;
   const char *source = clbt__slot_mapping_source;
@@ -81,6 +82,29 @@ static clbt_status build(const clbt_device *device, const char *options,
   return CLBT_SUCCESS;
 fail:
   if (program) clReleaseProgram(program);
+  return status;
+}
+
+static double milliseconds_since(const struct timespec *start) {
+  struct timespec now;
+  timespec_get(&now, TIME_UTC);
+  return (double)(now.tv_sec - start->tv_sec) * 1e3 +
+         (double)(now.tv_nsec - start->tv_nsec) / 1e6;
+}
+
+/* Builds a program and says at debug level how, and how long it took. */
+static clbt_status build(const clbt_device *device, const char *options,
+                         cl_program *out) {
+  struct timespec start;
+  timespec_get(&start, TIME_UTC);
+  clbt_status status = build_from_source(device, options, out);
+  const char *extra = getenv("CLBT_BUILD_OPTIONS");
+  if (status == CLBT_SUCCESS)
+    clbt__log(CLBT_LOG_DEBUG,
+              "built a program from source in %.1f ms; options '%s'%s%s%s",
+              milliseconds_since(&start), options,
+              extra ? " (CLBT_BUILD_OPTIONS '" : "", extra ? extra : "",
+              extra ? "' appended)" : "");
   return status;
 }
 
