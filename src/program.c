@@ -92,20 +92,35 @@ static double milliseconds_since(const struct timespec *start) {
          (double)(now.tv_nsec - start->tv_nsec) / 1e6;
 }
 
-/* Builds a program and says at debug level how, and how long it took. */
+/*
+ * Takes a program from the on-disk cache, else builds it from source (and
+ * stores it there), and says at debug level which, and how long it took.
+ */
 static clbt_status build(const clbt_device *device, const char *options,
                          cl_program *out) {
   struct timespec start;
   timespec_get(&start, TIME_UTC);
-  clbt_status status = build_from_source(device, options, out);
+  clbt__cache_entry entry;
+  bool cached = clbt__binary_cache_locate(device, clbt__slot_mapping_source,
+                                          clbt__slot_mapping_source_length,
+                                          options, &entry);
+  cl_program program =
+      cached ? clbt__binary_cache_load(device, &entry, options) : NULL;
+  bool from_cache = program != NULL;
+  clbt_status status = from_cache
+                           ? CLBT_SUCCESS
+                           : build_from_source(device, options, &program);
+  if (status != CLBT_SUCCESS) return status;
+  if (cached && !from_cache) clbt__binary_cache_store(program, &entry);
   const char *extra = getenv("CLBT_BUILD_OPTIONS");
-  if (status == CLBT_SUCCESS)
-    clbt__log(CLBT_LOG_DEBUG,
-              "built a program from source in %.1f ms; options '%s'%s%s%s",
-              milliseconds_since(&start), options,
-              extra ? " (CLBT_BUILD_OPTIONS '" : "", extra ? extra : "",
-              extra ? "' appended)" : "");
-  return status;
+  clbt__log(CLBT_LOG_DEBUG,
+            "built a program from %s%s in %.1f ms; options '%s'%s%s%s",
+            from_cache ? "cache entry " : "source",
+            from_cache ? entry.path : "", milliseconds_since(&start), options,
+            extra ? " (CLBT_BUILD_OPTIONS '" : "", extra ? extra : "",
+            extra ? "' appended)" : "");
+  *out = program;
+  return CLBT_SUCCESS;
 }
 
 static cl_program find(const clbt_device *device, const char *options) {
