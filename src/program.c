@@ -165,6 +165,32 @@ size_t clbt_device_program_count(clbt_device *device) {
   return count;
 }
 
+clbt_status clbt_device_program_options(clbt_device *device, size_t index,
+                                        char *buf, size_t size) {
+  if (!device || !buf)
+    return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
+                      device ? "buf" : "device");
+  clbt_status status = CLBT_SUCCESS;
+  size_t count = 0;
+  mtx_lock(&device->programs_lock);
+  const clbt__program_entry *entry = device->programs;
+  for (; entry && count < index; entry = entry->next) ++count;
+  if (!entry) {
+    /* The walk stopped at the end, so count is the number of programs. */
+    status = clbt__fail(CLBT_INVALID_ARGUMENT,
+                        "index %zu is not below the device's %zu programs",
+                        index, count);
+  } else if (strlen(entry->options) >= size) {
+    status = clbt__fail(CLBT_BUFFER_TOO_SMALL,
+                        "size is %zu bytes; the options need %zu", size,
+                        strlen(entry->options) + 1);
+  } else {
+    memcpy(buf, entry->options, strlen(entry->options) + 1);
+  }
+  mtx_unlock(&device->programs_lock);
+  return status;
+}
+
 void clbt__programs_release(clbt_device *device) {
   clbt__program_entry *entry = device->programs;
   while (entry) {

@@ -311,6 +311,19 @@ CLBT_API cl_command_queue clbt_device_queue(const clbt_device *device);
 CLBT_API size_t clbt_device_program_count(clbt_device *device);
 
 /*
+ * Writes to buf (size bytes, NUL-terminated) the build options of the
+ * device's program number index, counting from the newest, which are also
+ * its key in the device's program cache. Indices stay valid until the next
+ * program is built.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_INVALID_ARGUMENT when index
+ * is not below clbt_device_program_count; CLBT_BUFFER_TOO_SMALL when the
+ * options do not fit (1024 bytes always suffice).
+ */
+CLBT_API clbt_status clbt_device_program_options(clbt_device *device,
+                                                 size_t index, char *buf,
+                                                 size_t size);
+
+/*
  * Writes to buf (size bytes, NUL-terminated) a CLBT_DEVICE selector that
  * picks exactly this device on this machine, such as "portable:cpu:0",
  * preferring platform names to indices.
