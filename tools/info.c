@@ -218,7 +218,8 @@ static const char *read_facts(cl_device_id id, device_facts *facts) {
 static clbt_status prepare_programs(clbt_device *device, info_report *report) {
   struct timespec start;
   timespec_get(&start, TIME_UTC);
-  clbt_status status = clbt_multi_table_prepare(device, &report->options->config);
+  clbt_status status =
+      clbt_multi_table_prepare(device, &report->options->config);
   report->prepare_ms = milliseconds_since(&start);
   size_t count = status ? 0 : clbt_device_program_count(device);
   /* A fresh device holds at most one program per group. */
@@ -339,7 +340,8 @@ static void write_config_json(clbt_json *json, const info_report *report) {
   clbt_json_array_end(json);
   clbt_json_uint(json, "cp_world_size", or_one(config->cp_world_size));
   clbt_json_uint(json, "cp_rank", config->cp_rank);
-  clbt_json_uint(json, "cp_interleave_size", or_one(config->cp_interleave_size));
+  clbt_json_uint(json, "cp_interleave_size",
+                 or_one(config->cp_interleave_size));
   clbt_json_object_end(json);
 }
 
