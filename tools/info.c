@@ -1,8 +1,9 @@
 /*
  * clbt info: the library version, the selected device with the properties
- * that matter to clbt, the settings clbt reads from the environment, and
- * the programs a table config needs (prepared now, so that their build
- * time shows); as text, or as JSON with --json.
+ * that matter to clbt, the settings clbt reads from the environment, the
+ * programs a table config needs, and how long it takes to start a table of
+ * that config (open the device, prepare the programs, run the first slot
+ * mapping); as text, or as JSON with --json.
  */
 #include "cli.h"
 #include "json.h"
@@ -22,9 +23,10 @@ static const char usage_info[] =
     "\n"
     "Prints the library version; the selected device (CLBT_DEVICE) with its\n"
     "OpenCL C version, int64 support, maximum work-group size, compute units\n"
-    "and unified memory; the settings clbt reads from the environment; and\n"
-    "the programs a multi-group table config needs, which it prepares (builds,\n"
-    "or takes from the caches) and times.\n"
+    "and unified memory; the settings clbt reads from the environment; the\n"
+    "programs a multi-group table config needs; and the start-up of a table of\n"
+    "that config, timed: opening the device, preparing the programs (built,\n"
+    "or taken from the caches) and the first slot mapping of every group.\n"
     "\n"
     "  --block-sizes LIST      one KV-cache group per item, comma-separated:\n"
     "                          B, or B/K with K the kernel block size\n"
@@ -60,10 +62,10 @@ typedef struct device_facts {
 typedef struct info_report {
   const info_options *options;
   device_facts device;
-  double open_ms, prepare_ms;
+  double open_ms, prepare_ms, first_launch_ms; /* the start-up */
   size_t num_programs;
   char programs[MAX_GROUPS][OPTIONS_SIZE];
-  bool device_known, programs_known; /* gathered so far */
+  bool device_known, programs_known, started; /* gathered so far */
   char error[4096];                  /* what failed, or "" */
 } info_report;
 
@@ -231,6 +233,36 @@ static clbt_status prepare_programs(clbt_device *device, info_report *report) {
   return status;
 }
 
+/*
+ * Creates a table of the config and times its first slot mapping (an empty
+ * batch, which still runs every group's kernel): drivers finish compiling a
+ * kernel at its first launch.
+ */
+static clbt_status time_first_launch(clbt_device *device,
+                                     info_report *report) {
+  clbt_multi_table *table = NULL;
+  clbt_status status =
+      clbt_multi_table_create(device, &report->options->config, &table);
+  cl_int error = CL_SUCCESS;
+  cl_int query_start_loc[1] = {0};
+  cl_mem starts = status ? NULL
+                         : clCreateBuffer(clbt_device_context(device),
+                                          CL_MEM_READ_ONLY |
+                                              CL_MEM_COPY_HOST_PTR,
+                                          sizeof query_start_loc,
+                                          query_start_loc, &error);
+  if (!status && error) status = (clbt_status)error;
+  struct timespec start;
+  timespec_get(&start, TIME_UTC);
+  if (!status)
+    status = clbt_multi_table_compute_slot_mapping(table, 0, starts, NULL, 0);
+  if (!status) status = (clbt_status)clFinish(clbt_device_queue(device));
+  report->first_launch_ms = milliseconds_since(&start);
+  if (starts) clReleaseMemObject(starts);
+  clbt_multi_table_destroy(table);
+  return status;
+}
+
 /* Fills the report; on failure says what failed in report->error. */
 static void gather(info_report *report) {
   struct timespec start;
@@ -251,8 +283,13 @@ static void gather(info_report *report) {
     snprintf(report->error, sizeof report->error,
              "cannot prepare the config: %s: %s", clbt_status_name(status),
              clbt_last_error());
+  else if ((report->programs_known = true) &&
+           (status = time_first_launch(device, report)) != CLBT_SUCCESS)
+    snprintf(report->error, sizeof report->error,
+             "cannot run the first slot mapping: %s: %s",
+             clbt_status_name(status), clbt_last_error());
   else
-    report->programs_known = true;
+    report->started = true;
   clbt_device_release(device);
 }
 
@@ -273,7 +310,6 @@ static void print_device_text(const info_report *report) {
   printf("  %-20s %zu\n", "max work-group size", d->max_work_group_size);
   printf("  %-20s %u\n", "compute units", (unsigned)d->compute_units);
   printf("  %-20s %s\n", "unified memory", d->unified_memory ? "yes" : "no");
-  printf("  %-20s %.1f ms\n", "opened in", report->open_ms);
 }
 
 static void print_programs_text(const info_report *report) {
@@ -287,10 +323,17 @@ static void print_programs_text(const info_report *report) {
   printf(", cp world size %u, rank %u, interleave size %u\n",
          (unsigned)or_one(config->cp_world_size), (unsigned)config->cp_rank,
          (unsigned)or_one(config->cp_interleave_size));
-  printf("  %zu program%s prepared in %.1f ms\n", report->num_programs,
-         report->num_programs == 1 ? "" : "s", report->prepare_ms);
   for (size_t i = 0; i < report->num_programs; ++i)
     printf("  %s\n", report->programs[i]);
+}
+
+static void print_startup_text(const info_report *report) {
+  printf("start-up\n");
+  printf("  %-20s %.1f ms\n", "open the device", report->open_ms);
+  printf("  %-20s %.1f ms (%zu program%s)\n", "prepare programs",
+         report->prepare_ms, report->num_programs,
+         report->num_programs == 1 ? "" : "s");
+  printf("  %-20s %.1f ms\n", "first slot mapping", report->first_launch_ms);
 }
 
 static void print_text(const info_report *report) {
@@ -304,6 +347,7 @@ static void print_text(const info_report *report) {
   printf("  %-20s %s\n", "log level",
          clbt_log_level_name(clbt_log_get_level()));
   if (report->programs_known) print_programs_text(report);
+  if (report->started) print_startup_text(report);
 }
 
 static void write_device_json(clbt_json *json, const info_report *report) {
@@ -320,7 +364,6 @@ static void write_device_json(clbt_json *json, const info_report *report) {
   clbt_json_uint(json, "max_work_group_size", d->max_work_group_size);
   clbt_json_uint(json, "compute_units", d->compute_units);
   clbt_json_bool(json, "unified_memory", d->unified_memory);
-  clbt_json_double(json, "open_ms", report->open_ms);
   clbt_json_object_end(json);
 }
 
@@ -346,12 +389,17 @@ static void write_config_json(clbt_json *json, const info_report *report) {
 }
 
 static void write_programs_json(clbt_json *json, const info_report *report) {
-  clbt_json_object_begin(json, "programs");
-  clbt_json_double(json, "prepare_ms", report->prepare_ms);
-  clbt_json_array_begin(json, "options");
+  clbt_json_array_begin(json, "programs");
   for (size_t i = 0; i < report->num_programs; ++i)
     clbt_json_string(json, NULL, report->programs[i]);
   clbt_json_array_end(json);
+}
+
+static void write_startup_json(clbt_json *json, const info_report *report) {
+  clbt_json_object_begin(json, "startup");
+  clbt_json_double(json, "open_ms", report->open_ms);
+  clbt_json_double(json, "prepare_ms", report->prepare_ms);
+  clbt_json_double(json, "first_slot_mapping_ms", report->first_launch_ms);
   clbt_json_object_end(json);
 }
 
@@ -375,6 +423,10 @@ static void print_json(const info_report *report) {
     write_programs_json(&json, report);
   else
     clbt_json_string(&json, "programs", NULL);
+  if (report->started)
+    write_startup_json(&json, report);
+  else
+    clbt_json_string(&json, "startup", NULL);
   clbt_json_string(&json, "error", report->error[0] ? report->error : NULL);
   clbt_json_end(&json);
 }
