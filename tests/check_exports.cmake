@@ -28,6 +28,8 @@ list(REMOVE_ITEM missing ${exported})
 set(extra ${exported})
 list(REMOVE_ITEM extra ${declared})
 if(missing OR extra)
+  list(JOIN missing ", " missing)
+  list(JOIN extra ", " extra)
   message(FATAL_ERROR "exports of ${LIBRARY} differ from ${HEADER}:\n"
                       "  declared, not exported: ${missing}\n"
                       "  exported, not declared: ${extra}")
