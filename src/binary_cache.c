@@ -196,12 +196,13 @@ cl_program clbt__binary_cache_load(const clbt_device *device,
   if (state == CLBT__ENTRY_WHOLE)
     program = program_from_binary(device, binary, size, options, problem);
   free(binary);
-  if (state != CLBT__ENTRY_MISSING && !program)
+  if (state != CLBT__ENTRY_MISSING && !program) {
+    bool deleted = remove(entry->path) == 0;
     clbt__log(CLBT_LOG_WARN,
               "program cache entry %s is unusable (%s); %s; building from "
               "source",
-              entry->path, problem,
-              remove(entry->path) == 0 ? "deleted it" : "cannot delete it");
+              entry->path, problem, deleted ? "deleted it" : "cannot delete it");
+  }
   return program;
 }
 

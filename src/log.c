@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Room for a build's options (at most 1 KiB) and a path around them. */
-#define CLBT__LOG_MESSAGE_SIZE 4096
+/* As much as clbt_last_error holds (a build log), or a path and options. */
+#define CLBT__LOG_MESSAGE_SIZE 8192
 /* How much of a bad CLBT_LOG value the warning quotes. */
 #define CLBT__LOG_QUOTE_SIZE 64
 

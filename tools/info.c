@@ -14,6 +14,7 @@
 #include <time.h>
 
 #define MAX_GROUPS 16
+#define MAX_PROGRAMS 32 /* listed; a config needs at most one per group */
 #define TEXT_SIZE 256
 #define OPTIONS_SIZE 1024
 
@@ -38,7 +39,7 @@ static const char usage_info[] =
 
 static const char *const environment_names[] = {
     "CLBT_DEVICE", "CLBT_LOG", "CLBT_BUILD_OPTIONS", "CLBT_CACHE_DIR"};
-#define NUM_ENVIRONMENT 4
+#define NUM_ENVIRONMENT (sizeof environment_names / sizeof environment_names[0])
 
 typedef struct info_options {
   clbt_group_config groups[MAX_GROUPS];
@@ -64,7 +65,7 @@ typedef struct info_report {
   device_facts device;
   double open_ms, prepare_ms, first_launch_ms; /* the start-up */
   size_t num_programs;
-  char programs[MAX_GROUPS][OPTIONS_SIZE];
+  char programs[MAX_PROGRAMS][OPTIONS_SIZE]; /* oldest first */
   bool device_known, programs_known, started; /* gathered so far */
   char error[4096];                  /* what failed, or "" */
 } info_report;
@@ -224,8 +225,9 @@ static clbt_status prepare_programs(clbt_device *device, info_report *report) {
       clbt_multi_table_prepare(device, &report->options->config);
   report->prepare_ms = milliseconds_since(&start);
   size_t count = status ? 0 : clbt_device_program_count(device);
-  /* A fresh device holds at most one program per group. */
-  for (size_t i = 0; i < count && i < MAX_GROUPS && !status; ++i)
+  if (count > MAX_PROGRAMS) count = MAX_PROGRAMS;
+  /* The device lists its programs newest first. */
+  for (size_t i = 0; i < count && !status; ++i)
     status = clbt_device_program_options(device, i,
                                          report->programs[count - 1 - i],
                                          OPTIONS_SIZE);
@@ -340,7 +342,7 @@ static void print_text(const info_report *report) {
   printf("clbt %s\n", clbt_version_string());
   if (report->device_known) print_device_text(report);
   printf("environment\n");
-  for (int i = 0; i < NUM_ENVIRONMENT; ++i) {
+  for (size_t i = 0; i < NUM_ENVIRONMENT; ++i) {
     const char *value = getenv(environment_names[i]);
     printf("  %-20s %s\n", environment_names[i], value ? value : "(unset)");
   }
@@ -412,7 +414,7 @@ static void print_json(const info_report *report) {
   else
     clbt_json_string(&json, "device", NULL);
   clbt_json_object_begin(&json, "environment");
-  for (int i = 0; i < NUM_ENVIRONMENT; ++i)
+  for (size_t i = 0; i < NUM_ENVIRONMENT; ++i)
     clbt_json_string(&json, environment_names[i],
                      getenv(environment_names[i]));
   clbt_json_object_end(&json);

@@ -409,7 +409,9 @@ typedef struct clbt_table clbt_table;
  * slot-mapping buffer filled with CLBT_PAD_SLOT_ID, and the slot-mapping
  * kernel (built now, or taken from the device's program cache; a
  * CLBT_SLOT_MODE_NONE table needs none). Each build appends the environment
- * variable CLBT_BUILD_OPTIONS, when set, to clbt's own options.
+ * variable CLBT_BUILD_OPTIONS, when set, to clbt's own options; with
+ * CLBT_CACHE_DIR set, a build first looks for the program's binary there
+ * and stores what it builds (docs/cache.md).
  * Returns CLBT_SUCCESS and sets *out; CLBT_NULL_ARGUMENT; CLBT_INVALID_CONFIG
  * for a zero required field, a kernel_block_size or cp_interleave_size that
  * does not divide block_size, cp_rank not below cp_world_size, an unknown
