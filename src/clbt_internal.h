@@ -294,4 +294,51 @@ clbt_status clbt__commit(clbt_table *table, uint32_t num_reqs,
 /* Releases the staging buffers and the scatter kernel. */
 void clbt__commit_release(clbt_table *table);
 
+/* ---- logging (log.c) ---------------------------------------------------- */
+
+/* True when a message of this level would be delivered. */
+bool clbt__log_enabled(clbt_log_level level);
+
+/* Formats a message and delivers it when its level is enabled. */
+void clbt__log(clbt_log_level level, const char *format, ...)
+    CLBT__PRINTF(2, 3);
+
+/* ---- the on-disk program cache (binary_cache.c) ------------------------- */
+
+#define CLBT__CACHE_PATH_SIZE 4096
+
+/* Where CLBT_CACHE_DIR keeps one program, and the key that names it. */
+typedef struct clbt__cache_entry {
+  char path[CLBT__CACHE_PATH_SIZE];
+  uint64_t key;
+} clbt__cache_entry;
+
+/*
+ * Finds the entry for a program built from source with options on device.
+ * Returns false when the cache is off (CLBT_CACHE_DIR unset or empty) or
+ * the entry cannot be named (logged as a warning).
+ */
+bool clbt__binary_cache_locate(const clbt_device *device, const char *source,
+                               size_t length, const char *options,
+                               clbt__cache_entry *entry);
+
+/*
+ * Returns the entry's program, created from its binary and built with
+ * options, or NULL when there is no entry or it is unusable: damaged,
+ * another key's, or refused by the driver; an unusable entry is deleted
+ * and logged as a warning. Never fails otherwise: NULL means "build from
+ * source".
+ */
+cl_program clbt__binary_cache_load(const clbt_device *device,
+                                   const clbt__cache_entry *entry,
+                                   const char *options);
+
+/*
+ * Writes a built program's binary to the entry through a temporary file
+ * and a rename, creating missing directories. A failure is logged as a
+ * warning and otherwise ignored.
+ */
+void clbt__binary_cache_store(cl_program program,
+                              const clbt__cache_entry *entry);
+
 #endif /* CLBT_INTERNAL_H */

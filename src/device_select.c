@@ -286,6 +286,24 @@ static void describe_devices(const clbt__device_list *list, char *text,
   }
 }
 
+/* Says at info level which device was chosen and by what rule. */
+static void log_choice(const clbt__device_list *list,
+                       const clbt__device_entry *entry, const char *source,
+                       const char *selector_text) {
+  if (!clbt__log_enabled(CLBT_LOG_INFO)) return;
+  char selector[64], reason[CLBT__FIELD_SIZE * 4];
+  selector_of(list, entry, selector, sizeof selector);
+  if (selector_text && selector_text[0])
+    snprintf(reason, sizeof reason, "%s='%s'", source, selector_text);
+  else
+    snprintf(reason, sizeof reason, "the default rule (%s %s): %s", source,
+             selector_text ? "empty" : "unset",
+             entry->type & CL_DEVICE_TYPE_GPU ? "the first GPU"
+                                              : "no GPU, so the first device");
+  clbt__log(CLBT_LOG_INFO, "device %s (%s / %s) chosen by %s", selector,
+            entry->platform_name, entry->device_name, reason);
+}
+
 clbt_status clbt__select_device(const char *selector_text, const char *source,
                                 cl_platform_id *platform,
                                 cl_device_id *device) {
@@ -302,6 +320,7 @@ clbt_status clbt__select_device(const char *selector_text, const char *source,
   if (entry) {
     *platform = entry->platform;
     *device = entry->device;
+    log_choice(&list, entry, source, selector_text);
   } else {
     char devices[4096];
     describe_devices(&list, devices, sizeof devices);

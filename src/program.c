@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The kernels in cl/, embedded at build time (cmake/embed_source.cmake). */
 extern const char clbt__slot_mapping_source[];
@@ -39,8 +40,8 @@ struct clbt__program_entry {
 };
 
 /* clbt's options for every build, the caller's, then CLBT_BUILD_OPTIONS. */
-static clbt_status format_options(const char *specific, char *options) {
-  const char *extra = getenv("CLBT_BUILD_OPTIONS");
+static clbt_status format_options(const char *specific, const char *extra,
+                                  char *options) {
   int length = snprintf(options, CLBT__OPTIONS_SIZE, "-cl-std=CL1.2 %s%s%s",
                         specific, extra ? " " : "", extra ? extra : "");
   if (length < 0 || length >= CLBT__OPTIONS_SIZE)
@@ -71,8 +72,9 @@ static clbt_status fail_with_log(cl_program program, cl_device_id device,
   return CLBT_CL_BUILD_PROGRAM_FAILURE;
 }
 
-static clbt_status build(const clbt_device *device, clbt__source source_id,
-                         const char *options, cl_program *out) {
+static clbt_status build_from_source(const clbt_device *device,
+                                     clbt__source source_id,
+                                     const char *options, cl_program *out) {
   clbt_status status = CLBT_SUCCESS;
   cl_int error = CL_SUCCESS;
   const char *source = sources[source_id].text;
@@ -94,6 +96,46 @@ fail:
   return status;
 }
 
+static double milliseconds_since(const struct timespec *start) {
+  struct timespec now;
+  timespec_get(&now, TIME_UTC);
+  return (double)(now.tv_sec - start->tv_sec) * 1e3 +
+         (double)(now.tv_nsec - start->tv_nsec) / 1e6;
+}
+
+/*
+ * Takes a program from the on-disk cache, else builds it from source (and
+ * stores it there), and says at debug level which, and how long it took.
+ */
+static clbt_status build(const clbt_device *device, clbt__source source_id,
+                         const char *options, const char *extra,
+                         cl_program *out) {
+  struct timespec start;
+  timespec_get(&start, TIME_UTC);
+  clbt__cache_entry entry;
+  bool cached = clbt__binary_cache_locate(device, sources[source_id].text,
+                                          *sources[source_id].length, options,
+                                          &entry);
+  cl_program program =
+      cached ? clbt__binary_cache_load(device, &entry, options) : NULL;
+  bool from_cache = program != NULL;
+  clbt_status status = from_cache
+                           ? CLBT_SUCCESS
+                           : build_from_source(device, source_id, options,
+                                               &program);
+  if (status != CLBT_SUCCESS) return status;
+  if (cached && !from_cache) clbt__binary_cache_store(program, &entry);
+  clbt__log(CLBT_LOG_DEBUG,
+            "built a program from %s%s in %.1f ms; %s, options '%s'%s%s%s",
+            from_cache ? "cache entry " : "source",
+            from_cache ? entry.path : "", milliseconds_since(&start),
+            sources[source_id].file, options,
+            extra ? " (CLBT_BUILD_OPTIONS '" : "", extra ? extra : "",
+            extra ? "' appended)" : "");
+  *out = program;
+  return CLBT_SUCCESS;
+}
+
 static cl_program find(const clbt_device *device, clbt__source source,
                        const char *options) {
   for (const clbt__program_entry *e = device->programs; e; e = e->next)
@@ -106,7 +148,9 @@ clbt_status clbt__program_get(clbt_device *device, clbt__source source,
                               const char *specific_options,
                               cl_program *program) {
   char options[CLBT__OPTIONS_SIZE];
-  clbt_status status = format_options(specific_options, options);
+  /* Read once, so that the options built and the options logged agree. */
+  const char *extra = getenv("CLBT_BUILD_OPTIONS");
+  clbt_status status = format_options(specific_options, extra, options);
   if (status) return status;
   /* Held across the build so that two threads never build the same program. */
   mtx_lock(&device->programs_lock);
@@ -116,7 +160,7 @@ clbt_status clbt__program_get(clbt_device *device, clbt__source source,
     if (!entry)
       status = clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for a program");
     else
-      status = build(device, source, options, &entry->program);
+      status = build(device, source, options, extra, &entry->program);
     if (status == CLBT_SUCCESS) {
       entry->source = source;
       memcpy(entry->options, options, sizeof options);
@@ -138,6 +182,32 @@ size_t clbt_device_program_count(clbt_device *device) {
   for (const clbt__program_entry *e = device->programs; e; e = e->next) ++count;
   mtx_unlock(&device->programs_lock);
   return count;
+}
+
+clbt_status clbt_device_program_options(clbt_device *device, size_t index,
+                                        char *buf, size_t size) {
+  if (!device || !buf)
+    return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
+                      device ? "buf" : "device");
+  clbt_status status = CLBT_SUCCESS;
+  size_t count = 0;
+  mtx_lock(&device->programs_lock);
+  const clbt__program_entry *entry = device->programs;
+  for (; entry && count < index; entry = entry->next) ++count;
+  if (!entry) {
+    /* The walk stopped at the end, so count is the number of programs. */
+    status = clbt__fail(CLBT_INVALID_ARGUMENT,
+                        "index %zu is not below the device's %zu programs",
+                        index, count);
+  } else if (strlen(entry->options) >= size) {
+    status = clbt__fail(CLBT_BUFFER_TOO_SMALL,
+                        "size is %zu bytes; the options need %zu", size,
+                        strlen(entry->options) + 1);
+  } else {
+    memcpy(buf, entry->options, strlen(entry->options) + 1);
+  }
+  mtx_unlock(&device->programs_lock);
+  return status;
 }
 
 void clbt__programs_release(clbt_device *device) {

@@ -34,11 +34,21 @@ const char *clbt_status_name(clbt_status status) {
 
 const char *clbt_last_error(void) { return last_error; }
 
+/*
+ * OpenCL's codes (and CL_OUT_OF_HOST_MEMORY) mean the device or the host
+ * failed; clbt's own codes, from CLBT_NULL_ARGUMENT down, mean the caller
+ * passed something clbt refuses, which the caller learns from the status.
+ */
+static bool is_opencl_status(clbt_status status) {
+  return status < 0 && status > CLBT_NULL_ARGUMENT;
+}
+
 clbt_status clbt__fail(clbt_status status, const char *format, ...) {
   va_list args;
   va_start(args, format);
   vsnprintf(last_error, sizeof last_error, format, args);
   va_end(args);
+  if (is_opencl_status(status)) clbt__log(CLBT_LOG_ERROR, "%s", last_error);
   return status;
 }
 

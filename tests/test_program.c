@@ -95,6 +95,36 @@ START_TEST(build_options_are_a_specialisation) {
 }
 END_TEST
 
+/* Each program's options can be read back, newest first. */
+START_TEST(program_options_are_listed) {
+  clbt_device *device = fresh_device();
+  clbt_table_config sixteen = config_of(16, 0, 0);
+  clbt_table_config thirty_two = config_of(32, 0, 0);
+  clbt_assert_ok(clbt_table_prepare(device, &sixteen));
+  clbt_assert_ok(clbt_table_prepare(device, &thirty_two));
+  char options[1024];
+  clbt_assert_ok(clbt_device_program_options(device, 0, options, sizeof options));
+  ck_assert_ptr_nonnull(strstr(options, "=32"));
+  ck_assert_ptr_null(strstr(options, "=16"));
+  clbt_assert_ok(clbt_device_program_options(device, 1, options, sizeof options));
+  ck_assert_ptr_nonnull(strstr(options, "=16"));
+  ck_assert_ptr_null(strstr(options, "=32"));
+  clbt_assert_fails(clbt_device_program_options(device, 2, options,
+                                                sizeof options),
+                    CLBT_INVALID_ARGUMENT,
+                    "index 2 is not below the device's 2 programs");
+  char small[8] = "kept";
+  clbt_assert_fails(clbt_device_program_options(device, 0, small, sizeof small),
+                    CLBT_BUFFER_TOO_SMALL, "size is 8 bytes; the options need");
+  ck_assert_str_eq(small, "kept");
+  clbt_assert_fails(clbt_device_program_options(device, 0, NULL, 8),
+                    CLBT_NULL_ARGUMENT, "buf is NULL");
+  clbt_assert_fails(clbt_device_program_options(NULL, 0, options, 8),
+                    CLBT_NULL_ARGUMENT, "device is NULL");
+  clbt_device_release(device);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("program");
   TCase *tc = tcase_create("program");
@@ -102,6 +132,7 @@ int main(void) {
   tcase_add_test(tc, tables_share_a_specialisation);
   tcase_add_test(tc, build_failure_reports_the_log);
   tcase_add_test(tc, build_options_are_a_specialisation);
+  tcase_add_test(tc, program_options_are_listed);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

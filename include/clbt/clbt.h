@@ -1,4 +1,5 @@
-/*
+/**
+ * @file
  * clbt: vLLM's paged-KV block tables on every OpenCL device.
  *
  * A block table keeps, per request, the list of KV-cache block ids the
@@ -48,10 +49,43 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------ */
+/* Version                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The version of this header; CMakeLists.txt reads the project version here. */
+/** Major version: below 1, a minor release may change the API and ABI. */
+#define CLBT_VERSION_MAJOR 0
+/** Minor version. */
+#define CLBT_VERSION_MINOR 1
+/** Patch version: fixes only, same API and ABI. */
+#define CLBT_VERSION_PATCH 0
+/** MAJOR * 10000 + MINOR * 100 + PATCH: 100 for 0.1.0. */
+#define CLBT_VERSION_NUMBER                                   \
+  (CLBT_VERSION_MAJOR * 10000 + CLBT_VERSION_MINOR * 100 + \
+   CLBT_VERSION_PATCH)
+#define CLBT__STRINGIFY_VALUE(x) #x
+#define CLBT__STRINGIFY(x) CLBT__STRINGIFY_VALUE(x)
+/** "MAJOR.MINOR.PATCH": "0.1.0". */
+#define CLBT_VERSION_STRING                                      \
+  CLBT__STRINGIFY(CLBT_VERSION_MAJOR) "." CLBT__STRINGIFY(       \
+      CLBT_VERSION_MINOR) "." CLBT__STRINGIFY(CLBT_VERSION_PATCH)
+
+/**
+ * Returns the version of the library that is running, as
+ * CLBT_VERSION_NUMBER encodes it. It differs from the header's
+ * CLBT_VERSION_NUMBER when a program runs with another build of the shared
+ * library than the one it was compiled against.
+ */
+CLBT_API unsigned clbt_version_number(void);
+
+/** Returns the running library's version as "MAJOR.MINOR.PATCH". Never NULL. */
+CLBT_API const char *clbt_version_string(void);
+
+/* ------------------------------------------------------------------------ */
 /* Status codes                                                             */
 /* ------------------------------------------------------------------------ */
 
-/*
+/**
  * Every status clbt returns: XX(name, value, text). The OpenCL codes are
  * listed by number so that a library built against OpenCL 1.2 headers still
  * names the codes a 3.0 driver returns. clbt's own codes start at -4001,
@@ -138,26 +172,30 @@ extern "C" {
   XX(NO_MATCHING_DEVICE, -4013, "no OpenCL device matches the selector")       \
   XX(UNSUPPORTED_DEVICE, -4014, "the device lacks a feature clbt needs")
 
+/**
+ * What a call did: CLBT_SUCCESS, an OpenCL error code, or one of clbt's own
+ * codes; CLBT_STATUS_MAP lists every value with its text.
+ */
 typedef enum clbt_status {
 #define CLBT__STATUS_ENUM(name, value, text) CLBT_##name = (value),
   CLBT_STATUS_MAP(CLBT__STATUS_ENUM)
 #undef CLBT__STATUS_ENUM
 } clbt_status;
 
-/*
+/**
  * Returns the static text of a status ("row index is not below
  * max_num_reqs"), or "unknown status" for a value outside CLBT_STATUS_MAP.
  * Never NULL.
  */
 CLBT_API const char *clbt_status_string(clbt_status status);
 
-/*
+/**
  * Returns the name of a status ("CLBT_ROW_OUT_OF_RANGE",
  * "CLBT_CL_OUT_OF_RESOURCES"), or "CLBT_UNKNOWN_STATUS". Never NULL.
  */
 CLBT_API const char *clbt_status_name(clbt_status status);
 
-/*
+/**
  * Returns the detail of this thread's most recent failure, for instance
  * "row 9 is out of range: max_num_reqs is 8". Like errno it is not cleared
  * by a later success, so read it right after the failing call. The text is
@@ -166,14 +204,66 @@ CLBT_API const char *clbt_status_name(clbt_status status);
  */
 CLBT_API const char *clbt_last_error(void);
 
-/* The slot id of every token that has no KV-cache slot. */
+/** The slot id of every token that has no KV-cache slot. */
 #define CLBT_PAD_SLOT_ID (-1)
+
+/* ------------------------------------------------------------------------ */
+/* Logging                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * How much clbt says. Each level includes the ones above it. The level
+ * starts as the environment variable CLBT_LOG says (off, error, warn, info
+ * or debug, read once, at the first message; default warn).
+ */
+typedef enum clbt_log_level {
+  CLBT_LOG_OFF = 0,   /**< nothing */
+  CLBT_LOG_ERROR = 1, /**< an OpenCL call failed, or memory ran out (the
+                         text clbt_last_error also returns) */
+  CLBT_LOG_WARN = 2,  /**< clbt worked around a problem: a bad CLBT_LOG, a bad
+                         or unwritable program-cache entry */
+  CLBT_LOG_INFO = 3,  /**< which device was opened, and why that one */
+  CLBT_LOG_DEBUG = 4  /**< each program build: options, time, source or cache */
+} clbt_log_level;
+
+/**
+ * Receives each message clbt logs: its level, the text (no trailing
+ * newline; valid only during the call) and the user pointer given to
+ * clbt_log_set_callback.
+ */
+typedef void (*clbt_log_fn)(clbt_log_level level, const char *message,
+                            void *user);
+
+/**
+ * Routes every later message to callback instead of stderr; NULL restores
+ * stderr ("clbt: <level>: <message>"). clbt calls the callback from
+ * whichever thread logs, one message at a time; once this returns, the
+ * previous callback is not called again. The callback may call clbt,
+ * including this function.
+ */
+CLBT_API void clbt_log_set_callback(clbt_log_fn callback, void *user);
+
+/**
+ * Sets the level, overriding CLBT_LOG.
+ * Returns CLBT_SUCCESS, or CLBT_INVALID_ARGUMENT for a level outside
+ * CLBT_LOG_OFF..CLBT_LOG_DEBUG (the level is then unchanged).
+ */
+CLBT_API clbt_status clbt_log_set_level(clbt_log_level level);
+
+/** Returns the current level: CLBT_LOG's, or the last one set. */
+CLBT_API clbt_log_level clbt_log_get_level(void);
+
+/**
+ * Returns the word for a level ("off", "error", "warn", "info", "debug"),
+ * as CLBT_LOG spells it, or "unknown". Never NULL.
+ */
+CLBT_API const char *clbt_log_level_name(clbt_log_level level);
 
 /* ------------------------------------------------------------------------ */
 /* Devices                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/*
+/**
  * A device handle: an OpenCL context, one device and an in-order command
  * queue, plus the programs clbt has built for that device. A handle may be
  * shared by threads. Tables keep a reference to it, so it may be released
@@ -181,7 +271,7 @@ CLBT_API const char *clbt_last_error(void);
  */
 typedef struct clbt_device clbt_device;
 
-/*
+/**
  * Opens the device a selector picks and creates a context and an in-order
  * queue on it. selector has the form [platform][:[type][:device]]; each of
  * platform and device is a 0-based index when all digits, else a
@@ -197,7 +287,7 @@ typedef struct clbt_device clbt_device;
  */
 CLBT_API clbt_status clbt_device_open(const char *selector, clbt_device **out);
 
-/*
+/**
  * Wraps the caller's own context, device and queue, retaining each (they
  * are released by clbt_device_release). The queue must belong to the
  * context and the device and must execute in order.
@@ -210,25 +300,46 @@ CLBT_API clbt_status clbt_device_wrap(cl_context context, cl_device_id device,
                                       cl_command_queue queue,
                                       clbt_device **out);
 
-/*
+/**
  * Drops the caller's reference. The handle, its programs and the OpenCL
  * objects it retains are freed once no table uses it either. NULL is fine.
  */
 CLBT_API void clbt_device_release(clbt_device *device);
 
-/* The handle's OpenCL objects; NULL for a NULL handle. Not retained. */
+/** The handle's OpenCL context; NULL for a NULL handle. Not retained. */
 CLBT_API cl_context clbt_device_context(const clbt_device *device);
+
+/** The handle's OpenCL device; NULL for a NULL handle. Not retained. */
 CLBT_API cl_device_id clbt_device_id(const clbt_device *device);
+
+/**
+ * The handle's in-order queue, where clbt enqueues its commands and where a
+ * caller's kernels that read clbt's buffers belong; NULL for a NULL handle.
+ * Not retained.
+ */
 CLBT_API cl_command_queue clbt_device_queue(const clbt_device *device);
 
-/*
+/**
  * The number of programs the device has built and cached: one per distinct
  * kernel specialisation (block sizes, CP parameters, CLBT_BUILD_OPTIONS)
  * among the tables made or prepared on it. 0 for NULL.
  */
 CLBT_API size_t clbt_device_program_count(clbt_device *device);
 
-/*
+/**
+ * Writes to buf (size bytes, NUL-terminated) the build options of the
+ * device's program number index, counting from the newest, which are also
+ * its key in the device's program cache. Indices stay valid until the next
+ * program is built.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_INVALID_ARGUMENT when index
+ * is not below clbt_device_program_count; CLBT_BUFFER_TOO_SMALL when the
+ * options do not fit (1024 bytes always suffice).
+ */
+CLBT_API clbt_status clbt_device_program_options(clbt_device *device,
+                                                 size_t index, char *buf,
+                                                 size_t size);
+
+/**
  * Writes to buf (size bytes, NUL-terminated) a CLBT_DEVICE selector that
  * picks exactly this device on this machine, such as "portable:cpu:0",
  * preferring platform names to indices.
@@ -243,7 +354,7 @@ CLBT_API clbt_status clbt_device_selector(cl_device_id device, char *buf,
 /* Row width                                                                */
 /* ------------------------------------------------------------------------ */
 
-/*
+/**
  * vLLM's get_block_table_width: rounds max_num_blocks up so that a row
  * spans a multiple of token_alignment tokens (0: no alignment), then
  * converts KV-manager blocks to kernel blocks (kernel_block_size 0: the
@@ -262,42 +373,45 @@ CLBT_API clbt_status clbt_block_table_width(uint32_t max_num_blocks,
 /* One block table                                                          */
 /* ------------------------------------------------------------------------ */
 
+/** What a table's rows hold, and so whether it maps tokens to slots. */
 typedef enum clbt_slot_mode {
-  /* Tokens write KV-cache slots: compute_slot_mapping fills the buffer. */
+  /** Tokens write KV-cache slots: compute_slot_mapping fills the buffer. */
   CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT = 0,
-  /* Rows are state indices (Mamba): compute_slot_mapping does nothing. */
+  /** Rows are state indices (Mamba): compute_slot_mapping does nothing. */
   CLBT_SLOT_MODE_NONE = 1
 } clbt_slot_mode;
 
-/*
+/**
  * A zero-initialised config with its required fields set is valid; 0 in an
  * optional field means its default.
  */
 typedef struct clbt_table_config {
-  uint32_t block_size;             /* required: KV-manager block, tokens */
-  uint32_t kernel_block_size;      /* attention kernel block; 0: block_size.
+  uint32_t block_size;             /**< required: KV-manager block, tokens */
+  uint32_t kernel_block_size;      /**< attention kernel block; 0: block_size.
                                       Must divide block_size. */
-  uint32_t max_num_reqs;           /* required: rows */
-  uint32_t max_num_blocks_per_req; /* required: KV-manager blocks per row;
+  uint32_t max_num_reqs;           /**< required: rows */
+  uint32_t max_num_blocks_per_req; /**< required: KV-manager blocks per row;
                                       row width = this *
                                       (block_size / kernel_block_size) */
-  uint32_t max_num_batched_tokens; /* required: slot-mapping length;
+  uint32_t max_num_batched_tokens; /**< required: slot-mapping length;
                                       at most INT32_MAX */
-  uint32_t cp_world_size;          /* context-parallel ranks; 0 or 1: none */
-  uint32_t cp_rank;                /* below cp_world_size */
-  uint32_t cp_interleave_size;     /* 0: 1. Must divide block_size. */
-  clbt_slot_mode slot_mode;
+  uint32_t cp_world_size;          /**< context-parallel ranks; 0 or 1: none */
+  uint32_t cp_rank;                /**< below cp_world_size */
+  uint32_t cp_interleave_size;     /**< 0: 1. Must divide block_size. */
+  clbt_slot_mode slot_mode;        /**< 0: CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT */
 } clbt_table_config;
 
-/* One KV-cache group's block table: host rows plus their device copy. */
+/** One KV-cache group's block table: host rows plus their device copy. */
 typedef struct clbt_table clbt_table;
 
-/*
+/**
  * Creates a table on a device: zeroed host rows, a zeroed device copy, a
  * slot-mapping buffer filled with CLBT_PAD_SLOT_ID, and the slot-mapping
  * kernel (built now, or taken from the device's program cache; a
  * CLBT_SLOT_MODE_NONE table needs none). Each build appends the environment
- * variable CLBT_BUILD_OPTIONS, when set, to clbt's own options.
+ * variable CLBT_BUILD_OPTIONS, when set, to clbt's own options; with
+ * CLBT_CACHE_DIR set, a build first looks for the program's binary there
+ * and stores what it builds (docs/cache.md).
  * Returns CLBT_SUCCESS and sets *out; CLBT_NULL_ARGUMENT; CLBT_INVALID_CONFIG
  * for a zero required field, a kernel_block_size or cp_interleave_size that
  * does not divide block_size, cp_rank not below cp_world_size, an unknown
@@ -309,10 +423,10 @@ CLBT_API clbt_status clbt_table_create(clbt_device *device,
                                        const clbt_table_config *config,
                                        clbt_table **out);
 
-/* Frees a table and its OpenCL objects. NULL is fine. */
+/** Frees a table and its OpenCL objects. NULL is fine. */
 CLBT_API void clbt_table_destroy(clbt_table *table);
 
-/*
+/**
  * Builds, and keeps in the device's program cache, every program a table
  * with this config needs, so that creating tables later costs no compile
  * (vLLM's warm-up). Returns as clbt_table_create does.
@@ -320,7 +434,7 @@ CLBT_API void clbt_table_destroy(clbt_table *table);
 CLBT_API clbt_status clbt_table_prepare(clbt_device *device,
                                         const clbt_table_config *config);
 
-/*
+/**
  * Appends n KV-manager block ids to a row. With kernel_block_size below
  * block_size each id b becomes the kernel blocks b*k .. b*k+k-1,
  * k = block_size / kernel_block_size. n = 0 does nothing.
@@ -332,14 +446,14 @@ CLBT_API clbt_status clbt_table_prepare(clbt_device *device,
 CLBT_API clbt_status clbt_table_append_row(clbt_table *table, uint32_t row,
                                            const int32_t *block_ids, size_t n);
 
-/* Replaces a row's blocks with block_ids; fails as append_row does. */
+/** Replaces a row's blocks with block_ids; fails as append_row does. */
 CLBT_API clbt_status clbt_table_add_row(clbt_table *table, uint32_t row,
                                         const int32_t *block_ids, size_t n);
 
-/* Zeroes a row's blocks and sets its length to 0. */
+/** Zeroes a row's blocks and sets its length to 0. */
 CLBT_API clbt_status clbt_table_clear_row(clbt_table *table, uint32_t row);
 
-/*
+/**
  * Moves row src to dst and clears src (vLLM clears vacated rows because
  * dummy batches may still read them). move_row(r, r) leaves the row as it
  * is. Returns CLBT_SUCCESS, CLBT_NULL_ARGUMENT or CLBT_ROW_OUT_OF_RANGE.
@@ -347,11 +461,11 @@ CLBT_API clbt_status clbt_table_clear_row(clbt_table *table, uint32_t row);
 CLBT_API clbt_status clbt_table_move_row(clbt_table *table, uint32_t src,
                                          uint32_t dst);
 
-/* Exchanges two whole rows and their lengths; fails as move_row does. */
+/** Exchanges two whole rows and their lengths; fails as move_row does. */
 CLBT_API clbt_status clbt_table_swap_row(clbt_table *table, uint32_t a,
                                          uint32_t b);
 
-/*
+/**
  * Copies rows [0, num_reqs) and their lengths to the device, moving only
  * what the row operations changed since the last commit (see
  * clbt_commit_mode). Once it returns, the caller may change host rows
@@ -362,13 +476,13 @@ CLBT_API clbt_status clbt_table_swap_row(clbt_table *table, uint32_t a,
  */
 CLBT_API clbt_status clbt_table_commit(clbt_table *table, uint32_t num_reqs);
 
-/*
+/**
  * clbt_table_commit, ordered after the events of wait_list (num_events of
  * them). When event is not NULL it receives an event that completes once
  * the committed rows are on the device; the caller releases it. The
- * CLBT_COMMIT_WHOLE way waits for the wait list before it returns. Fails as clbt_table_commit does, and with
- * CLBT_INVALID_ARGUMENT for a wait list that is NULL with num_events > 0 or
- * not NULL with num_events 0.
+ * CLBT_COMMIT_WHOLE way waits for the wait list before it returns. Fails as
+ * clbt_table_commit does, and with CLBT_INVALID_ARGUMENT for a wait list
+ * that is NULL with num_events > 0 or not NULL with num_events 0.
  */
 CLBT_API clbt_status clbt_table_enqueue_commit(clbt_table *table,
                                                uint32_t num_reqs,
@@ -376,20 +490,20 @@ CLBT_API clbt_status clbt_table_enqueue_commit(clbt_table *table,
                                                const cl_event *wait_list,
                                                cl_event *event);
 
-/* How a commit moves rows to the device. */
+/** How a commit moves rows to the device. */
 typedef enum clbt_commit_mode {
-  /* Per commit, the cheaper way for these changes: WHOLE when the packet
-     of changes would be half the size of rows [0, num_reqs) or more, else
-     SCATTER. The default. */
+  /** Per commit, the cheaper way for these changes: WHOLE when the packet
+      of changes would be half the size of rows [0, num_reqs) or more, else
+      SCATTER. The default. */
   CLBT_COMMIT_AUTO = 0,
-  /* Copy rows [0, num_reqs) whole, as vLLM does. Blocks until copied. */
+  /** Copy rows [0, num_reqs) whole, as vLLM does. Blocks until copied. */
   CLBT_COMMIT_WHOLE = 1,
-  /* Upload a packet of the changed cells and lengths and scatter it on the
-     device: two enqueued commands, no wait. */
+  /** Upload a packet of the changed cells and lengths and scatter it on the
+      device: two enqueued commands, no wait. */
   CLBT_COMMIT_SCATTER = 2
 } clbt_commit_mode;
 
-/*
+/**
  * Sets how the table's commits move rows (CLBT_COMMIT_AUTO by default).
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_INVALID_ARGUMENT for a
  * value outside clbt_commit_mode.
@@ -397,21 +511,21 @@ typedef enum clbt_commit_mode {
 CLBT_API clbt_status clbt_table_set_commit_mode(clbt_table *table,
                                                 clbt_commit_mode mode);
 
-/* What the last commit moved. */
+/** What the last commit moved. */
 typedef struct clbt_commit_info {
-  clbt_commit_mode mode; /* the way it took; CLBT_COMMIT_AUTO: nothing to move */
-  uint32_t rows;         /* rows whose cells or length it moved */
-  uint64_t bytes;        /* bytes it sent to the device */
+  clbt_commit_mode mode; /**< the way it took; CLBT_COMMIT_AUTO: nothing */
+  uint32_t rows;         /**< rows whose cells or length it moved */
+  uint64_t bytes;        /**< bytes it sent to the device */
 } clbt_commit_info;
 
-/*
+/**
  * Fills *info with what the table's last commit moved (all zero before the
  * first). Returns CLBT_SUCCESS or CLBT_NULL_ARGUMENT.
  */
 CLBT_API clbt_status clbt_table_last_commit(const clbt_table *table,
                                             clbt_commit_info *info);
 
-/*
+/**
  * Enqueues the slot-mapping kernel on the device queue. Token t of
  * [query_start_loc[r], query_start_loc[r+1]) belongs to request (row) r and
  * gets the slot of its position; every other element of the table's
@@ -432,7 +546,7 @@ CLBT_API clbt_status clbt_table_compute_slot_mapping(
     clbt_table *table, uint32_t num_reqs, cl_mem query_start_loc,
     cl_mem positions, uint32_t num_tokens);
 
-/*
+/**
  * clbt_table_compute_slot_mapping, ordered after the events of wait_list
  * (num_events of them). When event is not NULL it receives an event that
  * completes with the kernel; the caller releases it. A CLBT_SLOT_MODE_NONE
@@ -445,7 +559,7 @@ CLBT_API clbt_status clbt_table_enqueue_slot_mapping(
     cl_mem positions, uint32_t num_tokens, cl_uint num_events,
     const cl_event *wait_list, cl_event *event);
 
-/*
+/**
  * The same function computed on the host from the host rows (not the
  * committed ones): the reference the tests compare against, and a CPU
  * fallback. out receives max_num_batched_tokens slot ids. A
@@ -457,14 +571,14 @@ CLBT_API clbt_status clbt_table_compute_slot_mapping_host(
     const clbt_table *table, uint32_t num_reqs, const int32_t *query_start_loc,
     const int64_t *positions, uint32_t num_tokens, int64_t *out);
 
-/*
+/**
  * Zeroes every row and length, on the host and on the device (vLLM keeps the
  * lengths; clbt resets them so that a later append starts at column 0).
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; or an OpenCL error.
  */
 CLBT_API clbt_status clbt_table_clear(clbt_table *table);
 
-/*
+/**
  * Reads the number of tokens the kernel has rejected since the table was
  * created or the count reset (see compute_slot_mapping). Waits for the
  * queue to reach the read. The count wraps modulo 2^32.
@@ -472,56 +586,64 @@ CLBT_API clbt_status clbt_table_clear(clbt_table *table);
 CLBT_API clbt_status clbt_table_read_rejected_tokens(clbt_table *table,
                                                      uint32_t *count);
 
-/* Enqueues a reset of the rejected-token count to 0. */
+/** Enqueues a reset of the rejected-token count to 0. */
 CLBT_API clbt_status clbt_table_reset_rejected_tokens(clbt_table *table);
 
-/* Kernel blocks per row; 0 for a NULL table. */
+/** Kernel blocks per row; 0 for a NULL table. */
 CLBT_API uint32_t clbt_table_width(const clbt_table *table);
 
-/* Kernel blocks in use in a host row; 0 for a NULL table or a bad row. */
+/** Kernel blocks in use in a host row; 0 for a NULL table or a bad row. */
 CLBT_API uint32_t clbt_table_row_length(const clbt_table *table, uint32_t row);
 
-/* The host rows, [max_num_reqs][width] row-major; NULL for NULL. */
+/** The host rows, [max_num_reqs][width] row-major; NULL for NULL. */
 CLBT_API const int32_t *clbt_table_host_data(const clbt_table *table);
 
-/* The committed rows on the device, same layout (int32). */
+/** The committed rows on the device, same layout (int32). */
 CLBT_API cl_mem clbt_table_device_data(const clbt_table *table);
 
-/* The slot-mapping output, int64[max_num_batched_tokens]. */
+/** The slot-mapping output, int64[max_num_batched_tokens]. */
 CLBT_API cl_mem clbt_table_slot_mapping(const clbt_table *table);
 
-/* The rejected-token counter on the device, one uint32. */
+/** The rejected-token counter on the device, one uint32. */
 CLBT_API cl_mem clbt_table_rejected_tokens(const clbt_table *table);
 
 /* ------------------------------------------------------------------------ */
 /* Several KV-cache groups                                                  */
 /* ------------------------------------------------------------------------ */
 
+/**
+ * One KV-cache group of a multi-group table. Zero-initialised with its
+ * required fields set, it is valid.
+ */
 typedef struct clbt_group_config {
-  uint32_t block_size;        /* required */
-  uint32_t kernel_block_size; /* 0: block_size */
-  uint32_t max_num_blocks;    /* required: KV-manager blocks, before the
+  uint32_t block_size;        /**< required */
+  uint32_t kernel_block_size; /**< 0: block_size */
+  uint32_t max_num_blocks;    /**< required: KV-manager blocks, before the
                                  multi-group table aligns them to 128 tokens
                                  (none for CLBT_SLOT_MODE_NONE groups) */
-  clbt_slot_mode slot_mode;
-  uint32_t cp_replicated;     /* nonzero: this group's cache is whole on
+  clbt_slot_mode slot_mode;   /**< 0: CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT */
+  uint32_t cp_replicated;     /**< nonzero: this group's cache is whole on
                                  every CP rank, so it is not sharded */
 } clbt_group_config;
 
+/**
+ * A multi-group table: the sizes its groups share, the groups, and the
+ * context-parallel layout that applies to the sharded groups.
+ */
 typedef struct clbt_multi_table_config {
-  uint32_t max_num_reqs;           /* required */
-  uint32_t max_num_batched_tokens; /* required */
-  uint32_t num_groups;             /* required */
-  const clbt_group_config *groups; /* required: num_groups entries */
-  uint32_t cp_world_size;          /* 0 or 1: none */
-  uint32_t cp_rank;
-  uint32_t cp_interleave_size;     /* 0: 1 */
+  uint32_t max_num_reqs;           /**< required */
+  uint32_t max_num_batched_tokens; /**< required */
+  uint32_t num_groups;             /**< required */
+  const clbt_group_config *groups; /**< required: num_groups entries */
+  uint32_t cp_world_size;          /**< 0 or 1: none */
+  uint32_t cp_rank;                /**< below cp_world_size */
+  uint32_t cp_interleave_size;     /**< 0: 1 */
 } clbt_multi_table_config;
 
-/* One clbt_table per KV-cache group, edited together (MultiGroupBlockTable).*/
+/** One clbt_table per KV-cache group, edited together (MultiGroupBlockTable).*/
 typedef struct clbt_multi_table clbt_multi_table;
 
-/*
+/**
  * Creates one table per group. Each group's width is
  * clbt_block_table_width(max_num_blocks, block_size, kernel_block_size, 128),
  * or with no alignment for a CLBT_SLOT_MODE_NONE group, as vLLM sizes them.
@@ -531,38 +653,50 @@ CLBT_API clbt_status clbt_multi_table_create(
     clbt_device *device, const clbt_multi_table_config *config,
     clbt_multi_table **out);
 
-/* Frees every group's table. NULL is fine. */
+/** Frees every group's table. NULL is fine. */
 CLBT_API void clbt_multi_table_destroy(clbt_multi_table *table);
 
-/* Builds ahead of time every program the multi-group table needs. */
+/** Builds ahead of time every program the multi-group table needs. */
 CLBT_API clbt_status clbt_multi_table_prepare(
     clbt_device *device, const clbt_multi_table_config *config);
 
 /*
- * Row operations on every group at once: block_ids[g] and counts[g] are
- * group g's ids (block_ids[g] may be NULL when counts[g] is 0). All or
- * nothing: when any group would fail, no group changes. Fail as the
- * single-table operations do; the message names the group.
+ * The row operations act on every group at once and are all or nothing:
+ * when any group would fail, no group changes. Each fails as its
+ * single-table operation does, and the message names the group.
+ */
+
+/**
+ * Appends counts[g] block ids block_ids[g] to the row of each group g, as
+ * clbt_table_append_row does (block_ids[g] may be NULL when counts[g] is 0).
  */
 CLBT_API clbt_status clbt_multi_table_append_row(
     clbt_multi_table *table, uint32_t row, const int32_t *const *block_ids,
     const size_t *counts);
+
+/** Replaces the row of each group g with block_ids[g] (clbt_table_add_row). */
 CLBT_API clbt_status clbt_multi_table_add_row(clbt_multi_table *table,
                                               uint32_t row,
                                               const int32_t *const *block_ids,
                                               const size_t *counts);
+
+/** Clears the row in every group (clbt_table_clear_row). */
 CLBT_API clbt_status clbt_multi_table_clear_row(clbt_multi_table *table,
                                                 uint32_t row);
+
+/** Moves row src to dst in every group (clbt_table_move_row). */
 CLBT_API clbt_status clbt_multi_table_move_row(clbt_multi_table *table,
                                                uint32_t src, uint32_t dst);
+
+/** Exchanges rows a and b in every group (clbt_table_swap_row). */
 CLBT_API clbt_status clbt_multi_table_swap_row(clbt_multi_table *table,
                                                uint32_t a, uint32_t b);
 
-/* Commits rows [0, num_reqs) of every group. */
+/** Commits rows [0, num_reqs) of every group. */
 CLBT_API clbt_status clbt_multi_table_commit(clbt_multi_table *table,
                                              uint32_t num_reqs);
 
-/*
+/**
  * clbt_multi_table_commit after wait_list; *event (when not NULL) completes
  * once every group's rows are on the device.
  */
@@ -570,7 +704,7 @@ CLBT_API clbt_status clbt_multi_table_enqueue_commit(
     clbt_multi_table *table, uint32_t num_reqs, cl_uint num_events,
     const cl_event *wait_list, cl_event *event);
 
-/*
+/**
  * Computes every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's slot mapping from
  * one batch, in one kernel launch for up to eight such groups (the request
  * of each token is found once for all of them); each group writes its own
@@ -582,7 +716,7 @@ CLBT_API clbt_status clbt_multi_table_compute_slot_mapping(
     clbt_multi_table *table, uint32_t num_reqs, cl_mem query_start_loc,
     cl_mem positions, uint32_t num_tokens);
 
-/*
+/**
  * clbt_multi_table_compute_slot_mapping after wait_list; *event (when not
  * NULL) completes once every group's slots are written.
  */
@@ -591,13 +725,13 @@ CLBT_API clbt_status clbt_multi_table_enqueue_slot_mapping(
     cl_mem positions, uint32_t num_tokens, cl_uint num_events,
     const cl_event *wait_list, cl_event *event);
 
-/* Clears every group (clbt_table_clear). */
+/** Clears every group (clbt_table_clear). */
 CLBT_API clbt_status clbt_multi_table_clear(clbt_multi_table *table);
 
-/* Number of groups; 0 for NULL. */
+/** Number of groups; 0 for NULL. */
 CLBT_API uint32_t clbt_multi_table_num_groups(const clbt_multi_table *table);
 
-/*
+/**
  * Group g's table, owned by the multi-group table; NULL for a NULL table or
  * g not below the number of groups.
  */

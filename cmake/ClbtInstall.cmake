@@ -1,0 +1,47 @@
+# `cmake --install`: the header, libclbt.so (with its soname) and libclbt.a,
+# the clbt tool, a CMake package exporting clbt::clbt (shared) and
+# clbt::clbt_static, and clbt.pc. Every installed file locates the others
+# relative to itself, so `cmake --install build --prefix DIR` works for any DIR.
+include(CMakePackageConfigHelpers)
+
+set(clbt_cmake_dir "${CMAKE_INSTALL_LIBDIR}/cmake/clbt")
+
+install(TARGETS clbt clbt_shared EXPORT clbtTargets
+  ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
+  LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
+  RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
+install(TARGETS clbt_tool RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
+install(FILES include/clbt/clbt.h
+        DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/clbt")
+
+install(EXPORT clbtTargets NAMESPACE clbt:: DESTINATION "${clbt_cmake_dir}")
+configure_package_config_file(cmake/clbtConfig.cmake.in
+  "${CMAKE_CURRENT_BINARY_DIR}/clbtConfig.cmake"
+  INSTALL_DESTINATION "${clbt_cmake_dir}")
+# Before 1.0 a minor release may break the API, so only it is compatible.
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(clbt_compatibility SameMinorVersion)
+else()
+  set(clbt_compatibility SameMajorVersion)
+endif()
+write_basic_package_version_file(
+  "${CMAKE_CURRENT_BINARY_DIR}/clbtConfigVersion.cmake"
+  COMPATIBILITY ${clbt_compatibility})
+install(FILES "${CMAKE_CURRENT_BINARY_DIR}/clbtConfig.cmake"
+              "${CMAKE_CURRENT_BINARY_DIR}/clbtConfigVersion.cmake"
+        DESTINATION "${clbt_cmake_dir}")
+
+# clbt.pc finds the prefix from its own location (${pcfiledir}), which
+# needs the directories relative to the prefix.
+foreach(dir CMAKE_INSTALL_LIBDIR CMAKE_INSTALL_INCLUDEDIR)
+  if(IS_ABSOLUTE "${${dir}}")
+    message(FATAL_ERROR "${dir} is '${${dir}}'; clbt installs with it "
+                        "relative to CMAKE_INSTALL_PREFIX")
+  endif()
+endforeach()
+set(clbt_pc_dir "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+file(RELATIVE_PATH clbt_pc_to_prefix "/prefix/${clbt_pc_dir}" "/prefix")
+string(REGEX REPLACE "/$" "" clbt_pc_to_prefix "${clbt_pc_to_prefix}")
+configure_file(cmake/clbt.pc.in "${CMAKE_CURRENT_BINARY_DIR}/clbt.pc" @ONLY)
+install(FILES "${CMAKE_CURRENT_BINARY_DIR}/clbt.pc"
+        DESTINATION "${clbt_pc_dir}")

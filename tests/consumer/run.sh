@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the embedding example against an installed clbt the two ways a
+# project finds it, and runs each build on the device CLBT_DEVICE selects:
+#   tests/consumer/run.sh <install prefix> <scratch directory>
+# 1. CMake: find_package(clbt) with clbt::clbt and clbt::clbt_static;
+# 2. pkg-config: cc $(pkg-config --cflags --libs clbt).
+set -euo pipefail
+prefix=$(cd "$1" && pwd)
+scratch=$2
+here=$(cd "$(dirname "$0")" && pwd)
+example="$here/../../examples/serving_loop.c"
+
+rm -rf "$scratch" && mkdir -p "$scratch"
+cmake -S "$here" -B "$scratch/cmake" -DCMAKE_PREFIX_PATH="$prefix"
+cmake --build "$scratch/cmake"
+"$scratch/cmake/serving_loop_shared" --steps 20
+"$scratch/cmake/serving_loop_static" --steps 20
+if ! ldd "$scratch/cmake/serving_loop_shared" | grep -q "$prefix/.*libclbt.so"; then
+  echo "serving_loop_shared does not load $prefix's libclbt.so" >&2
+  exit 1
+fi
+if ldd "$scratch/cmake/serving_loop_static" | grep -q libclbt; then
+  echo "serving_loop_static loads a shared libclbt" >&2
+  exit 1
+fi
+
+# pkg-config gives the flags; the rpath is ours, as the prefix is not one
+# the loader searches.
+export PKG_CONFIG_PATH="$(dirname "$(find "$prefix" -name clbt.pc)")"
+libdir=$(pkg-config --variable=libdir clbt)
+cc -std=c11 $(pkg-config --cflags clbt) "$example" -o "$scratch/serving_loop_pc" \
+  $(pkg-config --libs clbt) -Wl,-rpath,"$libdir"
+"$scratch/serving_loop_pc" --steps 20
