@@ -8,6 +8,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench.h"
+#include "json.h"
 
 #include "clbt/clbt.h"
 
@@ -59,8 +60,8 @@ typedef struct bench {
   cl_kernel empty;
   uint64_t rng;
   double *samples[4]; /* scratch, runs each */
-  FILE *json;
-  bool json_first;
+  FILE *json_file;   /* NULL: no --json */
+  clbt_json json;
   /* the figures the issue sets targets for; negative: not measured */
   double decode_call_over_empty, tokens_call_over_host_plus_empty;
   double commit_bytes_over_seed, commit_over_small_write;
@@ -146,12 +147,33 @@ static double empty_device_time(const bench *b) {
 
 /* ---- JSON ---------------------------------------------------------------- */
 
-static void json_record(bench *b, const char *section, const char *name,
-                        const char *fields) {
-  if (!b->json) return;
-  fprintf(b->json, "%s\n  {\"section\": \"%s\", \"name\": \"%s\", %s}",
-          b->json_first ? "" : ",", section, name, fields);
-  b->json_first = false;
+/* One figure of a JSON record. */
+typedef struct figure {
+  const char *key;
+  double value;
+} figure;
+
+#define FIGURES(...)                     \
+  (const figure[]){__VA_ARGS__},         \
+      sizeof((const figure[]){__VA_ARGS__}) / sizeof(figure)
+
+/* Each section of the output is an array of records, in the order run. */
+static void json_section_begin(bench *b, const char *section) {
+  if (b->json_file) clbt_json_array_begin(&b->json, section);
+}
+
+static void json_section_end(bench *b) {
+  if (b->json_file) clbt_json_array_end(&b->json);
+}
+
+static void json_record(bench *b, const char *name, const figure *figures,
+                        size_t count) {
+  if (!b->json_file) return;
+  clbt_json_object_begin(&b->json, NULL);
+  clbt_json_string(&b->json, "name", name);
+  for (size_t i = 0; i < count; ++i)
+    clbt_json_double(&b->json, figures[i].key, figures[i].value);
+  clbt_json_object_end(&b->json);
 }
 
 /* ---- tables and batches -------------------------------------------------- */
@@ -312,6 +334,7 @@ static void bench_shapes(bench *b) {
   printf("\nslot mapping: medians of %u runs, microseconds; call = enqueue to "
          "completion (clFinish)\n",
          (unsigned)b->options.runs);
+  json_section_begin(b, "slot_mapping");
   printf("%-22s %6s %7s %7s %8s %7s %8s %10s %9s %10s\n", "shape", "tokens",
          "call", "empty", "host", "device", "empty_dv", "call/empty",
          "call/host", "call/(h+e)");
@@ -329,16 +352,15 @@ static void bench_shapes(bench *b) {
            s->name, (unsigned)batch.num_tokens, t.call, t.empty, t.host,
            t.device, t.empty_device, t.call / t.empty, t.call / t.host,
            t.call / (t.host + t.empty));
-    char fields[512];
-    snprintf(fields, sizeof fields,
-             "\"tokens\": %u, \"call_us\": %.2f, \"empty_us\": %.2f, "
-             "\"host_us\": %.2f, \"device_us\": %.3f, \"empty_device_us\": "
-             "%.3f, \"call_over_empty\": %.3f, \"call_over_host\": %.3f, "
-             "\"call_over_host_plus_empty\": %.3f",
-             (unsigned)batch.num_tokens, t.call, t.empty, t.host, t.device,
-             t.empty_device, t.call / t.empty, t.call / t.host,
-             t.call / (t.host + t.empty));
-    json_record(b, "slot_mapping", s->name, fields);
+    json_record(b, s->name,
+                FIGURES({"tokens", batch.num_tokens}, {"call_us", t.call},
+                        {"empty_us", t.empty}, {"host_us", t.host},
+                        {"device_us", t.device},
+                        {"empty_device_us", t.empty_device},
+                        {"call_over_empty", t.call / t.empty},
+                        {"call_over_host", t.call / t.host},
+                        {"call_over_host_plus_empty",
+                         t.call / (t.host + t.empty)}));
     if (strncmp(s->name, "decode-", 7) == 0 &&
         t.call / t.empty > b->decode_call_over_empty)
       b->decode_call_over_empty = t.call / t.empty;
@@ -348,6 +370,7 @@ static void bench_shapes(bench *b) {
     clbt_table_destroy(table);
     clbt_table_destroy(profiled);
   }
+  json_section_end(b);
 }
 
 /* ---- how the host learns of completion ----------------------------------- */
@@ -388,6 +411,7 @@ static void bench_completion(bench *b) {
   printf("\ncompletion, decode-256: medians of %u runs, microseconds from "
          "enqueue to known completion\n", (unsigned)runs);
   printf("%-18s %8s %8s %10s\n", "wait", "call", "empty", "call/empty");
+  json_section_begin(b, "completion");
   for (int m = WAIT_FINISH; m <= WAIT_POLL; ++m) {
     for (uint32_t i = 0; i < runs; ++i) {
       cl_event event = NULL;
@@ -409,12 +433,11 @@ static void bench_completion(bench *b) {
     }
     double call = median(b->samples[0], runs), empty = median(b->samples[1], runs);
     printf("%-18s %8.1f %8.1f %10.2f\n", methods[m], call, empty, call / empty);
-    char fields[160];
-    snprintf(fields, sizeof fields,
-             "\"call_us\": %.2f, \"empty_us\": %.2f, \"call_over_empty\": %.3f",
-             call, empty, call / empty);
-    json_record(b, "completion", methods[m], fields);
+    json_record(b, methods[m],
+                FIGURES({"call_us", call}, {"empty_us", empty},
+                        {"call_over_empty", call / empty}));
   }
+  json_section_end(b);
   free_batch(&batch);
   clbt_table_destroy(table);
 }
@@ -447,6 +470,7 @@ static void bench_commit(bench *b) {
          REQUESTS, KV_BLOCKS, (unsigned)runs);
   printf("%-8s %10s %11s %9s %10s %9s %14s\n", "mode", "bytes", "bytes/seed",
          "us", "seed_us", "us/seed", "us/small_write");
+  json_section_begin(b, "commit");
   for (size_t m = 0; m < sizeof modes / sizeof modes[0]; ++m) {
     clbt_table *table = NULL;
     check(clbt_table_create(b->device, &config, &table), "clbt_table_create");
@@ -489,20 +513,20 @@ static void bench_commit(bench *b) {
     printf("%-8s %10llu %11.5f %9.1f %10.1f %9.4f %14.2f\n", names[m],
            (unsigned long long)info.bytes, (double)info.bytes / whole_bytes, us,
            seed_us, us / seed_us, us / small_us);
-    char fields[512];
-    snprintf(fields, sizeof fields,
-             "\"bytes\": %llu, \"seed_bytes\": %zu, \"us\": %.2f, \"seed_us\": "
-             "%.2f, \"small_write_us\": %.2f, \"bytes_over_seed\": %.6f, "
-             "\"us_over_seed\": %.4f, \"us_over_small_write\": %.3f",
-             (unsigned long long)info.bytes, whole_bytes, us, seed_us, small_us,
-             (double)info.bytes / whole_bytes, us / seed_us, us / small_us);
-    json_record(b, "commit", names[m], fields);
+    json_record(b, names[m],
+                FIGURES({"bytes", (double)info.bytes},
+                        {"seed_bytes", (double)whole_bytes}, {"us", us},
+                        {"seed_us", seed_us}, {"small_write_us", small_us},
+                        {"bytes_over_seed", (double)info.bytes / whole_bytes},
+                        {"us_over_seed", us / seed_us},
+                        {"us_over_small_write", us / small_us}));
     if (modes[m] == CLBT_COMMIT_AUTO) {
       b->commit_bytes_over_seed = (double)info.bytes / whole_bytes;
       b->commit_over_small_write = us / small_us;
     }
     clbt_table_destroy(table);
   }
+  json_section_end(b);
   clReleaseMemObject(seed_buffer);
   free(seed_rows);
 }
@@ -569,6 +593,7 @@ static void bench_multi_group(bench *b) {
          (unsigned)runs);
   printf("%-18s %-7s %11s %15s %7s %13s %7s\n", "batch", "groups", "one_launch",
          "group_by_group", "ratio", "vs_one_group", "device");
+  json_section_begin(b, "multi_group");
   for (size_t k = 0; k < sizeof batches / sizeof batches[0]; ++k) {
     token_batch batch = make_batch(b, 256, batches[k].tokens_per_request);
     double one_group_us = 0;
@@ -606,21 +631,21 @@ static void bench_multi_group(bench *b) {
       printf("%-18s %-7u %11.1f %15.1f %7.2f %13.2f %7.2f\n", batches[k].name,
              (unsigned)counts[c], together, apart, together / apart,
              together / one_group_us, device);
-      char name[64], fields[256];
+      char name[64];
       snprintf(name, sizeof name, "%s-groups-%u", batches[k].name,
                (unsigned)counts[c]);
-      snprintf(fields, sizeof fields,
-               "\"one_launch_us\": %.2f, \"group_by_group_us\": %.2f, "
-               "\"one_launch_over_group_by_group\": %.3f, "
-               "\"one_launch_over_one_group\": %.3f, \"one_launch_device_us\": %.3f",
-               together, apart, together / apart, together / one_group_us,
-               device);
-      json_record(b, "multi_group", name, fields);
+      json_record(b, name,
+                  FIGURES({"one_launch_us", together},
+                          {"group_by_group_us", apart},
+                          {"one_launch_over_group_by_group", together / apart},
+                          {"one_launch_over_one_group", together / one_group_us},
+                          {"one_launch_device_us", device}));
       if (counts[c] == 4 && together / one_group_us > b->four_groups_over_one)
         b->four_groups_over_one = together / one_group_us;
     }
     free_batch(&batch);
   }
+  json_section_end(b);
 }
 
 /* ---- host row operations ------------------------------------------------- */
@@ -660,10 +685,10 @@ static void bench_row_operations(bench *b) {
   printf("\nhost row operations: %.2f million per second (%d of a decode mix: "
          "80%% append 1, 8%% add 32, 6%% clear, 3%% move, 3%% swap)\n",
          OPERATIONS / seconds / 1e6, OPERATIONS);
-  char fields[128];
-  snprintf(fields, sizeof fields, "\"operations_per_second\": %.0f",
-           OPERATIONS / seconds);
-  json_record(b, "row_operations", "decode-mix", fields);
+  json_section_begin(b, "row_operations");
+  json_record(b, "decode-mix",
+              FIGURES({"operations_per_second", OPERATIONS / seconds}));
+  json_section_end(b);
   clbt_table_destroy(table);
 }
 
@@ -798,11 +823,9 @@ static size_t compare_shape(bench *b, const char *name) {
     local += ours[t] != CLBT_PAD_SLOT_ID;
   }
   printf("%-22s %8u %8zu %10zu\n", name, (unsigned)max_tokens, local, mismatches);
-  char fields[160];
-  snprintf(fields, sizeof fields,
-           "\"slots\": %u, \"mapped\": %zu, \"mismatches\": %zu",
-           (unsigned)max_tokens, local, mismatches);
-  json_record(b, "triton_comparison", name, fields);
+  json_record(b, name,
+              FIGURES({"slots", max_tokens}, {"mapped", (double)local},
+                      {"mismatches", (double)mismatches}));
   free(ours);
   clReleaseMemObject(qsl_buffer);
   clReleaseMemObject(positions_buffer);
@@ -820,31 +843,38 @@ static size_t bench_compare(bench *b) {
   printf("\nslot ids against the Triton kernel's (%s)\n", b->options.compare_dir);
   printf("%-22s %8s %8s %10s\n", "shape", "slots", "mapped", "mismatches");
   size_t mismatches = 0;
+  json_section_begin(b, "triton_comparison");
   for (size_t i = 0; i < NUM_SHAPES; ++i)
     if (selected(b, shapes[i].name)) mismatches += compare_shape(b, shapes[i].name);
+  json_section_end(b);
   return mismatches;
 }
 
 /* ---- targets ------------------------------------------------------------- */
 
-static void target(const char *what, double value, double limit) {
+static void target(bench *b, const char *what, double value, double limit) {
   if (value < 0) return;
   printf("  %-58s %9.4f  (target <= %g)  %s\n", what, value, limit,
          value <= limit ? "met" : "MISSED");
+  json_record(b, what,
+              FIGURES({"value", value}, {"limit", limit},
+                      {"met", value <= limit}));
 }
 
-static void print_targets(const bench *b) {
+static void print_targets(bench *b) {
   printf("\ntargets (the PoCL ones; on a GPU the same ratios, for reading)\n");
-  target("slot mapping / empty kernel, worst decode shape",
+  json_section_begin(b, "targets");
+  target(b, "slot mapping / empty kernel, worst decode shape",
          b->decode_call_over_empty, 2.0);
-  target("slot mapping / (host loop + empty kernel), tokens-16384",
+  target(b, "slot mapping / (host loop + empty kernel), tokens-16384",
          b->tokens_call_over_host_plus_empty, 1.5);
-  target("steady decode commit bytes / seed's whole copy",
+  target(b, "steady decode commit bytes / seed's whole copy",
          b->commit_bytes_over_seed, 0.02);
-  target("steady decode commit time / one small write",
+  target(b, "steady decode commit time / one small write",
          b->commit_over_small_write, 2.0);
-  target("4 groups in one launch / one group's call, worse batch",
+  target(b, "4 groups in one launch / one group's call, worse batch",
          b->four_groups_over_one, 1.3);
+  json_section_end(b);
 }
 
 /* ---- setup and main ------------------------------------------------------ */
@@ -876,10 +906,14 @@ static void open_device(bench *b) {
   clGetDeviceInfo(id, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
   clGetDeviceInfo(id, CL_DRIVER_VERSION, sizeof driver - 1, driver, NULL);
   printf("clbt bench on %s: %s, driver %s\n", selector, name, driver);
-  char fields[512];
-  snprintf(fields, sizeof fields, "\"selector\": \"%s\", \"driver\": \"%s\", "
-           "\"runs\": %u", selector, driver, (unsigned)b->options.runs);
-  json_record(b, "device", name, fields);
+  if (b->json_file) {
+    clbt_json_object_begin(&b->json, "device");
+    clbt_json_string(&b->json, "name", name);
+    clbt_json_string(&b->json, "selector", selector);
+    clbt_json_string(&b->json, "driver", driver);
+    clbt_json_uint(&b->json, "runs", b->options.runs);
+    clbt_json_object_end(&b->json);
+  }
 }
 
 static void close_device(bench *b) {
@@ -943,7 +977,7 @@ static int parse(int argc, char **argv, options *o) {
 
 int clbt_bench_main(int argc, char **argv) {
   bench b = {.options = {.runs = 300}, .rng = 0x9E3779B97F4A7C15ull,
-             .json_first = true, .decode_call_over_empty = -1,
+             .decode_call_over_empty = -1,
              .tokens_call_over_host_plus_empty = -1,
              .commit_bytes_over_seed = -1, .commit_over_small_write = -1,
              .four_groups_over_one = -1};
@@ -953,12 +987,13 @@ int clbt_bench_main(int argc, char **argv) {
     b.samples[i] = malloc(b.options.runs * sizeof(double));
     if (!b.samples[i]) die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
   }
-  if (b.options.json_path && !(b.json = fopen(b.options.json_path, "w"))) {
+  if (b.options.json_path &&
+      !(b.json_file = fopen(b.options.json_path, "w"))) {
     fprintf(stderr, "clbt bench: cannot write %s: %s\n", b.options.json_path,
             strerror(errno));
     return 1;
   }
-  if (b.json) fprintf(b.json, "[");
+  if (b.json_file) clbt_json_begin(&b.json, b.json_file);
   open_device(&b);
   bench_shapes(&b);
   bench_completion(&b);
@@ -968,7 +1003,10 @@ int clbt_bench_main(int argc, char **argv) {
   bench_plot(&b);
   size_t mismatches = bench_compare(&b);
   print_targets(&b);
-  if (b.json) fprintf(b.json, "\n]\n"), fclose(b.json);
+  if (b.json_file) {
+    clbt_json_end(&b.json);
+    fclose(b.json_file);
+  }
   close_device(&b);
   for (int i = 0; i < 4; ++i) free(b.samples[i]);
   return mismatches ? 1 : 0;
