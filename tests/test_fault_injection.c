@@ -1,0 +1,396 @@
+/*
+ * Every OpenCL call and every heap allocation the library makes can fail.
+ * One scenario drives every public function that calls OpenCL or
+ * allocates; a sweep runs it once to count the calls of a kind, then once
+ * per call with that call failing. Each time the public function that made
+ * the call must return an error that says what failed; the handles must
+ * then be usable (the step is retried and the scenario ends with the slots
+ * worked out by hand) or destroyable at once (the run is abandoned); and
+ * after teardown the library must hold no OpenCL object and no heap block.
+ *
+ * This suite links a copy of the library whose calls are routed through
+ * tests/fault_injection.c (see cmake/ClbtFaultInjection.cmake), so every
+ * call site, including ones added later, is swept.
+ */
+#include "clbt_test.h"
+#include "fault_injection.h"
+#include "fault_sites.h"
+
+#include <stdlib.h>
+
+/* Rows {7, 3} and {5} of 4-token blocks; tokens at positions 1, 6 | 3, 4. */
+static const clbt_table_config table_config = {
+    .block_size = 4, .max_num_reqs = 2, .max_num_blocks_per_req = 2,
+    .max_num_batched_tokens = 4};
+static const int32_t row0[] = {7, 3}, row1[] = {5};
+static const int32_t batch_query_start_loc[] = {0, 2, 4};
+static const int64_t batch_positions[] = {1, 6, 3, 4};
+/* 7*4+1, 3*4+2, 5*4+3; position 4 is block 1 of a one-block row: rejected */
+static const int64_t expected_slots[] = {29, 14, 23, CLBT_PAD_SLOT_ID};
+enum { EXPECTED_REJECTED = 1 };
+
+/* The multi-group table: a token-mapping group like the table above (its
+   width aligned to 128 tokens), and a NONE group. */
+static const clbt_group_config groups[] = {
+    {.block_size = 4, .max_num_blocks = 2},
+    {.block_size = 8, .max_num_blocks = 2, .slot_mode = CLBT_SLOT_MODE_NONE}};
+static const clbt_multi_table_config multi_config = {
+    .max_num_reqs = 2, .max_num_batched_tokens = 4, .num_groups = 2,
+    .groups = groups};
+
+/* A batch in one OpenCL context, made with the test's own calls. */
+typedef struct batch {
+  cl_mem query_start_loc, positions;
+} batch;
+
+/* Everything a scenario has made so far, so it can end at any step. */
+typedef struct scenario {
+  clbt_device *device, *wrapped;
+  cl_context own_context; /* what the test makes and wraps */
+  cl_command_queue own_queue;
+  batch device_batch, wrapped_batch;
+  clbt_table *table;
+  clbt_multi_table *multi;
+  uint32_t rejected;
+  char selector[64];
+} scenario;
+
+static batch make_batch(cl_context context, cl_command_queue queue) {
+  cl_int error_qsl = CL_SUCCESS, error_positions = CL_SUCCESS;
+  batch b = {
+      clCreateBuffer(context, CL_MEM_READ_ONLY, sizeof batch_query_start_loc,
+                     NULL, &error_qsl),
+      clCreateBuffer(context, CL_MEM_READ_ONLY, sizeof batch_positions, NULL,
+                     &error_positions)};
+  ck_assert_int_eq(error_qsl, CL_SUCCESS);
+  ck_assert_int_eq(error_positions, CL_SUCCESS);
+  ck_assert_int_eq(clEnqueueWriteBuffer(queue, b.query_start_loc, CL_TRUE, 0,
+                                        sizeof batch_query_start_loc,
+                                        batch_query_start_loc, 0, NULL, NULL),
+                   CL_SUCCESS);
+  ck_assert_int_eq(clEnqueueWriteBuffer(queue, b.positions, CL_TRUE, 0,
+                                        sizeof batch_positions,
+                                        batch_positions, 0, NULL, NULL),
+                   CL_SUCCESS);
+  return b;
+}
+
+static void release_batch(batch *b) {
+  if (b->query_start_loc) clReleaseMemObject(b->query_start_loc);
+  if (b->positions) clReleaseMemObject(b->positions);
+}
+
+/* ---- the steps: each one public call, safe to repeat after a failure ---- */
+
+static clbt_status open_device(scenario *s) {
+  clbt_status status = clbt_device_open(NULL, &s->device);
+  if (status) ck_assert_ptr_null(s->device);
+  else s->device_batch = make_batch(clbt_device_context(s->device),
+                                    clbt_device_queue(s->device));
+  return status;
+}
+
+static clbt_status wrap_device(scenario *s) {
+  cl_device_id id = clbt_device_id(s->device);
+  cl_int error = CL_SUCCESS;
+  if (!s->own_context) {
+    s->own_context = clCreateContext(NULL, 1, &id, NULL, NULL, &error);
+    ck_assert_int_eq(error, CL_SUCCESS);
+    s->own_queue = clCreateCommandQueue(s->own_context, id, 0, &error);
+    ck_assert_int_eq(error, CL_SUCCESS);
+    s->wrapped_batch = make_batch(s->own_context, s->own_queue);
+  }
+  clbt_status status =
+      clbt_device_wrap(s->own_context, id, s->own_queue, &s->wrapped);
+  if (status) ck_assert_ptr_null(s->wrapped);
+  return status;
+}
+
+static clbt_status find_selector(scenario *s) {
+  return clbt_device_selector(clbt_device_id(s->device), s->selector,
+                              sizeof s->selector);
+}
+
+static clbt_status prepare_table(scenario *s) {
+  return clbt_table_prepare(s->device, &table_config);
+}
+
+static clbt_status create_table(scenario *s) {
+  clbt_status status = clbt_table_create(s->device, &table_config, &s->table);
+  if (status) ck_assert_ptr_null(s->table);
+  return status;
+}
+
+static clbt_status commit_table(scenario *s) {
+  clbt_assert_ok(clbt_table_add_row(s->table, 0, row0, 2));
+  clbt_assert_ok(clbt_table_add_row(s->table, 1, row1, 1));
+  return clbt_table_commit(s->table, 2);
+}
+
+static clbt_status map_table(scenario *s) {
+  return clbt_table_compute_slot_mapping(s->table, 2,
+                                         s->device_batch.query_start_loc,
+                                         s->device_batch.positions, 4);
+}
+
+static clbt_status read_rejected(scenario *s) {
+  return clbt_table_read_rejected_tokens(s->table, &s->rejected);
+}
+
+static clbt_status reset_rejected(scenario *s) {
+  return clbt_table_reset_rejected_tokens(s->table);
+}
+
+static clbt_status clear_table(scenario *s) { return clbt_table_clear(s->table); }
+
+static clbt_status prepare_multi(scenario *s) {
+  return clbt_multi_table_prepare(s->wrapped, &multi_config);
+}
+
+static clbt_status create_multi(scenario *s) {
+  clbt_status status =
+      clbt_multi_table_create(s->wrapped, &multi_config, &s->multi);
+  if (status) ck_assert_ptr_null(s->multi);
+  return status;
+}
+
+static clbt_status commit_multi(scenario *s) {
+  const int32_t *const ids[2][2] = {{row0, row0}, {row1, row1}};
+  const size_t counts[2][2] = {{2, 2}, {1, 1}};
+  for (uint32_t r = 0; r < 2; ++r)
+    clbt_assert_ok(clbt_multi_table_add_row(s->multi, r, ids[r], counts[r]));
+  return clbt_multi_table_commit(s->multi, 2);
+}
+
+static clbt_status map_multi(scenario *s) {
+  return clbt_multi_table_compute_slot_mapping(
+      s->multi, 2, s->wrapped_batch.query_start_loc,
+      s->wrapped_batch.positions, 4);
+}
+
+static clbt_status clear_multi(scenario *s) {
+  return clbt_multi_table_clear(s->multi);
+}
+
+/* Builds with options the compiler rejects, so the build log is read. */
+static clbt_status prepare_broken_build(scenario *s) {
+  ck_assert_int_eq(setenv("CLBT_BUILD_OPTIONS", "-DCLBT_CP_RANK=(", 1), 0);
+  clbt_status status = clbt_table_prepare(s->device, &table_config);
+  ck_assert_int_eq(unsetenv("CLBT_BUILD_OPTIONS"), 0);
+  return status;
+}
+
+/* One public call, and what it returns when nothing is failed. */
+typedef struct scenario_step {
+  const char *name;
+  clbt_status (*run)(scenario *s);
+  clbt_status expected;
+} scenario_step;
+
+/* Steps in order, and the outcome a run through all of them must have. */
+typedef struct scenario_script {
+  const scenario_step *steps;
+  size_t count;
+  void (*check_outcome)(const scenario *s);
+} scenario_script;
+
+static void check_outcome(const scenario *s);
+
+/* Every public function that calls OpenCL or allocates, on success paths. */
+static const scenario_step everything_steps[] = {
+    {"clbt_device_open", open_device, CLBT_SUCCESS},
+    {"clbt_device_wrap", wrap_device, CLBT_SUCCESS},
+    {"clbt_device_selector", find_selector, CLBT_SUCCESS},
+    {"clbt_table_prepare", prepare_table, CLBT_SUCCESS},
+    {"clbt_table_create", create_table, CLBT_SUCCESS},
+    {"clbt_table_commit", commit_table, CLBT_SUCCESS},
+    {"clbt_table_compute_slot_mapping", map_table, CLBT_SUCCESS},
+    {"clbt_table_read_rejected_tokens", read_rejected, CLBT_SUCCESS},
+    {"clbt_table_reset_rejected_tokens", reset_rejected, CLBT_SUCCESS},
+    {"clbt_table_clear", clear_table, CLBT_SUCCESS},
+    {"clbt_multi_table_prepare", prepare_multi, CLBT_SUCCESS},
+    {"clbt_multi_table_create", create_multi, CLBT_SUCCESS},
+    {"clbt_multi_table_commit", commit_multi, CLBT_SUCCESS},
+    {"clbt_multi_table_compute_slot_mapping", map_multi, CLBT_SUCCESS},
+    {"clbt_multi_table_clear", clear_multi, CLBT_SUCCESS},
+};
+
+/* The path of a failed build, which reads the build log. */
+static const scenario_step broken_build_steps[] = {
+    {"clbt_device_open", open_device, CLBT_SUCCESS},
+    {"clbt_table_prepare", prepare_broken_build,
+     CLBT_CL_BUILD_PROGRAM_FAILURE},
+};
+
+#define SCRIPT(steps, check) {steps, sizeof steps / sizeof steps[0], check}
+static const scenario_script scripts[] = {
+    SCRIPT(everything_steps, check_outcome),
+    SCRIPT(broken_build_steps, NULL),
+};
+
+/* ---- checks ------------------------------------------------------------- */
+
+static void read_buffer(cl_command_queue queue, cl_mem buffer, size_t bytes,
+                        void *out) {
+  ck_assert_int_eq(clEnqueueReadBuffer(queue, buffer, CL_TRUE, 0, bytes, out,
+                                       0, NULL, NULL),
+                   CL_SUCCESS);
+}
+
+static void check_slots(cl_command_queue queue, const clbt_table *table,
+                        const char *which) {
+  int64_t slots[4];
+  read_buffer(queue, clbt_table_slot_mapping(table), sizeof slots, slots);
+  for (int t = 0; t < 4; ++t)
+    ck_assert_msg(slots[t] == expected_slots[t],
+                  "%s: slot[%d] is %lld, expected %lld", which, t,
+                  (long long)slots[t], (long long)expected_slots[t]);
+}
+
+/* A completed scenario computed the right slots and cleared the rows. */
+static void check_outcome(const scenario *s) {
+  cl_command_queue queue = clbt_device_queue(s->device);
+  check_slots(queue, s->table, "table");
+  check_slots(s->own_queue, clbt_multi_table_group(s->multi, 0), "groups[0]");
+  ck_assert_uint_eq(s->rejected, EXPECTED_REJECTED);
+  uint32_t counter = 1;
+  read_buffer(queue, clbt_table_rejected_tokens(s->table), sizeof counter,
+              &counter);
+  ck_assert_uint_eq(counter, 0); /* reset */
+  int32_t rows[2 * 2];
+  read_buffer(queue, clbt_table_device_data(s->table), sizeof rows, rows);
+  for (int i = 0; i < 4; ++i) ck_assert_int_eq(rows[i], 0); /* cleared */
+}
+
+/*
+ * A platform that cannot list its devices is taken to have none, so that
+ * one broken driver does not hide the others; on a one-device machine that
+ * leaves no device to match.
+ */
+static bool taken_as_no_device(const char *failed, clbt_status status) {
+  return strcmp(failed, "clGetDeviceIDs") == 0 &&
+         status == CLBT_NO_MATCHING_DEVICE;
+}
+
+/*
+ * A failed call shows in the step's result: an error that names the
+ * OpenCL function and the code it returned, or the allocation. A step that
+ * fails anyway (a broken build) may keep its own status: reading the build
+ * log is best effort.
+ */
+static void check_failure(const scenario_step *step, clbt_fault_kind kind,
+                          clbt_status status, unsigned long call) {
+  const char *failed = clbt_fault_failed_function();
+  const char *message = clbt_last_error();
+  clbt_status expected = kind == CLBT_FAULT_OPENCL
+                             ? (clbt_status)CLBT_FAULT_INJECTED_ERROR
+                             : CLBT_CL_OUT_OF_HOST_MEMORY;
+  const char *words = kind == CLBT_FAULT_OPENCL ? failed : "no memory";
+  if (taken_as_no_device(failed, status) ||
+      (step->expected != CLBT_SUCCESS && status == step->expected))
+    return;
+  ck_assert_msg(status == expected && strstr(message, words),
+                "%s with call %lu (%s) failing returned %s, '%s'; expected "
+                "%s naming '%s'",
+                step->name, call, failed, clbt_status_name(status), message,
+                clbt_status_name(expected), words);
+}
+
+/* A step that ran with nothing failing returned what it should. */
+static void check_result(const scenario_step *step, clbt_status status) {
+  ck_assert_msg(status == step->expected, "%s returned %s, expected %s: %s",
+                step->name, clbt_status_name(status),
+                clbt_status_name(step->expected), clbt_last_error());
+}
+
+static void teardown(scenario *s) {
+  clbt_table_destroy(s->table);
+  clbt_multi_table_destroy(s->multi);
+  clbt_device_release(s->wrapped);
+  clbt_device_release(s->device);
+  release_batch(&s->device_batch);
+  release_batch(&s->wrapped_batch);
+  if (s->own_queue) clReleaseCommandQueue(s->own_queue);
+  if (s->own_context) clReleaseContext(s->own_context);
+}
+
+/*
+ * Runs a script with the call-th call of kind failing (0: none). After the
+ * failure, retry goes on with the step repeated; otherwise the script ends
+ * there. Returns the calls of kind the run made.
+ */
+static unsigned long run_script(const scenario_script *script, clbt_fault_kind kind,
+                                unsigned long call, bool retry) {
+  scenario s = {0};
+  bool completed = true;
+  clbt_fault_start(kind, call);
+  for (size_t i = 0; i < script->count && completed; ++i) {
+    const scenario_step *step = &script->steps[i];
+    bool fired_before = clbt_fault_failed_function() != NULL;
+    clbt_status status = step->run(&s);
+    if (fired_before || clbt_fault_failed_function() == NULL) {
+      check_result(step, status);
+      continue;
+    }
+    check_failure(step, kind, status, call);
+    clbt_fault_disarm();
+    completed = retry;
+    if (retry) check_result(step, step->run(&s));
+  }
+  if (completed && script->check_outcome) script->check_outcome(&s);
+  unsigned long calls = clbt_fault_calls(kind);
+  teardown(&s);
+  ck_assert_msg(call == 0 || clbt_fault_failed_function() != NULL,
+                "call %lu of %lu never came", call, calls);
+  ck_assert_msg(clbt_fault_live_objects() == 0 &&
+                    clbt_fault_live_allocations() == 0 &&
+                    clbt_fault_imbalances() == 0,
+                "call %lu (%s) failing, %s: %zu OpenCL objects and %zu heap "
+                "blocks leaked, %zu released twice",
+                call, clbt_fault_failed_function(),
+                retry ? "retried" : "abandoned", clbt_fault_live_objects(),
+                clbt_fault_live_allocations(), clbt_fault_imbalances());
+  return calls;
+}
+
+/*
+ * Fails each call of kind in turn, in every script, retrying and
+ * abandoning; prints the figures.
+ */
+static void sweep(clbt_fault_kind kind, const char *what, size_t sites) {
+  unsigned long failed = 0;
+  for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; ++i) {
+    unsigned long calls = run_script(&scripts[i], kind, 0, true);
+    ck_assert_uint_gt(calls, 0);
+    for (unsigned long call = 1; call <= calls; ++call) {
+      run_script(&scripts[i], kind, call, true);
+      run_script(&scripts[i], kind, call, false);
+    }
+    failed += calls;
+  }
+  printf("fault injection: %lu %s calls failed one at a time, each retried "
+         "and abandoned (%lu runs): %zu of the library's %zu call sites, in "
+         "%zu functions, failed and survived; nothing leaked\n",
+         failed, what, 2 * failed, clbt_fault_sites_failed(kind), sites,
+         clbt_fault_functions_failed(kind));
+}
+
+START_TEST(every_opencl_call_can_fail) {
+  sweep(CLBT_FAULT_OPENCL, "OpenCL", CLBT_FAULT_OPENCL_SITES);
+}
+END_TEST
+
+START_TEST(every_allocation_can_fail) {
+  sweep(CLBT_FAULT_ALLOCATION, "allocation", CLBT_FAULT_ALLOCATION_SITES);
+}
+END_TEST
+
+int main(void) {
+  Suite *suite = suite_create("fault_injection");
+  TCase *tc = tcase_create("fault_injection");
+  tcase_set_timeout(tc, 0);
+  tcase_add_test(tc, every_opencl_call_can_fail);
+  tcase_add_test(tc, every_allocation_can_fail);
+  suite_add_tcase(suite, tc);
+  return clbt_test_run(suite);
+}
