@@ -117,12 +117,16 @@ static void choose_geometry(clbt_table *table, size_t kernel_max_group) {
   table->global_size = groups * local;
 }
 
-static clbt_status create_buffer(const clbt_table *table, size_t size,
-                                 cl_mem *buffer) {
+/* A failure names the buffer and its size: a table too large for the
+   device fails here. */
+static clbt_status create_buffer(const clbt_table *table, const char *name,
+                                 size_t size, cl_mem *buffer) {
   cl_int error = CL_SUCCESS;
   *buffer = clCreateBuffer(table->device->context, CL_MEM_READ_WRITE, size,
                            NULL, &error);
-  if (error != CL_SUCCESS) return clbt__cl_fail(error, "clCreateBuffer");
+  if (error != CL_SUCCESS)
+    return clbt__prefix_error(clbt__cl_fail(error, "clCreateBuffer"),
+                              "%s buffer of %zu bytes", name, size);
   return CLBT_SUCCESS;
 }
 
@@ -147,13 +151,17 @@ static clbt_status create_buffers(clbt_table *table) {
   const cl_long pad = CLBT_PAD_SLOT_ID;
   size_t lengths_bytes = table->layout.max_num_reqs * sizeof(int32_t);
   size_t slots_bytes = table->layout.max_num_batched_tokens * sizeof(cl_long);
-  clbt_status status = create_buffer(table, rows_bytes(table),
+  clbt_status status = create_buffer(table, "rows", rows_bytes(table),
                                      &table->device_rows);
   if (!status)
-    status = create_buffer(table, lengths_bytes, &table->device_row_lengths);
-  if (!status) status = create_buffer(table, slots_bytes, &table->slot_mapping);
+    status = create_buffer(table, "row lengths", lengths_bytes,
+                           &table->device_row_lengths);
   if (!status)
-    status = create_buffer(table, sizeof(cl_uint), &table->rejected_tokens);
+    status = create_buffer(table, "slot mapping", slots_bytes,
+                           &table->slot_mapping);
+  if (!status)
+    status = create_buffer(table, "rejected-token counter", sizeof(cl_uint),
+                           &table->rejected_tokens);
   if (!status)
     status = fill(table, table->device_rows, &zero, sizeof zero,
                   rows_bytes(table));
