@@ -141,7 +141,9 @@ static clbt_status reset_rejected(scenario *s) {
   return clbt_table_reset_rejected_tokens(s->table);
 }
 
-static clbt_status clear_table(scenario *s) { return clbt_table_clear(s->table); }
+static clbt_status clear_table(scenario *s) {
+  return clbt_table_clear(s->table);
+}
 
 static clbt_status prepare_multi(scenario *s) {
   return clbt_multi_table_prepare(s->wrapped, &multi_config);
@@ -319,8 +321,9 @@ static void teardown(scenario *s) {
  * failure, retry goes on with the step repeated; otherwise the script ends
  * there. Returns the calls of kind the run made.
  */
-static unsigned long run_script(const scenario_script *script, clbt_fault_kind kind,
-                                unsigned long call, bool retry) {
+static unsigned long run_script(const scenario_script *script,
+                                clbt_fault_kind kind, unsigned long call,
+                                bool retry) {
   scenario s = {0};
   bool completed = true;
   clbt_fault_start(kind, call);

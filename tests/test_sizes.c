@@ -42,9 +42,10 @@ static int32_t big_id(uint32_t r, uint32_t c) {
 /* 1024 full rows of 32768 blocks (128 MiB on each side); each request's
    first token, a middle one, its very last, and one past its end. */
 START_TEST(largest_table_maps_every_row_end_to_end) {
-  const clbt_table_config config = {
-      .block_size = BIG_BLOCK_SIZE, .max_num_reqs = BIG_REQS,
-      .max_num_blocks_per_req = BIG_BLOCKS, .max_num_batched_tokens = BIG_TOKENS};
+  const clbt_table_config config = {.block_size = BIG_BLOCK_SIZE,
+                                    .max_num_reqs = BIG_REQS,
+                                    .max_num_blocks_per_req = BIG_BLOCKS,
+                                    .max_num_batched_tokens = BIG_TOKENS};
   clbt_table *table = NULL;
   clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
   int32_t *ids = malloc(BIG_BLOCKS * sizeof *ids);

@@ -71,10 +71,11 @@ static bool batch_upload(worker *w, batch *b, uint32_t iteration) {
                                       CL_TRUE, 0, sizeof b->query_start_loc,
                                       b->query_start_loc, 0, NULL, NULL);
   if (error == CL_SUCCESS)
-    error = clEnqueueWriteBuffer(queue, b->device_positions, CL_TRUE, 0,
-                                 sizeof b->positions, b->positions, 0, NULL,
-                                 NULL);
-  return error == CL_SUCCESS || record_failure(w, "uploading a batch: %d", error);
+    error =
+        clEnqueueWriteBuffer(queue, b->device_positions, CL_TRUE, 0,
+                             sizeof b->positions, b->positions, 0, NULL, NULL);
+  return error == CL_SUCCESS ||
+         record_failure(w, "uploading a batch: %d", error);
 }
 
 /* Fills, commits and maps one table, and compares with the reference. */
@@ -101,11 +102,13 @@ static bool step(worker *w, clbt_table *table, batch *b, uint32_t iteration) {
   cl_int error = clEnqueueReadBuffer(
       clbt_device_queue(clbt_test_device()), clbt_table_slot_mapping(table),
       CL_TRUE, 0, sizeof actual, actual, 0, NULL, NULL);
-  if (error != CL_SUCCESS) return record_failure(w, "reading slots: %d", error);
+  if (error != CL_SUCCESS)
+    return record_failure(w, "reading slots: %d", error);
   for (uint32_t t = 0; t < TOKENS; ++t)
     if (actual[t] != expected[t])
-      return record_failure(w, "iteration %u: slot[%u] is %lld, the reference says %lld",
-                  iteration, t, (long long)actual[t], (long long)expected[t]);
+      return record_failure(
+          w, "iteration %u: slot[%u] is %lld, the reference says %lld",
+          iteration, t, (long long)actual[t], (long long)expected[t]);
   return true;
 }
 
@@ -118,8 +121,8 @@ static bool own_message(worker *w, clbt_table *table) {
   clbt_status status = clbt_table_clear_row(table, row);
   return (status == CLBT_ROW_OUT_OF_RANGE &&
           strstr(clbt_last_error(), words)) ||
-         record_failure(w, "clear_row(%u) gave %s, '%s'", row, clbt_status_name(status),
-              clbt_last_error());
+         record_failure(w, "clear_row(%u) gave %s, '%s'", row,
+                        clbt_status_name(status), clbt_last_error());
 }
 
 static void *work(void *argument) {
@@ -136,12 +139,14 @@ static void *work(void *argument) {
   bool good =
       (errors[0] == CL_SUCCESS && errors[1] == CL_SUCCESS) ||
       record_failure(w, "creating buffers: %d, %d", errors[0], errors[1]);
-  good = good && succeeded(w, clbt_table_create(clbt_test_device(), &shared_config,
-                                         &tables[0]),
-                    "create (shared config)");
-  good = good && succeeded(w, clbt_table_create(clbt_test_device(), &config,
-                                         &tables[1]),
-                    "create (own config)");
+  good = good && succeeded(w,
+                           clbt_table_create(clbt_test_device(), &shared_config,
+                                             &tables[0]),
+                           "create (shared config)");
+  good =
+      good &&
+      succeeded(w, clbt_table_create(clbt_test_device(), &config, &tables[1]),
+                "create (own config)");
   for (uint32_t i = 0; i < ITERATIONS && good; ++i)
     good = batch_upload(w, &b, i) && step(w, tables[0], &b, i) &&
            step(w, tables[1], &b, i) && own_message(w, tables[i % 2]);
