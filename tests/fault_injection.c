@@ -117,17 +117,12 @@ size_t clbt_fault_sites_failed(clbt_fault_kind kind) {
   return count;
 }
 
-size_t clbt_fault_functions_failed(clbt_fault_kind kind) {
-  size_t count = 0;
-  for (size_t i = 0; i < sites_failed.count; ++i) {
-    const site *s = &sites_failed.entries[i];
-    bool first = s->kind == kind;
-    for (size_t j = 0; j < i && first; ++j)
-      first = !(sites_failed.entries[j].kind == kind &&
-                strcmp(sites_failed.entries[j].function, s->function) == 0);
-    count += first;
-  }
-  return count;
+bool clbt_fault_function_failed(clbt_fault_kind kind, const char *function) {
+  for (size_t i = 0; i < sites_failed.count; ++i)
+    if (sites_failed.entries[i].kind == kind &&
+        strcmp(sites_failed.entries[i].function, function) == 0)
+      return true;
+  return false;
 }
 
 bool clbt_fault_opencl_call(const char *function, const void *call_site) {

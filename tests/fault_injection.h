@@ -48,9 +48,10 @@ size_t clbt_fault_live_objects(void);
 size_t clbt_fault_live_allocations(void);
 size_t clbt_fault_imbalances(void);
 
-/* Distinct call sites, and functions, failed since the process started. */
+/* Since the process started: distinct call sites failed, and whether a
+   call to function was failed. */
 size_t clbt_fault_sites_failed(clbt_fault_kind kind);
-size_t clbt_fault_functions_failed(clbt_fault_kind kind);
+bool clbt_fault_function_failed(clbt_fault_kind kind, const char *function);
 
 /* ---- called by the generated wrappers ----------------------------------- */
 

@@ -345,22 +345,44 @@ static unsigned long run_script(const scenario_script *script,
   teardown(&s);
   ck_assert_msg(call == 0 || clbt_fault_failed_function() != NULL,
                 "call %lu of %lu never came", call, calls);
+  char run_name[128] = "no call failing";
+  if (call)
+    snprintf(run_name, sizeof run_name, "call %lu (%s) failing, %s", call,
+             clbt_fault_failed_function(), retry ? "retried" : "abandoned");
   ck_assert_msg(clbt_fault_live_objects() == 0 &&
                     clbt_fault_live_allocations() == 0 &&
                     clbt_fault_imbalances() == 0,
-                "call %lu (%s) failing, %s: %zu OpenCL objects and %zu heap "
-                "blocks leaked, %zu released twice",
-                call, clbt_fault_failed_function(),
-                retry ? "retried" : "abandoned", clbt_fault_live_objects(),
+                "%s: %zu OpenCL objects and %zu heap blocks leaked, %zu "
+                "released twice",
+                run_name, clbt_fault_live_objects(),
                 clbt_fault_live_allocations(), clbt_fault_imbalances());
   return calls;
 }
 
 /*
- * Fails each call of kind in turn, in every script, retrying and
- * abandoning; prints the figures.
+ * Every function of kind that the library calls was failed somewhere: a
+ * function that only a public call outside the scripts reaches would show
+ * here, by name.
  */
-static void sweep(clbt_fault_kind kind, const char *what, size_t sites) {
+static void check_every_function_failed(clbt_fault_kind kind,
+                                        const char *const *functions,
+                                        size_t count) {
+  char missing[1024] = "";
+  for (size_t i = 0; i < count; ++i)
+    if (!clbt_fault_function_failed(kind, functions[i]))
+      snprintf(missing + strlen(missing), sizeof missing - strlen(missing),
+               " %s", functions[i]);
+  ck_assert_msg(missing[0] == '\0',
+                "never failed, because no step calls them:%s", missing);
+}
+
+/*
+ * Fails each call of kind in turn, in every script, retrying and
+ * abandoning; checks that every function was failed and prints the figures.
+ */
+static void sweep(clbt_fault_kind kind, const char *what,
+                  const char *const *functions, size_t function_count,
+                  size_t sites) {
   unsigned long failed = 0;
   for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; ++i) {
     unsigned long calls = run_script(&scripts[i], kind, 0, true);
@@ -371,20 +393,25 @@ static void sweep(clbt_fault_kind kind, const char *what, size_t sites) {
     }
     failed += calls;
   }
+  check_every_function_failed(kind, functions, function_count);
   printf("fault injection: %lu %s calls failed one at a time, each retried "
-         "and abandoned (%lu runs): %zu of the library's %zu call sites, in "
-         "%zu functions, failed and survived; nothing leaked\n",
-         failed, what, 2 * failed, clbt_fault_sites_failed(kind), sites,
-         clbt_fault_functions_failed(kind));
+         "and abandoned (%lu runs): all %zu functions and %zu of the "
+         "library's %zu call sites failed and survived; nothing leaked\n",
+         failed, what, 2 * failed, function_count,
+         clbt_fault_sites_failed(kind), sites);
 }
 
 START_TEST(every_opencl_call_can_fail) {
-  sweep(CLBT_FAULT_OPENCL, "OpenCL", CLBT_FAULT_OPENCL_SITES);
+  static const char *const functions[] = {CLBT_FAULT_OPENCL_FUNCTIONS};
+  sweep(CLBT_FAULT_OPENCL, "OpenCL", functions,
+        sizeof functions / sizeof functions[0], CLBT_FAULT_OPENCL_SITES);
 }
 END_TEST
 
 START_TEST(every_allocation_can_fail) {
-  sweep(CLBT_FAULT_ALLOCATION, "allocation", CLBT_FAULT_ALLOCATION_SITES);
+  static const char *const functions[] = {CLBT_FAULT_ALLOCATION_FUNCTIONS};
+  sweep(CLBT_FAULT_ALLOCATION, "allocation", functions,
+        sizeof functions / sizeof functions[0], CLBT_FAULT_ALLOCATION_SITES);
 }
 END_TEST
 
