@@ -911,11 +911,63 @@ START_TEST(every_function_refuses_every_bad_argument) {
 }
 END_TEST
 
+/*
+ * The functions that return no status answer a NULL handle or an index out
+ * of range with the neutral value the header documents (0, NULL, a fixed
+ * text), and the destroy functions accept NULL; none of them changes a
+ * table.
+ */
+START_TEST(functions_without_status_answer_bad_arguments_neutrally) {
+  fixture f = fixture_create();
+  clbt_test_snapshot before = clbt_test_snapshot_take(f.table, 4);
+  const struct {
+    const char *call;
+    uintptr_t got, expected;
+  } answers[] = {
+#define ANSWER(call, expected) {#call, (uintptr_t)(call), (uintptr_t)(expected)}
+      ANSWER(clbt_table_width(NULL), 0),
+      ANSWER(clbt_table_row_length(NULL, 0), 0),
+      ANSWER(clbt_table_row_length(f.table, 4), 0),
+      ANSWER(clbt_table_row_length(f.table, UINT32_MAX), 0),
+      ANSWER(clbt_table_host_data(NULL), NULL),
+      ANSWER(clbt_table_device_data(NULL), NULL),
+      ANSWER(clbt_table_slot_mapping(NULL), NULL),
+      ANSWER(clbt_table_rejected_tokens(NULL), NULL),
+      ANSWER(clbt_multi_table_num_groups(NULL), 0),
+      ANSWER(clbt_multi_table_group(NULL, 0), NULL),
+      ANSWER(clbt_multi_table_group(f.multi, 2), NULL),
+      ANSWER(clbt_multi_table_group(f.multi, UINT32_MAX), NULL),
+      ANSWER(clbt_device_context(NULL), NULL),
+      ANSWER(clbt_device_id(NULL), NULL),
+      ANSWER(clbt_device_queue(NULL), NULL),
+      ANSWER(clbt_device_program_count(NULL), 0),
+#undef ANSWER
+  };
+  size_t count = sizeof answers / sizeof answers[0];
+  for (size_t i = 0; i < count; ++i)
+    ck_assert_msg(answers[i].got == answers[i].expected,
+                  "%s gave %#jx, expected %#jx", answers[i].call,
+                  (uintmax_t)answers[i].got, (uintmax_t)answers[i].expected);
+  ck_assert_str_eq(clbt_status_string((clbt_status)1), "unknown status");
+  ck_assert_str_eq(clbt_status_name((clbt_status)-4100),
+                   "CLBT_UNKNOWN_STATUS");
+  clbt_table_destroy(NULL);
+  clbt_multi_table_destroy(NULL);
+  clbt_device_release(NULL);
+  clbt_test_snapshot_check(&before, f.table);
+  printf("bad input: %zu accessor cases answered with their neutral value; "
+         "unknown statuses named, destroy and release of NULL accepted\n",
+         count);
+  fixture_destroy(&f);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("bad_input");
   TCase *tc = tcase_create("bad_input");
   tcase_set_timeout(tc, 0);
   tcase_add_test(tc, every_function_refuses_every_bad_argument);
+  tcase_add_test(tc, functions_without_status_answer_bad_arguments_neutrally);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }
