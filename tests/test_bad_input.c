@@ -873,6 +873,9 @@ static void run_case(const bad_input *c, const fixture *f) {
   char context[256];
   snprintf(context, sizeof context, "%s, %s", function_names[c->function],
            c->argument);
+  /* Names the case that a failing snapshot check (which cannot) is about. */
+  printf("case: %s\n", context);
+  fflush(stdout);
   clbt_test_snapshot before[FIXTURE_TABLES];
   for (uint32_t i = 0; i < FIXTURE_TABLES; ++i)
     before[i] = clbt_test_snapshot_take(fixture_table(f, i), 4);
