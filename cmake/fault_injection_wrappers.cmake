@@ -185,3 +185,6 @@ file(WRITE "${OUTPUT_SITES}"
   "#define CLBT_FAULT_ALLOCATION_FUNCTIONS ${allocation_functions}\n"
   "#define CLBT_FAULT_OPENCL_SITES ${opencl_sites}\n"
   "#define CLBT_FAULT_ALLOCATION_SITES ${allocation_sites}\n")
+
+file(WRITE "${OUTPUT_SOURCE}.tmp" "${source}")
+file(RENAME "${OUTPUT_SOURCE}.tmp" "${OUTPUT_SOURCE}")
