@@ -194,6 +194,10 @@ static clbt_status list_devices(clbt__device_list *list) {
   }
   for (cl_uint p = 0; p < num_platforms && status == CLBT_SUCCESS; ++p) {
     cl_uint num_devices = count_devices(platforms[p]);
+    /* The second count may exceed the first (a failed first count, a
+       device that appeared): list no more than the entries made room for. */
+    if (num_devices > total - list->count)
+      num_devices = (cl_uint)(total - list->count);
     if (num_devices) status = list_platform(platforms[p], p, num_devices, list);
   }
 done:

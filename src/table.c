@@ -129,7 +129,12 @@ static clbt_status create_storage(clbt_table *table) {
   if (status) return status;
   table->storage = clCreateBuffer(table->device->context, CL_MEM_READ_WRITE,
                                   total, NULL, &error);
-  if (error) return clbt__cl_fail(error, "clCreateBuffer");
+  /* A table too large for the device fails here: say what was asked. */
+  if (error)
+    return clbt__prefix_error(clbt__cl_fail(error, "clCreateBuffer"),
+                              "device data of %zu bytes (rows %zu, slot "
+                              "mapping %zu)",
+                              total, sizes[CLBT__ROWS], sizes[CLBT__SLOTS]);
   for (int r = 0; r < CLBT__NUM_REGIONS; ++r) {
     cl_buffer_region region = {origins[r], sizes[r]};
     table->regions[r] =

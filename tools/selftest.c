@@ -136,6 +136,9 @@ typedef struct selftest_run {
   uint32_t round;
 } selftest_run;
 
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
 static bool check(selftest_run *run, bool ok, const char *format, ...) {
   if (ok) {
     ++run->result->passed;

@@ -1,0 +1,24 @@
+# -DCLBT_SANITIZE=address,undefined (or thread) builds everything with
+# those sanitizers and runs the tests with the options and suppressions
+# that docs/reliability.md explains. Errors stop the program: a report is a
+# failed test, never a line in a log.
+set(CLBT_SANITIZE "" CACHE STRING
+    "Sanitizers to build with, as -fsanitize= takes them (empty: none)")
+
+set(CLBT_SANITIZER_ENVIRONMENT "")
+if(CLBT_SANITIZE)
+  add_compile_options(-fsanitize=${CLBT_SANITIZE} -fno-sanitize-recover=all
+                      -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=${CLBT_SANITIZE})
+  set(clbt_suppressions "${PROJECT_SOURCE_DIR}/tests")
+  # allocator_may_return_null: a table too large to allocate must fail with
+  # CLBT_CL_OUT_OF_HOST_MEMORY, as it does without ASan (tests/test_sizes.c).
+  # fast_unwind_on_malloc=0: libstdc++ and LLVM have no frame pointers, so
+  # the fast unwinder stops at operator new and a leak inside PoCL's
+  # compiler would not show the library that the suppressions name.
+  set(CLBT_SANITIZER_ENVIRONMENT
+      "ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:strict_string_checks=1:fast_unwind_on_malloc=0"
+      "LSAN_OPTIONS=suppressions=${clbt_suppressions}/lsan.supp:print_suppressions=0"
+      "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1"
+      "TSAN_OPTIONS=suppressions=${clbt_suppressions}/tsan.supp:halt_on_error=1:second_deadlock_stack=1")
+endif()

@@ -1,0 +1,976 @@
+/*
+ * Bad input, exhaustively: one table of every public function against
+ * every class of invalid argument. Each case must return its own status
+ * and a message naming the argument and its bound, and must change
+ * nothing: host rows, lengths and committed rows of every table (compared
+ * with snapshots), the poisoned slot-mapping outputs, the rejected-token
+ * counters, and whatever the call would have written through its output
+ * pointers. The expected messages are the rules of docs/semantics.md and
+ * the header, written out by hand.
+ */
+#include "clbt_test.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+/* ---- the fixture: tables with rows, committed, and batch buffers -------- */
+
+/* Width 3 KV blocks x 128/32 = 12 kernel blocks; block ids up to
+   (INT32_MAX - 3) / 4 = 536870911 expand into int32 kernel blocks. */
+static const clbt_table_config table_config = {
+    .block_size = 128, .kernel_block_size = 32, .max_num_reqs = 4,
+    .max_num_blocks_per_req = 3, .max_num_batched_tokens = 8};
+/* Group 0 has the table's layout (3 blocks of 128 tokens are already a
+   multiple of 128); group 1 maps no tokens: width 3. */
+static const clbt_group_config groups[] = {
+    {.block_size = 128, .kernel_block_size = 32, .max_num_blocks = 3},
+    {.block_size = 16, .max_num_blocks = 3, .slot_mode = CLBT_SLOT_MODE_NONE}};
+static const clbt_multi_table_config multi_config = {
+    .max_num_reqs = 4, .max_num_batched_tokens = 8, .num_groups = 2,
+    .groups = groups};
+
+typedef struct fixture {
+  clbt_table *table;
+  clbt_multi_table *multi;
+  cl_mem query_start_loc;       /* int32[5] */
+  cl_mem positions;             /* int64[8] */
+  cl_mem small_query_start_loc; /* int32[2] */
+  cl_mem small_positions;       /* int64[2] */
+  cl_mem sub_positions;         /* int64[1], a sub-buffer of positions */
+  cl_context other_context;
+  cl_mem foreign;               /* 64 bytes in other_context */
+  cl_command_queue foreign_queue, out_of_order_queue;
+  cl_device_id sub_device;      /* a partition of the test device */
+  cl_context sub_context;
+  cl_command_queue sub_queue;
+} fixture;
+
+/* Rows 0-1 committed, row 2 edited after the commit: host and device
+   differ, so a stray commit or a stray write shows. */
+static void fill_tables(fixture *f) {
+  const int32_t *const row0[] = {(const int32_t[]){5}, (const int32_t[]){1}};
+  const int32_t *const row1[] = {(const int32_t[]){6, 7},
+                                 (const int32_t[]){2, 3}};
+  const size_t counts0[] = {1, 1}, counts1[] = {2, 2};
+  clbt_assert_ok(clbt_table_append_row(f->table, 0, row0[0], 1));
+  clbt_assert_ok(clbt_table_append_row(f->table, 1, row1[0], 2));
+  clbt_assert_ok(clbt_multi_table_append_row(f->multi, 0, row0, counts0));
+  clbt_assert_ok(clbt_multi_table_append_row(f->multi, 1, row1, counts1));
+  clbt_assert_ok(clbt_table_commit(f->table, 2));
+  clbt_assert_ok(clbt_multi_table_commit(f->multi, 2));
+  clbt_assert_ok(clbt_table_append_row(f->table, 2, (const int32_t[]){9}, 1));
+  clbt_assert_ok(clbt_multi_table_add_row(f->multi, 2, row0, counts0));
+  clbt_test_poison(clbt_table_slot_mapping(f->table), 8);
+  for (uint32_t g = 0; g < 2; ++g)
+    clbt_test_poison(
+        clbt_table_slot_mapping(clbt_multi_table_group(f->multi, g)), 8);
+}
+
+/* Objects of another context, an out-of-order queue, and a queue of a
+   sub-device in a context that also holds the device, for the cases that
+   need them. */
+static void make_foreign_objects(fixture *f) {
+  cl_device_id id = clbt_device_id(clbt_test_device());
+  cl_int error = CL_SUCCESS;
+  f->other_context = clCreateContext(NULL, 1, &id, NULL, NULL, &error);
+  ck_assert_int_eq(error, CL_SUCCESS);
+  f->foreign = clCreateBuffer(f->other_context, CL_MEM_READ_WRITE, 64, NULL,
+                              &error);
+  ck_assert_int_eq(error, CL_SUCCESS);
+  f->foreign_queue = clCreateCommandQueue(f->other_context, id, 0, &error);
+  ck_assert_int_eq(error, CL_SUCCESS);
+  f->out_of_order_queue = clCreateCommandQueue(
+      clbt_device_context(clbt_test_device()), id,
+      CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &error);
+  ck_assert_int_eq(error, CL_SUCCESS);
+  const cl_device_partition_property one_unit[] = {
+      CL_DEVICE_PARTITION_BY_COUNTS, 1, CL_DEVICE_PARTITION_BY_COUNTS_LIST_END,
+      0};
+  ck_assert_int_eq(clCreateSubDevices(id, one_unit, 1, &f->sub_device, NULL),
+                   CL_SUCCESS);
+  cl_device_id both[] = {id, f->sub_device};
+  f->sub_context = clCreateContext(NULL, 2, both, NULL, NULL, &error);
+  ck_assert_int_eq(error, CL_SUCCESS);
+  f->sub_queue = clCreateCommandQueue(f->sub_context, f->sub_device, 0, &error);
+  ck_assert_int_eq(error, CL_SUCCESS);
+}
+
+static fixture fixture_create(void) {
+  fixture f = {0};
+  clbt_assert_ok(
+      clbt_table_create(clbt_test_device(), &table_config, &f.table));
+  clbt_assert_ok(
+      clbt_multi_table_create(clbt_test_device(), &multi_config, &f.multi));
+  f.query_start_loc = clbt_test_buffer(5 * sizeof(int32_t), NULL);
+  f.positions = clbt_test_buffer(8 * sizeof(int64_t), NULL);
+  f.small_query_start_loc = clbt_test_buffer(2 * sizeof(int32_t), NULL);
+  f.small_positions = clbt_test_buffer(2 * sizeof(int64_t), NULL);
+  cl_buffer_region first = {0, sizeof(int64_t)};
+  cl_int error = CL_SUCCESS;
+  f.sub_positions = clCreateSubBuffer(f.positions, CL_MEM_READ_WRITE,
+                                      CL_BUFFER_CREATE_TYPE_REGION, &first,
+                                      &error);
+  ck_assert_int_eq(error, CL_SUCCESS);
+  make_foreign_objects(&f);
+  fill_tables(&f);
+  return f;
+}
+
+static void fixture_destroy(fixture *f) {
+  clbt_table_destroy(f->table);
+  clbt_multi_table_destroy(f->multi);
+  cl_mem buffers[] = {f->sub_positions, f->query_start_loc, f->positions,
+                      f->small_query_start_loc, f->small_positions,
+                      f->foreign};
+  for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i)
+    clReleaseMemObject(buffers[i]);
+  clReleaseCommandQueue(f->foreign_queue);
+  clReleaseCommandQueue(f->out_of_order_queue);
+  clReleaseCommandQueue(f->sub_queue);
+  clReleaseContext(f->sub_context);
+  clReleaseDevice(f->sub_device);
+  clReleaseContext(f->other_context);
+}
+
+/* ---- the cases ---------------------------------------------------------- */
+
+typedef enum function {
+  TABLE_CREATE, TABLE_PREPARE, TABLE_APPEND_ROW, TABLE_ADD_ROW,
+  TABLE_CLEAR_ROW, TABLE_MOVE_ROW, TABLE_SWAP_ROW, TABLE_COMMIT,
+  TABLE_SLOT_MAPPING, TABLE_SLOT_MAPPING_HOST, TABLE_CLEAR,
+  TABLE_READ_REJECTED, TABLE_RESET_REJECTED,
+  MULTI_CREATE, MULTI_PREPARE, MULTI_APPEND_ROW, MULTI_ADD_ROW,
+  MULTI_CLEAR_ROW, MULTI_MOVE_ROW, MULTI_SWAP_ROW, MULTI_COMMIT,
+  MULTI_SLOT_MAPPING, MULTI_CLEAR,
+  DEVICE_OPEN, DEVICE_WRAP, DEVICE_SELECTOR, BLOCK_TABLE_WIDTH
+} function;
+
+static const char *const function_names[] = {
+    "clbt_table_create", "clbt_table_prepare", "clbt_table_append_row",
+    "clbt_table_add_row", "clbt_table_clear_row", "clbt_table_move_row",
+    "clbt_table_swap_row", "clbt_table_commit",
+    "clbt_table_compute_slot_mapping", "clbt_table_compute_slot_mapping_host",
+    "clbt_table_clear", "clbt_table_read_rejected_tokens",
+    "clbt_table_reset_rejected_tokens", "clbt_multi_table_create",
+    "clbt_multi_table_prepare", "clbt_multi_table_append_row",
+    "clbt_multi_table_add_row", "clbt_multi_table_clear_row",
+    "clbt_multi_table_move_row", "clbt_multi_table_swap_row",
+    "clbt_multi_table_commit", "clbt_multi_table_compute_slot_mapping",
+    "clbt_multi_table_clear", "clbt_device_open", "clbt_device_wrap",
+    "clbt_device_selector", "clbt_block_table_width"};
+
+/* Which pointer argument, if any, is NULL. */
+typedef enum null_pointer {
+  NO_NULL, NULL_HANDLE, NULL_OUT, NULL_CONFIG, NULL_BLOCK_IDS, NULL_COUNTS,
+  NULL_QUERY_START_LOC, NULL_POSITIONS, NULL_CONTEXT, NULL_DEVICE, NULL_QUEUE
+} null_pointer;
+
+/* The buffers of a slot-mapping call; the host call's arrays likewise. */
+typedef enum buffer { GOOD, TOO_SMALL, SUB_BUFFER, FOREIGN } buffer;
+
+/* The queue handed to clbt_device_wrap. */
+typedef enum queue_kind {
+  OWN_QUEUE, FOREIGN_QUEUE, OUT_OF_ORDER_QUEUE, SUB_DEVICE_QUEUE
+} queue_kind;
+
+typedef struct bad_input {
+  function function;
+  const char *argument; /* the class of bad argument, for a failure */
+  clbt_status status;
+  const char *words;    /* the message must contain these */
+  null_pointer null;
+  uint32_t a, b;        /* row, src or a; dst or b; num_reqs */
+  uint32_t num_tokens;
+  const int32_t *ids[2]; /* per group; the single table uses [0] */
+  size_t counts[2];
+  buffer query_start_loc, positions;
+  const clbt_table_config *config;
+  const clbt_multi_table_config *multi_config;
+  const char *selector;
+  size_t size;          /* of the selector buffer */
+  queue_kind queue;
+  uint32_t width_args[4]; /* max_num_blocks, block, kernel block, alignment */
+} bad_input;
+
+#define IDS(...) ((const int32_t[]){__VA_ARGS__})
+#define TABLE_CONFIG(...) (&(const clbt_table_config){__VA_ARGS__})
+#define GROUPS(...) ((const clbt_group_config[]){__VA_ARGS__})
+#define MULTI_CONFIG(...) (&(const clbt_multi_table_config){__VA_ARGS__})
+/* One case: the function, the bad argument, the status, then the words
+   of the message and the case's arguments. */
+#define BAD(fn, what, expected, ...)                                       \
+  {.function = fn, .argument = what, .status = expected, .words = __VA_ARGS__}
+/* A config refused the same way by create and by prepare. */
+#define TABLE_CONFIG_CASE(what, expected, message, value)                  \
+  BAD(TABLE_CREATE, what, expected, message, .config = value),             \
+  BAD(TABLE_PREPARE, what, expected, message, .config = value)
+#define MULTI_CONFIG_CASE(what, expected, message, value)                  \
+  BAD(MULTI_CREATE, what, expected, message, .multi_config = value),       \
+  BAD(MULTI_PREPARE, what, expected, message, .multi_config = value)
+
+static const bad_input cases[] = {
+    /* ---- table configs ---- */
+    BAD(TABLE_CREATE, "NULL device", CLBT_NULL_ARGUMENT, "device is NULL",
+        .null = NULL_HANDLE, .config = &table_config),
+    BAD(TABLE_CREATE, "NULL config", CLBT_NULL_ARGUMENT, "config is NULL",
+        .null = NULL_CONFIG),
+    BAD(TABLE_CREATE, "NULL out", CLBT_NULL_ARGUMENT, "out is NULL",
+        .null = NULL_OUT, .config = &table_config),
+    BAD(TABLE_PREPARE, "NULL device", CLBT_NULL_ARGUMENT, "device is NULL",
+        .null = NULL_HANDLE, .config = &table_config),
+    BAD(TABLE_PREPARE, "NULL config", CLBT_NULL_ARGUMENT, "config is NULL",
+        .null = NULL_CONFIG),
+    TABLE_CONFIG_CASE("zero block_size", CLBT_INVALID_CONFIG,
+                      "config->block_size is 0; it must be >= 1",
+                      TABLE_CONFIG(.block_size = 0, .max_num_reqs = 1,
+                                   .max_num_blocks_per_req = 1,
+                                   .max_num_batched_tokens = 1)),
+    TABLE_CONFIG_CASE(
+        "zero max_num_reqs", CLBT_INVALID_CONFIG, "config->max_num_reqs is 0",
+        TABLE_CONFIG(.block_size = 128, .max_num_reqs = 0,
+                     .max_num_blocks_per_req = 1, .max_num_batched_tokens = 1)),
+    TABLE_CONFIG_CASE("zero max_num_blocks_per_req", CLBT_INVALID_CONFIG,
+                      "config->max_num_blocks_per_req is 0",
+                      TABLE_CONFIG(.block_size = 128, .max_num_reqs = 1,
+                                   .max_num_blocks_per_req = 0,
+                                   .max_num_batched_tokens = 1)),
+    TABLE_CONFIG_CASE("zero max_num_batched_tokens", CLBT_INVALID_CONFIG,
+                      "config->max_num_batched_tokens is 0",
+                      TABLE_CONFIG(.block_size = 128, .max_num_reqs = 1,
+                                   .max_num_blocks_per_req = 1,
+                                   .max_num_batched_tokens = 0)),
+    TABLE_CONFIG_CASE("non-dividing kernel_block_size", CLBT_INVALID_CONFIG,
+                      "kernel_block_size 48 does not divide block_size 128",
+                      TABLE_CONFIG(.block_size = 128, .kernel_block_size = 48,
+                                   .max_num_reqs = 1,
+                                   .max_num_blocks_per_req = 1,
+                                   .max_num_batched_tokens = 1)),
+    TABLE_CONFIG_CASE("kernel_block_size above block_size", CLBT_INVALID_CONFIG,
+                      "kernel_block_size 256 does not divide block_size 128",
+                      TABLE_CONFIG(.block_size = 128, .kernel_block_size = 256,
+                                   .max_num_reqs = 1,
+                                   .max_num_blocks_per_req = 1,
+                                   .max_num_batched_tokens = 1)),
+    TABLE_CONFIG_CASE(
+        "non-dividing cp_interleave_size", CLBT_INVALID_CONFIG,
+        "config->cp_interleave_size 3 does not divide "
+        "block_size 128",
+        TABLE_CONFIG(.block_size = 128, .max_num_reqs = 1,
+                     .max_num_blocks_per_req = 1, .max_num_batched_tokens = 1,
+                     .cp_world_size = 2, .cp_interleave_size = 3)),
+    TABLE_CONFIG_CASE("cp_rank equal to cp_world_size", CLBT_INVALID_CONFIG,
+                      "config->cp_rank 2 is not below cp_world_size 2",
+                      TABLE_CONFIG(.block_size = 128, .max_num_reqs = 1,
+                                   .max_num_blocks_per_req = 1,
+                                   .max_num_batched_tokens = 1,
+                                   .cp_world_size = 2, .cp_rank = 2)),
+    TABLE_CONFIG_CASE("cp_rank without CP", CLBT_INVALID_CONFIG,
+                      "config->cp_rank 1 is not below cp_world_size 1",
+                      TABLE_CONFIG(.block_size = 128, .max_num_reqs = 1,
+                                   .max_num_blocks_per_req = 1,
+                                   .max_num_batched_tokens = 1, .cp_rank = 1)),
+    TABLE_CONFIG_CASE("unknown slot_mode", CLBT_INVALID_CONFIG,
+                      "config->slot_mode 2 is unknown",
+                      TABLE_CONFIG(.block_size = 128, .max_num_reqs = 1,
+                                   .max_num_blocks_per_req = 1,
+                                   .max_num_batched_tokens = 1,
+                                   .slot_mode = (clbt_slot_mode)2)),
+    TABLE_CONFIG_CASE("max_num_reqs above INT32_MAX", CLBT_INVALID_CONFIG,
+                      "config->max_num_reqs 2147483648 exceeds INT32_MAX",
+                      TABLE_CONFIG(.block_size = 128, .max_num_reqs = 1u << 31,
+                                   .max_num_blocks_per_req = 1,
+                                   .max_num_batched_tokens = 1)),
+    TABLE_CONFIG_CASE("max_num_batched_tokens above INT32_MAX",
+                      CLBT_INVALID_CONFIG,
+                      "config->max_num_batched_tokens 4294967295 exceeds "
+                      "INT32_MAX",
+                      TABLE_CONFIG(.block_size = 128, .max_num_reqs = 1,
+                                   .max_num_blocks_per_req = 1,
+                                   .max_num_batched_tokens = UINT32_MAX)),
+    TABLE_CONFIG_CASE("width above 32 bits", CLBT_SIZE_OVERFLOW,
+                      "width of 33554432 KV blocks x 128 kernel blocks each "
+                      "exceeds UINT32_MAX",
+                      TABLE_CONFIG(.block_size = 128, .kernel_block_size = 1,
+                                   .max_num_reqs = 1,
+                                   .max_num_blocks_per_req = 1u << 25,
+                                   .max_num_batched_tokens = 1)),
+    TABLE_CONFIG_CASE("rows x width x 4 bytes above SIZE_MAX",
+                      CLBT_SIZE_OVERFLOW,
+                      "max_num_reqs 2147483647 x width 4294967295 int32 "
+                      "exceeds SIZE_MAX",
+                      TABLE_CONFIG(.block_size = 128, .kernel_block_size = 128,
+                                   .max_num_reqs = INT32_MAX,
+                                   .max_num_blocks_per_req = UINT32_MAX,
+                                   .max_num_batched_tokens = 1)),
+
+    /* ---- multi-group table configs ---- */
+    BAD(MULTI_CREATE, "NULL device", CLBT_NULL_ARGUMENT, "device is NULL",
+        .null = NULL_HANDLE, .multi_config = &multi_config),
+    BAD(MULTI_CREATE, "NULL config", CLBT_NULL_ARGUMENT, "config is NULL",
+        .null = NULL_CONFIG),
+    BAD(MULTI_CREATE, "NULL out", CLBT_NULL_ARGUMENT, "out is NULL",
+        .null = NULL_OUT, .multi_config = &multi_config),
+    BAD(MULTI_PREPARE, "NULL device", CLBT_NULL_ARGUMENT, "device is NULL",
+        .null = NULL_HANDLE, .multi_config = &multi_config),
+    BAD(MULTI_PREPARE, "NULL config", CLBT_NULL_ARGUMENT, "config is NULL",
+        .null = NULL_CONFIG),
+    MULTI_CONFIG_CASE(
+        "zero num_groups", CLBT_INVALID_CONFIG, "config->num_groups is 0",
+        MULTI_CONFIG(.max_num_reqs = 1, .max_num_batched_tokens = 1,
+                     .num_groups = 0,
+                     .groups =
+                         GROUPS({.block_size = 16, .max_num_blocks = 1}))),
+    MULTI_CONFIG_CASE(
+        "NULL groups", CLBT_NULL_ARGUMENT, "config->groups is NULL",
+        MULTI_CONFIG(.max_num_reqs = 1, .max_num_batched_tokens = 1,
+                     .num_groups = 1, .groups = NULL)),
+    MULTI_CONFIG_CASE("zero max_num_reqs", CLBT_INVALID_CONFIG,
+                      "groups[0]: config->max_num_reqs is 0",
+                      MULTI_CONFIG(.max_num_reqs = 0,
+                                   .max_num_batched_tokens = 1, .num_groups = 1,
+                                   .groups = GROUPS({.block_size = 16,
+                                                     .max_num_blocks = 1}))),
+    MULTI_CONFIG_CASE("zero max_num_batched_tokens", CLBT_INVALID_CONFIG,
+                      "groups[0]: config->max_num_batched_tokens is 0",
+                      MULTI_CONFIG(.max_num_reqs = 1,
+                                   .max_num_batched_tokens = 0, .num_groups = 1,
+                                   .groups = GROUPS({.block_size = 16,
+                                                     .max_num_blocks = 1}))),
+    MULTI_CONFIG_CASE("max_num_reqs above INT32_MAX", CLBT_INVALID_CONFIG,
+                      "groups[0]: config->max_num_reqs 4294967295 exceeds "
+                      "INT32_MAX",
+                      MULTI_CONFIG(.max_num_reqs = UINT32_MAX,
+                                   .max_num_batched_tokens = 1, .num_groups = 1,
+                                   .groups = GROUPS({.block_size = 16,
+                                                     .max_num_blocks = 1}))),
+    MULTI_CONFIG_CASE(
+        "a group's zero block_size", CLBT_INVALID_CONFIG,
+        "groups[1]: block_size is 0",
+        MULTI_CONFIG(.max_num_reqs = 1, .max_num_batched_tokens = 1,
+                     .num_groups = 2,
+                     .groups = GROUPS({.block_size = 16, .max_num_blocks = 1},
+                                      {.max_num_blocks = 1}))),
+    MULTI_CONFIG_CASE("a group's zero max_num_blocks", CLBT_INVALID_CONFIG,
+                      "groups[0]: max_num_blocks is 0",
+                      MULTI_CONFIG(.max_num_reqs = 1,
+                                   .max_num_batched_tokens = 1, .num_groups = 1,
+                                   .groups = GROUPS({.block_size = 16}))),
+    MULTI_CONFIG_CASE("a group's non-dividing kernel_block_size",
+                      CLBT_INVALID_CONFIG,
+                      "groups[0]: kernel_block_size 48 does not divide "
+                      "block_size 128",
+                      MULTI_CONFIG(.max_num_reqs = 1,
+                                   .max_num_batched_tokens = 1, .num_groups = 1,
+                                   .groups = GROUPS({.block_size = 128,
+                                                     .kernel_block_size = 48,
+                                                     .max_num_blocks = 1}))),
+    MULTI_CONFIG_CASE(
+        "a group's unknown slot_mode", CLBT_INVALID_CONFIG,
+        "groups[0]: config->slot_mode 5 is unknown",
+        MULTI_CONFIG(.max_num_reqs = 1, .max_num_batched_tokens = 1,
+                     .num_groups = 1,
+                     .groups = GROUPS({.block_size = 16,
+                                       .max_num_blocks = 1,
+                                       .slot_mode = (clbt_slot_mode)5}))),
+    MULTI_CONFIG_CASE(
+        "cp_rank equal to cp_world_size", CLBT_INVALID_CONFIG,
+        "groups[0]: config->cp_rank 4 is not below "
+        "cp_world_size 4",
+        MULTI_CONFIG(.max_num_reqs = 1, .max_num_batched_tokens = 1,
+                     .num_groups = 1,
+                     .groups = GROUPS({.block_size = 16, .max_num_blocks = 1}),
+                     .cp_world_size = 4, .cp_rank = 4)),
+    MULTI_CONFIG_CASE(
+        "cp_interleave_size not dividing a sharded group", CLBT_INVALID_CONFIG,
+        "groups[0]: config->cp_interleave_size 32 does not "
+        "divide block_size 16",
+        MULTI_CONFIG(.max_num_reqs = 1, .max_num_batched_tokens = 1,
+                     .num_groups = 1,
+                     .groups = GROUPS({.block_size = 16, .max_num_blocks = 1}),
+                     .cp_world_size = 2, .cp_interleave_size = 32)),
+    MULTI_CONFIG_CASE(
+        "a group's width above 32 bits after alignment", CLBT_SIZE_OVERFLOW,
+        "groups[0]: width of 4294967296 KV blocks",
+        MULTI_CONFIG(.max_num_reqs = 1, .max_num_batched_tokens = 1,
+                     .num_groups = 1,
+                     .groups = GROUPS(
+                         {.block_size = 16, .max_num_blocks = UINT32_MAX}))),
+
+    /* ---- single-table row operations ---- */
+    BAD(TABLE_APPEND_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE, .ids = {IDS(1)}, .counts = {1}),
+    BAD(TABLE_APPEND_ROW, "row = max_num_reqs", CLBT_ROW_OUT_OF_RANGE,
+        "row 4 is out of range: max_num_reqs is 4", .a = 4, .ids = {IDS(1)},
+        .counts = {1}),
+    BAD(TABLE_APPEND_ROW, "row = UINT32_MAX", CLBT_ROW_OUT_OF_RANGE,
+        "row 4294967295 is out of range", .a = UINT32_MAX, .ids = {IDS(1)},
+        .counts = {1}),
+    BAD(TABLE_APPEND_ROW, "NULL block_ids with n > 0", CLBT_NULL_ARGUMENT,
+        "block_ids is NULL with n = 1", .a = 0, .counts = {1}),
+    BAD(TABLE_APPEND_ROW, "row out of range before NULL block_ids",
+        CLBT_ROW_OUT_OF_RANGE, "row 4 is out of range", .a = 4, .counts = {1}),
+    BAD(TABLE_APPEND_ROW, "n overflowing the row", CLBT_ROW_OVERFLOW,
+        "n = 2 blocks of 4 kernel blocks would overflow row 1: it holds 8 of "
+        "width 12",
+        .a = 1, .ids = {IDS(1, 2)}, .counts = {2}),
+    BAD(TABLE_APPEND_ROW, "n = SIZE_MAX", CLBT_ROW_OVERFLOW,
+        "n = 18446744073709551615 blocks", .a = 0, .ids = {IDS(1)},
+        .counts = {SIZE_MAX}),
+    BAD(TABLE_APPEND_ROW, "overflow before a bad id", CLBT_ROW_OVERFLOW,
+        "would overflow row 1", .a = 1, .ids = {IDS(-1, 2)}, .counts = {2}),
+    BAD(TABLE_APPEND_ROW, "negative block id", CLBT_INVALID_BLOCK_ID,
+        "block_ids[1] = -1 is outside [0, 536870911]", .a = 0,
+        .ids = {IDS(3, -1)}, .counts = {2}),
+    BAD(TABLE_APPEND_ROW, "INT32_MIN block id", CLBT_INVALID_BLOCK_ID,
+        "block_ids[0] = -2147483648 is outside", .a = 0,
+        .ids = {IDS(INT32_MIN)}, .counts = {1}),
+    BAD(TABLE_APPEND_ROW, "id whose kernel blocks overflow int32",
+        CLBT_INVALID_BLOCK_ID,
+        "block_ids[0] = 536870912 is outside [0, 536870911]", .a = 0,
+        .ids = {IDS(536870912)}, .counts = {1}),
+    BAD(TABLE_ADD_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE, .ids = {IDS(1)}, .counts = {1}),
+    BAD(TABLE_ADD_ROW, "row = max_num_reqs", CLBT_ROW_OUT_OF_RANGE,
+        "row 4 is out of range: max_num_reqs is 4", .a = 4, .ids = {IDS(1)},
+        .counts = {1}),
+    BAD(TABLE_ADD_ROW, "NULL block_ids with n > 0", CLBT_NULL_ARGUMENT,
+        "block_ids is NULL with n = 2", .a = 1, .counts = {2}),
+    BAD(TABLE_ADD_ROW, "n above the width", CLBT_ROW_OVERFLOW,
+        "n = 4 blocks of 4 kernel blocks would overflow row 1: it holds 0 of "
+        "width 12",
+        .a = 1, .ids = {IDS(1, 2, 3, 4)}, .counts = {4}),
+    BAD(TABLE_ADD_ROW, "negative block id", CLBT_INVALID_BLOCK_ID,
+        "block_ids[2] = -7 is outside", .a = 1, .ids = {IDS(1, 2, -7)},
+        .counts = {3}),
+    BAD(TABLE_CLEAR_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE),
+    BAD(TABLE_CLEAR_ROW, "row = max_num_reqs", CLBT_ROW_OUT_OF_RANGE,
+        "row 4 is out of range: max_num_reqs is 4", .a = 4),
+    BAD(TABLE_MOVE_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE),
+    BAD(TABLE_MOVE_ROW, "src out of range", CLBT_ROW_OUT_OF_RANGE,
+        "src 4 is out of range: max_num_reqs is 4", .a = 4, .b = 0),
+    BAD(TABLE_MOVE_ROW, "dst out of range", CLBT_ROW_OUT_OF_RANGE,
+        "dst 7 is out of range: max_num_reqs is 4", .a = 1, .b = 7),
+    BAD(TABLE_SWAP_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE),
+    BAD(TABLE_SWAP_ROW, "a out of range", CLBT_ROW_OUT_OF_RANGE,
+        "a 4 is out of range: max_num_reqs is 4", .a = 4, .b = 0),
+    BAD(TABLE_SWAP_ROW, "b out of range", CLBT_ROW_OUT_OF_RANGE,
+        "b 4294967295 is out of range", .a = 0, .b = UINT32_MAX),
+
+    /* ---- single-table commit and slot mapping ---- */
+    BAD(TABLE_COMMIT, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE, .a = 1),
+    BAD(TABLE_COMMIT, "num_reqs above max_num_reqs", CLBT_TOO_MANY_REQUESTS,
+        "num_reqs 5 exceeds max_num_reqs 4", .a = 5),
+    BAD(TABLE_COMMIT, "num_reqs = UINT32_MAX", CLBT_TOO_MANY_REQUESTS,
+        "num_reqs 4294967295 exceeds max_num_reqs 4", .a = UINT32_MAX),
+    BAD(TABLE_SLOT_MAPPING, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE, .a = 1, .num_tokens = 1),
+    BAD(TABLE_SLOT_MAPPING, "NULL query_start_loc", CLBT_NULL_ARGUMENT,
+        "query_start_loc is NULL", .null = NULL_QUERY_START_LOC, .a = 1,
+        .num_tokens = 1),
+    BAD(TABLE_SLOT_MAPPING, "NULL positions with num_tokens > 0",
+        CLBT_NULL_ARGUMENT, "positions is NULL with num_tokens 1",
+        .null = NULL_POSITIONS, .a = 1, .num_tokens = 1),
+    BAD(TABLE_SLOT_MAPPING, "num_reqs above max_num_reqs",
+        CLBT_TOO_MANY_REQUESTS, "num_reqs 5 exceeds max_num_reqs 4", .a = 5,
+        .num_tokens = 1),
+    BAD(TABLE_SLOT_MAPPING, "num_reqs = UINT32_MAX (num_reqs + 1 wraps)",
+        CLBT_TOO_MANY_REQUESTS, "num_reqs 4294967295 exceeds", .a = UINT32_MAX,
+        .num_tokens = 1),
+    BAD(TABLE_SLOT_MAPPING, "num_tokens above max_num_batched_tokens",
+        CLBT_TOO_MANY_TOKENS, "num_tokens 9 exceeds max_num_batched_tokens 8",
+        .a = 1, .num_tokens = 9),
+    BAD(TABLE_SLOT_MAPPING, "num_tokens = UINT32_MAX", CLBT_TOO_MANY_TOKENS,
+        "num_tokens 4294967295 exceeds", .a = 1, .num_tokens = UINT32_MAX),
+    BAD(TABLE_SLOT_MAPPING, "query_start_loc too small for num_reqs",
+        CLBT_BUFFER_TOO_SMALL,
+        "query_start_loc holds 8 bytes; num_reqs 2 needs 12", .a = 2,
+        .num_tokens = 1, .query_start_loc = TOO_SMALL),
+    BAD(TABLE_SLOT_MAPPING, "positions too small for num_tokens",
+        CLBT_BUFFER_TOO_SMALL,
+        "positions holds 16 bytes; num_tokens 3 needs 24", .a = 1,
+        .num_tokens = 3, .positions = TOO_SMALL),
+    BAD(TABLE_SLOT_MAPPING, "positions sub-buffer too small",
+        CLBT_BUFFER_TOO_SMALL, "positions holds 8 bytes; num_tokens 2 needs 16",
+        .a = 1, .num_tokens = 2, .positions = SUB_BUFFER),
+    BAD(TABLE_SLOT_MAPPING, "query_start_loc of another context",
+        CLBT_CONTEXT_MISMATCH,
+        "query_start_loc belongs to another OpenCL context", .a = 1,
+        .num_tokens = 1, .query_start_loc = FOREIGN),
+    BAD(TABLE_SLOT_MAPPING, "positions of another context",
+        CLBT_CONTEXT_MISMATCH, "positions belongs to another OpenCL context",
+        .a = 1, .num_tokens = 1, .positions = FOREIGN),
+    BAD(TABLE_SLOT_MAPPING_HOST, "NULL table", CLBT_NULL_ARGUMENT,
+        "table is NULL", .null = NULL_HANDLE, .a = 1, .num_tokens = 1),
+    BAD(TABLE_SLOT_MAPPING_HOST, "NULL query_start_loc", CLBT_NULL_ARGUMENT,
+        "query_start_loc is NULL", .null = NULL_QUERY_START_LOC, .a = 1,
+        .num_tokens = 1),
+    BAD(TABLE_SLOT_MAPPING_HOST, "NULL positions with num_tokens > 0",
+        CLBT_NULL_ARGUMENT, "positions is NULL with num_tokens 2",
+        .null = NULL_POSITIONS, .a = 1, .num_tokens = 2),
+    BAD(TABLE_SLOT_MAPPING_HOST, "NULL out", CLBT_NULL_ARGUMENT, "out is NULL",
+        .null = NULL_OUT, .a = 1, .num_tokens = 1),
+    BAD(TABLE_SLOT_MAPPING_HOST, "num_reqs above max_num_reqs",
+        CLBT_TOO_MANY_REQUESTS, "num_reqs 5 exceeds max_num_reqs 4", .a = 5),
+    BAD(TABLE_SLOT_MAPPING_HOST, "num_tokens above max_num_batched_tokens",
+        CLBT_TOO_MANY_TOKENS, "num_tokens 9 exceeds max_num_batched_tokens 8",
+        .a = 1, .num_tokens = 9),
+    BAD(TABLE_CLEAR, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE),
+    BAD(TABLE_READ_REJECTED, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE),
+    BAD(TABLE_READ_REJECTED, "NULL count", CLBT_NULL_ARGUMENT, "count is NULL",
+        .null = NULL_OUT),
+    BAD(TABLE_RESET_REJECTED, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE),
+
+    /* ---- multi-group row operations: all or nothing ---- */
+    BAD(MULTI_APPEND_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE, .ids = {IDS(1), IDS(1)}, .counts = {1, 1}),
+    BAD(MULTI_APPEND_ROW, "NULL block_ids", CLBT_NULL_ARGUMENT,
+        "block_ids is NULL", .null = NULL_BLOCK_IDS, .counts = {1, 1}),
+    BAD(MULTI_APPEND_ROW, "NULL counts", CLBT_NULL_ARGUMENT, "counts is NULL",
+        .null = NULL_COUNTS, .ids = {IDS(1), IDS(1)}),
+    BAD(MULTI_APPEND_ROW, "a group's NULL ids with a count", CLBT_NULL_ARGUMENT,
+        "groups[1]: block_ids is NULL with n = 1", .ids = {IDS(1)},
+        .counts = {1, 1}),
+    BAD(MULTI_APPEND_ROW, "row = max_num_reqs", CLBT_ROW_OUT_OF_RANGE,
+        "groups[0]: row 4 is out of range: max_num_reqs is 4", .a = 4,
+        .ids = {IDS(1), IDS(1)}, .counts = {1, 1}),
+    BAD(MULTI_APPEND_ROW, "group 1 overflows while group 0 fits",
+        CLBT_ROW_OVERFLOW,
+        "groups[1]: n = 2 blocks of 1 kernel blocks would overflow row 1: it "
+        "holds 2 of width 3",
+        .a = 1, .ids = {IDS(8), IDS(8, 9)}, .counts = {1, 2}),
+    BAD(MULTI_APPEND_ROW, "group 1's negative id while group 0 is valid",
+        CLBT_INVALID_BLOCK_ID, "groups[1]: block_ids[0] = -5 is outside",
+        .a = 0, .ids = {IDS(8), IDS(-5)}, .counts = {1, 1}),
+    BAD(MULTI_APPEND_ROW, "group 0's id too large for its kernel blocks",
+        CLBT_INVALID_BLOCK_ID,
+        "groups[0]: block_ids[0] = 2147483647 is outside [0, 536870911]",
+        .a = 0, .ids = {IDS(INT32_MAX), IDS(1)}, .counts = {1, 1}),
+    BAD(MULTI_ADD_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE, .ids = {IDS(1), IDS(1)}, .counts = {1, 1}),
+    BAD(MULTI_ADD_ROW, "row = max_num_reqs", CLBT_ROW_OUT_OF_RANGE,
+        "groups[0]: row 4 is out of range", .a = 4, .ids = {IDS(1), IDS(1)},
+        .counts = {1, 1}),
+    BAD(MULTI_ADD_ROW, "group 1 above its width", CLBT_ROW_OVERFLOW,
+        "groups[1]: n = 4 blocks of 1 kernel blocks would overflow row 0: it "
+        "holds 0 of width 3",
+        .a = 0, .ids = {IDS(1), IDS(1, 2, 3, 4)}, .counts = {1, 4}),
+    BAD(MULTI_CLEAR_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE),
+    BAD(MULTI_CLEAR_ROW, "row = max_num_reqs", CLBT_ROW_OUT_OF_RANGE,
+        "row 4 is out of range", .a = 4),
+    BAD(MULTI_MOVE_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE),
+    BAD(MULTI_MOVE_ROW, "src out of range", CLBT_ROW_OUT_OF_RANGE,
+        "src 9 is out of range", .a = 9, .b = 0),
+    BAD(MULTI_MOVE_ROW, "dst out of range", CLBT_ROW_OUT_OF_RANGE,
+        "dst 4 is out of range", .a = 0, .b = 4),
+    BAD(MULTI_SWAP_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE),
+    BAD(MULTI_SWAP_ROW, "a out of range", CLBT_ROW_OUT_OF_RANGE,
+        "a 4 is out of range", .a = 4, .b = 1),
+    BAD(MULTI_SWAP_ROW, "b out of range", CLBT_ROW_OUT_OF_RANGE,
+        "b 5 is out of range", .a = 1, .b = 5),
+
+    /* ---- multi-group commit and slot mapping ---- */
+    BAD(MULTI_COMMIT, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE, .a = 1),
+    BAD(MULTI_COMMIT, "num_reqs above max_num_reqs", CLBT_TOO_MANY_REQUESTS,
+        "num_reqs 5 exceeds max_num_reqs 4", .a = 5),
+    BAD(MULTI_SLOT_MAPPING, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE, .a = 1, .num_tokens = 1),
+    BAD(MULTI_SLOT_MAPPING, "NULL query_start_loc", CLBT_NULL_ARGUMENT,
+        "query_start_loc is NULL", .null = NULL_QUERY_START_LOC, .a = 1,
+        .num_tokens = 1),
+    BAD(MULTI_SLOT_MAPPING, "num_reqs above max_num_reqs",
+        CLBT_TOO_MANY_REQUESTS, "num_reqs 5 exceeds max_num_reqs 4", .a = 5,
+        .num_tokens = 1),
+    BAD(MULTI_SLOT_MAPPING, "num_tokens above max_num_batched_tokens",
+        CLBT_TOO_MANY_TOKENS, "num_tokens 9 exceeds max_num_batched_tokens 8",
+        .a = 1, .num_tokens = 9),
+    BAD(MULTI_SLOT_MAPPING, "query_start_loc too small", CLBT_BUFFER_TOO_SMALL,
+        "query_start_loc holds 8 bytes; num_reqs 3 needs 16", .a = 3,
+        .num_tokens = 1, .query_start_loc = TOO_SMALL),
+    BAD(MULTI_SLOT_MAPPING, "positions of another context",
+        CLBT_CONTEXT_MISMATCH, "positions belongs to another OpenCL context",
+        .a = 1, .num_tokens = 1, .positions = FOREIGN),
+    BAD(MULTI_CLEAR, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE),
+
+    /* ---- devices and widths ---- */
+    BAD(DEVICE_OPEN, "NULL out", CLBT_NULL_ARGUMENT, "out is NULL",
+        .null = NULL_OUT, .selector = "portable:cpu"),
+    BAD(DEVICE_OPEN, "selector with four fields", CLBT_INVALID_SELECTOR,
+        "selector='a:cpu:0:1': more than three fields",
+        .selector = "a:cpu:0:1"),
+    BAD(DEVICE_OPEN, "unknown device type", CLBT_INVALID_SELECTOR,
+        "type 'disk' is not cpu, gpu, accelerator or all",
+        .selector = "portable:disk"),
+    BAD(DEVICE_OPEN, "a field over 127 characters", CLBT_INVALID_SELECTOR,
+        "a field is longer than 127 characters",
+        .selector =
+            "pppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp"
+            "pppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp"
+            "pppppppppppppppppppppppppppp:cpu"),
+    BAD(DEVICE_OPEN, "a platform that matches nothing", CLBT_NO_MATCHING_DEVICE,
+        "selector='no such platform' matches no device",
+        .selector = "no such platform"),
+    BAD(DEVICE_OPEN, "a device index past the last", CLBT_NO_MATCHING_DEVICE,
+        "selector='portable:cpu:4000000000' matches no device",
+        .selector = "portable:cpu:4000000000"),
+    BAD(DEVICE_WRAP, "NULL context", CLBT_NULL_ARGUMENT, "context is NULL",
+        .null = NULL_CONTEXT),
+    BAD(DEVICE_WRAP, "NULL device", CLBT_NULL_ARGUMENT, "device is NULL",
+        .null = NULL_DEVICE),
+    BAD(DEVICE_WRAP, "NULL queue", CLBT_NULL_ARGUMENT, "queue is NULL",
+        .null = NULL_QUEUE),
+    BAD(DEVICE_WRAP, "NULL out", CLBT_NULL_ARGUMENT, "out is NULL",
+        .null = NULL_OUT),
+    BAD(DEVICE_WRAP, "a queue of another context", CLBT_CONTEXT_MISMATCH,
+        "queue belongs to another context than the one given",
+        .queue = FOREIGN_QUEUE),
+    BAD(DEVICE_WRAP, "a queue of another device", CLBT_CONTEXT_MISMATCH,
+        "queue belongs to another device than the one given",
+        .queue = SUB_DEVICE_QUEUE),
+    BAD(DEVICE_WRAP, "an out-of-order queue", CLBT_INVALID_ARGUMENT,
+        "queue executes out of order", .queue = OUT_OF_ORDER_QUEUE),
+    BAD(DEVICE_SELECTOR, "NULL device", CLBT_NULL_ARGUMENT, "device is NULL",
+        .null = NULL_DEVICE, .size = 64),
+    BAD(DEVICE_SELECTOR, "NULL buf", CLBT_NULL_ARGUMENT, "buf is NULL",
+        .null = NULL_OUT, .size = 64),
+    BAD(DEVICE_SELECTOR, "size 0", CLBT_BUFFER_TOO_SMALL,
+        "size is 0 bytes; selector 'portable:cpu:0' needs 15", .size = 0),
+    BAD(DEVICE_SELECTOR, "size one short", CLBT_BUFFER_TOO_SMALL,
+        "size is 14 bytes; selector 'portable:cpu:0' needs 15", .size = 14),
+    BAD(DEVICE_SELECTOR, "a handle of no installed platform",
+        CLBT_NO_MATCHING_DEVICE, "is not a device of an installed platform",
+        .null = NULL_HANDLE, .size = 64),
+    BAD(BLOCK_TABLE_WIDTH, "NULL width", CLBT_NULL_ARGUMENT, "width is NULL",
+        .null = NULL_OUT, .width_args = {1, 16, 0, 0}),
+    BAD(BLOCK_TABLE_WIDTH, "zero block_size", CLBT_INVALID_CONFIG,
+        "block_size is 0; it must be >= 1", .width_args = {1, 0, 0, 0}),
+    BAD(BLOCK_TABLE_WIDTH, "non-dividing kernel_block_size",
+        CLBT_INVALID_CONFIG,
+        "kernel_block_size 5 does not divide block_size 16",
+        .width_args = {1, 16, 5, 0}),
+    BAD(BLOCK_TABLE_WIDTH, "width above 32 bits", CLBT_SIZE_OVERFLOW,
+        "width of 4294967295 KV blocks x 2 kernel blocks each exceeds "
+        "UINT32_MAX",
+        .width_args = {UINT32_MAX, 2, 1, 0}),
+    BAD(BLOCK_TABLE_WIDTH, "alignment rounding above 32 bits",
+        CLBT_SIZE_OVERFLOW, "width of 4294967296 KV blocks",
+        .width_args = {UINT32_MAX, 16, 0, 128}),
+};
+
+/* ---- running a case ----------------------------------------------------- */
+
+/* Everything a call could write through its output pointers. */
+typedef struct outputs {
+  clbt_table *table;
+  clbt_multi_table *multi;
+  clbt_device *device;
+  uint32_t count, width;
+  char selector[64];
+  int64_t slots[8];
+} outputs;
+
+static cl_mem pick_buffer(const fixture *f, buffer which, bool positions) {
+  switch (which) {
+  case TOO_SMALL:
+    return positions ? f->small_positions : f->small_query_start_loc;
+  case SUB_BUFFER:
+    return f->sub_positions;
+  case FOREIGN:
+    return f->foreign;
+  default:
+    return positions ? f->positions : f->query_start_loc;
+  }
+}
+
+static cl_command_queue pick_queue(const fixture *f, queue_kind which) {
+  switch (which) {
+  case FOREIGN_QUEUE:
+    return f->foreign_queue;
+  case OUT_OF_ORDER_QUEUE:
+    return f->out_of_order_queue;
+  case SUB_DEVICE_QUEUE:
+    return f->sub_queue;
+  default:
+    return clbt_device_queue(clbt_test_device());
+  }
+}
+
+static clbt_status call_table(const bad_input *c, const fixture *f,
+                              outputs *out) {
+  clbt_table *table = c->null == NULL_HANDLE ? NULL : f->table;
+  const int32_t *ids = c->null == NULL_BLOCK_IDS ? NULL : c->ids[0];
+  static const int32_t qsl[5] = {0, 1, 1, 1, 1};
+  static const int64_t positions[8] = {0};
+  switch (c->function) {
+  case TABLE_APPEND_ROW:
+    return clbt_table_append_row(table, c->a, ids, c->counts[0]);
+  case TABLE_ADD_ROW:
+    return clbt_table_add_row(table, c->a, ids, c->counts[0]);
+  case TABLE_CLEAR_ROW:
+    return clbt_table_clear_row(table, c->a);
+  case TABLE_MOVE_ROW:
+    return clbt_table_move_row(table, c->a, c->b);
+  case TABLE_SWAP_ROW:
+    return clbt_table_swap_row(table, c->a, c->b);
+  case TABLE_COMMIT:
+    return clbt_table_commit(table, c->a);
+  case TABLE_SLOT_MAPPING_HOST:
+    return clbt_table_compute_slot_mapping_host(
+        table, c->a, c->null == NULL_QUERY_START_LOC ? NULL : qsl,
+        c->null == NULL_POSITIONS ? NULL : positions, c->num_tokens,
+        c->null == NULL_OUT ? NULL : out->slots);
+  case TABLE_CLEAR:
+    return clbt_table_clear(table);
+  case TABLE_READ_REJECTED:
+    return clbt_table_read_rejected_tokens(
+        table, c->null == NULL_OUT ? NULL : &out->count);
+  default: /* TABLE_RESET_REJECTED */
+    return clbt_table_reset_rejected_tokens(table);
+  }
+}
+
+static clbt_status call_multi(const bad_input *c, const fixture *f) {
+  clbt_multi_table *multi = c->null == NULL_HANDLE ? NULL : f->multi;
+  const int32_t *const *ids = c->null == NULL_BLOCK_IDS ? NULL : c->ids;
+  const size_t *counts = c->null == NULL_COUNTS ? NULL : c->counts;
+  switch (c->function) {
+  case MULTI_APPEND_ROW:
+    return clbt_multi_table_append_row(multi, c->a, ids, counts);
+  case MULTI_ADD_ROW:
+    return clbt_multi_table_add_row(multi, c->a, ids, counts);
+  case MULTI_CLEAR_ROW:
+    return clbt_multi_table_clear_row(multi, c->a);
+  case MULTI_MOVE_ROW:
+    return clbt_multi_table_move_row(multi, c->a, c->b);
+  case MULTI_SWAP_ROW:
+    return clbt_multi_table_swap_row(multi, c->a, c->b);
+  case MULTI_COMMIT:
+    return clbt_multi_table_commit(multi, c->a);
+  default: /* MULTI_CLEAR */
+    return clbt_multi_table_clear(multi);
+  }
+}
+
+/* Both slot-mapping calls, whose buffers the case picks. */
+static clbt_status call_slot_mapping(const bad_input *c, const fixture *f) {
+  cl_mem qsl = c->null == NULL_QUERY_START_LOC
+                   ? NULL
+                   : pick_buffer(f, c->query_start_loc, false);
+  cl_mem positions =
+      c->null == NULL_POSITIONS ? NULL : pick_buffer(f, c->positions, true);
+  if (c->function == MULTI_SLOT_MAPPING)
+    return clbt_multi_table_compute_slot_mapping(
+        c->null == NULL_HANDLE ? NULL : f->multi, c->a, qsl, positions,
+        c->num_tokens);
+  return clbt_table_compute_slot_mapping(
+      c->null == NULL_HANDLE ? NULL : f->table, c->a, qsl, positions,
+      c->num_tokens);
+}
+
+static clbt_status call_create(const bad_input *c, outputs *out) {
+  clbt_device *device = c->null == NULL_HANDLE ? NULL : clbt_test_device();
+  const clbt_table_config *config = c->null == NULL_CONFIG ? NULL : c->config;
+  const clbt_multi_table_config *multi =
+      c->null == NULL_CONFIG ? NULL : c->multi_config;
+  bool no_out = c->null == NULL_OUT;
+  switch (c->function) {
+  case TABLE_CREATE:
+    return clbt_table_create(device, config, no_out ? NULL : &out->table);
+  case TABLE_PREPARE:
+    return clbt_table_prepare(device, config);
+  case MULTI_CREATE:
+    return clbt_multi_table_create(device, multi, no_out ? NULL : &out->multi);
+  default: /* MULTI_PREPARE */
+    return clbt_multi_table_prepare(device, multi);
+  }
+}
+
+static clbt_status call_device(const bad_input *c, const fixture *f,
+                               outputs *out) {
+  clbt_device *device = clbt_test_device();
+  bool no_out = c->null == NULL_OUT;
+  /* Never dereferenced: clbt compares it with the installed devices. */
+  static int not_a_device;
+  switch (c->function) {
+  case DEVICE_OPEN:
+    return clbt_device_open(c->selector, no_out ? NULL : &out->device);
+  case DEVICE_WRAP:
+    return clbt_device_wrap(
+        c->null == NULL_CONTEXT       ? NULL
+        : c->queue == SUB_DEVICE_QUEUE ? f->sub_context
+                                       : clbt_device_context(device),
+        c->null == NULL_DEVICE ? NULL : clbt_device_id(device),
+        c->null == NULL_QUEUE ? NULL : pick_queue(f, c->queue),
+        no_out ? NULL : &out->device);
+  case DEVICE_SELECTOR:
+    return clbt_device_selector(
+        c->null == NULL_DEVICE   ? NULL
+        : c->null == NULL_HANDLE ? (cl_device_id)&not_a_device
+                                 : clbt_device_id(device),
+        no_out ? NULL : out->selector, c->size);
+  default: /* BLOCK_TABLE_WIDTH */
+    return clbt_block_table_width(c->width_args[0], c->width_args[1],
+                                  c->width_args[2], c->width_args[3],
+                                  no_out ? NULL : &out->width);
+  }
+}
+
+static clbt_status call(const bad_input *c, const fixture *f, outputs *out) {
+  switch (c->function) {
+  case TABLE_CREATE: case TABLE_PREPARE: case MULTI_CREATE: case MULTI_PREPARE:
+    return call_create(c, out);
+  case TABLE_SLOT_MAPPING: case MULTI_SLOT_MAPPING:
+    return call_slot_mapping(c, f);
+  case DEVICE_OPEN: case DEVICE_WRAP: case DEVICE_SELECTOR:
+  case BLOCK_TABLE_WIDTH:
+    return call_device(c, f, out);
+  case MULTI_APPEND_ROW: case MULTI_ADD_ROW: case MULTI_CLEAR_ROW:
+  case MULTI_MOVE_ROW: case MULTI_SWAP_ROW: case MULTI_COMMIT: case MULTI_CLEAR:
+    return call_multi(c, f);
+  default:
+    return call_table(c, f, out);
+  }
+}
+
+/* ---- what must not change ----------------------------------------------- */
+
+/* The fixture's tables: the table, then each group. */
+static const clbt_table *fixture_table(const fixture *f, uint32_t i) {
+  return i == 0 ? f->table : clbt_multi_table_group(f->multi, i - 1);
+}
+enum { FIXTURE_TABLES = 3 };
+
+/* The device side no refused call may touch: outputs still poisoned,
+   rejected-token counters still 0. */
+static void check_device_outputs(const fixture *f, const char *context) {
+  for (uint32_t i = 0; i < FIXTURE_TABLES; ++i) {
+    int64_t slots[8];
+    uint32_t rejected = 1;
+    clbt_test_read(clbt_table_slot_mapping(fixture_table(f, i)), sizeof slots,
+                   slots);
+    clbt_test_read(clbt_table_rejected_tokens(fixture_table(f, i)),
+                   sizeof rejected, &rejected);
+    for (int t = 0; t < 8; ++t)
+      ck_assert_msg(slots[t] == CLBT_TEST_POISON,
+                    "%s: table %u slot[%d] was written", context, i, t);
+    ck_assert_msg(rejected == 0, "%s: table %u counted %u rejections",
+                  context, i, rejected);
+  }
+}
+
+static void run_case(const bad_input *c, const fixture *f) {
+  char context[256];
+  snprintf(context, sizeof context, "%s, %s", function_names[c->function],
+           c->argument);
+  /* Names the case that a failing snapshot check (which cannot) is about. */
+  printf("case: %s\n", context);
+  fflush(stdout);
+  clbt_test_snapshot before[FIXTURE_TABLES];
+  for (uint32_t i = 0; i < FIXTURE_TABLES; ++i)
+    before[i] = clbt_test_snapshot_take(fixture_table(f, i), 4);
+  outputs out, untouched;
+  memset(&out, 0xA5, sizeof out);
+  untouched = out;
+
+  clbt_status status = call(c, f, &out);
+  ck_assert_msg(status == c->status, "%s: returned %s, expected %s (%s)",
+                context, clbt_status_name(status), clbt_status_name(c->status),
+                clbt_last_error());
+  ck_assert_msg(strstr(clbt_last_error(), c->words) != NULL,
+                "%s: message '%s' does not say '%s'", context,
+                clbt_last_error(), c->words);
+  ck_assert_msg(memcmp(&out, &untouched, sizeof out) == 0,
+                "%s: an output was written", context);
+  for (uint32_t i = 0; i < FIXTURE_TABLES; ++i)
+    clbt_test_snapshot_check(&before[i], fixture_table(f, i));
+  check_device_outputs(f, context);
+}
+
+START_TEST(every_function_refuses_every_bad_argument) {
+  fixture f = fixture_create();
+  size_t count = sizeof cases / sizeof cases[0];
+  bool covered[BLOCK_TABLE_WIDTH + 1] = {false};
+  for (size_t i = 0; i < count; ++i) {
+    run_case(&cases[i], &f);
+    covered[cases[i].function] = true;
+  }
+  for (int fn = 0; fn <= BLOCK_TABLE_WIDTH; ++fn)
+    ck_assert_msg(covered[fn], "no case for %s", function_names[fn]);
+  printf("bad input: %zu cases against %d public functions, each refused "
+         "with its status and message, nothing changed\n",
+         count, BLOCK_TABLE_WIDTH + 1);
+  fixture_destroy(&f);
+}
+END_TEST
+
+/*
+ * The functions that return no status answer a NULL handle or an index out
+ * of range with the neutral value the header documents (0, NULL, a fixed
+ * text), and the destroy functions accept NULL; none of them changes a
+ * table.
+ */
+START_TEST(functions_without_status_answer_bad_arguments_neutrally) {
+  fixture f = fixture_create();
+  clbt_test_snapshot before = clbt_test_snapshot_take(f.table, 4);
+  const struct {
+    const char *call;
+    uintptr_t got, expected;
+  } answers[] = {
+#define ANSWER(call, expected) {#call, (uintptr_t)(call), (uintptr_t)(expected)}
+      ANSWER(clbt_table_width(NULL), 0),
+      ANSWER(clbt_table_row_length(NULL, 0), 0),
+      ANSWER(clbt_table_row_length(f.table, 4), 0),
+      ANSWER(clbt_table_row_length(f.table, UINT32_MAX), 0),
+      ANSWER(clbt_table_host_data(NULL), NULL),
+      ANSWER(clbt_table_device_data(NULL), NULL),
+      ANSWER(clbt_table_slot_mapping(NULL), NULL),
+      ANSWER(clbt_table_rejected_tokens(NULL), NULL),
+      ANSWER(clbt_multi_table_num_groups(NULL), 0),
+      ANSWER(clbt_multi_table_group(NULL, 0), NULL),
+      ANSWER(clbt_multi_table_group(f.multi, 2), NULL),
+      ANSWER(clbt_multi_table_group(f.multi, UINT32_MAX), NULL),
+      ANSWER(clbt_device_context(NULL), NULL),
+      ANSWER(clbt_device_id(NULL), NULL),
+      ANSWER(clbt_device_queue(NULL), NULL),
+      ANSWER(clbt_device_program_count(NULL), 0),
+#undef ANSWER
+  };
+  size_t count = sizeof answers / sizeof answers[0];
+  for (size_t i = 0; i < count; ++i)
+    ck_assert_msg(answers[i].got == answers[i].expected,
+                  "%s gave %#jx, expected %#jx", answers[i].call,
+                  (uintmax_t)answers[i].got, (uintmax_t)answers[i].expected);
+  ck_assert_str_eq(clbt_status_string((clbt_status)1), "unknown status");
+  ck_assert_str_eq(clbt_status_name((clbt_status)-4100),
+                   "CLBT_UNKNOWN_STATUS");
+  clbt_table_destroy(NULL);
+  clbt_multi_table_destroy(NULL);
+  clbt_device_release(NULL);
+  clbt_test_snapshot_check(&before, f.table);
+  printf("bad input: %zu accessor cases answered with their neutral value; "
+         "unknown statuses named, destroy and release of NULL accepted\n",
+         count);
+  fixture_destroy(&f);
+}
+END_TEST
+
+int main(void) {
+  Suite *suite = suite_create("bad_input");
+  TCase *tc = tcase_create("bad_input");
+  tcase_set_timeout(tc, 0);
+  tcase_add_test(tc, every_function_refuses_every_bad_argument);
+  tcase_add_test(tc, functions_without_status_answer_bad_arguments_neutrally);
+  suite_add_tcase(suite, tc);
+  return clbt_test_run(suite);
+}

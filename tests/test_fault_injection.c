@@ -1,0 +1,497 @@
+/*
+ * Every OpenCL call and every heap allocation the library makes can fail.
+ * One scenario drives every public function that calls OpenCL or
+ * allocates; a sweep runs it once to count the calls of a kind, then once
+ * per call with that call failing. Each time the public function that made
+ * the call must return an error that says what failed; the handles must
+ * then be usable (the step is retried and the scenario ends with the slots
+ * worked out by hand) or destroyable at once (the run is abandoned); and
+ * after teardown the library must hold no OpenCL object and no heap block.
+ *
+ * This suite links a copy of the library whose calls are routed through
+ * tests/fault_injection.c (see cmake/ClbtFaultInjection.cmake), so every
+ * call site, including ones added later, is swept.
+ */
+#include "clbt_test.h"
+#include "fault_injection.h"
+#include "fault_sites.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* Rows {7, 3} and {5} of 4-token blocks; tokens at positions 1, 6 | 3, 4. */
+static const clbt_table_config table_config = {
+    .block_size = 4, .max_num_reqs = 2, .max_num_blocks_per_req = 2,
+    .max_num_batched_tokens = 4};
+static const int32_t row0[] = {7, 3}, row1[] = {5};
+static const int32_t batch_query_start_loc[] = {0, 2, 4};
+static const int64_t batch_positions[] = {1, 6, 3, 4};
+/* 7*4+1, 3*4+2, 5*4+3; position 4 is block 1 of a one-block row: rejected */
+static const int64_t expected_slots[] = {29, 14, 23, CLBT_PAD_SLOT_ID};
+enum { EXPECTED_REJECTED = 1 };
+
+/* The multi-group table: a token-mapping group like the table above (its
+   width aligned to 128 tokens), and a NONE group. */
+static const clbt_group_config groups[] = {
+    {.block_size = 4, .max_num_blocks = 2},
+    {.block_size = 8, .max_num_blocks = 2, .slot_mode = CLBT_SLOT_MODE_NONE}};
+static const clbt_multi_table_config multi_config = {
+    .max_num_reqs = 2, .max_num_batched_tokens = 4, .num_groups = 2,
+    .groups = groups};
+
+/* A batch in one OpenCL context, made with the test's own calls. */
+typedef struct batch {
+  cl_mem query_start_loc, positions;
+} batch;
+
+/* Everything a scenario has made so far, so it can end at any step. */
+typedef struct scenario {
+  clbt_device *device, *wrapped;
+  cl_context own_context; /* what the test makes and wraps */
+  cl_command_queue own_queue;
+  batch device_batch, wrapped_batch;
+  clbt_table *table;
+  clbt_multi_table *multi;
+  uint32_t rejected;
+  char selector[64];
+} scenario;
+
+static batch make_batch(cl_context context, cl_command_queue queue) {
+  cl_int error_qsl = CL_SUCCESS, error_positions = CL_SUCCESS;
+  batch b = {
+      clCreateBuffer(context, CL_MEM_READ_ONLY, sizeof batch_query_start_loc,
+                     NULL, &error_qsl),
+      clCreateBuffer(context, CL_MEM_READ_ONLY, sizeof batch_positions, NULL,
+                     &error_positions)};
+  ck_assert_int_eq(error_qsl, CL_SUCCESS);
+  ck_assert_int_eq(error_positions, CL_SUCCESS);
+  ck_assert_int_eq(clEnqueueWriteBuffer(queue, b.query_start_loc, CL_TRUE, 0,
+                                        sizeof batch_query_start_loc,
+                                        batch_query_start_loc, 0, NULL, NULL),
+                   CL_SUCCESS);
+  ck_assert_int_eq(clEnqueueWriteBuffer(queue, b.positions, CL_TRUE, 0,
+                                        sizeof batch_positions,
+                                        batch_positions, 0, NULL, NULL),
+                   CL_SUCCESS);
+  return b;
+}
+
+static void release_batch(batch *b) {
+  if (b->query_start_loc) clReleaseMemObject(b->query_start_loc);
+  if (b->positions) clReleaseMemObject(b->positions);
+}
+
+/* ---- the steps: each one public call, safe to repeat after a failure ---- */
+
+static clbt_status open_device(scenario *s) {
+  clbt_status status = clbt_device_open(NULL, &s->device);
+  if (status) ck_assert_ptr_null(s->device);
+  else s->device_batch = make_batch(clbt_device_context(s->device),
+                                    clbt_device_queue(s->device));
+  return status;
+}
+
+static clbt_status wrap_device(scenario *s) {
+  cl_device_id id = clbt_device_id(s->device);
+  cl_int error = CL_SUCCESS;
+  if (!s->own_context) {
+    s->own_context = clCreateContext(NULL, 1, &id, NULL, NULL, &error);
+    ck_assert_int_eq(error, CL_SUCCESS);
+    s->own_queue = clCreateCommandQueue(s->own_context, id, 0, &error);
+    ck_assert_int_eq(error, CL_SUCCESS);
+    s->wrapped_batch = make_batch(s->own_context, s->own_queue);
+  }
+  clbt_status status =
+      clbt_device_wrap(s->own_context, id, s->own_queue, &s->wrapped);
+  if (status) ck_assert_ptr_null(s->wrapped);
+  return status;
+}
+
+static clbt_status find_selector(scenario *s) {
+  return clbt_device_selector(clbt_device_id(s->device), s->selector,
+                              sizeof s->selector);
+}
+
+static clbt_status prepare_table(scenario *s) {
+  return clbt_table_prepare(s->device, &table_config);
+}
+
+static clbt_status create_table(scenario *s) {
+  clbt_status status = clbt_table_create(s->device, &table_config, &s->table);
+  if (status) ck_assert_ptr_null(s->table);
+  return status;
+}
+
+static clbt_status commit_table(scenario *s) {
+  clbt_assert_ok(clbt_table_add_row(s->table, 0, row0, 2));
+  clbt_assert_ok(clbt_table_add_row(s->table, 1, row1, 1));
+  return clbt_table_commit(s->table, 2);
+}
+
+/* An event clbt handed over: the test's own release is not tracked. */
+static void release_event(cl_event event) {
+  ck_assert_int_eq(clReleaseEvent(event), CL_SUCCESS);
+  clbt_fault_object_released(event);
+}
+
+/*
+ * Three scatter commits, so that the third reuses the first's packet and
+ * waits for its upload, then one with nothing to move, which hands back a
+ * marker. Row 1 ends holding row1 again, as commit_table left it.
+ */
+static clbt_status commit_with_events(scenario *s) {
+  static const int32_t *const rows[] = {row1, row0, row1};
+  static const size_t counts[] = {1, 2, 1};
+  clbt_assert_ok(clbt_table_set_commit_mode(s->table, CLBT_COMMIT_SCATTER));
+  clbt_status status = CLBT_SUCCESS;
+  for (int i = 0; i < 3 && !status; ++i) {
+    clbt_assert_ok(clbt_table_add_row(s->table, 1, rows[i], counts[i]));
+    status = clbt_table_enqueue_commit(s->table, 2, 0, NULL, NULL);
+  }
+  cl_event nothing_moved = NULL;
+  if (!status)
+    status = clbt_table_enqueue_commit(s->table, 2, 0, NULL, &nothing_moved);
+  if (nothing_moved) release_event(nothing_moved);
+  clbt_assert_ok(clbt_table_set_commit_mode(s->table, CLBT_COMMIT_AUTO));
+  return status;
+}
+
+static void remove_directory(const char *path) {
+  DIR *directory = opendir(path);
+  ck_assert_ptr_nonnull(directory);
+  for (struct dirent *e; (e = readdir(directory));) {
+    char file[512];
+    snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+    if (e->d_name[0] != '.') ck_assert_int_eq(unlink(file), 0);
+  }
+  closedir(directory);
+  ck_assert_int_eq(rmdir(path), 0);
+}
+
+/*
+ * CLBT_CACHE_DIR: a program one device handle builds and stores, a second
+ * handle (whose programs are its own) loads. The cache's own failures are
+ * warnings, after which the program is built from source.
+ */
+static clbt_status use_binary_cache(scenario *s) {
+  char directory[] = "/tmp/clbt-fault-cache-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(directory));
+  ck_assert_int_eq(setenv("CLBT_CACHE_DIR", directory, 1), 0);
+  clbt_table_config config = table_config;
+  config.block_size = 8; /* a program no earlier step built */
+  clbt_device *second = NULL;
+  clbt_status status = clbt_table_prepare(s->device, &config);
+  if (!status) status = clbt_device_open(NULL, &second);
+  if (!status) status = clbt_table_prepare(second, &config);
+  clbt_device_release(second);
+  ck_assert_int_eq(unsetenv("CLBT_CACHE_DIR"), 0);
+  remove_directory(directory);
+  return status;
+}
+
+static clbt_status map_table(scenario *s) {
+  return clbt_table_compute_slot_mapping(s->table, 2,
+                                         s->device_batch.query_start_loc,
+                                         s->device_batch.positions, 4);
+}
+
+static clbt_status read_rejected(scenario *s) {
+  return clbt_table_read_rejected_tokens(s->table, &s->rejected);
+}
+
+static clbt_status reset_rejected(scenario *s) {
+  return clbt_table_reset_rejected_tokens(s->table);
+}
+
+static clbt_status clear_table(scenario *s) {
+  return clbt_table_clear(s->table);
+}
+
+static clbt_status prepare_multi(scenario *s) {
+  return clbt_multi_table_prepare(s->wrapped, &multi_config);
+}
+
+static clbt_status create_multi(scenario *s) {
+  clbt_status status =
+      clbt_multi_table_create(s->wrapped, &multi_config, &s->multi);
+  if (status) ck_assert_ptr_null(s->multi);
+  return status;
+}
+
+static clbt_status commit_multi(scenario *s) {
+  const int32_t *const ids[2][2] = {{row0, row0}, {row1, row1}};
+  const size_t counts[2][2] = {{2, 2}, {1, 1}};
+  for (uint32_t r = 0; r < 2; ++r)
+    clbt_assert_ok(clbt_multi_table_add_row(s->multi, r, ids[r], counts[r]));
+  return clbt_multi_table_commit(s->multi, 2);
+}
+
+static clbt_status map_multi(scenario *s) {
+  return clbt_multi_table_compute_slot_mapping(
+      s->multi, 2, s->wrapped_batch.query_start_loc,
+      s->wrapped_batch.positions, 4);
+}
+
+static clbt_status clear_multi(scenario *s) {
+  return clbt_multi_table_clear(s->multi);
+}
+
+/* Builds with options the compiler rejects, so the build log is read. */
+static clbt_status prepare_broken_build(scenario *s) {
+  ck_assert_int_eq(setenv("CLBT_BUILD_OPTIONS", "-DCLBT_NUM_GROUPS=9", 1), 0);
+  clbt_status status = clbt_table_prepare(s->device, &table_config);
+  ck_assert_int_eq(unsetenv("CLBT_BUILD_OPTIONS"), 0);
+  return status;
+}
+
+/*
+ * One public call, and what it returns when nothing is failed. A step that
+ * absorbs failures may also succeed when a call fails (the on-disk cache
+ * falls back to building from source).
+ */
+typedef struct scenario_step {
+  const char *name;
+  clbt_status (*run)(scenario *s);
+  clbt_status expected;
+  bool absorbs_failures;
+} scenario_step;
+
+/* Steps in order, and the outcome a run through all of them must have. */
+typedef struct scenario_script {
+  const scenario_step *steps;
+  size_t count;
+  void (*check_outcome)(const scenario *s);
+} scenario_script;
+
+static void check_outcome(const scenario *s);
+
+/* Every public function that calls OpenCL or allocates, on success paths. */
+static const scenario_step everything_steps[] = {
+    {"clbt_device_open", open_device, CLBT_SUCCESS, false},
+    {"clbt_device_wrap", wrap_device, CLBT_SUCCESS, false},
+    {"clbt_device_selector", find_selector, CLBT_SUCCESS, false},
+    {"clbt_table_prepare", prepare_table, CLBT_SUCCESS, false},
+    {"clbt_table_create", create_table, CLBT_SUCCESS, false},
+    {"clbt_table_commit", commit_table, CLBT_SUCCESS, false},
+    {"clbt_table_enqueue_commit", commit_with_events, CLBT_SUCCESS, false},
+    {"CLBT_CACHE_DIR", use_binary_cache, CLBT_SUCCESS, true},
+    {"clbt_table_compute_slot_mapping", map_table, CLBT_SUCCESS, false},
+    {"clbt_table_read_rejected_tokens", read_rejected, CLBT_SUCCESS, false},
+    {"clbt_table_reset_rejected_tokens", reset_rejected, CLBT_SUCCESS, false},
+    {"clbt_table_clear", clear_table, CLBT_SUCCESS, false},
+    {"clbt_multi_table_prepare", prepare_multi, CLBT_SUCCESS, false},
+    {"clbt_multi_table_create", create_multi, CLBT_SUCCESS, false},
+    {"clbt_multi_table_commit", commit_multi, CLBT_SUCCESS, false},
+    {"clbt_multi_table_compute_slot_mapping", map_multi, CLBT_SUCCESS, false},
+    {"clbt_multi_table_clear", clear_multi, CLBT_SUCCESS, false},
+};
+
+/* The path of a failed build, which reads the build log. */
+static const scenario_step broken_build_steps[] = {
+    {"clbt_device_open", open_device, CLBT_SUCCESS, false},
+    {"clbt_table_prepare", prepare_broken_build,
+     CLBT_CL_BUILD_PROGRAM_FAILURE, false},
+};
+
+#define SCRIPT(steps, check) {steps, sizeof steps / sizeof steps[0], check}
+static const scenario_script scripts[] = {
+    SCRIPT(everything_steps, check_outcome),
+    SCRIPT(broken_build_steps, NULL),
+};
+
+/* ---- checks ------------------------------------------------------------- */
+
+static void read_buffer(cl_command_queue queue, cl_mem buffer, size_t bytes,
+                        void *out) {
+  ck_assert_int_eq(clEnqueueReadBuffer(queue, buffer, CL_TRUE, 0, bytes, out,
+                                       0, NULL, NULL),
+                   CL_SUCCESS);
+}
+
+static void check_slots(cl_command_queue queue, const clbt_table *table,
+                        const char *which) {
+  int64_t slots[4];
+  read_buffer(queue, clbt_table_slot_mapping(table), sizeof slots, slots);
+  for (int t = 0; t < 4; ++t)
+    ck_assert_msg(slots[t] == expected_slots[t],
+                  "%s: slot[%d] is %lld, expected %lld", which, t,
+                  (long long)slots[t], (long long)expected_slots[t]);
+}
+
+/* A completed scenario computed the right slots and cleared the rows. */
+static void check_outcome(const scenario *s) {
+  cl_command_queue queue = clbt_device_queue(s->device);
+  check_slots(queue, s->table, "table");
+  check_slots(s->own_queue, clbt_multi_table_group(s->multi, 0), "groups[0]");
+  ck_assert_uint_eq(s->rejected, EXPECTED_REJECTED);
+  uint32_t counter = 1;
+  read_buffer(queue, clbt_table_rejected_tokens(s->table), sizeof counter,
+              &counter);
+  ck_assert_uint_eq(counter, 0); /* reset */
+  int32_t rows[2 * 2];
+  read_buffer(queue, clbt_table_device_data(s->table), sizeof rows, rows);
+  for (int i = 0; i < 4; ++i) ck_assert_int_eq(rows[i], 0); /* cleared */
+}
+
+/*
+ * A platform that cannot list its devices is taken to have none, so that
+ * one broken driver does not hide the others; on a one-device machine that
+ * leaves no device to match.
+ */
+static bool taken_as_no_device(const char *failed, clbt_status status) {
+  return strcmp(failed, "clGetDeviceIDs") == 0 &&
+         status == CLBT_NO_MATCHING_DEVICE;
+}
+
+/*
+ * A failed call shows in the step's result: an error that names the
+ * OpenCL function and the code it returned, or the allocation. A step that
+ * fails anyway (a broken build) may keep its own status: reading the build
+ * log is best effort.
+ */
+static void check_failure(const scenario_step *step, clbt_fault_kind kind,
+                          clbt_status status, unsigned long call) {
+  const char *failed = clbt_fault_failed_function();
+  const char *message = clbt_last_error();
+  clbt_status expected = kind == CLBT_FAULT_OPENCL
+                             ? (clbt_status)CLBT_FAULT_INJECTED_ERROR
+                             : CLBT_CL_OUT_OF_HOST_MEMORY;
+  const char *words = kind == CLBT_FAULT_OPENCL ? failed : "no memory";
+  if (taken_as_no_device(failed, status) ||
+      (step->expected != CLBT_SUCCESS && status == step->expected) ||
+      (step->absorbs_failures && status == CLBT_SUCCESS))
+    return;
+  ck_assert_msg(status == expected && strstr(message, words),
+                "%s with call %lu (%s) failing returned %s, '%s'; expected "
+                "%s naming '%s'",
+                step->name, call, failed, clbt_status_name(status), message,
+                clbt_status_name(expected), words);
+}
+
+/* A step that ran with nothing failing returned what it should. */
+static void check_result(const scenario_step *step, clbt_status status) {
+  ck_assert_msg(status == step->expected, "%s returned %s, expected %s: %s",
+                step->name, clbt_status_name(status),
+                clbt_status_name(step->expected), clbt_last_error());
+}
+
+static void teardown(scenario *s) {
+  clbt_table_destroy(s->table);
+  clbt_multi_table_destroy(s->multi);
+  clbt_device_release(s->wrapped);
+  clbt_device_release(s->device);
+  release_batch(&s->device_batch);
+  release_batch(&s->wrapped_batch);
+  if (s->own_queue) clReleaseCommandQueue(s->own_queue);
+  if (s->own_context) clReleaseContext(s->own_context);
+}
+
+/*
+ * Runs a script with the call-th call of kind failing (0: none). After the
+ * failure, retry goes on with the step repeated; otherwise the script ends
+ * there. Returns the calls of kind the run made.
+ */
+static unsigned long run_script(const scenario_script *script,
+                                clbt_fault_kind kind, unsigned long call,
+                                bool retry) {
+  scenario s = {0};
+  bool completed = true;
+  clbt_fault_start(kind, call);
+  for (size_t i = 0; i < script->count && completed; ++i) {
+    const scenario_step *step = &script->steps[i];
+    bool fired_before = clbt_fault_failed_function() != NULL;
+    clbt_status status = step->run(&s);
+    if (fired_before || clbt_fault_failed_function() == NULL) {
+      check_result(step, status);
+      continue;
+    }
+    check_failure(step, kind, status, call);
+    clbt_fault_disarm();
+    completed = retry;
+    if (retry) check_result(step, step->run(&s));
+  }
+  if (completed && script->check_outcome) script->check_outcome(&s);
+  unsigned long calls = clbt_fault_calls(kind);
+  teardown(&s);
+  ck_assert_msg(call == 0 || clbt_fault_failed_function() != NULL,
+                "call %lu of %lu never came", call, calls);
+  char run_name[128] = "no call failing";
+  if (call)
+    snprintf(run_name, sizeof run_name, "call %lu (%s) failing, %s", call,
+             clbt_fault_failed_function(), retry ? "retried" : "abandoned");
+  ck_assert_msg(clbt_fault_live_objects() == 0 &&
+                    clbt_fault_live_allocations() == 0 &&
+                    clbt_fault_imbalances() == 0,
+                "%s: %zu OpenCL objects and %zu heap blocks leaked, %zu "
+                "released twice",
+                run_name, clbt_fault_live_objects(),
+                clbt_fault_live_allocations(), clbt_fault_imbalances());
+  return calls;
+}
+
+/*
+ * Every function of kind that the library calls was failed somewhere: a
+ * function that only a public call outside the scripts reaches would show
+ * here, by name.
+ */
+static void check_every_function_failed(clbt_fault_kind kind,
+                                        const char *const *functions,
+                                        size_t count) {
+  char missing[1024] = "";
+  for (size_t i = 0; i < count; ++i)
+    if (!clbt_fault_function_failed(kind, functions[i]))
+      snprintf(missing + strlen(missing), sizeof missing - strlen(missing),
+               " %s", functions[i]);
+  ck_assert_msg(missing[0] == '\0',
+                "never failed, because no step calls them:%s", missing);
+}
+
+/*
+ * Fails each call of kind in turn, in every script, retrying and
+ * abandoning; checks that every function was failed and prints the figures.
+ */
+static void sweep(clbt_fault_kind kind, const char *what,
+                  const char *const *functions, size_t function_count,
+                  size_t sites) {
+  unsigned long failed = 0;
+  for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; ++i) {
+    unsigned long calls = run_script(&scripts[i], kind, 0, true);
+    ck_assert_uint_gt(calls, 0);
+    for (unsigned long call = 1; call <= calls; ++call) {
+      run_script(&scripts[i], kind, call, true);
+      run_script(&scripts[i], kind, call, false);
+    }
+    failed += calls;
+  }
+  check_every_function_failed(kind, functions, function_count);
+  printf("fault injection: %lu %s calls failed one at a time, each retried "
+         "and abandoned (%lu runs): all %zu functions and %zu of the "
+         "library's %zu call sites failed and survived; nothing leaked\n",
+         failed, what, 2 * failed, function_count,
+         clbt_fault_sites_failed(kind), sites);
+}
+
+START_TEST(every_opencl_call_can_fail) {
+  static const char *const functions[] = {CLBT_FAULT_OPENCL_FUNCTIONS};
+  sweep(CLBT_FAULT_OPENCL, "OpenCL", functions,
+        sizeof functions / sizeof functions[0], CLBT_FAULT_OPENCL_SITES);
+}
+END_TEST
+
+START_TEST(every_allocation_can_fail) {
+  static const char *const functions[] = {CLBT_FAULT_ALLOCATION_FUNCTIONS};
+  sweep(CLBT_FAULT_ALLOCATION, "allocation", functions,
+        sizeof functions / sizeof functions[0], CLBT_FAULT_ALLOCATION_SITES);
+}
+END_TEST
+
+int main(void) {
+  Suite *suite = suite_create("fault_injection");
+  TCase *tc = tcase_create("fault_injection");
+  tcase_set_timeout(tc, 0);
+  tcase_add_test(tc, every_opencl_call_can_fail);
+  tcase_add_test(tc, every_allocation_can_fail);
+  suite_add_tcase(suite, tc);
+  return clbt_test_run(suite);
+}

@@ -1,0 +1,228 @@
+/*
+ * Hostile batches on the device: query_start_loc that decreases, is
+ * negative or points past num_tokens; positions negative or huge; rows
+ * never committed and ids past a row's committed length. The rules are
+ * docs/semantics.md's: a malformed query_start_loc maps no token and
+ * counts all num_tokens; a negative position or a block index not below
+ * the committed length gets -1 and is counted; a token outside every
+ * request gets -1 and is not counted. Every expected slot and count below
+ * is worked out by hand; where the host rows equal the committed ones the
+ * host reference must agree as well.
+ *
+ * The inputs lie in host memory that the buffers use in place
+ * (CL_MEM_USE_HOST_PTR, which PoCL honours without a copy; the test checks
+ * that it does), flush against a page that cannot be read or written: once
+ * ending at the fence, once starting at it. A kernel that touched one byte
+ * outside its inputs would crash the test, and the inputs themselves must
+ * come back unchanged.
+ */
+/* MAP_ANONYMOUS is a glibc and BSD extension to POSIX 2008's mmap. */
+#define _DEFAULT_SOURCE
+
+#include "clbt_test.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+enum { MAX_REQS = 4, MAX_TOKENS = 8 };
+
+/* Blocks of 4 tokens, rows of up to 3 blocks. */
+static const clbt_table_config config = {.block_size = 4,
+                                         .max_num_reqs = MAX_REQS,
+                                         .max_num_blocks_per_req = 3,
+                                         .max_num_batched_tokens = MAX_TOKENS};
+
+/*
+ * Committed: row 0 = {10, 11}; row 1 = {20}; row 2 = {40} of length 1 with
+ * the stale ids 31, 32 behind it (add_row keeps the columns past the new
+ * length, as vLLM does); row 3 never committed, though the host has {50}
+ * in it. A token at position p of row r maps to row[p / 4] * 4 + p % 4.
+ */
+static clbt_table *create_table(void) {
+  clbt_table *table = NULL;
+  clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
+  clbt_assert_ok(clbt_table_append_row(table, 0, (const int32_t[]){10, 11}, 2));
+  clbt_assert_ok(clbt_table_append_row(table, 1, (const int32_t[]){20}, 1));
+  clbt_assert_ok(
+      clbt_table_append_row(table, 2, (const int32_t[]){30, 31, 32}, 3));
+  clbt_assert_ok(clbt_table_commit(table, 3));
+  clbt_assert_ok(clbt_table_add_row(table, 2, (const int32_t[]){40}, 1));
+  clbt_assert_ok(clbt_table_commit(table, 3));
+  clbt_assert_ok(clbt_table_append_row(table, 3, (const int32_t[]){50}, 1));
+  return table;
+}
+
+#define PAD CLBT_PAD_SLOT_ID
+
+typedef struct hostile_batch {
+  const char *name;
+  uint32_t num_reqs, num_tokens;
+  int32_t query_start_loc[MAX_REQS + 1];
+  int64_t positions[MAX_TOKENS];
+  int64_t expected[MAX_TOKENS]; /* tokens below num_tokens; the rest: PAD */
+  uint32_t rejected;
+} hostile_batch;
+
+static const hostile_batch batches[] = {
+    {"a well-formed batch, one token past its row", 3, 6,
+     {0, 2, 4, 6}, {1, 5, 3, 4, 0, 2},
+     {41, 45, 83, PAD, 160, 162}, 1},
+    {"stale ids past the committed length", 3, 3,
+     {0, 0, 0, 3}, {4, 6, 9},
+     {PAD, PAD, PAD}, 3},
+    {"rows never committed", 4, 3,
+     {0, 1, 1, 1, 3}, {0, 0, 1},
+     {40, PAD, PAD}, 2},
+    {"query_start_loc decreasing", 3, 4,
+     {0, 3, 2, 4}, {0, 1, 2, 3},
+     {PAD, PAD, PAD, PAD}, 4},
+    {"query_start_loc past num_tokens", 2, 4,
+     {0, 2, 6}, {0, 1, 2, 3},
+     {PAD, PAD, PAD, PAD}, 4},
+    {"query_start_loc negative at the start", 2, 4,
+     {-1, 2, 4}, {0, 1, 2, 3},
+     {PAD, PAD, PAD, PAD}, 4},
+    {"query_start_loc INT32_MIN inside", 2, 4,
+     {0, INT32_MIN, 4}, {0, 1, 2, 3},
+     {PAD, PAD, PAD, PAD}, 4},
+    {"query_start_loc ending at INT32_MAX", 1, 8,
+     {0, INT32_MAX}, {0, 1, 2, 3, 4, 5, 6, 7},
+     {PAD, PAD, PAD, PAD, PAD, PAD, PAD, PAD}, 8},
+    {"negative positions", 1, 3,
+     {0, 3}, {-1, INT64_MIN, 2},
+     {PAD, PAD, 42}, 2},
+    {"huge positions", 1, 4,
+     {0, 4}, {INT64_MAX, (int64_t)1 << 40, (int64_t)INT32_MAX * 4 + 3, 8},
+     {PAD, PAD, PAD, PAD}, 4},
+    {"tokens outside every request", 2, 7,
+     {2, 3, 5}, {100, 100, 1, 0, 3, 100, 100},
+     {PAD, PAD, 41, 80, 83, PAD, PAD}, 0},
+    {"requests without tokens", 2, 0,
+     {0, 0, 0}, {0},
+     {PAD}, 0},
+    {"tokens without requests", 0, 3,
+     {0}, {0, 1, 2},
+     {PAD, PAD, PAD}, 0},
+};
+
+/* ---- inputs fenced by inaccessible pages -------------------------------- */
+
+typedef struct fenced {
+  char *mapping; /* fence page, data page, fence page */
+  size_t page;
+  void *data;
+  cl_mem buffer;
+} fenced;
+
+/* Copies bytes next to a fence page (after it, or ending at the next) and
+   makes a buffer that uses them in place. */
+static fenced fenced_create(const void *data, size_t bytes, bool at_end) {
+  fenced f = {.page = (size_t)sysconf(_SC_PAGESIZE)};
+  ck_assert_uint_le(bytes, f.page);
+  f.mapping = mmap(NULL, 3 * f.page, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ck_assert_ptr_ne(f.mapping, MAP_FAILED);
+  ck_assert_int_eq(mprotect(f.mapping, f.page, PROT_NONE), 0);
+  ck_assert_int_eq(mprotect(f.mapping + 2 * f.page, f.page, PROT_NONE), 0);
+  f.data = at_end ? f.mapping + 2 * f.page - bytes : f.mapping + f.page;
+  memcpy(f.data, data, bytes);
+  cl_int error = CL_SUCCESS;
+  f.buffer = clCreateBuffer(clbt_device_context(clbt_test_device()),
+                            CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, bytes,
+                            f.data, &error);
+  ck_assert_int_eq(error, CL_SUCCESS);
+  return f;
+}
+
+static void fenced_destroy(fenced *f) {
+  clReleaseMemObject(f->buffer);
+  ck_assert_int_eq(munmap(f->mapping, 3 * f->page), 0);
+}
+
+/* The fences prove something only if the device reads the host memory
+   itself: a write through OpenCL must land in it. */
+START_TEST(buffers_use_host_memory_in_place) {
+  const int64_t before[2] = {1, 2}, written[2] = {3, 4};
+  fenced f = fenced_create(before, sizeof before, true);
+  clbt_test_write(f.buffer, sizeof written, written);
+  ck_assert_mem_eq(f.data, written, sizeof written);
+  fenced_destroy(&f);
+}
+END_TEST
+
+/* ---- running a batch ---------------------------------------------------- */
+
+static void check_slots(const hostile_batch *b, const int64_t *slots,
+                        const char *oracle) {
+  for (uint32_t t = 0; t < MAX_TOKENS; ++t) {
+    int64_t expected = t < b->num_tokens ? b->expected[t] : PAD;
+    ck_assert_msg(slots[t] == expected, "%s: %s slot[%u] is %lld, not %lld",
+                  b->name, oracle, t, (long long)slots[t],
+                  (long long)expected);
+  }
+}
+
+/* Runs a batch on the device with its inputs against a fence. */
+static void run_fenced(clbt_table *table, const hostile_batch *b,
+                       bool at_end) {
+  size_t qsl_bytes = (b->num_reqs + 1) * sizeof(int32_t);
+  size_t positions_bytes = b->num_tokens * sizeof(int64_t);
+  fenced qsl = fenced_create(b->query_start_loc, qsl_bytes, at_end);
+  fenced positions = fenced_create(b->positions, sizeof(int64_t), at_end);
+  if (b->num_tokens) {
+    fenced_destroy(&positions);
+    positions = fenced_create(b->positions, positions_bytes, at_end);
+  }
+  clbt_test_snapshot before = clbt_test_snapshot_take(table, MAX_REQS);
+  clbt_test_poison(clbt_table_slot_mapping(table), MAX_TOKENS);
+  clbt_assert_ok(clbt_table_reset_rejected_tokens(table));
+
+  clbt_assert_ok(clbt_table_compute_slot_mapping(
+      table, b->num_reqs, qsl.buffer,
+      b->num_tokens ? positions.buffer : NULL, b->num_tokens));
+  int64_t slots[MAX_TOKENS];
+  uint32_t rejected = 0;
+  clbt_test_read(clbt_table_slot_mapping(table), sizeof slots, slots);
+  clbt_assert_ok(clbt_table_read_rejected_tokens(table, &rejected));
+
+  check_slots(b, slots, "device");
+  ck_assert_msg(rejected == b->rejected, "%s: %u tokens counted, not %u",
+                b->name, rejected, b->rejected);
+  ck_assert_msg(memcmp(qsl.data, b->query_start_loc, qsl_bytes) == 0 &&
+                    memcmp(positions.data, b->positions, positions_bytes) == 0,
+                "%s: the kernel wrote into its inputs", b->name);
+  clbt_test_snapshot_check(&before, table);
+  fenced_destroy(&qsl);
+  fenced_destroy(&positions);
+}
+
+START_TEST(hostile_batches_map_to_pad_and_are_counted) {
+  clbt_table *table = create_table();
+  for (size_t i = 0; i < sizeof batches / sizeof batches[0]; ++i) {
+    const hostile_batch *b = &batches[i];
+    run_fenced(table, b, true);
+    run_fenced(table, b, false);
+    /* The host rows equal the committed ones except row 3's. */
+    if (b->num_reqs <= 3) {
+      int64_t slots[MAX_TOKENS];
+      clbt_assert_ok(clbt_table_compute_slot_mapping_host(
+          table, b->num_reqs, b->query_start_loc, b->positions, b->num_tokens,
+          slots));
+      check_slots(b, slots, "host reference");
+    }
+  }
+  clbt_table_destroy(table);
+}
+END_TEST
+
+int main(void) {
+  Suite *suite = suite_create("hostile_batches");
+  TCase *tc = tcase_create("hostile_batches");
+  tcase_set_timeout(tc, 0);
+  tcase_add_test(tc, buffers_use_host_memory_in_place);
+  tcase_add_test(tc, hostile_batches_map_to_pad_and_are_counted);
+  suite_add_tcase(suite, tc);
+  return clbt_test_run(suite);
+}

@@ -1,0 +1,188 @@
+/*
+ * Threads (docs/threading.md): several threads, each driving tables of its
+ * own on one shared device handle. They race to build the same program
+ * (the device's cache must build it once) and programs of their own, share
+ * the device's queue, and fail on purpose to check that each thread reads
+ * its own clbt_last_error(). CI runs this suite under ThreadSanitizer.
+ *
+ * Check's assertions may only run on the main thread, so workers write
+ * their first failure into their record and the main thread asserts.
+ */
+#include "clbt_test.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+enum { THREADS = 4, ITERATIONS = 40, REQS = 4, BLOCKS = 4, TOKENS = 16 };
+
+/* Every thread's first table has this config: one program for all. */
+static const clbt_table_config shared_config = {
+    .block_size = 16, .max_num_reqs = REQS, .max_num_blocks_per_req = BLOCKS,
+    .max_num_batched_tokens = TOKENS};
+
+/* Its second table is one CP rank of four: a program of its own. */
+static clbt_table_config own_config(uint32_t thread) {
+  clbt_table_config config = shared_config;
+  config.cp_world_size = THREADS;
+  config.cp_rank = thread;
+  return config;
+}
+
+typedef struct worker {
+  pthread_t handle;
+  uint32_t index;
+  char failure[512]; /* the first failure; empty when none */
+} worker;
+
+__attribute__((format(printf, 2, 3)))
+static bool record_failure(worker *w, const char *format, ...) {
+  if (w->failure[0] == '\0') {
+    va_list args;
+    va_start(args, format);
+    vsnprintf(w->failure, sizeof w->failure, format, args);
+    va_end(args);
+  }
+  return false;
+}
+
+static bool succeeded(worker *w, clbt_status status, const char *what) {
+  return status == CLBT_SUCCESS ||
+         record_failure(w, "%s: %s: %s", what, clbt_status_name(status),
+              clbt_last_error());
+}
+
+/* A batch over every row: row r's tokens sit at positions r, r+5, ... */
+typedef struct batch {
+  int32_t query_start_loc[REQS + 1];
+  int64_t positions[TOKENS];
+  cl_mem device_query_start_loc, device_positions;
+} batch;
+
+static bool batch_upload(worker *w, batch *b, uint32_t iteration) {
+  cl_command_queue queue = clbt_device_queue(clbt_test_device());
+  for (uint32_t r = 0; r <= REQS; ++r)
+    b->query_start_loc[r] = (int32_t)(r * (TOKENS / REQS));
+  for (uint32_t t = 0; t < TOKENS; ++t)
+    b->positions[t] = (int64_t)((t / REQS + 5 * (t % REQS) + iteration) %
+                                (BLOCKS * 16));
+  cl_int error = clEnqueueWriteBuffer(queue, b->device_query_start_loc,
+                                      CL_TRUE, 0, sizeof b->query_start_loc,
+                                      b->query_start_loc, 0, NULL, NULL);
+  if (error == CL_SUCCESS)
+    error =
+        clEnqueueWriteBuffer(queue, b->device_positions, CL_TRUE, 0,
+                             sizeof b->positions, b->positions, 0, NULL, NULL);
+  return error == CL_SUCCESS ||
+         record_failure(w, "uploading a batch: %d", error);
+}
+
+/* Fills, commits and maps one table, and compares with the reference. */
+static bool step(worker *w, clbt_table *table, batch *b, uint32_t iteration) {
+  for (uint32_t r = 0; r < REQS; ++r) {
+    int32_t ids[BLOCKS];
+    for (uint32_t i = 0; i < BLOCKS; ++i)
+      ids[i] = (int32_t)(1000 * w->index + 100 * r + 10 * i + iteration % 10);
+    if (!succeeded(w, clbt_table_add_row(table, r, ids, BLOCKS), "add_row"))
+      return false;
+  }
+  int64_t expected[TOKENS], actual[TOKENS];
+  if (!succeeded(w, clbt_table_commit(table, REQS), "commit") ||
+      !succeeded(w, clbt_table_compute_slot_mapping(table, REQS,
+                                             b->device_query_start_loc,
+                                             b->device_positions, TOKENS),
+          "compute_slot_mapping") ||
+      !succeeded(w, clbt_table_compute_slot_mapping_host(table, REQS,
+                                                  b->query_start_loc,
+                                                  b->positions, TOKENS,
+                                                  expected),
+          "compute_slot_mapping_host"))
+    return false;
+  cl_int error = clEnqueueReadBuffer(
+      clbt_device_queue(clbt_test_device()), clbt_table_slot_mapping(table),
+      CL_TRUE, 0, sizeof actual, actual, 0, NULL, NULL);
+  if (error != CL_SUCCESS)
+    return record_failure(w, "reading slots: %d", error);
+  for (uint32_t t = 0; t < TOKENS; ++t)
+    if (actual[t] != expected[t])
+      return record_failure(
+          w, "iteration %u: slot[%u] is %lld, the reference says %lld",
+          iteration, t, (long long)actual[t], (long long)expected[t]);
+  return true;
+}
+
+/* A failure of this thread leaves this thread's message, whatever the
+   others do meanwhile. */
+static bool own_message(worker *w, clbt_table *table) {
+  uint32_t row = 100 + w->index;
+  char words[64];
+  snprintf(words, sizeof words, "row %u is out of range", row);
+  clbt_status status = clbt_table_clear_row(table, row);
+  return (status == CLBT_ROW_OUT_OF_RANGE &&
+          strstr(clbt_last_error(), words)) ||
+         record_failure(w, "clear_row(%u) gave %s, '%s'", row,
+                        clbt_status_name(status), clbt_last_error());
+}
+
+static void *work(void *argument) {
+  worker *w = argument;
+  clbt_table_config config = own_config(w->index);
+  clbt_table *tables[2] = {NULL, NULL};
+  batch b = {0};
+  cl_int errors[2] = {CL_SUCCESS, CL_SUCCESS};
+  cl_context context = clbt_device_context(clbt_test_device());
+  b.device_query_start_loc = clCreateBuffer(
+      context, CL_MEM_READ_ONLY, sizeof b.query_start_loc, NULL, &errors[0]);
+  b.device_positions = clCreateBuffer(context, CL_MEM_READ_ONLY,
+                                      sizeof b.positions, NULL, &errors[1]);
+  bool good =
+      (errors[0] == CL_SUCCESS && errors[1] == CL_SUCCESS) ||
+      record_failure(w, "creating buffers: %d, %d", errors[0], errors[1]);
+  good = good && succeeded(w,
+                           clbt_table_create(clbt_test_device(), &shared_config,
+                                             &tables[0]),
+                           "create (shared config)");
+  good =
+      good &&
+      succeeded(w, clbt_table_create(clbt_test_device(), &config, &tables[1]),
+                "create (own config)");
+  for (uint32_t i = 0; i < ITERATIONS && good; ++i)
+    good = batch_upload(w, &b, i) && step(w, tables[0], &b, i) &&
+           step(w, tables[1], &b, i) && own_message(w, tables[i % 2]);
+  clbt_table_destroy(tables[0]);
+  clbt_table_destroy(tables[1]);
+  if (b.device_query_start_loc) clReleaseMemObject(b.device_query_start_loc);
+  if (b.device_positions) clReleaseMemObject(b.device_positions);
+  return NULL;
+}
+
+START_TEST(threads_share_one_device) {
+  clbt_device *device = clbt_test_device();
+  size_t programs_before = clbt_device_program_count(device);
+  worker workers[THREADS];
+  for (uint32_t i = 0; i < THREADS; ++i) {
+    workers[i] = (worker){.index = i};
+    ck_assert_int_eq(pthread_create(&workers[i].handle, NULL, work,
+                                    &workers[i]),
+                     0);
+  }
+  for (uint32_t i = 0; i < THREADS; ++i) {
+    ck_assert_int_eq(pthread_join(workers[i].handle, NULL), 0);
+    ck_assert_msg(workers[i].failure[0] == '\0', "thread %u: %s", i,
+                  workers[i].failure);
+  }
+  /* The shared config's program once, and one per thread's own config. */
+  ck_assert_uint_eq(clbt_device_program_count(device),
+                    programs_before + 1 + THREADS);
+}
+END_TEST
+
+int main(void) {
+  Suite *suite = suite_create("threads");
+  TCase *tc = tcase_create("threads");
+  tcase_set_timeout(tc, 0);
+  tcase_add_test(tc, threads_share_one_device);
+  suite_add_tcase(suite, tc);
+  return clbt_test_run(suite);
+}
