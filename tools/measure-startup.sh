@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Measures what the on-disk program cache (CLBT_CACHE_DIR) adds to the
-# start-up of a 3-group table (block sizes 16, 32 and 64: three programs),
+# start-up of a 3-group table (block sizes 16, 32 and 64: one launch, so one
+# program),
 # with the driver's own kernel cache off and on (PoCL's POCL_KERNEL_CACHE).
 # Each case runs `clbt info` in a fresh process `runs` times and prints the
 # medians of the times it reports (open the device, prepare the programs,
