@@ -176,11 +176,16 @@ clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *tables,
                               uint32_t num_tables);
 void clbt__launch_release(clbt__launch *launch);
 
-/* Checks a batch's arguments against a table's bounds and context. */
+/*
+ * Checks a slot-mapping call's arguments against a table's bounds and
+ * context, and its wait list.
+ */
 clbt_status clbt__check_batch_arguments(const clbt_table *table,
                                         uint32_t num_reqs,
                                         cl_mem query_start_loc,
-                                        cl_mem positions, uint32_t num_tokens);
+                                        cl_mem positions, uint32_t num_tokens,
+                                        cl_uint num_events,
+                                        const cl_event *wait_list);
 
 /* Enqueues a checked batch. */
 clbt_status clbt__launch_enqueue(const clbt__launch *launch,

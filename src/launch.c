@@ -217,7 +217,9 @@ done:
 clbt_status clbt__check_batch_arguments(const clbt_table *table,
                                         uint32_t num_reqs,
                                         cl_mem query_start_loc,
-                                        cl_mem positions, uint32_t num_tokens) {
+                                        cl_mem positions, uint32_t num_tokens,
+                                        cl_uint num_events,
+                                        const cl_event *wait_list) {
   if (!query_start_loc)
     return clbt__fail(CLBT_NULL_ARGUMENT, "query_start_loc is NULL");
   if (!positions && num_tokens > 0)
@@ -232,6 +234,7 @@ clbt_status clbt__check_batch_arguments(const clbt_table *table,
     status = check_buffer(table, positions, "positions",
                           (size_t)num_tokens * sizeof(int64_t), "num_tokens",
                           num_tokens);
+  if (!status) status = clbt__check_wait_list(num_events, wait_list);
   return status;
 }
 

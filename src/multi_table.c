@@ -258,8 +258,8 @@ clbt_status clbt_multi_table_enqueue_slot_mapping(
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   /* Every group has the same bounds and context as the first. */
   clbt_status status = clbt__check_batch_arguments(
-      first_group(table), num_reqs, query_start_loc, positions, num_tokens);
-  if (!status) status = clbt__check_wait_list(num_events, wait_list);
+      first_group(table), num_reqs, query_start_loc, positions, num_tokens,
+      num_events, wait_list);
   if (status) return status;
   cl_command_queue queue = first_group(table)->device->queue;
   if (table->num_launches == 0)

@@ -278,8 +278,8 @@ clbt_status clbt_table_enqueue_slot_mapping(
     const cl_event *wait_list, cl_event *event) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   clbt_status status = clbt__check_batch_arguments(
-      table, num_reqs, query_start_loc, positions, num_tokens);
-  if (!status) status = clbt__check_wait_list(num_events, wait_list);
+      table, num_reqs, query_start_loc, positions, num_tokens,
+      num_events, wait_list);
   if (status) return status;
   cl_command_queue queue = table->device->queue;
   if (table->layout.slot_mode == CLBT_SLOT_MODE_NONE)
