@@ -142,6 +142,9 @@ typedef enum function {
   MULTI_CREATE, MULTI_PREPARE, MULTI_APPEND_ROW, MULTI_ADD_ROW,
   MULTI_CLEAR_ROW, MULTI_MOVE_ROW, MULTI_SWAP_ROW, MULTI_COMMIT,
   MULTI_SLOT_MAPPING, MULTI_CLEAR,
+  TABLE_ENQUEUE_COMMIT, TABLE_ENQUEUE_SLOT_MAPPING, TABLE_SET_COMMIT_MODE,
+  TABLE_LAST_COMMIT, MULTI_ENQUEUE_COMMIT, MULTI_ENQUEUE_SLOT_MAPPING,
+  LOG_SET_LEVEL, DEVICE_PROGRAM_OPTIONS,
   DEVICE_OPEN, DEVICE_WRAP, DEVICE_SELECTOR, BLOCK_TABLE_WIDTH
 } function;
 
@@ -156,7 +159,11 @@ static const char *const function_names[] = {
     "clbt_multi_table_add_row", "clbt_multi_table_clear_row",
     "clbt_multi_table_move_row", "clbt_multi_table_swap_row",
     "clbt_multi_table_commit", "clbt_multi_table_compute_slot_mapping",
-    "clbt_multi_table_clear", "clbt_device_open", "clbt_device_wrap",
+    "clbt_multi_table_clear", "clbt_table_enqueue_commit",
+    "clbt_table_enqueue_slot_mapping", "clbt_table_set_commit_mode",
+    "clbt_table_last_commit", "clbt_multi_table_enqueue_commit",
+    "clbt_multi_table_enqueue_slot_mapping", "clbt_log_set_level",
+    "clbt_device_program_options", "clbt_device_open", "clbt_device_wrap",
     "clbt_device_selector", "clbt_block_table_width"};
 
 /* Which pointer argument, if any, is NULL. */
@@ -190,6 +197,8 @@ typedef struct bad_input {
   size_t size;          /* of the selector buffer */
   queue_kind queue;
   uint32_t width_args[4]; /* max_num_blocks, block, kernel block, alignment */
+  uint32_t num_events;  /* of an enqueue's wait list */
+  bool wait_list;       /* whether that list is given */
 } bad_input;
 
 #define IDS(...) ((const int32_t[]){__VA_ARGS__})
@@ -603,6 +612,60 @@ static const bad_input cases[] = {
     BAD(MULTI_CLEAR, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
         .null = NULL_HANDLE),
 
+    /* ---- events and commit modes ---- */
+    BAD(TABLE_ENQUEUE_COMMIT, "NULL table", CLBT_NULL_ARGUMENT,
+        "table is NULL", .null = NULL_HANDLE, .a = 1),
+    BAD(TABLE_ENQUEUE_COMMIT, "num_reqs above max_num_reqs",
+        CLBT_TOO_MANY_REQUESTS, "num_reqs 5 exceeds max_num_reqs 4", .a = 5),
+    BAD(TABLE_ENQUEUE_COMMIT, "NULL wait_list with events",
+        CLBT_INVALID_ARGUMENT, "wait_list is NULL with num_events 2", .a = 1,
+        .num_events = 2),
+    BAD(TABLE_ENQUEUE_COMMIT, "a wait_list with no events",
+        CLBT_INVALID_ARGUMENT, "wait_list is not NULL with num_events 0",
+        .a = 1, .wait_list = true),
+    BAD(TABLE_ENQUEUE_SLOT_MAPPING, "NULL table", CLBT_NULL_ARGUMENT,
+        "table is NULL", .null = NULL_HANDLE, .a = 1, .num_tokens = 1),
+    BAD(TABLE_ENQUEUE_SLOT_MAPPING, "num_tokens above max_num_batched_tokens",
+        CLBT_TOO_MANY_TOKENS, "num_tokens 9 exceeds max_num_batched_tokens 8",
+        .a = 1, .num_tokens = 9),
+    BAD(TABLE_ENQUEUE_SLOT_MAPPING, "NULL wait_list with events",
+        CLBT_INVALID_ARGUMENT, "wait_list is NULL with num_events 1", .a = 1,
+        .num_tokens = 1, .num_events = 1),
+    BAD(TABLE_SET_COMMIT_MODE, "NULL table", CLBT_NULL_ARGUMENT,
+        "table is NULL", .null = NULL_HANDLE),
+    BAD(TABLE_SET_COMMIT_MODE, "a mode past the last", CLBT_INVALID_ARGUMENT,
+        "mode 3 is not a clbt_commit_mode", .a = 3),
+    BAD(TABLE_LAST_COMMIT, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE),
+    BAD(TABLE_LAST_COMMIT, "NULL info", CLBT_NULL_ARGUMENT, "info is NULL",
+        .null = NULL_OUT),
+    BAD(MULTI_ENQUEUE_COMMIT, "NULL table", CLBT_NULL_ARGUMENT,
+        "table is NULL", .null = NULL_HANDLE, .a = 1),
+    BAD(MULTI_ENQUEUE_COMMIT, "num_reqs above max_num_reqs",
+        CLBT_TOO_MANY_REQUESTS, "num_reqs 5 exceeds max_num_reqs 4", .a = 5),
+    BAD(MULTI_ENQUEUE_COMMIT, "a wait_list with no events",
+        CLBT_INVALID_ARGUMENT, "wait_list is not NULL with num_events 0",
+        .a = 1, .wait_list = true),
+    BAD(MULTI_ENQUEUE_SLOT_MAPPING, "NULL table", CLBT_NULL_ARGUMENT,
+        "table is NULL", .null = NULL_HANDLE, .a = 1, .num_tokens = 1),
+    BAD(MULTI_ENQUEUE_SLOT_MAPPING, "query_start_loc too small",
+        CLBT_BUFFER_TOO_SMALL,
+        "query_start_loc holds 8 bytes; num_reqs 3 needs 16", .a = 3,
+        .num_tokens = 1, .query_start_loc = TOO_SMALL),
+    BAD(MULTI_ENQUEUE_SLOT_MAPPING, "NULL wait_list with events",
+        CLBT_INVALID_ARGUMENT, "wait_list is NULL with num_events 3", .a = 1,
+        .num_tokens = 1, .num_events = 3),
+    BAD(LOG_SET_LEVEL, "a level past debug", CLBT_INVALID_ARGUMENT, "level 5",
+        .a = 5),
+    BAD(DEVICE_PROGRAM_OPTIONS, "NULL device", CLBT_NULL_ARGUMENT,
+        "device is NULL", .null = NULL_HANDLE, .size = 64),
+    BAD(DEVICE_PROGRAM_OPTIONS, "NULL buf", CLBT_NULL_ARGUMENT, "buf is NULL",
+        .null = NULL_OUT, .size = 64),
+    BAD(DEVICE_PROGRAM_OPTIONS, "an index past the last program",
+        CLBT_INVALID_ARGUMENT, "index 1000", .a = 1000, .size = 64),
+    BAD(DEVICE_PROGRAM_OPTIONS, "a buffer too small", CLBT_BUFFER_TOO_SMALL,
+        "size is 4 bytes", .size = 4),
+
     /* ---- devices and widths ---- */
     BAD(DEVICE_OPEN, "NULL out", CLBT_NULL_ARGUMENT, "out is NULL",
         .null = NULL_OUT, .selector = "portable:cpu"),
@@ -678,6 +741,7 @@ typedef struct outputs {
   uint32_t count, width;
   char selector[64];
   int64_t slots[8];
+  clbt_commit_info commit;
 } outputs;
 
 static cl_mem pick_buffer(const fixture *f, buffer which, bool positions) {
@@ -826,8 +890,53 @@ static clbt_status call_device(const bad_input *c, const fixture *f,
   }
 }
 
+/* The enqueuing calls, the commit mode and the log level, and the
+   device's program list. */
+static clbt_status call_new(const bad_input *c, const fixture *f,
+                            outputs *out) {
+  /* Never waited on: the lists are refused before they are read. */
+  static const cl_event no_events[3] = {NULL, NULL, NULL};
+  const cl_event *wait_list = c->wait_list ? no_events : NULL;
+  clbt_table *table = c->null == NULL_HANDLE ? NULL : f->table;
+  clbt_multi_table *multi = c->null == NULL_HANDLE ? NULL : f->multi;
+  cl_mem qsl = pick_buffer(f, c->query_start_loc, false);
+  cl_mem positions = pick_buffer(f, c->positions, true);
+  switch (c->function) {
+  case TABLE_ENQUEUE_COMMIT:
+    return clbt_table_enqueue_commit(table, c->a, c->num_events, wait_list,
+                                     NULL);
+  case TABLE_ENQUEUE_SLOT_MAPPING:
+    return clbt_table_enqueue_slot_mapping(table, c->a, qsl, positions,
+                                           c->num_tokens, c->num_events,
+                                           wait_list, NULL);
+  case TABLE_SET_COMMIT_MODE:
+    return clbt_table_set_commit_mode(table, (clbt_commit_mode)c->a);
+  case TABLE_LAST_COMMIT:
+    return clbt_table_last_commit(table,
+                                  c->null == NULL_OUT ? NULL : &out->commit);
+  case MULTI_ENQUEUE_COMMIT:
+    return clbt_multi_table_enqueue_commit(multi, c->a, c->num_events,
+                                           wait_list, NULL);
+  case MULTI_ENQUEUE_SLOT_MAPPING:
+    return clbt_multi_table_enqueue_slot_mapping(multi, c->a, qsl, positions,
+                                                 c->num_tokens, c->num_events,
+                                                 wait_list, NULL);
+  case LOG_SET_LEVEL:
+    return clbt_log_set_level((clbt_log_level)c->a);
+  default: /* DEVICE_PROGRAM_OPTIONS */
+    return clbt_device_program_options(
+        c->null == NULL_HANDLE ? NULL : clbt_test_device(), c->a,
+        c->null == NULL_OUT ? NULL : out->selector, c->size);
+  }
+}
+
 static clbt_status call(const bad_input *c, const fixture *f, outputs *out) {
   switch (c->function) {
+  case TABLE_ENQUEUE_COMMIT: case TABLE_ENQUEUE_SLOT_MAPPING:
+  case TABLE_SET_COMMIT_MODE: case TABLE_LAST_COMMIT:
+  case MULTI_ENQUEUE_COMMIT: case MULTI_ENQUEUE_SLOT_MAPPING:
+  case LOG_SET_LEVEL: case DEVICE_PROGRAM_OPTIONS:
+    return call_new(c, f, out);
   case TABLE_CREATE: case TABLE_PREPARE: case MULTI_CREATE: case MULTI_PREPARE:
     return call_create(c, out);
   case TABLE_SLOT_MAPPING: case MULTI_SLOT_MAPPING:
