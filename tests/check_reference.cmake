@@ -1,13 +1,25 @@
-# Checks that the API map names every public function: for each function
-# the header declares with CLBT_API, docs/reference.md must hold "name()".
-#   cmake -DHEADER=clbt.h -DREFERENCE=reference.md -P check_reference.cmake
+# Checks that a file names every public function the header declares with
+# CLBT_API: docs/reference.md as "name()", or a test's table of cases as
+# "\"name\"" (NAMED_AS=string), optionally only the functions that return
+# RETURNS.
+#   cmake -DHEADER=clbt.h -DREFERENCE=file [-DNAMED_AS=call|string]
+#         [-DRETURNS=type] -P check_reference.cmake
 cmake_minimum_required(VERSION 3.16)
 include("${CMAKE_CURRENT_LIST_DIR}/declared_functions.cmake")
-clbt_declared_functions("${HEADER}")
+if(RETURNS)
+  clbt_declared_functions("${HEADER}" "${RETURNS}")
+else()
+  clbt_declared_functions("${HEADER}")
+endif()
 file(READ "${REFERENCE}" reference)
 set(missing "")
 foreach(name IN LISTS declared)
-  string(FIND "${reference}" "${name}()" at)
+  if(NAMED_AS STREQUAL "string")
+    set(named "\"${name}\"")
+  else()
+    set(named "${name}()")
+  endif()
+  string(FIND "${reference}" "${named}" at)
   if(at EQUAL -1)
     list(APPEND missing "${name}")
   endif()

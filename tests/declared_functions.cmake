@@ -1,8 +1,13 @@
 # Sets `declared` to the names of the functions a header declares with
-# CLBT_API, the public API. Included by the scripts that check it.
+# CLBT_API, the public API; with a return type, only those returning it.
+# Included by the scripts that check it.
 function(clbt_declared_functions header)
   file(READ "${header}" text)
-  string(REGEX MATCHALL "CLBT_API[^;(]*[ *]clbt_[a-z0-9_]+\\(" declarations
+  set(returns "[^;(]*[ *]")
+  if(ARGC GREATER 1)
+    set(returns " ${ARGV1} ")
+  endif()
+  string(REGEX MATCHALL "CLBT_API${returns}clbt_[a-z0-9_]+\\(" declarations
          "${text}")
   set(names "")
   foreach(declaration IN LISTS declarations)
