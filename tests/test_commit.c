@@ -4,6 +4,7 @@
  * and chains with events.
  */
 #include "clbt_test.h"
+#include "random.h"
 
 #include <stdlib.h>
 
@@ -94,12 +95,9 @@ START_TEST(pending_rows_wait_for_their_commit) {
 }
 END_TEST
 
-/* xorshift64*, so that a failing sequence replays from its seed. */
+/* The top 32 bits of the next number (random.h): a seed replays a run. */
 static uint32_t next_random(uint64_t *state) {
-  *state ^= *state >> 12;
-  *state ^= *state << 25;
-  *state ^= *state >> 27;
-  return (uint32_t)((*state * 2685821657736338717ull) >> 32);
+  return (uint32_t)(clbt_random_next(state) >> 32);
 }
 
 /* One random row operation through the public API (some are refused). */

@@ -19,8 +19,7 @@ START_TEST(worked_examples_on_the_host) {
         table, example->num_reqs, example->query_start_loc, example->positions,
         example->num_tokens, out));
     for (uint32_t t = 0; t < max_tokens; ++t) {
-      int64_t expected =
-          t < example->expected_count ? example->expected[t] : CLBT_PAD_SLOT_ID;
+      int64_t expected = clbt_worked_example_slot(example, t);
       ck_assert_msg(out[t] == expected, "%s: slot[%u] is %lld, expected %lld",
                     example->name, t, (long long)out[t], (long long)expected);
     }

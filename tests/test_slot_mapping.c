@@ -34,8 +34,7 @@ static void run_worked_examples(void) {
     run_kernel(table, example->num_reqs, example->query_start_loc,
                example->positions, example->num_tokens, slots, max_tokens);
     for (uint32_t t = 0; t < max_tokens; ++t) {
-      int64_t expected =
-          t < example->expected_count ? example->expected[t] : CLBT_PAD_SLOT_ID;
+      int64_t expected = clbt_worked_example_slot(example, t);
       ck_assert_msg(slots[t] == expected, "%s: slot[%u] is %lld, expected %lld",
                     example->name, t, (long long)slots[t], (long long)expected);
     }

@@ -172,6 +172,11 @@ static const clbt_worked_example examples[] = {
      NULL, 0, 0},
 };
 
+int64_t clbt_worked_example_slot(const clbt_worked_example *example,
+                                 uint32_t t) {
+  return t < example->expected_count ? example->expected[t] : CLBT_PAD_SLOT_ID;
+}
+
 const clbt_worked_example *clbt_worked_examples(size_t *count) {
   fill_long_example();
   *count = sizeof examples / sizeof examples[0];

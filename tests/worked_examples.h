@@ -30,6 +30,10 @@ typedef struct clbt_worked_example {
   uint32_t rejected;           /* tokens the kernel must count as rejected */
 } clbt_worked_example;
 
+/* The slot token t must get: its worked value, or the pad id past them. */
+int64_t clbt_worked_example_slot(const clbt_worked_example *example,
+                                 uint32_t t);
+
 /* The examples; *count receives how many. */
 const clbt_worked_example *clbt_worked_examples(size_t *count);
 

@@ -9,6 +9,7 @@
 
 #include "bench.h"
 #include "json.h"
+#include "random.h"
 
 #include "clbt/clbt.h"
 
@@ -88,10 +89,7 @@ static double median(double *values, size_t count) {
 }
 
 static uint32_t next_random(bench *b) {
-  b->rng ^= b->rng >> 12;
-  b->rng ^= b->rng << 25;
-  b->rng ^= b->rng >> 27;
-  return (uint32_t)((b->rng * 2685821657736338717ull) >> 32);
+  return (uint32_t)(clbt_random_next(&b->rng) >> 32);
 }
 
 static void die(const char *what, clbt_status status) {

@@ -8,6 +8,8 @@
  */
 #include "selftest.h"
 
+#include "random.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -19,18 +21,13 @@
 /* What an unwritten slot holds: neither a slot id nor the pad id. */
 #define POISON ((int64_t)0x5A5A5A5A5A5A5A5A)
 
-/* ---- random numbers: xorshift64*, the same sequence everywhere ---------- */
+/* ---- random numbers (random.h) ------------------------------------------ */
 
 typedef struct rng {
   uint64_t state;
 } rng;
 
-static uint64_t next_random(rng *r) {
-  r->state ^= r->state >> 12;
-  r->state ^= r->state << 25;
-  r->state ^= r->state >> 27;
-  return r->state * 2685821657736338717ull;
-}
+static uint64_t next_random(rng *r) { return clbt_random_next(&r->state); }
 
 static uint32_t below(rng *r, uint32_t n) {
   return n ? (uint32_t)(next_random(r) % n) : 0;
