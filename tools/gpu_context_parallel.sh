@@ -23,7 +23,8 @@ unset CLBT_DEVICE
 # (no single-copy mechanism, which containers often forbid); as root too.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
   OMPI_MCA_plm=isolated OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader \
-  OMPI_MCA_btl_vader_single_copy_mechanism=none
+  OMPI_MCA_btl_vader_single_copy_mechanism=none \
+  PMIX_MCA_pcompress_base_silence_warning=1
 
 mpirun=mpirun
 mpi_options=()
@@ -43,13 +44,17 @@ cmake -S . -B build-mpi -DCLBT_BUILD_TESTS=OFF "${mpi_options[@]}" \
   > "$out/build.txt" 2>&1
 cmake --build build-mpi -j"$(nproc)" >> "$out/build.txt" 2>&1
 ./build-mpi/clbt devices | tee "$out/devices.txt"
-example=build-mpi/examples/context_parallel_mpi
+# The machine's image lists its ICDs in OCL_ICD_FILENAMES, and the ranks
+# that mpirun starts saw only its first entry (PoCL): name both again on the
+# ranks' own command line.
+example=(env OCL_ICD_FILENAMES=/usr/lib/libnvidia-opencl.so.1:libpocl.so.2
+         build-mpi/examples/context_parallel_mpi)
 status=0
 for interleave in 1 16; do
-  "$mpirun" -n "$ranks" "$example" --interleave "$interleave" \
+  "$mpirun" -n "$ranks" "${example[@]}" --interleave "$interleave" \
     --steps "$steps" 2>&1 | tee "$out/ranks${ranks}_interleave${interleave}.txt" ||
     status=1
 done
-"$mpirun" -n 1 "$example" --steps "$steps" 2>&1 | tee "$out/ranks1.txt" ||
+"$mpirun" -n 1 "${example[@]}" --steps "$steps" 2>&1 | tee "$out/ranks1.txt" ||
   status=1
 exit $status
