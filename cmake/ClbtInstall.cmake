@@ -1,16 +1,15 @@
 # `cmake --install`: the header, libclbt.so (with its soname) and libclbt.a,
-# the clbt tool, a CMake package exporting clbt::clbt (shared) and
+# a CMake package exporting clbt::clbt (shared) and
 # clbt::clbt_static, and clbt.pc. Every installed file locates the others
 # relative to itself, so `cmake --install build --prefix DIR` works for any DIR.
 include(CMakePackageConfigHelpers)
 
 set(clbt_cmake_dir "${CMAKE_INSTALL_LIBDIR}/cmake/clbt")
 
-install(TARGETS clbt clbt_shared EXPORT clbtTargets
+install(TARGETS clbt_static clbt_shared EXPORT clbtTargets
   ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
   LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
   RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
-install(TARGETS clbt_tool RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
 install(FILES include/clbt/clbt.h
         DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/clbt")
 

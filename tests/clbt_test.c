@@ -18,17 +18,6 @@ clbt_device *clbt_test_device(void) {
   return device;
 }
 
-int clbt_test_run(Suite *suite) {
-  SRunner *runner = srunner_create(suite);
-  srunner_set_fork_status(runner, CK_NOFORK);
-  srunner_run_all(runner, CK_NORMAL);
-  int ran = srunner_ntests_run(runner);
-  int failed = srunner_ntests_failed(runner);
-  srunner_free(runner);
-  if (ran == 0) fprintf(stderr, "no test ran (a misspelt CK_RUN_CASE?)\n");
-  return ran == 0 || failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
-}
-
 cl_mem clbt_test_buffer(size_t bytes, const void *data) {
   cl_int error = CL_SUCCESS;
   cl_mem buffer = clCreateBuffer(clbt_device_context(clbt_test_device()),

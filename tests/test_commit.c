@@ -5,7 +5,7 @@
  */
 #include "clbt_internal.h"
 #include "clbt_test.h"
-#include "random.h"
+#include "xorshift.h"
 
 #include <stdlib.h>
 
@@ -96,9 +96,9 @@ START_TEST(pending_rows_wait_for_their_commit) {
 }
 END_TEST
 
-/* The top 32 bits of the next number (random.h): a seed replays a run. */
+/* The top 32 bits of the next number (support/xorshift.h): a seed replays a run. */
 static uint32_t next_random(uint64_t *state) {
-  return (uint32_t)(clbt_random_next(state) >> 32);
+  return (uint32_t)(xorshift64_next(state) >> 32);
 }
 
 /* One random row operation through the public API (some are refused). */

@@ -1,7 +1,7 @@
 /*
  * The randomised differential test: thousands of row operations and
  * hundreds of slot-mapping calls on the device, checked against a model of
- * the rows and the host reference (tools/selftest.c). The seed is printed;
+ * the rows and the host reference (support/selftest.c). The seed is printed;
  * CLBT_TEST_SEED=<seed> replays a run.
  */
 #include "clbt_test.h"
@@ -16,10 +16,10 @@ START_TEST(device_agrees_with_the_reference) {
   uint64_t seed = fixed ? strtoull(fixed, NULL, 10) : (uint64_t)time(NULL);
   printf("differential: seed %" PRIu64 " (replay with CLBT_TEST_SEED=%" PRIu64
          ")\n", seed, seed);
-  clbt_selftest_options options = {.seed = seed, .rounds = 40,
+  selftest_options options = {.seed = seed, .rounds = 40,
                                    .steps_per_round = 10, .log = stderr};
-  clbt_selftest_result result = {0};
-  clbt_assert_ok(clbt_selftest_run(clbt_test_device(), &options, &result));
+  selftest_result result = {0};
+  clbt_assert_ok(selftest_run(clbt_test_device(), &options, &result));
   printf("differential: %" PRIu64 " row operations, %" PRIu64 " commits, %"
          PRIu64 " slot mappings, %" PRIu64 " checks passed, %" PRIu64
          " failed\n", result.row_operations, result.commits,

@@ -1,6 +1,7 @@
 /* Status codes and messages (src/status.c). */
 #include "clbt_test.h"
 
+#include <stdio.h>
 #include <threads.h>
 
 static const struct {
@@ -41,24 +42,67 @@ START_TEST(values_and_names) {
 }
 END_TEST
 
-/* Every code has its own name and a text; unknown codes say so. */
-START_TEST(map_is_complete) {
-  static const clbt_status all[] = {
-#define AS_STATUS(name, value, text) CLBT_##name,
-      CLBT_STATUS_MAP(AS_STATUS)
-#undef AS_STATUS
-  };
-  size_t count = sizeof all / sizeof all[0];
-  ck_assert_uint_eq(count, 1 + 19 + 43 + 1 + 14);
-  for (size_t i = 0; i < count; ++i) {
-    ck_assert_str_ne(clbt_status_name(all[i]), "CLBT_UNKNOWN_STATUS");
-    ck_assert_str_ne(clbt_status_string(all[i]), "unknown status");
-    for (size_t j = 0; j < i; ++j)
-      ck_assert_str_ne(clbt_status_name(all[i]), clbt_status_name(all[j]));
+/* Every error code of Khronos's cl.h, as that header spells it
+   (tests/opencl_error_codes.cmake): clbt names each by number. */
+static const struct {
+  int value;
+  const char *name;
+} opencl_codes[] = {
+#include "opencl_error_codes.h"
+};
+#define NUM_OPENCL_CODES (sizeof opencl_codes / sizeof opencl_codes[0])
+
+/* clbt's own codes, from -4001 down, in docs/errors.md's order. */
+static const char *const own_names[] = {
+    "CLBT_NULL_ARGUMENT",     "CLBT_INVALID_ARGUMENT",   "CLBT_INVALID_CONFIG",
+    "CLBT_SIZE_OVERFLOW",     "CLBT_ROW_OUT_OF_RANGE",   "CLBT_ROW_OVERFLOW",
+    "CLBT_INVALID_BLOCK_ID",  "CLBT_TOO_MANY_REQUESTS",  "CLBT_TOO_MANY_TOKENS",
+    "CLBT_BUFFER_TOO_SMALL",  "CLBT_CONTEXT_MISMATCH",   "CLBT_INVALID_SELECTOR",
+    "CLBT_NO_MATCHING_DEVICE", "CLBT_UNSUPPORTED_DEVICE"};
+#define NUM_OWN (sizeof own_names / sizeof own_names[0])
+
+/* The name clbt must give value, or NULL for a value it must not know. */
+static const char *expected_name(int value, char *buffer, size_t size) {
+  if (value == 0) return "CLBT_SUCCESS";
+  if (value == -1001) return "CLBT_CL_PLATFORM_NOT_FOUND_KHR";
+  if (value <= -4001 && value > -4001 - (int)NUM_OWN)
+    return own_names[-4001 - value];
+  for (size_t i = 0; i < NUM_OPENCL_CODES; ++i)
+    if (opencl_codes[i].value == value) {
+      snprintf(buffer, size, "CLBT_%s", opencl_codes[i].name);
+      return buffer;
+    }
+  return NULL;
+}
+
+/* docs/errors.md promises -1..-19 and -30..-72; cl.h must hold them all. */
+START_TEST(opencl_header_lists_the_codes) {
+  ck_assert_uint_eq(NUM_OPENCL_CODES, 19 + 43);
+  for (size_t i = 0; i < NUM_OPENCL_CODES; ++i) {
+    int value = opencl_codes[i].value;
+    ck_assert_msg((value <= -1 && value >= -19) || (value <= -30 && value >= -72),
+                  "%s is %d", opencl_codes[i].name, value);
   }
-  ck_assert_str_eq(clbt_status_name((clbt_status)-20), "CLBT_UNKNOWN_STATUS");
-  ck_assert_str_eq(clbt_status_string((clbt_status)-5000), "unknown status");
-  ck_assert_str_eq(clbt_status_string((clbt_status)1), "unknown status");
+}
+END_TEST
+
+/* Each value clbt must know has exactly its name and a text; every other
+   value is unknown to both functions. */
+START_TEST(names_and_texts_by_value) {
+  for (int value = -5000; value <= 5000; ++value) {
+    char buffer[128];
+    const char *name = expected_name(value, buffer, sizeof buffer);
+    clbt_status status = (clbt_status)value;
+    if (name) {
+      ck_assert_str_eq(clbt_status_name(status), name);
+      ck_assert_str_ne(clbt_status_string(status), "unknown status");
+      ck_assert_str_ne(clbt_status_string(status), "");
+    } else {
+      ck_assert_msg(strcmp(clbt_status_name(status), "CLBT_UNKNOWN_STATUS") == 0,
+                    "%d is named %s", value, clbt_status_name(status));
+      ck_assert_str_eq(clbt_status_string(status), "unknown status");
+    }
+  }
 }
 END_TEST
 
@@ -110,7 +154,8 @@ int main(void) {
   Suite *suite = suite_create("status");
   TCase *tc = tcase_create("status");
   tcase_add_test(tc, values_and_names);
-  tcase_add_test(tc, map_is_complete);
+  tcase_add_test(tc, opencl_header_lists_the_codes);
+  tcase_add_test(tc, names_and_texts_by_value);
   tcase_add_test(tc, last_error_per_thread);
   tcase_add_test(tc, opencl_failures_name_the_call);
   suite_add_tcase(suite, tc);

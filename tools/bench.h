@@ -1,14 +1,123 @@
 /*
- * `clbt bench`: the benchmark of issue 3. Every figure is a median over many
- * runs, and every ratio is taken from measurements interleaved in one
- * process (a shared, noisy machine moves both sides of a ratio alike).
+ * `clbt bench`: the timing harness its sections share. Every figure is a
+ * median over many runs, and every ratio is taken from measurements
+ * interleaved in one process (a shared, noisy machine moves both sides of
+ * a ratio alike). Each section (bench_*.c) adds one array of records to
+ * the report; bench.c runs them, sets the targets and renders the report.
+ * Any failure ends the process with a message: a benchmark with a failed
+ * call has nothing to report.
  */
-#ifndef CLBT_BENCH_H
-#define CLBT_BENCH_H
+#ifndef TOOL_BENCH_H
+#define TOOL_BENCH_H
 
-#include <stdio.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
-/* Runs `clbt bench` with its arguments (after "bench"); returns the exit status. */
-int clbt_bench_main(int argc, char **argv);
+#include "clbt/clbt.h"
+#include "report.h"
 
-#endif /* CLBT_BENCH_H */
+/* Rows as wide as a context of this many tokens. */
+#define BENCH_MAX_MODEL_LEN 131072
+
+/* A batch shape, named as vLLM's Triton slot-mapping kernel's benchmark
+   (tools/gpu_bench.sh) names it, so that figures compare by name. */
+typedef struct bench_shape {
+  const char *name;
+  uint32_t requests, tokens_per_request, max_tokens;
+  uint32_t block_size, kernel_block_size;
+  uint32_t cp_world_size, cp_rank, cp_interleave_size;
+} bench_shape;
+
+extern const bench_shape bench_shapes[];
+extern const size_t bench_num_shapes;
+
+typedef struct bench_options {
+  uint64_t runs;
+  const char *json_path, *plot_path, *only, *compare_dir;
+} bench_options;
+
+typedef struct bench {
+  bench_options options;
+  clbt_device *device; /* as clbt_device_open makes it: calls are timed here */
+  clbt_device *profiled; /* the same context, a profiling queue: device times */
+  cl_context context;
+  cl_command_queue queue, profiling_queue;
+  cl_program empty_program;
+  cl_kernel empty;
+  uint64_t rng;
+  double *samples[4]; /* scratch, runs each */
+  report *root;       /* the result */
+  /* the figures the targets are set for; negative: not measured */
+  double decode_call_over_empty, tokens_call_over_host_plus_empty;
+  double commit_bytes_over_seed, commit_over_small_write;
+  double four_groups_over_one;
+} bench;
+
+/* ---- the harness (bench_harness.c) ----------------------------------------
+ */
+
+/* Opens the selected device twice over one context (see bench) and builds
+   the empty kernel; adds "device" to the report. */
+void bench_open(bench *b);
+void bench_close(bench *b);
+
+double bench_now_us(void);
+/* Sorts values. */
+double bench_median(double *values, size_t count);
+uint32_t bench_random(bench *b);
+/* Whether --only names this shape or section (no --only: all of them). */
+bool bench_selected(const bench *b, const char *name);
+
+/* Ends the process: "clbt bench: <what> failed: <status>: <message>". */
+void bench_die(const char *what, clbt_status status);
+void bench_check(clbt_status status, const char *what);
+void bench_check_cl(cl_int error, const char *what);
+void bench_finish(const bench *b);
+
+/* The empty kernel: enqueue to completion (clFinish), and its device time. */
+double bench_time_empty_kernel(const bench *b);
+double bench_empty_device_time(const bench *b);
+/* A command's time on the device: waits for it, reads its profiling
+   event, and releases the event. */
+double bench_device_time_us(cl_event event);
+
+/* Every row full of random KV blocks, the same blocks for the same seed. */
+clbt_table *bench_full_table(bench *b, clbt_device *device,
+                             const clbt_table_config *config,
+                             uint32_t kv_blocks, uint64_t seed);
+/* A table config for a shape, and its blocks per row. */
+clbt_table_config bench_shape_config(const bench_shape *s, uint32_t *kv_blocks);
+/* A read-only device buffer holding bytes of data (a blocking write). */
+cl_mem bench_upload(const bench *b, const void *data, size_t bytes);
+
+typedef struct bench_batch {
+  uint32_t num_reqs, num_tokens;
+  int32_t *query_start_loc;
+  int64_t *positions;
+  cl_mem query_start_loc_buffer, positions_buffer;
+} bench_batch;
+
+/* requests x per_request tokens, each request at a random place. */
+bench_batch bench_make_batch(bench *b, uint32_t requests, uint32_t per_request);
+void bench_free_batch(bench_batch *batch);
+
+/* A section of the report: an array under key, with a caption for text;
+   says on stderr that it starts (a section can take minutes). */
+report *bench_section(bench *b, const char *key, const char *caption);
+/* A record of a section, named. */
+report *bench_record(report *section, const char *name);
+
+/* ---- the sections -----------------------------------------------------------
+ */
+
+void bench_slot_mapping(bench *b);   /* bench_slot_mapping.c */
+void bench_plot(bench *b);           /* bench_slot_mapping.c */
+void bench_completion(bench *b);     /* bench_completion.c */
+void bench_commit(bench *b);         /* bench_commit.c */
+void bench_multi_group(bench *b);    /* bench_multi_group.c */
+void bench_row_operations(bench *b); /* bench_row_operations.c */
+/* Returns the number of slots that differ from the Triton kernel's. */
+size_t bench_triton_compare(bench *b); /* bench_triton.c */
+
+#endif /* TOOL_BENCH_H */

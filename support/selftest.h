@@ -3,27 +3,27 @@
  * device, each checked against a plain model of the rows and against the
  * host reference. Used by `clbt selftest` and by tests/test_differential.c.
  */
-#ifndef CLBT_SELFTEST_H
-#define CLBT_SELFTEST_H
+#ifndef SUPPORT_SELFTEST_H
+#define SUPPORT_SELFTEST_H
 
 #include "clbt/clbt.h"
 
 #include <stdio.h>
 
-typedef struct clbt_selftest_options {
+typedef struct selftest_options {
   uint64_t seed;             /* every round's inputs follow from it */
   uint32_t rounds;           /* one random table configuration each */
   uint32_t steps_per_round;  /* bursts of row operations, each committed */
   FILE *log;                 /* failures are described here; NULL: quiet */
-} clbt_selftest_options;
+} selftest_options;
 
-typedef struct clbt_selftest_result {
+typedef struct selftest_result {
   uint64_t passed;           /* checks that held */
   uint64_t failed;           /* checks that did not */
   uint64_t row_operations;   /* valid and invalid, each checked */
   uint64_t commits;
   uint64_t slot_mappings;    /* device calls compared with the reference */
-} clbt_selftest_result;
+} selftest_result;
 
 /*
  * Runs the rounds on device and adds what was checked to *result (which the
@@ -31,8 +31,7 @@ typedef struct clbt_selftest_result {
  * if some failed; another status when a clbt call failed unexpectedly,
  * which also counts as a failed check.
  */
-clbt_status clbt_selftest_run(clbt_device *device,
-                              const clbt_selftest_options *options,
-                              clbt_selftest_result *result);
+clbt_status selftest_run(clbt_device *device, const selftest_options *options,
+                         selftest_result *result);
 
-#endif /* CLBT_SELFTEST_H */
+#endif /* SUPPORT_SELFTEST_H */

@@ -8,7 +8,7 @@
  */
 #include "selftest.h"
 
-#include "random.h"
+#include "xorshift.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -21,13 +21,13 @@
 /* What an unwritten slot holds: neither a slot id nor the pad id. */
 #define POISON ((int64_t)0x5A5A5A5A5A5A5A5A)
 
-/* ---- random numbers (random.h) ------------------------------------------ */
+/* ---- random numbers (xorshift.h) ------------------------------------------ */
 
 typedef struct rng {
   uint64_t state;
 } rng;
 
-static uint64_t next_random(rng *r) { return clbt_random_next(&r->state); }
+static uint64_t next_random(rng *r) { return xorshift64_next(&r->state); }
 
 static uint32_t below(rng *r, uint32_t n) {
   return n ? (uint32_t)(next_random(r) % n) : 0;
@@ -125,18 +125,18 @@ typedef struct subject {
   int32_t *device_rows;
 } subject;
 
-typedef struct selftest_run {
+typedef struct selftest_round {
   clbt_device *device;
-  const clbt_selftest_options *options;
-  clbt_selftest_result *result;
+  const selftest_options *options;
+  selftest_result *result;
   rng rng;
   uint32_t round;
-} selftest_run;
+} selftest_round;
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static bool check(selftest_run *run, bool ok, const char *format, ...) {
+static bool check(selftest_round *run, bool ok, const char *format, ...) {
   if (ok) {
     ++run->result->passed;
     return true;
@@ -155,7 +155,7 @@ static bool check(selftest_run *run, bool ok, const char *format, ...) {
 }
 
 /* A clbt call that must succeed; a failure is a failed check. */
-static bool expect_success(selftest_run *run, clbt_status status, const char *what) {
+static bool expect_success(selftest_round *run, clbt_status status, const char *what) {
   return check(run, status == CLBT_SUCCESS, "%s failed: %s: %s", what,
                clbt_status_name(status), clbt_last_error());
 }
@@ -213,7 +213,7 @@ static void subject_free(subject *s) {
   memset(s, 0, sizeof *s);
 }
 
-static bool allocate_scratch(selftest_run *run, subject *s) {
+static bool allocate_scratch(selftest_round *run, subject *s) {
   cl_int error_qsl = CL_SUCCESS, error_positions = CL_SUCCESS;
   cl_context context = clbt_device_context(run->device);
   size_t widest = 0;
@@ -239,7 +239,7 @@ static bool allocate_scratch(selftest_run *run, subject *s) {
 }
 
 /* Creates this round's table: single or multi-group, at random. */
-static bool subject_create(selftest_run *run, subject *s) {
+static bool subject_create(selftest_round *run, subject *s) {
   memset(s, 0, sizeof *s);
   clbt_status status;
   if (chance(&run->rng, 50)) {
@@ -286,7 +286,7 @@ static bool subject_create(selftest_run *run, subject *s) {
 }
 
 /* Host rows and lengths of every group equal the model's. */
-static bool check_rows(selftest_run *run, const subject *s, const char *after) {
+static bool check_rows(selftest_round *run, const subject *s, const char *after) {
   bool ok = true;
   for (uint32_t g = 0; g < s->num_groups && ok; ++g) {
     const model *m = &s->models[g];
@@ -331,7 +331,7 @@ static int32_t edge_id(rng *r, uint32_t per_block) {
  * the status the rules predict: each group is checked, in order, for
  * overflow and then for its ids.
  */
-static clbt_status random_update(selftest_run *run, subject *s, uint32_t row,
+static clbt_status random_update(selftest_round *run, subject *s, uint32_t row,
                                  bool replace, row_update *u) {
   for (uint32_t g = 0; g < s->num_groups; ++g) {
     u->counts[g] = below(&run->rng, chance(&run->rng, 10) ? MAX_IDS : 3);
@@ -365,7 +365,7 @@ static clbt_status apply_update(subject *s, uint32_t row, bool replace,
                                          u->counts[0]);
 }
 
-static uint32_t random_row(selftest_run *run, const subject *s) {
+static uint32_t random_row(selftest_round *run, const subject *s) {
   /* Now and then a row past the end, which must be refused. */
   return chance(&run->rng, 3) ? s->max_reqs + below(&run->rng, 3)
                               : below(&run->rng, s->max_reqs);
@@ -397,7 +397,7 @@ static void model_pair(subject *s, operation op, uint32_t a, uint32_t b) {
 }
 
 /* One random row operation, checked for its status and its effect. */
-static bool row_operation(selftest_run *run, subject *s) {
+static bool row_operation(selftest_round *run, subject *s) {
   static const operation weighted[] = {APPEND, APPEND, APPEND, APPEND, ADD,
                                        ADD,    CLEAR,  MOVE,   MOVE,   SWAP};
   operation op = weighted[below(&run->rng, 10)];
@@ -429,7 +429,7 @@ static bool row_operation(selftest_run *run, subject *s) {
 /* ---- commit and slot mapping -------------------------------------------- */
 
 /* Commits rows [0, num_reqs) and reads every group's device rows back. */
-static bool commit(selftest_run *run, subject *s, uint32_t num_reqs) {
+static bool commit(selftest_round *run, subject *s, uint32_t num_reqs) {
   clbt_status status = s->multi ? clbt_multi_table_commit(s->multi, num_reqs)
                                 : clbt_table_commit(s->single, num_reqs);
   ++run->result->commits;
@@ -462,7 +462,7 @@ static uint32_t position_range(const subject *s, uint32_t row) {
 }
 
 /* A ragged batch of committed rows; now and then a malformed one. */
-static uint32_t random_batch(selftest_run *run, subject *s, uint32_t committed,
+static uint32_t random_batch(selftest_round *run, subject *s, uint32_t committed,
                              uint32_t *num_tokens) {
   uint32_t num_reqs = below(&run->rng, committed + 1);
   uint32_t budget = s->max_tokens;
@@ -491,7 +491,7 @@ static uint32_t random_batch(selftest_run *run, subject *s, uint32_t committed,
   return num_reqs;
 }
 
-static bool upload_batch(selftest_run *run, subject *s, uint32_t num_reqs,
+static bool upload_batch(selftest_round *run, subject *s, uint32_t num_reqs,
                          uint32_t num_tokens) {
   cl_command_queue queue = clbt_device_queue(run->device);
   cl_int error = clEnqueueWriteBuffer(queue, s->query_start_loc, CL_TRUE, 0,
@@ -511,7 +511,7 @@ static bool upload_batch(selftest_run *run, subject *s, uint32_t num_reqs,
 }
 
 /* Every group's device slots equal the host reference's, element by element. */
-static bool compare_slots(selftest_run *run, subject *s, uint32_t num_reqs,
+static bool compare_slots(selftest_round *run, subject *s, uint32_t num_reqs,
                           uint32_t num_tokens) {
   cl_command_queue queue = clbt_device_queue(run->device);
   bool ok = true;
@@ -535,7 +535,7 @@ static bool compare_slots(selftest_run *run, subject *s, uint32_t num_reqs,
   return ok;
 }
 
-static bool slot_mapping(selftest_run *run, subject *s, uint32_t committed) {
+static bool slot_mapping(selftest_round *run, subject *s, uint32_t committed) {
   uint32_t num_tokens = 0;
   uint32_t num_reqs = random_batch(run, s, committed, &num_tokens);
   if (!upload_batch(run, s, num_reqs, num_tokens)) return false;
@@ -555,7 +555,7 @@ static bool slot_mapping(selftest_run *run, subject *s, uint32_t committed) {
          compare_slots(run, s, num_reqs, num_tokens);
 }
 
-static clbt_status run_round(selftest_run *run) {
+static clbt_status run_round(selftest_round *run) {
   subject s;
   bool ok = subject_create(run, &s);
   for (uint32_t step = 0; step < run->options->steps_per_round && ok; ++step) {
@@ -571,12 +571,11 @@ static clbt_status run_round(selftest_run *run) {
   return ok ? CLBT_SUCCESS : CLBT_INVALID_ARGUMENT;
 }
 
-clbt_status clbt_selftest_run(clbt_device *device,
-                              const clbt_selftest_options *options,
-                              clbt_selftest_result *result) {
+clbt_status selftest_run(clbt_device *device, const selftest_options *options,
+                         selftest_result *result) {
   clbt_status status = CLBT_SUCCESS;
   for (uint32_t round = 0; round < options->rounds; ++round) {
-    selftest_run run = {device, options, result, {0}, round};
+    selftest_round run = {device, options, result, {0}, round};
     /* Each round has its own stream, so a failing round replays alone. */
     run.rng.state = (options->seed + 1) * 0x9E3779B97F4A7C15ull + round;
     if (run.rng.state == 0) run.rng.state = 1;

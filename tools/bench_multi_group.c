@@ -1,0 +1,123 @@
+/*
+ * The multi-group section of `clbt bench`: 1, 2 and 4 groups mapped in one
+ * launch against group by group.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench.h"
+
+/* A multi-group table on device with every row of every group full. */
+static clbt_multi_table *full_multi_table(
+    bench *b, clbt_device *device, const clbt_multi_table_config *config) {
+  clbt_multi_table *table = NULL;
+  bench_check(clbt_multi_table_create(device, config, &table), "multi create");
+  for (uint32_t g = 0; g < config->num_groups; ++g) {
+    clbt_table *group = clbt_multi_table_group(table, g);
+    uint32_t kv_blocks = config->groups[g].max_num_blocks;
+    int32_t *ids = malloc(kv_blocks * sizeof *ids);
+    if (!ids) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
+    for (uint32_t r = 0; r < config->max_num_reqs; ++r) {
+      for (uint32_t i = 0; i < kv_blocks; ++i)
+        ids[i] = (int32_t)(bench_random(b) % 100000);
+      bench_check(clbt_table_add_row(group, r, ids, kv_blocks), "add_row");
+    }
+    free(ids);
+  }
+  bench_check(clbt_multi_table_commit(table, config->max_num_reqs),
+              "multi commit");
+  return table;
+}
+
+/* The median device time of one multi-group launch (profiling queue). */
+static double multi_device_time(bench *b, clbt_multi_table *table,
+                                const bench_batch *batch) {
+  for (uint32_t i = 0; i < b->options.runs; ++i) {
+    cl_event event = NULL;
+    bench_check(
+        clbt_multi_table_enqueue_slot_mapping(
+            table, batch->num_reqs, batch->query_start_loc_buffer,
+            batch->positions_buffer, batch->num_tokens, 0, NULL, &event),
+        "multi slot mapping");
+    b->samples[0][i] = bench_device_time_us(event);
+  }
+  return bench_median(b->samples[0], b->options.runs);
+}
+
+/*
+ * 1, 2 and 4 groups (16, hybrid 32 over 16, 64, 128), one launch against
+ * group by group, on a decode and a mixed batch of 256 requests: per-group
+ * work is small in the first and large in the second.
+ */
+void bench_multi_group(bench *b) {
+  if (!bench_selected(b, "multi-group")) return;
+  static const clbt_group_config group_menu[4] = {
+      {.block_size = 16, .max_num_blocks = BENCH_MAX_MODEL_LEN / 16},
+      {.block_size = 32,
+       .kernel_block_size = 16,
+       .max_num_blocks = BENCH_MAX_MODEL_LEN / 32},
+      {.block_size = 64, .max_num_blocks = BENCH_MAX_MODEL_LEN / 64},
+      {.block_size = 128, .max_num_blocks = BENCH_MAX_MODEL_LEN / 128}};
+  static const uint32_t counts[] = {1, 2, 4};
+  static const struct {
+    const char *name;
+    uint32_t tokens_per_request;
+  } batches[] = {{"decode-256", 1}, {"mixed-256-in-8192", 32}};
+  uint32_t runs = b->options.runs;
+  char caption[200];
+  snprintf(caption, sizeof caption,
+           "medians of %u runs, microseconds, enqueue to completion; device: "
+           "one launch on the profiling queue",
+           (unsigned)runs);
+  report *section = bench_section(b, "multi_group", caption);
+  for (size_t k = 0; k < sizeof batches / sizeof batches[0]; ++k) {
+    bench_batch batch = bench_make_batch(b, 256, batches[k].tokens_per_request);
+    double one_group_us = 0;
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; ++c) {
+      clbt_multi_table_config config = {.max_num_reqs = 256,
+                                        .max_num_batched_tokens = 16384,
+                                        .num_groups = counts[c],
+                                        .groups = group_menu};
+      clbt_multi_table *table = full_multi_table(b, b->device, &config);
+      for (uint32_t i = 0; i < runs; ++i) {
+        double start = bench_now_us();
+        bench_check(clbt_multi_table_compute_slot_mapping(
+                        table, 256, batch.query_start_loc_buffer,
+                        batch.positions_buffer, batch.num_tokens),
+                    "multi slot mapping");
+        bench_finish(b);
+        b->samples[0][i] = bench_now_us() - start;
+        start = bench_now_us();
+        for (uint32_t g = 0; g < counts[c]; ++g)
+          bench_check(clbt_table_compute_slot_mapping(
+                          clbt_multi_table_group(table, g), 256,
+                          batch.query_start_loc_buffer, batch.positions_buffer,
+                          batch.num_tokens),
+                      "group slot mapping");
+        bench_finish(b);
+        b->samples[1][i] = bench_now_us() - start;
+      }
+      double together = bench_median(b->samples[0], runs);
+      double apart = bench_median(b->samples[1], runs);
+      clbt_multi_table_destroy(table);
+      table = full_multi_table(b, b->profiled, &config);
+      double device = multi_device_time(b, table, &batch);
+      clbt_multi_table_destroy(table);
+      if (counts[c] == 1) one_group_us = together;
+      char name[64];
+      snprintf(name, sizeof name, "%s-groups-%u", batches[k].name,
+               (unsigned)counts[c]);
+      report *record = bench_record(section, name);
+      report_number(record, "one_launch_us", together, 1);
+      report_number(record, "group_by_group_us", apart, 1);
+      report_number(record, "one_launch_over_group_by_group", together / apart,
+                    2);
+      report_number(record, "one_launch_over_one_group",
+                    together / one_group_us, 2);
+      report_number(record, "one_launch_device_us", device, 2);
+      if (counts[c] == 4 && together / one_group_us > b->four_groups_over_one)
+        b->four_groups_over_one = together / one_group_us;
+    }
+    bench_free_batch(&batch);
+  }
+}
