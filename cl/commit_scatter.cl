@@ -9,12 +9,15 @@
  * The host checked every row and column against the table's bounds. The
  * rows and lengths are regions of the table's one allocation (storage).
  */
-__kernel void clbt_commit_scatter(__global const uint *packet,
-                                  uint num_lengths, uint num_cells,
-                                  __global int *storage, ulong rows_at,
-                                  uint row_stride, ulong lengths_at) {
+#define DROP_FIRST(first, ...) __VA_ARGS__
+#define PARAMETERS(...) DROP_FIRST(__VA_ARGS__)
+#define PARAMETER(NAME, type, name) , type name
+
+/* Arguments: CLBT_COMMIT_SCATTER_ARGUMENTS in cl/contract.h. */
+__kernel void clbt_commit_scatter(
+    PARAMETERS(0 CLBT_COMMIT_SCATTER_ARGUMENTS(PARAMETER))) {
   __global int *rows = storage + rows_at;
-  __global int *row_lengths = storage + lengths_at;
+  __global int *row_lengths = storage + row_lengths_at;
   /* Up to 2^33 - 2 items: counted in 64 bits so that nothing wraps. */
   ulong items = (ulong)num_lengths + num_cells;
   __global const uint *cells = packet + 2 * (ulong)num_lengths;

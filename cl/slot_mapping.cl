@@ -10,18 +10,21 @@
  * gets the pad id and is counted), and it checks query_start_loc before
  * trusting it.
  *
- * Work-items are token-parallel and loop with the grid's stride, so the
- * host can pick the launch geometry per device (docs/design.md).
+ * Work-items are token-parallel: each takes a contiguous run of tokens
+ * (share), so the host can pick the launch geometry per device
+ * (docs/design.md).
  *
- * Specialised at build time (the host passes every one):
- *   CLBT_PAD_SLOT_ID   the slot id of tokens that write nothing
- *   CLBT_QSL_IN_LOCAL  1: each work-group copies query_start_loc into local
- *                      memory (qsl_cache) and searches it there; 0: the
- *                      array is too large, searched in global memory
- *   CLBT_NUM_GROUPS    groups served by this launch, 1..8
- *   CLBT_GROUP_<g>     group g's constants, in the order slot_of takes them:
- *                      KV block size, kernel blocks per KV block, CP world
- *                      size, CP rank, CP interleave size
+ * cl/contract.h comes first in this source: it lists the arguments and the
+ * group constants, which the host expands the same way. Specialised at
+ * build time (the host passes every one):
+ *   CLBT_PAD_SLOT_ID        the slot id of tokens that write nothing
+ *   CLBT_QSL_IN_LOCAL       1: each work-group copies query_start_loc into
+ *                           local memory (qsl_cache) and searches it there;
+ *                           0: the array is too large, searched in global
+ *                           memory
+ *   CLBT_NUM_GROUPS         groups served by this launch, 1..8
+ *   CLBT_GROUP_<g>          group g's constants, in the order of
+ *                           CLBT_GROUP_CONSTANTS
  */
 
 #if CLBT_NUM_GROUPS == 1
@@ -43,6 +46,25 @@
 #else
 #error "CLBT_NUM_GROUPS must be 1..8"
 #endif
+
+/* A parameter list from the contract's lists: each entry expands to
+   ", type name", and the first comma is dropped. */
+#define DROP_FIRST(first, ...) __VA_ARGS__
+#define PARAMETERS(...) DROP_FIRST(__VA_ARGS__)
+#define PARAMETER(NAME, type, name) , type name
+#define GROUP_PARAMETER(g, NAME, type, name) , type name##_##g
+#define GROUP_PARAMETERS(g) CLBT_SLOT_MAPPING_GROUP_ARGUMENTS(GROUP_PARAMETER, g)
+
+/*
+ * A group's constants as one value, every field a literal that folds. The
+ * host passes CLBT_GROUP_<g> as the values in CLBT_GROUP_CONSTANTS's order,
+ * the order these fields are declared in.
+ */
+typedef struct group_constants {
+#define DECLARE_CONSTANT(g, name) ulong name;
+  CLBT_GROUP_CONSTANTS(DECLARE_CONSTANT, 0)
+} group_constants;
+#define GROUP_CONSTANTS(g) ((group_constants){CLBT_GROUP_##g})
 
 #if CLBT_QSL_IN_LOCAL
 #define QSL_SPACE __local
@@ -115,9 +137,12 @@ static void share(uint count, uint *begin, uint *end) {
  */
 static inline long slot_of(long position, __global const int *row,
                            uint row_length, uint *rejected,
-                           ulong kv_block_size, ulong blocks_per_kv_block,
-                           ulong cp_world_size, ulong cp_rank,
-                           ulong cp_interleave_size) {
+                           group_constants group) {
+  ulong kv_block_size = group.kv_block_size;
+  ulong blocks_per_kv_block = group.blocks_per_kv_block;
+  ulong cp_world_size = group.cp_world_size;
+  ulong cp_rank = group.cp_rank;
+  ulong cp_interleave_size = group.cp_interleave_size;
   if (position < 0) {
     ++*rejected;
     return CLBT_PAD_SLOT_ID;
@@ -150,13 +175,8 @@ static inline long slot_of(long position, __global const int *row,
 /*
  * Each group's table keeps its committed rows, lengths, output and
  * rejected-token counter in one buffer (one argument costs the driver less
- * than four), at these offsets in 32-bit words.
+ * than four), at offsets in 32-bit words.
  */
-#define GROUP_PARAMETERS(g)                                           \
-  , __global int *storage_##g, ulong rows_at_##g, uint row_stride_##g, \
-      ulong row_lengths_at_##g, ulong slots_at_##g,                    \
-      ulong rejected_tokens_at_##g
-
 #define GROUP_POINTERS(g)                                                    \
   __global const int *rows_##g = storage_##g + rows_at_##g;                 \
   __global const int *row_lengths_##g = storage_##g + row_lengths_at_##g;   \
@@ -176,18 +196,15 @@ static inline long slot_of(long position, __global const int *row,
   slots_##g[token] =                                                      \
       owned ? slot_of(position, rows_##g + (ulong)request * row_stride_##g, \
                       (uint)row_lengths_##g[request], &rejected_##g,      \
-                      CLBT_GROUP_##g)                                     \
+                      GROUP_CONSTANTS(g))                                 \
             : CLBT_PAD_SLOT_ID;
 
 #define ADD_COUNT(g) \
   if (rejected_##g) atomic_add(rejected_tokens_##g, rejected_##g);
 
-__kernel void clbt_slot_mapping(uint num_reqs, uint num_tokens,
-                                uint max_num_tokens,
-                                __global const int *query_start_loc,
-                                __global const long *positions,
-                                __local int *qsl_cache
-                                FOR_EACH_GROUP(GROUP_PARAMETERS)) {
+__kernel void clbt_slot_mapping(
+    PARAMETERS(0 CLBT_SLOT_MAPPING_ARGUMENTS(PARAMETER)
+                 FOR_EACH_GROUP(GROUP_PARAMETERS))) {
   __local int well_formed;
   bool batch_ok = batch_is_well_formed(query_start_loc, num_reqs, num_tokens,
                                        qsl_cache, &well_formed);

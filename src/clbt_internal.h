@@ -6,6 +6,7 @@
 #define CLBT_INTERNAL_H
 
 #include "clbt/clbt.h"
+#include "../cl/contract.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -126,13 +127,14 @@ clbt_status clbt__enqueue_marker(cl_command_queue queue, cl_uint num_events,
 /* ---- tables (table.c, table_rows.c, commit.c, launch.c, multi_table.c,
         reference.c) ------------------------------------------------------- */
 
-/* What specialises the slot-mapping kernel for one group: its -D values. */
+/*
+ * What specialises the slot-mapping kernel for one group: its -D values,
+ * one field per entry of CLBT_GROUP_CONSTANTS (cl/contract.h).
+ */
 typedef struct clbt__group_spec {
-  uint32_t kv_block_size;
-  uint32_t blocks_per_kv_block;
-  uint32_t cp_world_size;
-  uint32_t cp_rank;
-  uint32_t cp_interleave_size;
+#define CLBT__SPEC_FIELD(g, name) uint32_t name;
+  CLBT_GROUP_CONSTANTS(CLBT__SPEC_FIELD, 0)
+#undef CLBT__SPEC_FIELD
 } clbt__group_spec;
 
 /* A table config with every default filled in and every rule checked. */

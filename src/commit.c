@@ -203,15 +203,11 @@ static clbt_status scatter_kernel(clbt_table *table) {
   return CLBT_SUCCESS;
 }
 
-/* The arguments of clbt_commit_scatter, in cl/commit_scatter.cl's order. */
+/* The arguments of clbt_commit_scatter by name (cl/contract.h). */
 enum {
-  SCATTER_ARG_PACKET,
-  SCATTER_ARG_NUM_LENGTHS,
-  SCATTER_ARG_NUM_CELLS,
-  SCATTER_ARG_STORAGE,
-  SCATTER_ARG_ROWS_AT,
-  SCATTER_ARG_ROW_STRIDE,
-  SCATTER_ARG_ROW_LENGTHS_AT
+#define ARGUMENT(NAME, type, name) SCATTER_ARG_##NAME,
+  CLBT_COMMIT_SCATTER_ARGUMENTS(ARGUMENT)
+#undef ARGUMENT
 };
 
 static clbt_status set_scatter_arguments(const clbt_table *table,

@@ -5,33 +5,40 @@
  */
 #include "clbt_internal.h"
 
+#include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
-/* Kernel arguments before the per-group ones, and per group. */
+/* Kernel arguments before the per-group ones, and per group, by name
+   (cl/contract.h lists them). */
 enum {
-  ARG_NUM_REQS,
-  ARG_NUM_TOKENS,
-  ARG_MAX_NUM_TOKENS,
-  ARG_QUERY_START_LOC,
-  ARG_POSITIONS,
-  ARG_QSL_CACHE,
+#define ARGUMENT(NAME, type, name) ARG_##NAME,
+  CLBT_SLOT_MAPPING_ARGUMENTS(ARGUMENT)
+#undef ARGUMENT
   ARGS_BEFORE_GROUPS
 };
 enum {
-  GROUP_ARG_STORAGE,
-  GROUP_ARG_ROWS_AT,
-  GROUP_ARG_ROW_STRIDE,
-  GROUP_ARG_ROW_LENGTHS_AT,
-  GROUP_ARG_SLOTS_AT,
-  GROUP_ARG_REJECTED_TOKENS_AT,
+#define GROUP_ARGUMENT(g, NAME, type, name) GROUP_ARG_##NAME,
+  CLBT_SLOT_MAPPING_GROUP_ARGUMENTS(GROUP_ARGUMENT, 0)
+#undef GROUP_ARGUMENT
   ARGS_PER_GROUP
 };
+
+/* The group constants in the contract's order, for the -D options. */
+static const size_t spec_field_offsets[] = {
+#define SPEC_FIELD(g, name) offsetof(clbt__group_spec, name),
+    CLBT_GROUP_CONSTANTS(SPEC_FIELD, 0)
+#undef SPEC_FIELD
+};
+#define NUM_SPEC_FIELDS (sizeof spec_field_offsets / sizeof(size_t))
 
 /* Work a CPU work-group takes before another compute unit joins. */
 #define CLBT__CPU_ITEMS_PER_GROUP 32768
 
-/* Eight groups of five numbers of at most ten digits, and the rest. */
-#define CLBT__SPEC_OPTIONS_SIZE 768
+/* Eight groups of " -DCLBT_GROUP_<g>=" and their constants of at most ten
+   digits, and the common options. */
+#define CLBT__SPEC_OPTIONS_SIZE \
+  (128 + CLBT__MAX_LAUNCH_GROUPS * (20 + NUM_SPEC_FIELDS * 11))
 
 void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
                     size_t items, size_t *global_size, size_t *local_size) {
@@ -84,7 +91,11 @@ done:
   return status;
 }
 
-/* "-DCLBT_QSL_IN_LOCAL=1 -DCLBT_NUM_GROUPS=2 -DCLBT_GROUP_0=16,1,1,0,1 ..." */
+/*
+ * "-DCLBT_QSL_IN_LOCAL=1 -DCLBT_NUM_GROUPS=2 -DCLBT_GROUP_0=16,1,1,0,1 ...":
+ * each group's constants in CLBT_GROUP_CONSTANTS's order, which is also
+ * the order of the kernel's group_constants fields.
+ */
 static void format_options(const clbt__group_spec *const *specs,
                            uint32_t num_groups, bool qsl_in_local,
                            char *options) {
@@ -94,13 +105,15 @@ static void format_options(const clbt__group_spec *const *specs,
                       CLBT_PAD_SLOT_ID, qsl_in_local ? 1 : 0,
                       (unsigned)num_groups);
   for (uint32_t g = 0; g < num_groups; ++g) {
-    const clbt__group_spec *spec = specs[g];
     used += snprintf(options + used, CLBT__SPEC_OPTIONS_SIZE - (size_t)used,
-                     " -DCLBT_GROUP_%u=%u,%u,%u,%u,%u", (unsigned)g,
-                     (unsigned)spec->kv_block_size,
-                     (unsigned)spec->blocks_per_kv_block,
-                     (unsigned)spec->cp_world_size, (unsigned)spec->cp_rank,
-                     (unsigned)spec->cp_interleave_size);
+                     " -DCLBT_GROUP_%u=", (unsigned)g);
+    for (size_t f = 0; f < NUM_SPEC_FIELDS; ++f) {
+      uint32_t value;
+      memcpy(&value, (const char *)specs[g] + spec_field_offsets[f],
+             sizeof value);
+      used += snprintf(options + used, CLBT__SPEC_OPTIONS_SIZE - (size_t)used,
+                       "%s%u", f ? "," : "", (unsigned)value);
+    }
   }
 }
 

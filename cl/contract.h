@@ -1,0 +1,65 @@
+/*
+ * The contract between the host (src/) and the kernels (cl/): the constants
+ * that specialise the slot-mapping kernel for one group, and every kernel's
+ * arguments in order. The library includes this file, and the build puts
+ * it in front of each kernel's source (cmake/embed_source.cmake), so both
+ * sides expand the same lists: the host's argument indices, its -D options
+ * and its group spec struct, and the kernels' parameter lists and their
+ * constants. It holds nothing but preprocessor lists, valid in C11 and in
+ * OpenCL C 1.2; the types in the argument lists are the kernels' and never
+ * expanded on the host.
+ *
+ * To add a per-group constant: one entry in CLBT_GROUP_CONSTANTS, then its
+ * meaning where the host fills and checks the spec (src/table.c) and where
+ * the kernel and the host reference compute with it (cl/slot_mapping.cl,
+ * src/reference.c). docs/design.md walks through it.
+ */
+#ifndef CLBT_CONTRACT_H
+#define CLBT_CONTRACT_H
+
+/*
+ * A group's kernel constants, X(g, name): the host passes them as
+ * -DCLBT_GROUP_<g>=<value>,<value>,... in this order, which is also the
+ * order of the kernel's fields, so that its divisions by them fold. All
+ * are unsigned 32-bit values on the host.
+ */
+#define CLBT_GROUP_CONSTANTS(X, g)                                   \
+  X(g, kv_block_size)       /* tokens per KV-manager block */        \
+  X(g, blocks_per_kv_block) /* kernel blocks per KV-manager block */ \
+  X(g, cp_world_size)       /* context-parallel ranks, 1: none */    \
+  X(g, cp_rank)             /* this rank, below cp_world_size */     \
+  X(g, cp_interleave_size)  /* tokens dealt to a rank at a time */
+
+/* clbt_slot_mapping's arguments before the groups', X(NAME, type, name). */
+#define CLBT_SLOT_MAPPING_ARGUMENTS(X)              \
+  X(NUM_REQS, uint, num_reqs)                       \
+  X(NUM_TOKENS, uint, num_tokens)                   \
+  X(MAX_NUM_TOKENS, uint, max_num_tokens)           \
+  X(QUERY_START_LOC, __global const int *, query_start_loc) \
+  X(POSITIONS, __global const long *, positions)    \
+  X(QSL_CACHE, __local int *, qsl_cache)
+
+/*
+ * Then, per group g, X(g, NAME, type, name): the group's one buffer and the
+ * offsets of its regions in it, in 32-bit words (src/clbt_internal.h,
+ * clbt__region).
+ */
+#define CLBT_SLOT_MAPPING_GROUP_ARGUMENTS(X, g) \
+  X(g, STORAGE, __global int *, storage)        \
+  X(g, ROWS_AT, ulong, rows_at)                 \
+  X(g, ROW_STRIDE, uint, row_stride)            \
+  X(g, ROW_LENGTHS_AT, ulong, row_lengths_at)   \
+  X(g, SLOTS_AT, ulong, slots_at)               \
+  X(g, REJECTED_TOKENS_AT, ulong, rejected_tokens_at)
+
+/* clbt_commit_scatter's arguments, X(NAME, type, name). */
+#define CLBT_COMMIT_SCATTER_ARGUMENTS(X)      \
+  X(PACKET, __global const uint *, packet)    \
+  X(NUM_LENGTHS, uint, num_lengths)           \
+  X(NUM_CELLS, uint, num_cells)               \
+  X(STORAGE, __global int *, storage)         \
+  X(ROWS_AT, ulong, rows_at)                  \
+  X(ROW_STRIDE, uint, row_stride)             \
+  X(ROW_LENGTHS_AT, ulong, row_lengths_at)
+
+#endif /* CLBT_CONTRACT_H */
