@@ -229,3 +229,7 @@ uint32_t clbt_table_row_length(const clbt_table *table, uint32_t row) {
   if (!table || row >= table->layout.max_num_reqs) return 0;
   return table->row_lengths[row];
 }
+
+const uint32_t *clbt_table_row_lengths(const clbt_table *table) {
+  return table ? table->row_lengths : NULL;
+}

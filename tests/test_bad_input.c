@@ -1153,6 +1153,7 @@ START_TEST(functions_without_status_answer_bad_arguments_neutrally) {
       ANSWER(clbt_table_row_length(NULL, 0), 0),
       ANSWER(clbt_table_row_length(f.table, 4), 0),
       ANSWER(clbt_table_row_length(f.table, UINT32_MAX), 0),
+      ANSWER(clbt_table_row_lengths(NULL), NULL),
       ANSWER(clbt_table_host_data(NULL), NULL),
       ANSWER(clbt_table_device_data(NULL), NULL),
       ANSWER(clbt_table_slot_mapping(NULL), NULL),

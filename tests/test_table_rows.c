@@ -190,6 +190,10 @@ START_TEST(batch_append_and_add) {
   clbt_assert_ok(clbt_table_append_rows(table, 0, NULL, NULL, NULL));
   clbt_assert_ok(clbt_table_add_rows(table, 0, NULL, NULL, NULL));
   assert_row(table, 0, (const int32_t[]){5, 0, 0, 0}, 4, 1);
+  const uint32_t *lengths = clbt_table_row_lengths(table);
+  ck_assert_uint_eq(lengths[0], 1);
+  ck_assert_uint_eq(lengths[1], 3);
+  ck_assert_uint_eq(lengths[2], 1);
   /* the committed rows are what the batches left */
   clbt_assert_ok(clbt_table_commit(table, 3));
   int32_t device[12];

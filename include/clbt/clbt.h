@@ -627,6 +627,12 @@ CLBT_API uint32_t clbt_table_width(const clbt_table *table);
 /** Kernel blocks in use in a host row; 0 for a NULL table or a bad row. */
 CLBT_API uint32_t clbt_table_row_length(const clbt_table *table, uint32_t row);
 
+/**
+ * Every host row's length, uint32[max_num_reqs] (vLLM's num_blocks_per_row),
+ * owned by the table and changed by its row operations; NULL for NULL.
+ */
+CLBT_API const uint32_t *clbt_table_row_lengths(const clbt_table *table);
+
 /** The host rows, [max_num_reqs][width] row-major; NULL for NULL. */
 CLBT_API const int32_t *clbt_table_host_data(const clbt_table *table);
 
