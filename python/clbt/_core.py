@@ -44,24 +44,27 @@ def _u32(value, name):
     return value
 
 
-# array module type codes of the C types the arrays hold.
-_TYPECODES = {np.int32: "i", np.uint32: "I", np.int64: "q"}
-assert all(array.array(code).itemsize == np.dtype(t).itemsize
-           for t, code in _TYPECODES.items())
+# The C types arrays hold, by array-module type code.
+_INT32, _UINT32, _INT64 = "i", "I", "q"
+_DTYPES = {_INT32: np.int32, _UINT32: np.uint32, _INT64: np.int64}
+assert all(array.array(code).itemsize == np.dtype(t).itemsize for code, t in _DTYPES.items())
 
 
-def _array(values, dtype, name):
+def _array(values, typecode, name):
     """(keep-alive, address, length) of values as a contiguous C array of
-    dtype. Lists and tuples go through the array module (fast for the few
-    ids of a step); anything with __array__ (numpy, torch CPU tensors)
-    through numpy. Values that do not fit the C type are refused, never
-    wrapped."""
-    if isinstance(values, (list, tuple, range)):
+    the array-module type typecode. Lists and tuples go through the array
+    module (the fast path for a step's few ids); anything else with
+    __array__ (numpy, torch CPU tensors) through numpy. Values that do not
+    fit the C type are refused, never wrapped."""
+    kind = type(values)
+    if kind is list or kind is tuple or kind is range:
         try:
-            held = array.array(_TYPECODES[dtype], values)
+            held = array.array(typecode, values)
         except (OverflowError, TypeError) as error:
             raise Error(_INVALID_ARGUMENT, "%s: %s" % (name, error)) from None
-        return held, held.buffer_info()[0], len(held)
+        address, count = held.buffer_info()
+        return held, address, count
+    dtype = _DTYPES[typecode]
     held = np.asarray(values)
     if held.dtype != dtype:
         held = _convert(held, dtype, name)
@@ -186,6 +189,10 @@ class Device(_Closable):
         its handle."""
         return pyopencl_object("CommandQueue", lib.clbt_device_queue(self._live()))
 
+    def finish(self):
+        """Waits until the queue has run every command enqueued so far."""
+        _opencl.finish(lib.clbt_device_queue(self._live()))
+
     def __repr__(self):
         return "clbt.Device(%r)" % (None if self.closed else self.selector)
 
@@ -223,8 +230,8 @@ class _BatchInputs:
             _opencl.wait(written)
             _opencl.release_event(written)
             slot[4] = None
-        qsl_source, _, qsl_count = _array(query_start_loc, np.int32, "query_start_loc")
-        source, _, num_tokens = _array(positions, np.int64, "positions")
+        qsl_source, _, qsl_count = _array(query_start_loc, _INT32, "query_start_loc")
+        source, _, num_tokens = _array(positions, _INT64, "positions")
         if qsl_count < num_reqs + 1 or qsl_count > qsl_host.size or num_tokens > positions_host.size:
             raise Error(_INVALID_ARGUMENT, "query_start_loc holds %d values, positions %d; "
                         "num_reqs %d needs %d, and the table takes at most %d and %d" % (
@@ -398,12 +405,12 @@ class Table(_Rows):
     def append_row(self, row, block_ids):
         """Appends KV-manager block ids to a row (each split into kernel
         blocks when kernel_block_size is smaller)."""
-        held, address, count = _array(block_ids, np.int32, "block_ids")
+        held, address, count = _array(block_ids, _INT32, "block_ids")
         _check(lib.clbt_table_append_row(self._live(), _u32(row, "row"), address, count))
 
     def add_row(self, row, block_ids):
         """Replaces a row's blocks with block_ids."""
-        held, address, count = _array(block_ids, np.int32, "block_ids")
+        held, address, count = _array(block_ids, _INT32, "block_ids")
         _check(lib.clbt_table_add_row(self._live(), _u32(row, "row"), address, count))
 
     def append_rows(self, rows, counts, block_ids):
@@ -417,9 +424,9 @@ class Table(_Rows):
         self._rows(lib.clbt_table_add_rows, rows, counts, block_ids)
 
     def _rows(self, function, rows, counts, block_ids):
-        rows_held, rows_address, num_rows = _array(rows, np.uint32, "rows")
-        counts_held, counts_address, num_counts = _array(counts, np.uint32, "counts")
-        ids_held, ids_address, _ = _array(block_ids, np.int32, "block_ids")
+        rows_held, rows_address, num_rows = _array(rows, _UINT32, "rows")
+        counts_held, counts_address, num_counts = _array(counts, _UINT32, "counts")
+        ids_held, ids_address, _ = _array(block_ids, _INT32, "block_ids")
         if num_counts != num_rows:
             raise Error(_INVALID_ARGUMENT, "counts holds %d entries; rows %d" % (num_counts, num_rows))
         _check(function(self._live(), num_rows, rows_address, counts_address, ids_address))
@@ -472,8 +479,8 @@ class Table(_Rows):
     def compute_slot_mapping_host(self, num_reqs, query_start_loc, positions):
         """The same mapping computed on the host from the host rows: clbt's
         reference and CPU fallback. Returns int64[max_num_batched_tokens]."""
-        qsl_held, qsl, _ = _array(query_start_loc, np.int32, "query_start_loc")
-        positions_held, address, num_tokens = _array(positions, np.int64, "positions")
+        qsl_held, qsl, _ = _array(query_start_loc, _INT32, "query_start_loc")
+        positions_held, address, num_tokens = _array(positions, _INT64, "positions")
         out = np.empty(self.max_num_batched_tokens, np.int64)
         _check(lib.clbt_table_compute_slot_mapping_host(self._live(), _u32(num_reqs, "num_reqs"),
                                                         qsl, address, num_tokens,
@@ -564,7 +571,7 @@ class MultiTable(_Rows):
         if len(block_ids) != len(self.groups):
             raise Error(_INVALID_ARGUMENT, "block_ids has %d groups; the table has %d" % (
                 len(block_ids), len(self.groups)))
-        arrays = [_array(ids, np.int32, "block_ids[%d]" % g) for g, ids in enumerate(block_ids)]
+        arrays = [_array(ids, _INT32, "block_ids[%d]" % g) for g, ids in enumerate(block_ids)]
         addresses = array.array("Q", [a[1] for a in arrays])
         counts = array.array("Q", [a[2] for a in arrays])  # size_t
         _check(function(self._live(), _u32(row, "row"), addresses.buffer_info()[0],
@@ -583,9 +590,9 @@ class MultiTable(_Rows):
         if len(counts) != len(self.groups) or len(block_ids) != len(self.groups):
             raise Error(_INVALID_ARGUMENT, "counts and block_ids need %d groups each" %
                         len(self.groups))
-        rows_held, rows_address, num_rows = _array(rows, np.uint32, "rows")
-        count_arrays = [_array(c, np.uint32, "counts[%d]" % g) for g, c in enumerate(counts)]
-        id_arrays = [_array(i, np.int32, "block_ids[%d]" % g) for g, i in enumerate(block_ids)]
+        rows_held, rows_address, num_rows = _array(rows, _UINT32, "rows")
+        count_arrays = [_array(c, _UINT32, "counts[%d]" % g) for g, c in enumerate(counts)]
+        id_arrays = [_array(i, _INT32, "block_ids[%d]" % g) for g, i in enumerate(block_ids)]
         for g, held in enumerate(count_arrays):
             if held[2] != num_rows:
                 raise Error(_INVALID_ARGUMENT, "counts[%d] holds %d entries; rows %d" % (

@@ -90,6 +90,10 @@ def wait(event):
     check(_cl.clWaitForEvents(1, byref(event)), "clWaitForEvents")
 
 
+def finish(queue):
+    check(_cl.clFinish(queue), "clFinish")
+
+
 def release_event(event):
     """Releases an integer event handle (what clbt hands back without
     PyOpenCL)."""

@@ -143,15 +143,16 @@ class _RowOperations:
         """Copies rows [0, num_reqs) to the device, only what changed."""
         self._table.commit(num_reqs)
 
-    def compute_slot_mapping(self, num_reqs, query_start_loc, positions):
+    def compute_slot_mapping(self, num_reqs, query_start_loc, positions, *, num_tokens=None):
         """Enqueues the slot mapping into ``slot_mapping.gpu`` (every group's
         in one launch on a MultiGroupBlockTable). query_start_loc and
         positions are host arrays (numpy, torch CPU tensors; uploaded into
-        buffers the table keeps) or device buffers (pyopencl Array).
+        buffers the table keeps) or device buffers (pyopencl Array; or, an
+        extension, integer cl_mem handles with num_tokens given).
         Departure: every element of the output is written, and a token past
         its row's committed blocks, at a negative position or of a malformed
         batch gets -1 (vLLM reads whatever the row holds)."""
-        self._table.compute_slot_mapping(num_reqs, query_start_loc, positions)
+        self._table.compute_slot_mapping(num_reqs, query_start_loc, positions, num_tokens)
 
     def clear(self):
         """Zeroes every row on the host and the device. Departure: the row
