@@ -14,6 +14,8 @@ PAD_SLOT_ID = -1
 _INVALID_ARGUMENT = -4002
 _NULL_ARGUMENT = -4001
 _ROW_OUT_OF_RANGE = -4005
+_TOO_MANY_REQUESTS = -4008
+_TOO_MANY_TOKENS = -4009
 
 
 class Error(Exception):
@@ -232,17 +234,27 @@ class _BatchInputs:
             slot[4] = None
         qsl_source, _, qsl_count = _array(query_start_loc, _INT32, "query_start_loc")
         source, _, num_tokens = _array(positions, _INT64, "positions")
-        if qsl_count < num_reqs + 1 or qsl_count > qsl_host.size or num_tokens > positions_host.size:
-            raise Error(_INVALID_ARGUMENT, "query_start_loc holds %d values, positions %d; "
-                        "num_reqs %d needs %d, and the table takes at most %d and %d" % (
-                            qsl_count, num_tokens, num_reqs, num_reqs + 1, qsl_host.size,
-                            positions_host.size))
+        # What the C call would refuse, refused before the staging copies
+        # are written past their ends.
+        if num_reqs + 1 > qsl_host.size:
+            raise Error(_TOO_MANY_REQUESTS, "num_reqs %d exceeds max_num_reqs %d" % (
+                num_reqs, qsl_host.size - 1))
+        if num_tokens > positions_host.size:
+            raise Error(_TOO_MANY_TOKENS, "num_tokens %d exceeds max_num_batched_tokens %d" % (
+                num_tokens, positions_host.size))
+        if qsl_count < num_reqs + 1:
+            raise Error(_INVALID_ARGUMENT, "query_start_loc holds %d values; num_reqs %d "
+                        "needs %d" % (qsl_count, num_reqs, num_reqs + 1))
         qsl_host[:num_reqs + 1] = np.asarray(qsl_source)[:num_reqs + 1]
         positions_host[:num_tokens] = source
-        _opencl.write(self.queue, qsl, qsl_host.ctypes.data, (num_reqs + 1) * 4)
+        # The last write's event: the queue is in order, so once it is done
+        # both staging copies are free.
         event = c_void_p()
-        _opencl.write(self.queue, positions_buffer, positions_host.ctypes.data, num_tokens * 8,
-                      event)
+        _opencl.write(self.queue, qsl, qsl_host.ctypes.data, (num_reqs + 1) * 4,
+                      None if num_tokens else event)
+        if num_tokens:
+            _opencl.write(self.queue, positions_buffer, positions_host.ctypes.data,
+                          num_tokens * 8, event)
         slot[4] = event
         return qsl, positions_buffer, num_tokens
 
@@ -328,7 +340,10 @@ class _Rows(_Closable):
                 self._inputs = _BatchInputs(self._device, self.max_num_reqs,
                                             self.max_num_batched_tokens)
             qsl, positions, count = self._inputs.upload(num_reqs, query_start_loc, positions)
-            num_tokens = count if num_tokens is None else num_tokens
+            if num_tokens is not None and num_tokens != count:
+                raise Error(_INVALID_ARGUMENT, "num_tokens is %d; positions holds %d" % (
+                    num_tokens, count))
+            num_tokens = count
         return self._enqueue(self._slot_mapping,
                              (num_reqs, qsl, positions, _u32(num_tokens, "num_tokens")),
                              wait_for, event)

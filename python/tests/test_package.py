@@ -113,6 +113,9 @@ def test_commit_and_slot_mapping_with_host_and_device_inputs(device):
         assert table.read_slot_mapping(1).tolist() == [-1]
         assert table.rejected_tokens == 1
         assert table.compute_slot_mapping_host(1, [0, 1], [17])[:2].tolist() == [65, -1]
+        # a batch of no tokens pads everything
+        table.compute_slot_mapping(1, [0, 0], [])
+        assert table.read_slot_mapping().tolist() == [-1] * 8
 
 
 def test_committed_rows_and_commit_info(device):
@@ -144,8 +147,14 @@ def test_errors_carry_status_code_and_message_and_change_nothing(device):
             (lambda: table.commit(5), "CLBT_TOO_MANY_REQUESTS", "num_reqs 5 exceeds max_num_reqs 4"),
             (lambda: table.append_rows([0, 3], [1, 1], [7, -2]), "CLBT_INVALID_BLOCK_ID",
              "entry 1 (row 3, ids from block_ids[1]): block_ids[0] = -2 is outside"),
-            (lambda: table.compute_slot_mapping(1, [0, 9], list(range(9))), "CLBT_INVALID_ARGUMENT",
-             "positions 9; num_reqs 1 needs 2, and the table takes at most 5 and 8"),
+            (lambda: table.compute_slot_mapping(1, [0, 9], list(range(9))), "CLBT_TOO_MANY_TOKENS",
+             "num_tokens 9 exceeds max_num_batched_tokens 8"),
+            (lambda: table.compute_slot_mapping(5, list(range(6)), [0] * 5),
+             "CLBT_TOO_MANY_REQUESTS", "num_reqs 5 exceeds max_num_reqs 4"),
+            (lambda: table.compute_slot_mapping(2, [0, 1], [1]), "CLBT_INVALID_ARGUMENT",
+             "query_start_loc holds 2 values; num_reqs 2 needs 3"),
+            (lambda: table.compute_slot_mapping(1, [0, 1], [1], num_tokens=2),
+             "CLBT_INVALID_ARGUMENT", "num_tokens is 2; positions holds 1"),
         ]
         for call, status, words in cases:
             with pytest.raises(clbt.Error) as raised:
