@@ -15,9 +15,10 @@ __kernel void clbt_commit_scatter(__global const uint *packet,
                                   uint row_stride, ulong lengths_at) {
   __global int *rows = storage + rows_at;
   __global int *row_lengths = storage + lengths_at;
-  uint items = num_lengths + num_cells;
+  /* Up to 2^33 - 2 items: counted in 64 bits so that nothing wraps. */
+  ulong items = (ulong)num_lengths + num_cells;
   __global const uint *cells = packet + 2 * (ulong)num_lengths;
-  for (uint i = get_global_id(0); i < items; i += get_global_size(0)) {
+  for (ulong i = get_global_id(0); i < items; i += get_global_size(0)) {
     if (i < num_lengths) {
       row_lengths[packet[2 * i]] = (int)packet[2 * i + 1];
     } else {

@@ -1,11 +1,13 @@
 /*
  * A serving loop that embeds clbt the way an inference engine does.
  *
- * A simulated scheduler admits requests as they arrive, schedules their
- * prompt tokens and then one generated token per step, grows each request's
- * KV cache a block at a time as its tokens arrive, finishes requests, and
- * keeps the batch dense by moving the last row into a finished one's. Each
- * step it commits the block table, computes the slot mapping, and hands it
+ * A simulated scheduler (scheduler.c) admits requests as they arrive,
+ * schedules their prompt tokens and then one generated token per step,
+ * grows each request's KV cache a block at a time as its tokens arrive,
+ * finishes requests, and keeps the batch dense by moving the last row into
+ * a finished one's, making the matching row calls on the table as it
+ * decides (add_row, append_row, clear_row, move_row). Each step the loop
+ * commits the block table, computes the slot mapping, and hands it
  * to a KV-cache write kernel (the part of attention that stores each
  * token's key and value at its slot) on the same queue. It then checks
  * every slot, and every value written, against its own bookkeeping of the
@@ -25,15 +27,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Two KV-cache groups with their own block sizes, as hybrid models have. */
+#include "scheduler.h"
+
+/* Two KV-cache groups with their own block sizes, as hybrid models have;
+   each group's KV cache holds 768 tokens: 48 and 24 blocks. */
 #define NUM_GROUPS 2
 static const uint32_t block_sizes[NUM_GROUPS] = {16, 32};
-#define MIN_BLOCK_SIZE 16
-#define POOL_TOKENS 768 /* each group's KV cache: 48 and 24 blocks */
-#define MAX_REQS 8
-#define MAX_TOKENS 64     /* tokens per step (max_num_batched_tokens) */
-#define MAX_MODEL_LEN 256 /* tokens per request */
-#define MAX_BLOCKS (MAX_MODEL_LEN / MIN_BLOCK_SIZE)
+#define POOL_TOKENS 768
 
 /* The "attention" kernel: stores each token's value at its KV slot and,
    as vLLM's reshape_and_cache does, skips padding (slot < 0). */
@@ -44,31 +44,6 @@ static const char kv_write_source[] =
     "  uint i = get_global_id(0);\n"
     "  if (i < num_tokens && slots[i] >= 0) cache[slots[i]] = values[i];\n"
     "}\n";
-
-typedef struct request {
-  uint32_t id, prompt_len, total_len;
-  uint32_t computed;  /* tokens whose KV is in the cache */
-  uint32_t scheduled; /* tokens this step */
-  uint32_t num_blocks[NUM_GROUPS];
-  int32_t blocks[NUM_GROUPS][MAX_BLOCKS];
-} request;
-
-/* The scheduler's state; running[r] is the request in block-table row r. */
-typedef struct scheduler {
-  request running[MAX_REQS];
-  uint32_t num_running, next_id;
-  int32_t free_blocks[NUM_GROUPS][POOL_TOKENS / MIN_BLOCK_SIZE];
-  uint32_t num_free[NUM_GROUPS];
-  uint64_t random;
-} scheduler;
-
-/* The batch of one step, as the host builds it. */
-typedef struct batch {
-  int32_t query_start_loc[MAX_REQS + 1];
-  int64_t positions[MAX_TOKENS];
-  int64_t values[MAX_TOKENS]; /* what each token stores in the cache */
-  uint32_t num_tokens;
-} batch;
 
 /* The engine's OpenCL side: clbt's device and table, and its own kernel. */
 typedef struct engine {
@@ -94,132 +69,13 @@ static void check_cl(cl_int error, const char *what) {
   check(error == CL_SUCCESS ? CLBT_SUCCESS : (clbt_status)error, what);
 }
 
-static uint32_t random_below(scheduler *s, uint32_t n) {
-  s->random ^= s->random << 13;
-  s->random ^= s->random >> 7;
-  s->random ^= s->random << 17;
-  return (uint32_t)(s->random % n);
-}
-
-/* ---- the scheduler's bookkeeping ---------------------------------------- */
-
-static uint32_t pool_blocks(uint32_t g) { return POOL_TOKENS / block_sizes[g]; }
-
-static uint32_t blocks_for(uint32_t tokens, uint32_t g) {
-  return (tokens + block_sizes[g] - 1) / block_sizes[g];
-}
-
-/* Blocks the running requests will still take before they finish. */
-static uint32_t promised_blocks(const scheduler *s, uint32_t g) {
-  uint32_t promised = 0;
-  for (uint32_t r = 0; r < s->num_running; ++r)
-    promised += blocks_for(s->running[r].total_len, g) -
-                s->running[r].num_blocks[g];
-  return promised;
-}
-
-/* Every block of group g is free, in a shuffled order as after churn. */
-static void fill_pool(scheduler *s, uint32_t g) {
-  for (s->num_free[g] = 0; s->num_free[g] < pool_blocks(g); ++s->num_free[g])
-    s->free_blocks[g][s->num_free[g]] = (int32_t)s->num_free[g];
-  for (uint32_t i = s->num_free[g] - 1; i > 0; --i) {
-    uint32_t j = random_below(s, i + 1);
-    int32_t id = s->free_blocks[g][i];
-    s->free_blocks[g][i] = s->free_blocks[g][j];
-    s->free_blocks[g][j] = id;
-  }
-}
-
-/* A request is admitted only when its whole life fits in the free blocks,
-   so that no running request ever waits for a block. */
-static bool fits(const scheduler *s, uint32_t total_len) {
-  for (uint32_t g = 0; g < NUM_GROUPS; ++g)
-    if (blocks_for(total_len, g) + promised_blocks(s, g) > s->num_free[g])
-      return false;
-  return true;
-}
-
-/* New requests arrive: up to two per step, each in the next free row. */
-static uint32_t admit(scheduler *s, engine *e) {
-  uint32_t admitted = 0, arrivals = random_below(s, 3);
-  for (; admitted < arrivals && s->num_running < MAX_REQS; ++admitted) {
-    uint32_t prompt_len = 1 + random_below(s, 120);
-    uint32_t total_len = prompt_len + 1 + random_below(s, 40);
-    if (!fits(s, total_len)) break;
-    uint32_t row = s->num_running++;
-    s->running[row] = (request){.id = s->next_id++,
-                                .prompt_len = prompt_len,
-                                .total_len = total_len};
-    /* add_row replaces whatever the row held; the blocks come later. */
-    const int32_t *no_ids[NUM_GROUPS] = {NULL, NULL};
-    const size_t no_counts[NUM_GROUPS] = {0, 0};
-    check(clbt_multi_table_add_row(e->table, row, no_ids, no_counts),
-          "add_row");
-  }
-  return admitted;
-}
-
-/* Finished requests give back their blocks; the last row fills the hole. */
-static uint32_t finish(scheduler *s, engine *e, uint32_t *moved) {
-  uint32_t finished = 0;
-  for (uint32_t row = 0; row < s->num_running;) {
-    request *r = &s->running[row];
-    if (r->computed < r->total_len) {
-      ++row;
-      continue;
-    }
-    for (uint32_t g = 0; g < NUM_GROUPS; ++g)
-      for (uint32_t b = 0; b < r->num_blocks[g]; ++b)
-        s->free_blocks[g][s->num_free[g]++] = r->blocks[g][b];
-    check(clbt_multi_table_clear_row(e->table, row), "clear_row");
-    uint32_t last = --s->num_running;
-    if (row != last) {
-      check(clbt_multi_table_move_row(e->table, last, row), "move_row");
-      s->running[row] = s->running[last];
-      ++*moved;
-    }
-    ++finished;
-  }
-  return finished;
-}
-
-/* Appends blocks, one at a time, until the request's tokens fit. */
-static void grow(scheduler *s, engine *e, uint32_t row, uint32_t tokens) {
-  request *r = &s->running[row];
-  for (uint32_t g = 0; g < NUM_GROUPS; ++g) {
-    while (r->num_blocks[g] < blocks_for(tokens, g)) {
-      int32_t id = s->free_blocks[g][--s->num_free[g]];
-      const int32_t *ids[NUM_GROUPS] = {NULL, NULL};
-      size_t counts[NUM_GROUPS] = {0, 0};
-      ids[g] = &id;
-      counts[g] = 1;
-      check(clbt_multi_table_append_row(e->table, row, ids, counts),
-            "append_row");
-      r->blocks[g][r->num_blocks[g]++] = id;
-    }
-  }
-}
-
-/* Schedules prompt tokens (chunked to the step's budget) or one new token
-   per request, in row order, and lays out the batch. */
-static void schedule(scheduler *s, engine *e, batch *b) {
-  b->num_tokens = 0;
-  for (uint32_t row = 0; row < s->num_running; ++row) {
-    request *r = &s->running[row];
-    uint32_t budget = MAX_TOKENS - b->num_tokens;
-    uint32_t wanted = r->computed < r->prompt_len
-                          ? r->prompt_len - r->computed
-                          : 1;
-    r->scheduled = wanted < budget ? wanted : budget;
-    grow(s, e, row, r->computed + r->scheduled);
-    b->query_start_loc[row] = (int32_t)b->num_tokens;
-    for (uint32_t t = 0; t < r->scheduled; ++t, ++b->num_tokens) {
-      int64_t position = r->computed + t;
-      b->positions[b->num_tokens] = position;
-      b->values[b->num_tokens] = (int64_t)r->id << 32 | position;
-    }
-  }
-  b->query_start_loc[s->num_running] = (int32_t)b->num_tokens;
+/* What each token stores in the KV cache: its request and its position. */
+static void token_values(const scheduler *s, const batch *b,
+                         int64_t *values) {
+  for (uint32_t row = 0; row < s->num_running; ++row)
+    for (int32_t t = b->query_start_loc[row]; t < b->query_start_loc[row + 1];
+         ++t)
+      values[t] = (int64_t)s->running[row].id << 32 | b->positions[t];
 }
 
 /* ---- the device side ---------------------------------------------------- */
@@ -252,7 +108,7 @@ static void engine_start(engine *e) {
   for (uint32_t g = 0; g < NUM_GROUPS; ++g)
     groups[g] = (clbt_group_config){
         .block_size = block_sizes[g],
-        .max_num_blocks = blocks_for(MAX_MODEL_LEN, g)};
+        .max_num_blocks = (MAX_MODEL_LEN + block_sizes[g] - 1) / block_sizes[g]};
   clbt_multi_table_config config = {.max_num_reqs = MAX_REQS,
                                     .max_num_batched_tokens = MAX_TOKENS,
                                     .num_groups = NUM_GROUPS,
@@ -308,12 +164,13 @@ static void write_kv_cache(engine *e, uint32_t g, cl_uint num_tokens) {
 
 /* The device work of one step: commit, slot mapping, KV-cache write. All
    on the device's in-order queue, so nothing waits in between. */
-static void run_step(engine *e, uint32_t num_reqs, const batch *b) {
+static void run_step(engine *e, uint32_t num_reqs, const batch *b,
+                     const int64_t *values) {
   check(clbt_multi_table_commit(e->table, num_reqs), "commit");
   write_buffer(e, e->query_start_loc, sizeof(int32_t) * (num_reqs + 1),
                b->query_start_loc);
   write_buffer(e, e->positions, sizeof(int64_t) * b->num_tokens, b->positions);
-  write_buffer(e, e->values, sizeof(int64_t) * b->num_tokens, b->values);
+  write_buffer(e, e->values, sizeof(int64_t) * b->num_tokens, values);
   check(clbt_multi_table_compute_slot_mapping(e->table, num_reqs,
                                               e->query_start_loc, e->positions,
                                               b->num_tokens),
@@ -330,8 +187,8 @@ static void run_step(engine *e, uint32_t num_reqs, const batch *b) {
  * blocks[p / block_size] * block_size + p % block_size; the rest of the
  * mapping is -1. Returns the number of mismatches.
  */
-static uint64_t check_group(engine *e, const scheduler *s, const batch *b,
-                            uint32_t g, totals *t) {
+static uint64_t check_group(engine *e, const scheduler *s,
+                            const int64_t *values, uint32_t g, totals *t) {
   static int64_t slots[MAX_TOKENS], cache[POOL_TOKENS];
   clbt_table *table = clbt_multi_table_group(e->table, g);
   read_buffer(e, clbt_table_slot_mapping(table), sizeof slots, slots);
@@ -344,7 +201,7 @@ static uint64_t check_group(engine *e, const scheduler *s, const batch *b,
       uint32_t position = r->computed + i;
       int64_t expected =
           (int64_t)r->blocks[g][position / size] * size + position % size;
-      wrong += slots[token] != expected || cache[expected] != b->values[token];
+      wrong += slots[token] != expected || cache[expected] != values[token];
     }
   }
   for (; token < MAX_TOKENS; ++token) wrong += slots[token] != CLBT_PAD_SLOT_ID;
@@ -383,33 +240,38 @@ int main(int argc, char **argv) {
   }
   static scheduler s;
   static batch b;
+  static int64_t values[MAX_TOKENS];
   engine e = {0};
   totals t = {0};
-  s.random = seed * 2654435761u + 1;
-  for (uint32_t g = 0; g < NUM_GROUPS; ++g)
-    fill_pool(&s, g);
   engine_start(&e);
+  scheduler_group groups[NUM_GROUPS];
+  for (uint32_t g = 0; g < NUM_GROUPS; ++g)
+    groups[g] = (scheduler_group){.block_tokens = block_sizes[g],
+                                  .pool_blocks = POOL_TOKENS / block_sizes[g]};
+  if (!scheduler_init(&s, seed, NUM_GROUPS, groups, e.table)) {
+    fprintf(stderr, "serving_loop: the groups exceed the scheduler's limits\n");
+    return EXIT_FAILURE;
+  }
 
   for (uint32_t step = 1; step <= steps; ++step) {
-    uint32_t moved = 0, finished = finish(&s, &e, &moved);
-    uint32_t admitted = admit(&s, &e);
-    schedule(&s, &e, &b);
-    run_step(&e, s.num_running, &b);
+    step_summary summary;
+    check(scheduler_step(&s, &b, &summary), "the scheduler's step");
+    token_values(&s, &b, values);
+    run_step(&e, s.num_running, &b, values);
     uint64_t wrong = 0;
     for (uint32_t g = 0; g < NUM_GROUPS; ++g)
-      wrong += check_group(&e, &s, &b, g, &t);
-    for (uint32_t row = 0; row < s.num_running; ++row)
-      s.running[row].computed += s.running[row].scheduled;
+      wrong += check_group(&e, &s, values, g, &t);
+    scheduler_advance(&s);
     t.tokens += b.num_tokens;
     t.wrong += wrong;
-    t.finished += finished;
+    t.finished += summary.finished;
     if (verbose)
       printf("step %u: %u running (+%u new, -%u finished, %u moved), "
              "%u tokens, blocks in use %u/%u and %u/%u, %s\n",
-             step, s.num_running, admitted, finished, moved, b.num_tokens,
-             pool_blocks(0) - s.num_free[0], pool_blocks(0),
-             pool_blocks(1) - s.num_free[1], pool_blocks(1),
-             wrong ? "SLOTS WRONG" : "slots ok");
+             step, s.num_running, summary.admitted, summary.finished,
+             summary.moved, b.num_tokens, scheduler_blocks_in_use(&s, 0),
+             groups[0].pool_blocks, scheduler_blocks_in_use(&s, 1),
+             groups[1].pool_blocks, wrong ? "SLOTS WRONG" : "slots ok");
   }
   engine_stop(&e);
   printf("serving_loop: %u steps, %" PRIu64 " requests finished, %" PRIu64

@@ -12,6 +12,7 @@
 #include "clbt_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,8 @@ _Static_assert(sizeof(clbt__cache_header) == 40, "the header has no padding");
 typedef enum clbt__entry_state {
   CLBT__ENTRY_MISSING,
   CLBT__ENTRY_WHOLE,
-  CLBT__ENTRY_BAD
+  CLBT__ENTRY_BAD,     /* ours but unusable: deleted */
+  CLBT__ENTRY_FOREIGN  /* not a regular file: left alone */
 } clbt__entry_state;
 
 /* 64-bit FNV-1a, for both the key and the checksum. */
@@ -132,19 +134,42 @@ static bool check_header(const clbt__cache_header *header,
   return false;
 }
 
+/*
+ * Opens an entry for reading when it is a regular file. O_NONBLOCK keeps a
+ * FIFO or device put in its place from blocking the open; such a thing is
+ * not ours, so it is reported as foreign and left where it is.
+ */
+static FILE *open_entry(const clbt__cache_entry *entry,
+                        clbt__entry_state *state, char *problem) {
+  int descriptor = open(entry->path, O_RDONLY | O_NONBLOCK);
+  struct stat info;
+  *state = CLBT__ENTRY_BAD;
+  if (descriptor < 0) {
+    if (errno == ENOENT) *state = CLBT__ENTRY_MISSING;
+    snprintf(problem, CLBT__PROBLEM_SIZE, "cannot open it: %s",
+             strerror(errno));
+    return NULL;
+  }
+  FILE *file = NULL;
+  if (fstat(descriptor, &info) != 0 || !S_ISREG(info.st_mode)) {
+    *state = CLBT__ENTRY_FOREIGN;
+    snprintf(problem, CLBT__PROBLEM_SIZE, "not a regular file");
+  } else if (!(file = fdopen(descriptor, "rb"))) {
+    snprintf(problem, CLBT__PROBLEM_SIZE, "cannot open it: %s",
+             strerror(errno));
+  }
+  if (!file) close(descriptor);
+  return file;
+}
+
 /* Reads an entry's binary into *binary (malloc'd) once it checks out. */
 static clbt__entry_state read_entry(const clbt__cache_entry *entry,
                                     unsigned char **binary, size_t *size,
                                     char *problem) {
-  FILE *file = fopen(entry->path, "rb");
-  if (!file) {
-    if (errno == ENOENT) return CLBT__ENTRY_MISSING;
-    snprintf(problem, CLBT__PROBLEM_SIZE, "cannot open it: %s",
-             strerror(errno));
-    return CLBT__ENTRY_BAD;
-  }
-  clbt__cache_header header;
   clbt__entry_state state = CLBT__ENTRY_BAD;
+  FILE *file = open_entry(entry, &state, problem);
+  if (!file) return state;
+  clbt__cache_header header;
   if (fread(&header, sizeof header, 1, file) != 1) {
     snprintf(problem, CLBT__PROBLEM_SIZE, "shorter than its header");
   } else if (check_header(&header, entry, problem)) {
@@ -196,7 +221,12 @@ cl_program clbt__binary_cache_load(const clbt_device *device,
   if (state == CLBT__ENTRY_WHOLE)
     program = program_from_binary(device, binary, size, options, problem);
   free(binary);
-  if (state != CLBT__ENTRY_MISSING && !program) {
+  if (state == CLBT__ENTRY_FOREIGN) {
+    clbt__log(CLBT_LOG_WARN,
+              "program cache entry %s is %s; ignoring it; building from "
+              "source",
+              entry->path, problem);
+  } else if (state != CLBT__ENTRY_MISSING && !program) {
     bool deleted = remove(entry->path) == 0;
     clbt__log(CLBT_LOG_WARN,
               "program cache entry %s is unusable (%s); %s; building from "

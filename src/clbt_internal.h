@@ -209,15 +209,28 @@ typedef struct clbt__changes {
   uint32_t *extent;       /* [max_num_reqs] */
 } clbt__changes;
 
-/* A packet buffer for the scatter commit; reused once its upload is done. */
+/*
+ * A host packet that enqueued commands read, and (for scatter commits) the
+ * device buffer it is uploaded to. A slot is in flight while any of its
+ * readers has not ended; the host may rewrite it only once all have.
+ */
 typedef struct clbt__staging {
   uint32_t *packet;
-  size_t capacity;        /* 32-bit words */
-  cl_mem buffer;          /* the device copy of the packet */
-  cl_event uploaded;      /* NULL, or the upload still reading `packet` */
+  size_t capacity;          /* 32-bit words of packet */
+  cl_mem buffer;            /* NULL until a scatter needs it */
+  size_t buffer_capacity;   /* 32-bit words of buffer */
+  cl_event readers[2];      /* the commands reading it; NULL: none */
 } clbt__staging;
 
-#define CLBT__STAGING_SLOTS 2
+/*
+ * A table's staging slots. A commit takes a slot that is not in flight or
+ * adds one, so no enqueue waits for the device: the pool holds one packet
+ * per commit still in flight, and settles at the depth the caller keeps.
+ */
+typedef struct clbt__staging_pool {
+  clbt__staging *slots;
+  size_t count;
+} clbt__staging_pool;
 
 /*
  * A table's device data lives in one allocation, because OpenCL drivers
@@ -240,8 +253,10 @@ struct clbt_table {
   int32_t *rows;           /* [max_num_reqs][width] */
   uint32_t *row_lengths;   /* [max_num_reqs], kernel blocks */
   clbt__changes changes;
-  clbt__staging staging[CLBT__STAGING_SLOTS];
-  unsigned next_staging;
+  clbt__staging_pool staging;
+  bool device_stale;       /* the device copy may differ from the host
+                              beyond what changes lists: the next commit
+                              rewrites every row */
   cl_kernel scatter;       /* NULL until the first scatter commit */
   clbt_commit_mode commit_mode;
   clbt_commit_info last_commit;
@@ -289,6 +304,15 @@ void clbt__apply_clear_row(clbt_table *table, uint32_t row);
 void clbt__apply_move_row(clbt_table *table, uint32_t src, uint32_t dst);
 void clbt__apply_swap_row(clbt_table *table, uint32_t a, uint32_t b);
 
+/*
+ * clear, in two halves: zeroing the device, which on failure leaves the
+ * table stale for the next commit to repair, and zeroing the host, which
+ * cannot fail. A failed clear thus changes nothing the caller can see once
+ * it commits.
+ */
+clbt_status clbt__table_zero_device(clbt_table *table);
+void clbt__table_zero_host(clbt_table *table);
+
 /* Checks a batch's sizes against a table's bounds. */
 clbt_status clbt__check_batch(const clbt_table *table, uint32_t num_reqs,
                               uint32_t num_tokens);
@@ -303,13 +327,48 @@ void clbt__changes_mark(clbt_table *table, uint32_t row, uint32_t low,
 /* Forgets every change (after clear, which resets both sides). */
 void clbt__changes_reset(clbt__changes *changes, uint32_t max_num_reqs);
 
-/* Commits a checked num_reqs the way the table's mode picks. */
+/*
+ * Commits a checked num_reqs the way the table's mode picks, or every row
+ * when the device copy is stale. A failure leaves it stale.
+ */
 clbt_status clbt__commit(clbt_table *table, uint32_t num_reqs,
                          cl_uint num_events, const cl_event *wait_list,
                          cl_event *event);
 
-/* Releases the staging buffers and the scatter kernel. */
+/*
+ * How a commit of `rows` listed rows and `cells` changed cells, among
+ * num_reqs rows of `width`, travels in `mode`: SCATTER or WHOLE, or
+ * CLBT_SIZE_OVERFLOW when SCATTER was asked for and the scatter kernel
+ * cannot count the cells.
+ */
+clbt_status clbt__commit_choose(clbt_commit_mode mode, uint32_t num_reqs,
+                                uint32_t width, uint64_t rows, uint64_t cells,
+                                clbt_commit_mode *chosen);
+
+/* Releases the staging pool, waiting for its uploads, and the kernel. */
 void clbt__commit_release(clbt_table *table);
+
+/* ---- staging (staging.c) ------------------------------------------------ */
+
+/*
+ * Frees the slots whose readers have all ended. *failed becomes true when
+ * any of them ended in error: what it carried never reached the device.
+ */
+clbt_status clbt__staging_reap(clbt__staging_pool *pool, bool *failed);
+
+/*
+ * A slot not in flight whose packet holds `words` (and, with on_device, a
+ * device buffer of as many words in context), added when none is free.
+ */
+clbt_status clbt__staging_acquire(clbt__staging_pool *pool, cl_context context,
+                                  size_t words, bool on_device,
+                                  clbt__staging **slot);
+
+/* Records a command that reads the slot; the slot keeps the event. */
+void clbt__staging_add_reader(clbt__staging *slot, cl_event reader);
+
+/* Waits for every slot's readers, then frees the pool. */
+void clbt__staging_pool_free(clbt__staging_pool *pool);
 
 /* ---- logging (log.c) ---------------------------------------------------- */
 

@@ -3,16 +3,15 @@
  * a commit moves only that:
  *
  *   SCATTER  one upload of a packet of changed cells and lengths, then a
- *            kernel that scatters it. Nothing waits.
- *   WHOLE    rows [0, num_reqs) in one blocking write, when the packet would
- *            be half their size or more.
+ *            kernel that scatters it.
+ *   WHOLE    rows [0, num_reqs) and their lengths in two writes, when the
+ *            packet would be half their size or more.
  *
- * Mapping the committed copy and writing cells in place was measured too,
- * on PoCL where it costs no copy: its blocking map made it slower than
- * SCATTER (docs/benchmarks.md).
- *
- * A scatter packet is a copy, so the host rows may change as soon as commit
- * returns; the packet itself is reused only once its upload has finished.
+ * Both send a copy taken at commit time from a staging slot (staging.c), so
+ * the host rows may change as soon as commit returns and nothing waits for
+ * the device. Mapping the committed copy and writing cells in place was
+ * measured too, on PoCL where it costs no copy: its blocking map made it
+ * slower than SCATTER (docs/benchmarks.md).
  */
 #include "clbt_internal.h"
 
@@ -101,64 +100,73 @@ static pending count_pending(const clbt__changes *changes, uint32_t num_reqs) {
   return p;
 }
 
-static uint64_t packet_words(const pending *p) {
-  return 2 * (uint64_t)p->rows + 3 * p->cells;
+/* A scatter packet: (row, length) per row, (row, column, id) per cell. */
+static uint64_t packet_words(uint64_t rows, uint64_t cells) {
+  return 2 * rows + 3 * cells;
 }
 
-static clbt_commit_mode choose_mode(const clbt_table *table, uint32_t num_reqs,
-                                    const pending *p) {
-  if (table->commit_mode != CLBT_COMMIT_AUTO) return table->commit_mode;
-  uint64_t whole_words = (uint64_t)num_reqs * (table->layout.width + 1);
-  /* The scatter kernel counts cells in 32 bits. */
-  if (2 * packet_words(p) >= whole_words || packet_words(p) > UINT32_MAX)
-    return CLBT_COMMIT_WHOLE;
-  return CLBT_COMMIT_SCATTER;
+clbt_status clbt__commit_choose(clbt_commit_mode mode, uint32_t num_reqs,
+                                uint32_t width, uint64_t rows, uint64_t cells,
+                                clbt_commit_mode *chosen) {
+  uint64_t whole_words = (uint64_t)num_reqs * (width + 1);
+  uint64_t scatter_words = packet_words(rows, cells);
+  /* The scatter kernel counts lengths and cells in 32 bits. */
+  bool countable = rows <= UINT32_MAX && cells <= UINT32_MAX;
+  if (mode == CLBT_COMMIT_SCATTER && !countable)
+    return clbt__fail(CLBT_SIZE_OVERFLOW,
+                      "a SCATTER commit of %llu changed cells in %llu rows "
+                      "exceeds the scatter kernel's count of %lu; commit in "
+                      "CLBT_COMMIT_AUTO or CLBT_COMMIT_WHOLE mode",
+                      (unsigned long long)cells, (unsigned long long)rows,
+                      (unsigned long)UINT32_MAX);
+  if (mode == CLBT_COMMIT_AUTO)
+    mode = 2 * scatter_words >= whole_words || !countable ? CLBT_COMMIT_WHOLE
+                                                          : CLBT_COMMIT_SCATTER;
+  *chosen = mode;
+  return CLBT_SUCCESS;
 }
 
-static clbt_status commit_whole(clbt_table *table, uint32_t num_reqs,
-                                cl_uint num_events, const cl_event *wait_list,
-                                cl_event *event) {
+/* Hands the caller its own reference to the commit's last command. */
+static clbt_status hand_back(cl_event last, cl_event *event) {
   clbt_status status = CLBT_SUCCESS;
-  cl_command_queue queue = table->device->queue;
-  size_t row_bytes = (size_t)num_reqs * table->layout.width * sizeof(int32_t);
-  CLBT__CL_TRY(clEnqueueWriteBuffer(queue, table->regions[CLBT__ROWS], CL_TRUE, 0,
-                                    row_bytes, table->rows, num_events,
-                                    wait_list, NULL),
-               status, done);
-  CLBT__CL_TRY(clEnqueueWriteBuffer(queue, table->regions[CLBT__ROW_LENGTHS], CL_TRUE,
-                                    0, num_reqs * sizeof(uint32_t),
-                                    table->row_lengths, 0, NULL, event),
-               status, done);
-  table->last_commit = (clbt_commit_info){
-      CLBT_COMMIT_WHOLE, num_reqs, row_bytes + num_reqs * sizeof(uint32_t)};
+  if (!event) return status;
+  CLBT__CL_TRY(clRetainEvent(last), status, done);
+  *event = last;
 done:
   return status;
 }
 
-/* Waits until the slot's packet is free, and makes it hold `words`. */
-static clbt_status reserve_staging(clbt_table *table, clbt__staging *slot,
-                                   size_t words) {
-  clbt_status status = CLBT_SUCCESS;
-  if (slot->uploaded) {
-    CLBT__CL_TRY(clWaitForEvents(1, &slot->uploaded), status, done);
-    clReleaseEvent(slot->uploaded);
-    slot->uploaded = NULL;
-  }
-  if (words <= slot->capacity) return CLBT_SUCCESS;
-  size_t capacity = slot->capacity ? slot->capacity : 256;
-  while (capacity < words) capacity *= 2;
-  uint32_t *packet = realloc(slot->packet, capacity * sizeof *packet);
-  if (!packet)
-    return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY,
-                      "no memory for a %zu-word commit packet", capacity);
-  slot->packet = packet;
-  cl_int error = CL_SUCCESS;
-  cl_mem buffer = clCreateBuffer(table->device->context, CL_MEM_READ_ONLY,
-                                 capacity * sizeof *packet, NULL, &error);
-  CLBT__CL_CHECK(error, "clCreateBuffer", status, done);
-  if (slot->buffer) clReleaseMemObject(slot->buffer);
-  slot->buffer = buffer;
-  slot->capacity = capacity;
+/*
+ * Rows [0, num_reqs) and their lengths, from a snapshot in a staging
+ * packet: two non-blocking writes, so the host rows may change at once.
+ */
+static clbt_status commit_whole(clbt_table *table, uint32_t num_reqs,
+                                cl_uint num_events, const cl_event *wait_list,
+                                cl_event *event) {
+  cl_command_queue queue = table->device->queue;
+  size_t cells = (size_t)num_reqs * table->layout.width;
+  size_t words = cells + num_reqs;
+  clbt__staging *slot = NULL;
+  cl_event rows_written = NULL, lengths_written = NULL;
+  clbt_status status = clbt__staging_acquire(
+      &table->staging, table->device->context, words, false, &slot);
+  if (status) return status;
+  memcpy(slot->packet, table->rows, cells * sizeof(int32_t));
+  memcpy(slot->packet + cells, table->row_lengths, num_reqs * sizeof(uint32_t));
+  CLBT__CL_TRY(clEnqueueWriteBuffer(queue, table->regions[CLBT__ROWS], CL_FALSE,
+                                    0, cells * sizeof(int32_t), slot->packet,
+                                    num_events, wait_list, &rows_written),
+               status, done);
+  clbt__staging_add_reader(slot, rows_written);
+  CLBT__CL_TRY(clEnqueueWriteBuffer(queue, table->regions[CLBT__ROW_LENGTHS],
+                                    CL_FALSE, 0, num_reqs * sizeof(uint32_t),
+                                    slot->packet + cells, 0, NULL,
+                                    &lengths_written),
+               status, done);
+  clbt__staging_add_reader(slot, lengths_written);
+  status = hand_back(lengths_written, event);
+  table->last_commit = (clbt_commit_info){CLBT_COMMIT_WHOLE, num_reqs,
+                                          words * sizeof(uint32_t)};
 done:
   return status;
 }
@@ -195,44 +203,77 @@ static clbt_status scatter_kernel(clbt_table *table) {
   return CLBT_SUCCESS;
 }
 
-static clbt_status commit_scatter(clbt_table *table, uint32_t num_reqs,
-                                  const pending *p, cl_uint num_events,
-                                  const cl_event *wait_list, cl_event *event) {
-  clbt__staging *slot = &table->staging[table->next_staging];
-  size_t words = (size_t)packet_words(p);
-  cl_uint num_lengths = p->rows, num_cells = (cl_uint)p->cells;
+/* The arguments of clbt_commit_scatter, in cl/commit_scatter.cl's order. */
+enum {
+  SCATTER_ARG_PACKET,
+  SCATTER_ARG_NUM_LENGTHS,
+  SCATTER_ARG_NUM_CELLS,
+  SCATTER_ARG_STORAGE,
+  SCATTER_ARG_ROWS_AT,
+  SCATTER_ARG_ROW_STRIDE,
+  SCATTER_ARG_ROW_LENGTHS_AT
+};
+
+static clbt_status set_scatter_arguments(const clbt_table *table,
+                                         const clbt__staging *slot,
+                                         const pending *p) {
+  clbt_status status = CLBT_SUCCESS;
+  cl_kernel k = table->scatter;
+  cl_uint num_lengths = (cl_uint)p->rows, num_cells = (cl_uint)p->cells;
   cl_uint row_stride = table->layout.width;
   cl_ulong rows_at = table->region_words[CLBT__ROWS];
   cl_ulong lengths_at = table->region_words[CLBT__ROW_LENGTHS];
+  CLBT__CL_TRY(clSetKernelArg(k, SCATTER_ARG_PACKET, sizeof(cl_mem),
+                              &slot->buffer), status, done);
+  CLBT__CL_TRY(clSetKernelArg(k, SCATTER_ARG_NUM_LENGTHS, sizeof num_lengths,
+                              &num_lengths), status, done);
+  CLBT__CL_TRY(clSetKernelArg(k, SCATTER_ARG_NUM_CELLS, sizeof num_cells,
+                              &num_cells), status, done);
+  CLBT__CL_TRY(clSetKernelArg(k, SCATTER_ARG_STORAGE, sizeof(cl_mem),
+                              &table->storage), status, done);
+  CLBT__CL_TRY(clSetKernelArg(k, SCATTER_ARG_ROWS_AT, sizeof rows_at,
+                              &rows_at), status, done);
+  CLBT__CL_TRY(clSetKernelArg(k, SCATTER_ARG_ROW_STRIDE, sizeof row_stride,
+                              &row_stride), status, done);
+  CLBT__CL_TRY(clSetKernelArg(k, SCATTER_ARG_ROW_LENGTHS_AT, sizeof lengths_at,
+                              &lengths_at), status, done);
+done:
+  return status;
+}
+
+/* Uploads the packet of changes and scatters it: two commands, no wait. */
+static clbt_status commit_scatter(clbt_table *table, uint32_t num_reqs,
+                                  const pending *p, cl_uint num_events,
+                                  const cl_event *wait_list, cl_event *event) {
+  cl_command_queue queue = table->device->queue;
+  size_t words = (size_t)packet_words(p->rows, p->cells);
   size_t global, local, kernel_max_group = 0;
+  clbt__staging *slot = NULL;
+  cl_event uploaded = NULL, scattered = NULL;
   clbt_status status = scatter_kernel(table);
-  if (!status) status = reserve_staging(table, slot, words);
+  if (!status)
+    status = clbt__staging_acquire(&table->staging, table->device->context,
+                                   words, true, &slot);
+  if (!status) status = set_scatter_arguments(table, slot, p);
   if (status) return status;
   pack(table, num_reqs, p, slot->packet);
-  cl_kernel k = table->scatter;
-  CLBT__CL_TRY(clSetKernelArg(k, 0, sizeof(cl_mem), &slot->buffer), status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, 1, sizeof num_lengths, &num_lengths), status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, 2, sizeof num_cells, &num_cells), status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, 3, sizeof(cl_mem), &table->storage), status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, 4, sizeof rows_at, &rows_at), status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, 5, sizeof row_stride, &row_stride), status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, 6, sizeof lengths_at, &lengths_at), status, done);
-  CLBT__CL_TRY(clGetKernelWorkGroupInfo(k, table->device->id,
+  CLBT__CL_TRY(clGetKernelWorkGroupInfo(table->scatter, table->device->id,
                                         CL_KERNEL_WORK_GROUP_SIZE,
                                         sizeof kernel_max_group,
                                         &kernel_max_group, NULL),
                status, done);
-  clbt__geometry(table->device, kernel_max_group, num_lengths + num_cells,
-                 &global, &local);
-  CLBT__CL_TRY(clEnqueueWriteBuffer(table->device->queue, slot->buffer,
-                                    CL_FALSE, 0, words * sizeof(uint32_t),
-                                    slot->packet, num_events, wait_list,
-                                    &slot->uploaded),
+  clbt__geometry(table->device, kernel_max_group, p->rows + p->cells, &global,
+                 &local);
+  CLBT__CL_TRY(clEnqueueWriteBuffer(queue, slot->buffer, CL_FALSE, 0,
+                                    words * sizeof(uint32_t), slot->packet,
+                                    num_events, wait_list, &uploaded),
                status, done);
-  table->next_staging = (table->next_staging + 1) % CLBT__STAGING_SLOTS;
-  CLBT__CL_TRY(clEnqueueNDRangeKernel(table->device->queue, k, 1, NULL,
-                                      &global, &local, 0, NULL, event),
+  clbt__staging_add_reader(slot, uploaded);
+  CLBT__CL_TRY(clEnqueueNDRangeKernel(queue, table->scatter, 1, NULL, &global,
+                                      &local, 0, NULL, &scattered),
                status, done);
+  clbt__staging_add_reader(slot, scattered);
+  status = hand_back(scattered, event);
   table->last_commit = (clbt_commit_info){CLBT_COMMIT_SCATTER, p->rows,
                                           words * sizeof(uint32_t)};
 done:
@@ -247,29 +288,37 @@ static clbt_status commit_nothing(clbt_table *table, cl_uint num_events,
                               event);
 }
 
+/*
+ * A stale device copy (an earlier upload failed, or a call failed after
+ * changing the device) is rewritten whole, every row, whatever the mode:
+ * the changes no longer say what differs.
+ */
 clbt_status clbt__commit(clbt_table *table, uint32_t num_reqs,
                          cl_uint num_events, const cl_event *wait_list,
                          cl_event *event) {
-  pending p = count_pending(&table->changes, num_reqs);
-  if (p.rows == 0) return commit_nothing(table, num_events, wait_list, event);
-  clbt_status status;
-  if (choose_mode(table, num_reqs, &p) == CLBT_COMMIT_SCATTER)
-    status = commit_scatter(table, num_reqs, &p, num_events, wait_list, event);
+  bool upload_failed = false;
+  clbt_status status = clbt__staging_reap(&table->staging, &upload_failed);
+  if (status) return status;
+  if (upload_failed) table->device_stale = true;
+  uint32_t rows = table->device_stale ? table->layout.max_num_reqs : num_reqs;
+  pending p = count_pending(&table->changes, rows);
+  clbt_commit_mode mode = CLBT_COMMIT_WHOLE;
+  if (!table->device_stale) {
+    if (p.rows == 0) return commit_nothing(table, num_events, wait_list, event);
+    status = clbt__commit_choose(table->commit_mode, rows, table->layout.width,
+                                 p.rows, p.cells, &mode);
+    if (status) return status;
+  }
+  if (mode == CLBT_COMMIT_SCATTER)
+    status = commit_scatter(table, rows, &p, num_events, wait_list, event);
   else
-    status = commit_whole(table, num_reqs, num_events, wait_list, event);
-  if (!status) unlist_committed(&table->changes, num_reqs);
+    status = commit_whole(table, rows, num_events, wait_list, event);
+  table->device_stale = status != CLBT_SUCCESS;
+  if (!status) unlist_committed(&table->changes, rows);
   return status;
 }
 
 void clbt__commit_release(clbt_table *table) {
-  for (unsigned i = 0; i < CLBT__STAGING_SLOTS; ++i) {
-    clbt__staging *slot = &table->staging[i];
-    if (slot->uploaded) {
-      clWaitForEvents(1, &slot->uploaded);
-      clReleaseEvent(slot->uploaded);
-    }
-    if (slot->buffer) clReleaseMemObject(slot->buffer);
-    free(slot->packet);
-  }
+  clbt__staging_pool_free(&table->staging);
   if (table->scatter) clReleaseKernel(table->scatter);
 }

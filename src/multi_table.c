@@ -57,6 +57,12 @@ static clbt_status check_config(const clbt_device *device,
                       "config->num_groups is 0; it must be >= 1");
   if (!config->groups)
     return clbt__fail(CLBT_NULL_ARGUMENT, "config->groups is NULL");
+  /* Checked here, not per group: groups that are not sharded ignore it. */
+  uint32_t world = config->cp_world_size ? config->cp_world_size : 1;
+  if (config->cp_rank >= world)
+    return clbt__fail(CLBT_INVALID_CONFIG,
+                      "config->cp_rank %u is not below cp_world_size %u",
+                      (unsigned)config->cp_rank, (unsigned)world);
   return CLBT_SUCCESS;
 }
 
@@ -102,9 +108,10 @@ static clbt_status create_launches(clbt_multi_table *table) {
 clbt_status clbt_multi_table_create(clbt_device *device,
                                     const clbt_multi_table_config *config,
                                     clbt_multi_table **out) {
+  if (device && config && !out)
+    return clbt__fail(CLBT_NULL_ARGUMENT, "out is NULL");
   clbt_status status = check_config(device, config);
   if (status) return status;
-  if (!out) return clbt__fail(CLBT_NULL_ARGUMENT, "out is NULL");
   clbt_multi_table *table = calloc(1, sizeof *table);
   if (table) table->groups = calloc(config->num_groups, sizeof *table->groups);
   if (!table || !table->groups) {
@@ -319,10 +326,19 @@ clbt_status clbt_multi_table_compute_slot_mapping(clbt_multi_table *table,
 
 clbt_status clbt_multi_table_clear(clbt_multi_table *table) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+  /* Device first: a failure there leaves every host group as it was, and
+     the groups already zeroed on the device for the next commit to repair. */
+  uint32_t zeroed = 0;
   clbt_status status = CLBT_SUCCESS;
-  for (uint32_t g = 0; !status && g < table->num_groups; ++g)
-    status = clbt_table_clear(table->groups[g]);
-  return status;
+  for (; !status && zeroed < table->num_groups; ++zeroed)
+    status = clbt__table_zero_device(table->groups[zeroed]);
+  if (status) {
+    for (uint32_t g = 0; g < zeroed; ++g) table->groups[g]->device_stale = true;
+    return status;
+  }
+  for (uint32_t g = 0; g < table->num_groups; ++g)
+    clbt__table_zero_host(table->groups[g]);
+  return CLBT_SUCCESS;
 }
 
 uint32_t clbt_multi_table_num_groups(const clbt_multi_table *table) {

@@ -302,21 +302,31 @@ clbt_status clbt_table_compute_slot_mapping(clbt_table *table,
                                          positions, num_tokens, 0, NULL, NULL);
 }
 
-clbt_status clbt_table_clear(clbt_table *table) {
-  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+clbt_status clbt__table_zero_device(clbt_table *table) {
   const cl_int zero = 0;
-  clbt_status status = fill(table, table->regions[CLBT__ROWS], &zero, sizeof zero,
-                            rows_bytes(table));
+  clbt_status status = fill(table, table->regions[CLBT__ROWS], &zero,
+                            sizeof zero, rows_bytes(table));
   if (!status)
     status = fill(table, table->regions[CLBT__ROW_LENGTHS], &zero, sizeof zero,
                   table->layout.max_num_reqs * sizeof(int32_t));
-  if (status) return status;
+  /* The first fill may have run: the next commit rewrites every row. */
+  if (status) table->device_stale = true;
+  return status;
+}
+
+void clbt__table_zero_host(clbt_table *table) {
   memset(table->rows, 0, rows_bytes(table));
   memset(table->row_lengths, 0,
          table->layout.max_num_reqs * sizeof *table->row_lengths);
   /* Both sides are zero now: nothing is left to commit. */
   clbt__changes_reset(&table->changes, table->layout.max_num_reqs);
-  return CLBT_SUCCESS;
+}
+
+clbt_status clbt_table_clear(clbt_table *table) {
+  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+  clbt_status status = clbt__table_zero_device(table);
+  if (!status) clbt__table_zero_host(table);
+  return status;
 }
 
 clbt_status clbt_table_read_rejected_tokens(clbt_table *table,
@@ -351,6 +361,10 @@ const int32_t *clbt_table_host_data(const clbt_table *table) {
 
 cl_mem clbt_table_device_data(const clbt_table *table) {
   return table ? table->regions[CLBT__ROWS] : NULL;
+}
+
+cl_mem clbt_table_device_row_lengths(const clbt_table *table) {
+  return table ? table->regions[CLBT__ROW_LENGTHS] : NULL;
 }
 
 cl_mem clbt_table_slot_mapping(const clbt_table *table) {

@@ -36,8 +36,15 @@ clbt_status clbt__check_append(const clbt_table *table, uint32_t row,
                       "%u: it holds %u of width %u",
                       n, (unsigned)per_block, (unsigned)row, (unsigned)length,
                       (unsigned)table->layout.width);
-  /* The largest id whose last kernel block, id*k + k-1, fits in int32. */
-  int32_t largest = (int32_t)((INT32_MAX - (per_block - 1)) / per_block);
+  /* The largest id whose last kernel block, id*k + k-1, fits in int32;
+     negative when not even id 0's does. */
+  int64_t id_room = (int64_t)INT32_MAX - (per_block - 1);
+  int64_t largest = id_room < 0 ? -1 : id_room / per_block;
+  if (n > 0 && largest < 0)
+    return clbt__fail(CLBT_INVALID_BLOCK_ID,
+                      "no block id fits: block_size / kernel_block_size = %u "
+                      "kernel blocks per id exceed INT32_MAX + 1",
+                      (unsigned)per_block);
   for (size_t i = 0; i < n; ++i)
     if (block_ids[i] < 0 || block_ids[i] > largest)
       return clbt__fail(CLBT_INVALID_BLOCK_ID,

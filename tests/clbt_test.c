@@ -97,3 +97,34 @@ void clbt_test_snapshot_check(clbt_test_snapshot *snapshot,
   free(snapshot->device);
   free(snapshot->lengths);
 }
+
+void clbt_test_assert_in_sync(cl_command_queue queue, const clbt_table *table,
+                              uint32_t max_num_reqs) {
+  size_t cells = (size_t)max_num_reqs * clbt_table_width(table);
+  int32_t *rows = malloc(cells * sizeof *rows);
+  int32_t *lengths = malloc(max_num_reqs * sizeof *lengths);
+  ck_assert(rows && lengths);
+  ck_assert_int_eq(clEnqueueReadBuffer(queue, clbt_table_device_data(table),
+                                       CL_TRUE, 0, cells * sizeof *rows, rows,
+                                       0, NULL, NULL),
+                   CL_SUCCESS);
+  ck_assert_int_eq(clEnqueueReadBuffer(queue,
+                                       clbt_table_device_row_lengths(table),
+                                       CL_TRUE, 0,
+                                       max_num_reqs * sizeof *lengths, lengths,
+                                       0, NULL, NULL),
+                   CL_SUCCESS);
+  const int32_t *host = clbt_table_host_data(table);
+  for (uint32_t r = 0; r < max_num_reqs; ++r) {
+    ck_assert_msg(lengths[r] == (int32_t)clbt_table_row_length(table, r),
+                  "row %u: device length %d, host %u", (unsigned)r,
+                  (int)lengths[r], (unsigned)clbt_table_row_length(table, r));
+    for (uint32_t c = 0; c < clbt_table_width(table); ++c) {
+      size_t i = (size_t)r * clbt_table_width(table) + c;
+      ck_assert_msg(rows[i] == host[i], "row %u column %u: device %d, host %d",
+                    (unsigned)r, (unsigned)c, (int)rows[i], (int)host[i]);
+    }
+  }
+  free(rows);
+  free(lengths);
+}

@@ -69,4 +69,11 @@ clbt_test_snapshot clbt_test_snapshot_take(const clbt_table *table,
 void clbt_test_snapshot_check(clbt_test_snapshot *snapshot,
                               const clbt_table *table);
 
+/*
+ * Asserts that a table's committed rows and lengths, read on queue, equal
+ * its host rows and lengths, for rows [0, max_num_reqs).
+ */
+void clbt_test_assert_in_sync(cl_command_queue queue, const clbt_table *table,
+                              uint32_t max_num_reqs);
+
 #endif /* CLBT_TEST_H */

@@ -391,8 +391,7 @@ static const bad_input cases[] = {
                                        .slot_mode = (clbt_slot_mode)5}))),
     MULTI_CONFIG_CASE(
         "cp_rank equal to cp_world_size", CLBT_INVALID_CONFIG,
-        "groups[0]: config->cp_rank 4 is not below "
-        "cp_world_size 4",
+        "config->cp_rank 4 is not below cp_world_size 4",
         MULTI_CONFIG(.max_num_reqs = 1, .max_num_batched_tokens = 1,
                      .num_groups = 1,
                      .groups = GROUPS({.block_size = 16, .max_num_blocks = 1}),
@@ -1156,6 +1155,7 @@ START_TEST(functions_without_status_answer_bad_arguments_neutrally) {
       ANSWER(clbt_table_row_lengths(NULL), NULL),
       ANSWER(clbt_table_host_data(NULL), NULL),
       ANSWER(clbt_table_device_data(NULL), NULL),
+      ANSWER(clbt_table_device_row_lengths(NULL), NULL),
       ANSWER(clbt_table_slot_mapping(NULL), NULL),
       ANSWER(clbt_table_rejected_tokens(NULL), NULL),
       ANSWER(clbt_multi_table_num_groups(NULL), 0),

@@ -268,6 +268,31 @@ START_TEST(entry_under_another_name_is_rebuilt) {
 END_TEST
 
 /* Options, block sizes and CLBT_BUILD_OPTIONS are all part of the key. */
+/*
+ * A FIFO where an entry belongs is not ours and cannot be read without
+ * blocking: it is ignored (not deleted), the program built from source,
+ * and the store replaces the name with a regular entry that later handles
+ * load. Without the check, opening the FIFO blocks for ever and CTest's
+ * timeout fails the suite.
+ */
+START_TEST(fifo_in_place_of_an_entry_is_ignored) {
+  prepare_and_check();
+  char entry[1024] = "";
+  ck_assert_int_eq(count_files(directory, entry, sizeof entry), 1);
+  ck_assert_int_eq(remove(entry), 0);
+  ck_assert_int_eq(mkfifo(entry, 0600), 0);
+  prepare_and_check();
+  ck_assert(logged(CLBT_LOG_WARN, "is not a regular file; ignoring it"));
+  ck_assert(!logged(CLBT_LOG_WARN, "deleted it"));
+  ck_assert(logged(CLBT_LOG_DEBUG, "built a program from source"));
+  struct stat info;
+  ck_assert_int_eq(stat(entry, &info), 0);
+  ck_assert(S_ISREG(info.st_mode));
+  prepare_and_check();
+  ck_assert(logged(CLBT_LOG_DEBUG, "built a program from cache entry"));
+}
+END_TEST
+
 START_TEST(key_covers_the_options) {
   prepare_and_check();
   setenv("CLBT_BUILD_OPTIONS", "-DCLBT_TEST_VARIANT=3", 1);
@@ -338,6 +363,7 @@ int main(void) {
   tcase_add_test(tc, longer_entry_is_rebuilt);
   tcase_add_test(tc, empty_entry_is_rebuilt);
   tcase_add_test(tc, entry_under_another_name_is_rebuilt);
+  tcase_add_test(tc, fifo_in_place_of_an_entry_is_ignored);
   tcase_add_test(tc, key_covers_the_options);
   tcase_add_test(tc, missing_directories_are_created);
   tcase_add_test(tc, unusable_directory_only_warns);

@@ -3,6 +3,7 @@
  * whole copy would, moves only what changed, survives uploads in flight,
  * and chains with events.
  */
+#include "clbt_internal.h"
 #include "clbt_test.h"
 #include "random.h"
 
@@ -292,6 +293,35 @@ START_TEST(bad_arguments) {
 END_TEST
 
 /* clear resets both sides, so nothing is left to commit. */
+/*
+ * The scatter kernel counts cells in 32 bits. A forced SCATTER commit of
+ * more cells is refused (no table that large fits in memory here, so the
+ * choice is checked alone); AUTO sends such a commit whole.
+ */
+START_TEST(scatter_refuses_what_it_cannot_count) {
+  const uint64_t too_many = (uint64_t)UINT32_MAX + 1;
+  clbt_commit_mode chosen = CLBT_COMMIT_AUTO;
+  clbt_assert_fails(clbt__commit_choose(CLBT_COMMIT_SCATTER, 1u << 20, 1u << 13,
+                                        1, too_many, &chosen),
+                    CLBT_SIZE_OVERFLOW,
+                    "a SCATTER commit of 4294967296 changed cells in 1 rows "
+                    "exceeds the scatter kernel's count of 4294967295");
+  ck_assert_int_eq(chosen, CLBT_COMMIT_AUTO); /* untouched */
+  clbt_assert_ok(clbt__commit_choose(CLBT_COMMIT_SCATTER, 1u << 20, 1u << 13,
+                                     1, UINT32_MAX, &chosen));
+  ck_assert_int_eq(chosen, CLBT_COMMIT_SCATTER);
+  /* AUTO: 2^20 rows of 2^13 + 1 words is about 2^33 words whole; 2^32
+     cells would be a 3 x 2^32-word packet, and cannot be counted. */
+  clbt_assert_ok(clbt__commit_choose(CLBT_COMMIT_AUTO, 1u << 20, 1u << 13, 1,
+                                     too_many, &chosen));
+  ck_assert_int_eq(chosen, CLBT_COMMIT_WHOLE);
+  /* 16 cells in 16 rows of 256 x 8192: 80 words against 2 million. */
+  clbt_assert_ok(clbt__commit_choose(CLBT_COMMIT_AUTO, 256, 8192, 16, 16,
+                                     &chosen));
+  ck_assert_int_eq(chosen, CLBT_COMMIT_SCATTER);
+}
+END_TEST
+
 START_TEST(clear_leaves_nothing_to_commit) {
   clbt_table *table = create(2, 2, CLBT_COMMIT_AUTO);
   clbt_assert_ok(clbt_table_append_row(table, 1, (const int32_t[]){4}, 1));
@@ -318,6 +348,7 @@ int main(void) {
   tcase_add_test(tc, events_chain_commit_and_slot_mapping);
   tcase_add_test(tc, slot_mapping_waits_for_its_wait_list);
   tcase_add_test(tc, bad_arguments);
+  tcase_add_test(tc, scatter_refuses_what_it_cannot_count);
   tcase_add_test(tc, clear_leaves_nothing_to_commit);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);

@@ -446,6 +446,34 @@ START_TEST(config_errors) {
 }
 END_TEST
 
+/*
+ * cp_rank must be below cp_world_size even when no group is sharded: the
+ * rank is the table's, and a bad one is a caller's bug whatever the groups.
+ */
+START_TEST(cp_rank_is_checked_without_sharded_groups) {
+  clbt_group_config unsharded[] = {three_groups[0], three_groups[1]};
+  unsharded[0].cp_replicated = 1;
+  unsharded[1].slot_mode = CLBT_SLOT_MODE_NONE;
+  clbt_multi_table_config config = {.max_num_reqs = 2,
+                                    .max_num_batched_tokens = 8,
+                                    .num_groups = 2, .groups = unsharded,
+                                    .cp_world_size = 2, .cp_rank = 2};
+  clbt_multi_table *table = NULL;
+  clbt_assert_fails(clbt_multi_table_create(clbt_test_device(), &config, &table),
+                    CLBT_INVALID_CONFIG, "cp_rank 2 is not below cp_world_size 2");
+  ck_assert_ptr_null(table);
+  clbt_assert_fails(clbt_multi_table_prepare(clbt_test_device(), &config),
+                    CLBT_INVALID_CONFIG, "cp_rank 2 is not below cp_world_size 2");
+  config.cp_world_size = 0; /* no context parallelism: rank 0 only */
+  config.cp_rank = 1;
+  clbt_assert_fails(clbt_multi_table_create(clbt_test_device(), &config, &table),
+                    CLBT_INVALID_CONFIG, "cp_rank 1 is not below cp_world_size 1");
+  config.cp_rank = 0;
+  clbt_assert_ok(clbt_multi_table_create(clbt_test_device(), &config, &table));
+  clbt_multi_table_destroy(table);
+}
+END_TEST
+
 START_TEST(null_table) {
   clbt_multi_table_destroy(NULL);
   ck_assert_uint_eq(clbt_multi_table_num_groups(NULL), 0);
@@ -473,6 +501,7 @@ int main(void) {
   tcase_add_test(tc, one_launch_equals_group_by_group);
   tcase_add_test(tc, events_chain);
   tcase_add_test(tc, config_errors);
+  tcase_add_test(tc, cp_rank_is_checked_without_sharded_groups);
   tcase_add_test(tc, null_table);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);

@@ -1,4 +1,5 @@
 /* Row operations (src/table_rows.c), as block_table.py defines them. */
+#include "clbt_internal.h"
 #include "clbt_test.h"
 
 /* 3 rows of width 4; hybrid tables split each block in two (width 8). */
@@ -132,6 +133,34 @@ START_TEST(block_id_bounds) {
              8, 2);
   clbt_table_destroy(plain);
   clbt_table_destroy(hybrid);
+}
+END_TEST
+
+/*
+ * With more than 2^31 kernel blocks per id not even id 0's last kernel
+ * block, k - 1, fits in int32: every id is refused. No table that large
+ * fits in memory, so the check runs on a table's layout alone (what
+ * clbt__check_append reads: the row's bound, length and k).
+ */
+START_TEST(no_id_fits_past_two_to_the_31_kernel_blocks) {
+  uint32_t length = 0;
+  clbt_table huge = {.row_lengths = &length};
+  huge.layout.max_num_reqs = 1;
+  huge.layout.width = UINT32_MAX - 1;
+  huge.layout.spec.blocks_per_kv_block = (UINT32_MAX - 1) / 2 + 2; /* 2^31+1 */
+  for (int32_t id = 0; id < 2; ++id)
+    clbt_assert_fails(clbt__check_append(&huge, 0, &id, 1, false),
+                      CLBT_INVALID_BLOCK_ID,
+                      "no block id fits: block_size / kernel_block_size = "
+                      "2147483649 kernel blocks per id exceed INT32_MAX + 1");
+  /* At exactly 2^31 kernel blocks per id, id 0 (blocks 0 .. 2^31-1) fits
+     and id 1 does not. */
+  huge.layout.spec.blocks_per_kv_block = (UINT32_MAX - 1) / 2 + 1;
+  int32_t id = 0;
+  clbt_assert_ok(clbt__check_append(&huge, 0, &id, 1, false));
+  id = 1;
+  clbt_assert_fails(clbt__check_append(&huge, 0, &id, 1, false),
+                    CLBT_INVALID_BLOCK_ID, "block_ids[0] = 1 is outside [0, 0]");
 }
 END_TEST
 
@@ -283,6 +312,7 @@ int main(void) {
   tcase_add_test(tc, swap_row);
   tcase_add_test(tc, overflow_at_the_boundary);
   tcase_add_test(tc, block_id_bounds);
+  tcase_add_test(tc, no_id_fits_past_two_to_the_31_kernel_blocks);
   tcase_add_test(tc, bad_rows_and_pointers);
   tcase_add_test(tc, batch_append_and_add);
   tcase_add_test(tc, batch_all_or_nothing);

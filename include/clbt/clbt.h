@@ -12,7 +12,16 @@
  *   - Every function that can fail returns a clbt_status: CLBT_SUCCESS (0), an
  *     OpenCL error code passed through unchanged, or one of clbt's own codes.
  *     clbt_last_error() then says what went wrong, naming the argument and
- *     the bound it broke. A failed call changes nothing.
+ *     the bound it broke. A call refused for its arguments changes nothing.
+ *     A call that fails midway (a driver call or an allocation failed)
+ *     leaves the host rows as they were and the handle usable; whatever it
+ *     already did on the device, the next successful commit repairs, so
+ *     that the device then holds exactly the host's rows and lengths. An
+ *     upload that fails after its call returned (its wait list failed) is
+ *     found and sent again by a later commit.
+ *   - No enqueue_ call, and no plain commit or compute_slot_mapping, waits
+ *     for the device. The calls that do wait say so: destroy,
+ *     read_rejected_tokens.
  *   - Handles are opaque. Every create/open has a destroy/release that
  *     accepts NULL.
  *   - clbt uses the caller's OpenCL objects as given and never creates a
@@ -423,7 +432,12 @@ CLBT_API clbt_status clbt_table_create(clbt_device *device,
                                        const clbt_table_config *config,
                                        clbt_table **out);
 
-/** Frees a table and its OpenCL objects. NULL is fine. */
+/**
+ * Frees a table and its OpenCL objects. NULL is fine. Waits until the
+ * device has run (or failed) every commit of the table still in flight,
+ * because those read the table's staging memory: open every user event the
+ * table's commands wait on first.
+ */
 CLBT_API void clbt_table_destroy(clbt_table *table);
 
 /**
@@ -503,16 +517,22 @@ CLBT_API clbt_status clbt_table_swap_row(clbt_table *table, uint32_t a,
  * clbt_commit_mode). Once it returns, the caller may change host rows
  * without affecting what was committed, even while the copy is still in
  * flight. Rows from num_reqs on keep their changes for a later commit.
- * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_TOO_MANY_REQUESTS; or an
- * OpenCL error.
+ * After a failed call or a failed upload (see the conventions above) the
+ * next commit rewrites every row, num_reqs or not, in the WHOLE way.
+ * Enqueues and returns without waiting for the device: the copy is taken
+ * into a staging packet, and each commit still in flight keeps its own
+ * (about 12 bytes per changed cell for SCATTER, 4 x (width + 1) bytes per
+ * row for WHOLE), reused once the device has run it.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_TOO_MANY_REQUESTS;
+ * CLBT_SIZE_OVERFLOW for a CLBT_COMMIT_SCATTER commit of more than
+ * 2^32 - 1 changed cells or rows; or an OpenCL error.
  */
 CLBT_API clbt_status clbt_table_commit(clbt_table *table, uint32_t num_reqs);
 
 /**
  * clbt_table_commit, ordered after the events of wait_list (num_events of
  * them). When event is not NULL it receives an event that completes once
- * the committed rows are on the device; the caller releases it. The
- * CLBT_COMMIT_WHOLE way waits for the wait list before it returns. Fails as
+ * the committed rows are on the device; the caller releases it. Fails as
  * clbt_table_commit does, and with CLBT_INVALID_ARGUMENT for a wait list
  * that is NULL with num_events > 0 or not NULL with num_events 0.
  */
@@ -528,7 +548,8 @@ typedef enum clbt_commit_mode {
       of changes would be half the size of rows [0, num_reqs) or more, else
       SCATTER. The default. */
   CLBT_COMMIT_AUTO = 0,
-  /** Copy rows [0, num_reqs) whole, as vLLM does. Blocks until copied. */
+  /** Copy rows [0, num_reqs) whole, as vLLM does: two enqueued writes of
+      a snapshot, no wait. */
   CLBT_COMMIT_WHOLE = 1,
   /** Upload a packet of the changed cells and lengths and scatter it on the
       device: two enqueued commands, no wait. */
@@ -606,7 +627,9 @@ CLBT_API clbt_status clbt_table_compute_slot_mapping_host(
 /**
  * Zeroes every row and length, on the host and on the device (vLLM keeps the
  * lengths; clbt resets them so that a later append starts at column 0).
- * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; or an OpenCL error.
+ * Enqueues the device's fills without waiting. When a fill fails the host
+ * rows stay as they were and the next commit rewrites the device from
+ * them. Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; or an OpenCL error.
  */
 CLBT_API clbt_status clbt_table_clear(clbt_table *table);
 
@@ -638,6 +661,12 @@ CLBT_API const int32_t *clbt_table_host_data(const clbt_table *table);
 
 /** The committed rows on the device, same layout (int32). */
 CLBT_API cl_mem clbt_table_device_data(const clbt_table *table);
+
+/**
+ * The committed row lengths on the device, int32[max_num_reqs], in kernel
+ * blocks: what the slot-mapping kernel bounds each row by. NULL for NULL.
+ */
+CLBT_API cl_mem clbt_table_device_row_lengths(const clbt_table *table);
 
 /** The slot-mapping output, int64[max_num_batched_tokens]. */
 CLBT_API cl_mem clbt_table_slot_mapping(const clbt_table *table);
@@ -686,12 +715,15 @@ typedef struct clbt_multi_table clbt_multi_table;
  * clbt_block_table_width(max_num_blocks, block_size, kernel_block_size, 128),
  * or with no alignment for a CLBT_SLOT_MODE_NONE group, as vLLM sizes them.
  * Returns as clbt_table_create does; the message names the group.
+ * CLBT_INVALID_CONFIG for cp_rank not below cp_world_size (0 counting as
+ * 1), whether or not any group is sharded.
  */
 CLBT_API clbt_status clbt_multi_table_create(
     clbt_device *device, const clbt_multi_table_config *config,
     clbt_multi_table **out);
 
-/** Frees every group's table. NULL is fine. */
+/** Frees every group's table, waiting as clbt_table_destroy does. NULL is
+    fine. */
 CLBT_API void clbt_multi_table_destroy(clbt_multi_table *table);
 
 /** Builds ahead of time every program the multi-group table needs. */
@@ -781,7 +813,11 @@ CLBT_API clbt_status clbt_multi_table_enqueue_slot_mapping(
     cl_mem positions, uint32_t num_tokens, cl_uint num_events,
     const cl_event *wait_list, cl_event *event);
 
-/** Clears every group (clbt_table_clear). */
+/**
+ * Clears every group (clbt_table_clear), all or nothing on the host: when a
+ * group's device fill fails no host group changes, and the next commit
+ * repairs every group's device copy.
+ */
 CLBT_API clbt_status clbt_multi_table_clear(clbt_multi_table *table);
 
 /** Number of groups; 0 for NULL. */

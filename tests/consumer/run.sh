@@ -8,7 +8,7 @@ set -euo pipefail
 prefix=$(cd "$1" && pwd)
 scratch=$2
 here=$(cd "$(dirname "$0")" && pwd)
-example="$here/../../examples/serving_loop.c"
+example=("$here/../../examples/serving_loop.c" "$here/../../examples/scheduler.c")
 
 rm -rf "$scratch" && mkdir -p "$scratch"
 cmake -S "$here" -B "$scratch/cmake" -DCMAKE_PREFIX_PATH="$prefix"
@@ -28,6 +28,6 @@ fi
 # the loader searches.
 export PKG_CONFIG_PATH="$(dirname "$(find "$prefix" -name clbt.pc)")"
 libdir=$(pkg-config --variable=libdir clbt)
-cc -std=c11 $(pkg-config --cflags clbt) "$example" -o "$scratch/serving_loop_pc" \
+cc -std=c11 $(pkg-config --cflags clbt) "${example[@]}" -o "$scratch/serving_loop_pc" \
   $(pkg-config --libs clbt) -Wl,-rpath,"$libdir"
 "$scratch/serving_loop_pc" --steps 20

@@ -1,0 +1,274 @@
+/*
+ * Staging (src/staging.c) and what it promises the caller: no enqueue
+ * waits on the device, however many commits are in flight, and a commit
+ * whose upload fails after its enqueue returned (its wait list failed) is
+ * found by a later commit, which brings the device back to the host's
+ * state. A hang here is a failure: CTest's timeout ends the suite.
+ */
+#include "clbt_test.h"
+
+#include <stdlib.h>
+
+static const clbt_commit_mode all_modes[] = {CLBT_COMMIT_AUTO, CLBT_COMMIT_WHOLE,
+                                             CLBT_COMMIT_SCATTER};
+#define NUM_MODES (sizeof all_modes / sizeof all_modes[0])
+
+enum { ROWS = 4, BLOCKS = 20, BLOCK_SIZE = 16 };
+
+static const clbt_table_config table_config = {
+    .block_size = BLOCK_SIZE, .max_num_reqs = ROWS,
+    .max_num_blocks_per_req = BLOCKS, .max_num_batched_tokens = ROWS};
+
+static clbt_table *create(clbt_commit_mode mode) {
+  clbt_table *table = NULL;
+  clbt_assert_ok(clbt_table_create(clbt_test_device(), &table_config, &table));
+  clbt_assert_ok(clbt_table_set_commit_mode(table, mode));
+  return table;
+}
+
+static const clbt_group_config groups[] = {{.block_size = 16, .max_num_blocks = 16},
+                                           {.block_size = 32, .max_num_blocks = 16}};
+static const clbt_multi_table_config multi_config = {
+    .max_num_reqs = ROWS, .max_num_batched_tokens = ROWS, .num_groups = 2,
+    .groups = groups};
+
+static clbt_multi_table *create_multi(clbt_commit_mode mode) {
+  clbt_multi_table *table = NULL;
+  clbt_assert_ok(
+      clbt_multi_table_create(clbt_test_device(), &multi_config, &table));
+  for (uint32_t g = 0; g < 2; ++g)
+    clbt_assert_ok(
+        clbt_table_set_commit_mode(clbt_multi_table_group(table, g), mode));
+  return table;
+}
+
+static cl_event user_event(void) {
+  cl_int error = CL_SUCCESS;
+  cl_event event =
+      clCreateUserEvent(clbt_device_context(clbt_test_device()), &error);
+  ck_assert_int_eq(error, CL_SUCCESS);
+  return event;
+}
+
+/* Ends a gate in error and lets everything queued behind it end too. */
+static void fail_gate(cl_event gate) {
+  ck_assert_int_eq(clSetUserEventStatus(gate, -1), CL_SUCCESS);
+  clFinish(clbt_device_queue(clbt_test_device())); /* may report the error */
+  clReleaseEvent(gate);
+}
+
+/* Row r gains block 100 r + k as its k-th block. */
+static void grow(clbt_table *table, uint32_t row) {
+  int32_t id = (int32_t)(100 * row + clbt_table_row_length(table, row));
+  clbt_assert_ok(clbt_table_append_row(table, row, &id, 1));
+}
+
+static void grow_multi(clbt_multi_table *table, uint32_t row) {
+  int32_t id = (int32_t)(100 * row +
+                         clbt_table_row_length(clbt_multi_table_group(table, 0),
+                                               row));
+  const int32_t *ids[] = {&id, &id};
+  clbt_assert_ok(clbt_multi_table_append_row(table, row, ids,
+                                             (const size_t[]){1, 1}));
+}
+
+/* ---- a failed wait list ------------------------------------------------ */
+
+/*
+ * The commit behind the failed gate carried rows 1 and 2; row 3 changes
+ * after it. Three more commits reuse every staging slot the first ones
+ * took. The device must end holding every host row.
+ */
+static void commit_behind_a_failed_gate(
+    clbt_status (*commit)(void *, cl_uint, const cl_event *, cl_event *),
+    void *handle, void (*change)(void *, uint32_t)) {
+  for (uint32_t r = 0; r < ROWS; ++r) change(handle, r);
+  clbt_assert_ok(commit(handle, 0, NULL, NULL));
+  change(handle, 1);
+  change(handle, 2);
+  cl_event gate = user_event(), committed = NULL;
+  clbt_assert_ok(commit(handle, 1, &gate, &committed));
+  fail_gate(gate);
+  cl_int execution = CL_COMPLETE;
+  ck_assert_int_eq(clGetEventInfo(committed, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                  sizeof execution, &execution, NULL),
+                   CL_SUCCESS);
+  ck_assert_int_lt(execution, 0);
+  clReleaseEvent(committed);
+  for (uint32_t step = 0; step < 3; ++step) {
+    change(handle, 3 - step);
+    clbt_assert_ok(commit(handle, 0, NULL, NULL));
+  }
+}
+
+static clbt_status table_commit(void *table, cl_uint num_events,
+                                const cl_event *wait_list, cl_event *event) {
+  return clbt_table_enqueue_commit(table, ROWS, num_events, wait_list, event);
+}
+
+static void table_change(void *table, uint32_t row) { grow(table, row); }
+
+static clbt_status multi_commit(void *table, cl_uint num_events,
+                                const cl_event *wait_list, cl_event *event) {
+  return clbt_multi_table_enqueue_commit(table, ROWS, num_events, wait_list,
+                                         event);
+}
+
+static void multi_change(void *table, uint32_t row) { grow_multi(table, row); }
+
+START_TEST(lost_commit_is_sent_again) {
+  for (size_t m = 0; m < NUM_MODES; ++m) {
+    clbt_table *table = create(all_modes[m]);
+    commit_behind_a_failed_gate(table_commit, table, table_change);
+    clbt_test_assert_in_sync(clbt_device_queue(clbt_test_device()), table,
+                             ROWS);
+    clbt_table_destroy(table);
+  }
+}
+END_TEST
+
+START_TEST(lost_multi_group_commit_is_sent_again) {
+  for (size_t m = 0; m < NUM_MODES; ++m) {
+    clbt_multi_table *table = create_multi(all_modes[m]);
+    commit_behind_a_failed_gate(multi_commit, table, multi_change);
+    for (uint32_t g = 0; g < 2; ++g)
+      clbt_test_assert_in_sync(clbt_device_queue(clbt_test_device()),
+                               clbt_multi_table_group(table, g), ROWS);
+    clbt_multi_table_destroy(table);
+  }
+}
+END_TEST
+
+/*
+ * A slot mapping behind a failed gate never runs; the table is untouched
+ * by it, and the next call maps the batch: request r's one token at
+ * position 16 k + 5 of a row whose k-th block is 100 r + k gets slot
+ * (100 r + k) 16 + 5.
+ */
+START_TEST(slot_mapping_behind_a_failed_gate) {
+  clbt_table *table = create(CLBT_COMMIT_AUTO);
+  clbt_multi_table *multi = create_multi(CLBT_COMMIT_AUTO);
+  for (uint32_t r = 0; r < ROWS; ++r)
+    for (int k = 0; k < 2; ++k) {
+      grow(table, r);
+      grow_multi(multi, r);
+    }
+  clbt_assert_ok(clbt_table_commit(table, ROWS));
+  clbt_assert_ok(clbt_multi_table_commit(multi, ROWS));
+  cl_mem qsl = clbt_test_buffer((ROWS + 1) * sizeof(int32_t),
+                                (const int32_t[]){0, 1, 2, 3, 4});
+  cl_mem positions = clbt_test_buffer(ROWS * sizeof(int64_t),
+                                      (const int64_t[]){5, 21, 5, 21});
+  cl_event gate = user_event(), mapped = NULL, multi_mapped = NULL;
+  clbt_assert_ok(clbt_table_enqueue_slot_mapping(table, ROWS, qsl, positions,
+                                                 ROWS, 1, &gate, &mapped));
+  clbt_assert_ok(clbt_multi_table_enqueue_slot_mapping(
+      multi, ROWS, qsl, positions, ROWS, 1, &gate, &multi_mapped));
+  fail_gate(gate);
+  clReleaseEvent(mapped);
+  clReleaseEvent(multi_mapped);
+  grow(table, 0);
+  clbt_assert_ok(clbt_table_commit(table, ROWS));
+  clbt_test_assert_in_sync(clbt_device_queue(clbt_test_device()), table, ROWS);
+  clbt_test_poison(clbt_table_slot_mapping(table), ROWS);
+  clbt_assert_ok(clbt_table_compute_slot_mapping(table, ROWS, qsl, positions,
+                                                 ROWS));
+  int64_t slots[ROWS];
+  clbt_test_read(clbt_table_slot_mapping(table), sizeof slots, slots);
+  const int64_t expected[ROWS] = {0 * 16 + 5, (100 + 1) * 16 + 5,
+                                  200 * 16 + 5, (300 + 1) * 16 + 5};
+  for (int t = 0; t < ROWS; ++t) ck_assert_int_eq(slots[t], expected[t]);
+  clReleaseMemObject(qsl);
+  clReleaseMemObject(positions);
+  clbt_multi_table_destroy(multi);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+/* ---- nothing waits ----------------------------------------------------- */
+
+enum { IN_FLIGHT = 64 };
+
+/*
+ * 64 commits and slot mappings enqueued behind a gate that opens only
+ * afterwards, from this thread: an enqueue that waited on the device would
+ * wait for ever. Each step grows row step % 4 by one block, so every row
+ * ends with 16 blocks; request r's token at position 16 x 15 + 3 (its last
+ * block, 100 r + 15) gets slot (100 r + 15) 16 + 3.
+ */
+static void enqueue_behind_a_closed_gate(
+    clbt_status (*commit)(void *, cl_uint, const cl_event *, cl_event *),
+    clbt_status (*map)(void *, cl_mem, cl_mem), void *handle,
+    void (*change)(void *, uint32_t), clbt_table *mapped_table) {
+  cl_mem qsl = clbt_test_buffer((ROWS + 1) * sizeof(int32_t),
+                                (const int32_t[]){0, 1, 2, 3, 4});
+  const int64_t position = 16 * 15 + 3;
+  cl_mem positions = clbt_test_buffer(
+      ROWS * sizeof(int64_t),
+      (const int64_t[]){position, position, position, position});
+  clbt_test_poison(clbt_table_slot_mapping(mapped_table), ROWS);
+  cl_event gate = user_event();
+  clbt_assert_ok(commit(handle, 1, &gate, NULL));
+  for (uint32_t step = 0; step < IN_FLIGHT; ++step) {
+    change(handle, step % ROWS);
+    clbt_assert_ok(commit(handle, 0, NULL, NULL));
+    clbt_assert_ok(map(handle, qsl, positions));
+  }
+  ck_assert_int_eq(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+  ck_assert_int_eq(clFinish(clbt_device_queue(clbt_test_device())),
+                   CL_SUCCESS);
+  clReleaseEvent(gate);
+  int64_t slots[ROWS];
+  clbt_test_read(clbt_table_slot_mapping(mapped_table), sizeof slots, slots);
+  for (int r = 0; r < ROWS; ++r)
+    ck_assert_int_eq(slots[r], (100 * r + 15) * 16 + 3);
+  clReleaseMemObject(qsl);
+  clReleaseMemObject(positions);
+}
+
+static clbt_status table_map(void *table, cl_mem qsl, cl_mem positions) {
+  return clbt_table_enqueue_slot_mapping(table, ROWS, qsl, positions, ROWS, 0,
+                                         NULL, NULL);
+}
+
+static clbt_status multi_map(void *table, cl_mem qsl, cl_mem positions) {
+  return clbt_multi_table_enqueue_slot_mapping(table, ROWS, qsl, positions,
+                                               ROWS, 0, NULL, NULL);
+}
+
+START_TEST(no_enqueue_waits_for_the_device) {
+  for (size_t m = 0; m < NUM_MODES; ++m) {
+    clbt_table *table = create(all_modes[m]);
+    enqueue_behind_a_closed_gate(table_commit, table_map, table, table_change,
+                                 table);
+    clbt_test_assert_in_sync(clbt_device_queue(clbt_test_device()), table,
+                             ROWS);
+    clbt_table_destroy(table);
+  }
+}
+END_TEST
+
+START_TEST(no_multi_group_enqueue_waits_for_the_device) {
+  for (size_t m = 0; m < NUM_MODES; ++m) {
+    clbt_multi_table *table = create_multi(all_modes[m]);
+    enqueue_behind_a_closed_gate(multi_commit, multi_map, table, multi_change,
+                                 clbt_multi_table_group(table, 0));
+    for (uint32_t g = 0; g < 2; ++g)
+      clbt_test_assert_in_sync(clbt_device_queue(clbt_test_device()),
+                               clbt_multi_table_group(table, g), ROWS);
+    clbt_multi_table_destroy(table);
+  }
+}
+END_TEST
+
+int main(void) {
+  Suite *suite = suite_create("staging");
+  TCase *tc = tcase_create("staging");
+  tcase_add_test(tc, lost_commit_is_sent_again);
+  tcase_add_test(tc, lost_multi_group_commit_is_sent_again);
+  tcase_add_test(tc, slot_mapping_behind_a_failed_gate);
+  tcase_add_test(tc, no_enqueue_waits_for_the_device);
+  tcase_add_test(tc, no_multi_group_enqueue_waits_for_the_device);
+  suite_add_tcase(suite, tc);
+  return clbt_test_run(suite);
+}
