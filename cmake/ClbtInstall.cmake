@@ -1,6 +1,6 @@
 # `cmake --install`: the header, libclbt.so (with its soname) and libclbt.a,
-# a CMake package exporting clbt::clbt (shared) and
-# clbt::clbt_static, and clbt.pc. Every installed file locates the others
+# a CMake package exporting clbt::clbt (shared) and clbt::clbt_static,
+# clbt.pc, and the Python package. Every installed file locates the others
 # relative to itself, so `cmake --install build --prefix DIR` works for any DIR.
 include(CMakePackageConfigHelpers)
 
@@ -44,3 +44,25 @@ string(REGEX REPLACE "/$" "" clbt_pc_to_prefix "${clbt_pc_to_prefix}")
 configure_file(cmake/clbt.pc.in "${CMAKE_CURRENT_BINARY_DIR}/clbt.pc" @ONLY)
 install(FILES "${CMAKE_CURRENT_BINARY_DIR}/clbt.pc"
         DESTINATION "${clbt_pc_dir}")
+
+# The Python package goes where the interpreter looks for a prefix's
+# packages (Debian: lib/python3.X/dist-packages, under /usr/local as under
+# /usr), with _installed.py naming the library relative to the package.
+if(Python3_FOUND)
+  set(clbt_python_dir
+      "lib/python${Python3_VERSION_MAJOR}.${Python3_VERSION_MINOR}/dist-packages")
+else()
+  set(clbt_python_dir "lib/python3/dist-packages")
+endif()
+set(CLBT_PYTHON_INSTALL_DIR "${clbt_python_dir}" CACHE STRING
+    "Where the Python package clbt installs, relative to the prefix")
+file(RELATIVE_PATH clbt_python_to_library
+     "/prefix/${CLBT_PYTHON_INSTALL_DIR}/clbt"
+     "/prefix/${CMAKE_INSTALL_LIBDIR}/libclbt.so.${clbt_soversion}")
+file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/python/_installed.py"
+     "# Written by cmake --install: libclbt.so relative to this package.\n"
+     "LIBRARY = \"${clbt_python_to_library}\"\n")
+install(DIRECTORY python/clbt DESTINATION "${CLBT_PYTHON_INSTALL_DIR}"
+        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+install(FILES "${CMAKE_CURRENT_BINARY_DIR}/python/_installed.py"
+        DESTINATION "${CLBT_PYTHON_INSTALL_DIR}/clbt")

@@ -211,6 +211,40 @@ static clbt_table *first_group(const clbt_multi_table *table) {
   return table ? table->groups[0] : NULL;
 }
 
+/* The batch row updates: every group's entries are checked before any
+   group changes. */
+static clbt_status update_rows(clbt_multi_table *table, size_t num_rows,
+                               const uint32_t *rows,
+                               const uint32_t *const *counts,
+                               const int32_t *const *block_ids, bool replace) {
+  if (!table || !counts || !block_ids)
+    return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
+                      !table ? "table" : !counts ? "counts" : "block_ids");
+  for (uint32_t g = 0; g < table->num_groups; ++g) {
+    clbt_status status = clbt__check_rows(table->groups[g], num_rows, rows,
+                                          counts[g], block_ids[g], replace);
+    if (status) return clbt__prefix_error(status, "groups[%u]", (unsigned)g);
+  }
+  for (uint32_t g = 0; g < table->num_groups; ++g)
+    clbt__apply_rows(table->groups[g], num_rows, rows, counts[g], block_ids[g],
+                     replace);
+  return CLBT_SUCCESS;
+}
+
+clbt_status clbt_multi_table_append_rows(clbt_multi_table *table,
+                                         size_t num_rows, const uint32_t *rows,
+                                         const uint32_t *const *counts,
+                                         const int32_t *const *block_ids) {
+  return update_rows(table, num_rows, rows, counts, block_ids, false);
+}
+
+clbt_status clbt_multi_table_add_rows(clbt_multi_table *table, size_t num_rows,
+                                      const uint32_t *rows,
+                                      const uint32_t *const *counts,
+                                      const int32_t *const *block_ids) {
+  return update_rows(table, num_rows, rows, counts, block_ids, true);
+}
+
 clbt_status clbt_multi_table_clear_row(clbt_multi_table *table, uint32_t row) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   clbt_status status = clbt__check_row(first_group(table), "row", row);

@@ -139,6 +139,70 @@ clbt_status clbt_table_add_row(clbt_table *table, uint32_t row,
   return update_row(table, row, block_ids, n, true);
 }
 
+/* Entry i's ids start where entry i-1's end; NULL stays NULL (no ids). */
+static const int32_t *entry_ids(const int32_t *block_ids, size_t first) {
+  return block_ids ? block_ids + first : NULL;
+}
+
+/*
+ * Appends hold their blocks in row_lengths while later entries are checked,
+ * so that a row named twice is checked as the second of two calls would
+ * be; every reservation is given back before the check returns.
+ */
+clbt_status clbt__check_rows(clbt_table *table, size_t num_rows,
+                             const uint32_t *rows, const uint32_t *counts,
+                             const int32_t *block_ids, bool replace) {
+  if (num_rows > 0 && (!rows || !counts))
+    return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL with num_rows = %zu",
+                      !rows ? "rows" : "counts", num_rows);
+  uint32_t per_block = table->layout.spec.blocks_per_kv_block;
+  clbt_status status = CLBT_SUCCESS;
+  size_t i = 0, first = 0;
+  for (; i < num_rows; first += counts[i], ++i) {
+    status = clbt__check_append(table, rows[i], entry_ids(block_ids, first),
+                                counts[i], replace);
+    if (status) break;
+    if (!replace) table->row_lengths[rows[i]] += counts[i] * per_block;
+  }
+  if (status)
+    clbt__prefix_error(status, "entry %zu (row %u, ids from block_ids[%zu])",
+                       i, (unsigned)rows[i], first);
+  while (!replace && i-- > 0)
+    table->row_lengths[rows[i]] -= counts[i] * per_block;
+  return status;
+}
+
+void clbt__apply_rows(clbt_table *table, size_t num_rows, const uint32_t *rows,
+                      const uint32_t *counts, const int32_t *block_ids,
+                      bool replace) {
+  for (size_t i = 0, first = 0; i < num_rows; first += counts[i], ++i)
+    clbt__apply_append(table, rows[i], entry_ids(block_ids, first), counts[i],
+                       replace);
+}
+
+static clbt_status update_rows(clbt_table *table, size_t num_rows,
+                               const uint32_t *rows, const uint32_t *counts,
+                               const int32_t *block_ids, bool replace) {
+  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+  clbt_status status =
+      clbt__check_rows(table, num_rows, rows, counts, block_ids, replace);
+  if (!status)
+    clbt__apply_rows(table, num_rows, rows, counts, block_ids, replace);
+  return status;
+}
+
+clbt_status clbt_table_append_rows(clbt_table *table, size_t num_rows,
+                                   const uint32_t *rows, const uint32_t *counts,
+                                   const int32_t *block_ids) {
+  return update_rows(table, num_rows, rows, counts, block_ids, false);
+}
+
+clbt_status clbt_table_add_rows(clbt_table *table, size_t num_rows,
+                                const uint32_t *rows, const uint32_t *counts,
+                                const int32_t *block_ids) {
+  return update_rows(table, num_rows, rows, counts, block_ids, true);
+}
+
 clbt_status clbt_table_clear_row(clbt_table *table, uint32_t row) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   clbt_status status = clbt__check_row(table, "row", row);
@@ -171,4 +235,8 @@ clbt_status clbt_table_swap_row(clbt_table *table, uint32_t a, uint32_t b) {
 uint32_t clbt_table_row_length(const clbt_table *table, uint32_t row) {
   if (!table || row >= table->layout.max_num_reqs) return 0;
   return table->row_lengths[row];
+}
+
+const uint32_t *clbt_table_row_lengths(const clbt_table *table) {
+  return table ? table->row_lengths : NULL;
 }

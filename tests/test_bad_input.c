@@ -145,6 +145,7 @@ typedef enum function {
   TABLE_ENQUEUE_COMMIT, TABLE_ENQUEUE_SLOT_MAPPING, TABLE_SET_COMMIT_MODE,
   TABLE_LAST_COMMIT, MULTI_ENQUEUE_COMMIT, MULTI_ENQUEUE_SLOT_MAPPING,
   LOG_SET_LEVEL, DEVICE_PROGRAM_OPTIONS,
+  TABLE_APPEND_ROWS, TABLE_ADD_ROWS, MULTI_APPEND_ROWS, MULTI_ADD_ROWS,
   DEVICE_OPEN, DEVICE_WRAP, DEVICE_SELECTOR, BLOCK_TABLE_WIDTH
 } function;
 
@@ -163,13 +164,16 @@ static const char *const function_names[] = {
     "clbt_table_enqueue_slot_mapping", "clbt_table_set_commit_mode",
     "clbt_table_last_commit", "clbt_multi_table_enqueue_commit",
     "clbt_multi_table_enqueue_slot_mapping", "clbt_log_set_level",
-    "clbt_device_program_options", "clbt_device_open", "clbt_device_wrap",
+    "clbt_device_program_options", "clbt_table_append_rows",
+    "clbt_table_add_rows", "clbt_multi_table_append_rows",
+    "clbt_multi_table_add_rows", "clbt_device_open", "clbt_device_wrap",
     "clbt_device_selector", "clbt_block_table_width"};
 
 /* Which pointer argument, if any, is NULL. */
 typedef enum null_pointer {
   NO_NULL, NULL_HANDLE, NULL_OUT, NULL_CONFIG, NULL_BLOCK_IDS, NULL_COUNTS,
-  NULL_QUERY_START_LOC, NULL_POSITIONS, NULL_CONTEXT, NULL_DEVICE, NULL_QUEUE
+  NULL_QUERY_START_LOC, NULL_POSITIONS, NULL_CONTEXT, NULL_DEVICE, NULL_QUEUE,
+  NULL_ROWS
 } null_pointer;
 
 /* The buffers of a slot-mapping call; the host call's arrays likewise. */
@@ -199,9 +203,13 @@ typedef struct bad_input {
   uint32_t width_args[4]; /* max_num_blocks, block, kernel block, alignment */
   uint32_t num_events;  /* of an enqueue's wait list */
   bool wait_list;       /* whether that list is given */
+  size_t num_rows;      /* of a batch row update: its rows, and per group */
+  const uint32_t *rows; /* its counts; the ids are ids[g], end to end */
+  const uint32_t *row_counts[2];
 } bad_input;
 
 #define IDS(...) ((const int32_t[]){__VA_ARGS__})
+#define U32S(...) ((const uint32_t[]){__VA_ARGS__})
 #define TABLE_CONFIG(...) (&(const clbt_table_config){__VA_ARGS__})
 #define GROUPS(...) ((const clbt_group_config[]){__VA_ARGS__})
 #define MULTI_CONFIG(...) (&(const clbt_multi_table_config){__VA_ARGS__})
@@ -665,6 +673,81 @@ static const bad_input cases[] = {
     BAD(DEVICE_PROGRAM_OPTIONS, "a buffer too small", CLBT_BUFFER_TOO_SMALL,
         "size is 4 bytes", .size = 4),
 
+    /* ---- batch row updates: every entry checked before any row changes;
+       a row named twice is checked as two calls would be ---- */
+    BAD(TABLE_APPEND_ROWS, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE, .num_rows = 1, .rows = U32S(0),
+        .row_counts = {U32S(1)}, .ids = {IDS(1)}),
+    BAD(TABLE_APPEND_ROWS, "NULL rows with entries", CLBT_NULL_ARGUMENT,
+        "rows is NULL with num_rows = 1", .null = NULL_ROWS, .num_rows = 1,
+        .row_counts = {U32S(1)}, .ids = {IDS(1)}),
+    BAD(TABLE_APPEND_ROWS, "NULL counts with entries", CLBT_NULL_ARGUMENT,
+        "counts is NULL with num_rows = 2", .null = NULL_COUNTS, .num_rows = 2,
+        .rows = U32S(0, 1), .ids = {IDS(1, 2)}),
+    BAD(TABLE_APPEND_ROWS, "NULL block_ids with a count", CLBT_NULL_ARGUMENT,
+        "entry 0 (row 0, ids from block_ids[0]): block_ids is NULL with n = 1",
+        .null = NULL_BLOCK_IDS, .num_rows = 1, .rows = U32S(0),
+        .row_counts = {U32S(1)}),
+    BAD(TABLE_APPEND_ROWS, "a later entry's row = max_num_reqs",
+        CLBT_ROW_OUT_OF_RANGE,
+        "entry 1 (row 4, ids from block_ids[1]): row 4 is out of range: "
+        "max_num_reqs is 4",
+        .num_rows = 2, .rows = U32S(0, 4), .row_counts = {U32S(1, 1)},
+        .ids = {IDS(1, 2)}),
+    BAD(TABLE_APPEND_ROWS, "a row named twice overflowing on the second",
+        CLBT_ROW_OVERFLOW,
+        "entry 1 (row 1, ids from block_ids[1]): n = 1 blocks of 4 kernel "
+        "blocks would overflow row 1: it holds 12 of width 12",
+        .num_rows = 2, .rows = U32S(1, 1), .row_counts = {U32S(1, 1)},
+        .ids = {IDS(1, 2)}),
+    BAD(TABLE_APPEND_ROWS, "a negative id in a later entry",
+        CLBT_INVALID_BLOCK_ID,
+        "entry 1 (row 3, ids from block_ids[1]): block_ids[1] = -4 is outside "
+        "[0, 536870911]",
+        .num_rows = 2, .rows = U32S(0, 3), .row_counts = {U32S(1, 2)},
+        .ids = {IDS(1, 2, -4)}),
+    BAD(TABLE_ADD_ROWS, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE, .num_rows = 1, .rows = U32S(0),
+        .row_counts = {U32S(1)}, .ids = {IDS(1)}),
+    BAD(TABLE_ADD_ROWS, "an entry above the width", CLBT_ROW_OVERFLOW,
+        "entry 0 (row 2, ids from block_ids[0]): n = 4 blocks of 4 kernel "
+        "blocks would overflow row 2: it holds 0 of width 12",
+        .num_rows = 1, .rows = U32S(2), .row_counts = {U32S(4)},
+        .ids = {IDS(1, 2, 3, 4)}),
+    BAD(TABLE_ADD_ROWS, "row = UINT32_MAX", CLBT_ROW_OUT_OF_RANGE,
+        "entry 0 (row 4294967295, ids from block_ids[0]): row 4294967295 is "
+        "out of range",
+        .num_rows = 1, .rows = U32S(UINT32_MAX), .row_counts = {U32S(1)},
+        .ids = {IDS(1)}),
+    BAD(MULTI_APPEND_ROWS, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE, .num_rows = 1, .rows = U32S(0),
+        .row_counts = {U32S(1), U32S(1)}, .ids = {IDS(1), IDS(1)}),
+    BAD(MULTI_APPEND_ROWS, "NULL counts", CLBT_NULL_ARGUMENT, "counts is NULL",
+        .null = NULL_COUNTS, .num_rows = 1, .rows = U32S(0),
+        .ids = {IDS(1), IDS(1)}),
+    BAD(MULTI_APPEND_ROWS, "NULL block_ids", CLBT_NULL_ARGUMENT,
+        "block_ids is NULL", .null = NULL_BLOCK_IDS, .num_rows = 1,
+        .rows = U32S(0), .row_counts = {U32S(1), U32S(1)}),
+    BAD(MULTI_APPEND_ROWS, "NULL rows with entries", CLBT_NULL_ARGUMENT,
+        "groups[0]: rows is NULL with num_rows = 1", .null = NULL_ROWS,
+        .num_rows = 1, .row_counts = {U32S(1), U32S(1)},
+        .ids = {IDS(1), IDS(1)}),
+    BAD(MULTI_APPEND_ROWS, "group 1's row named twice overflowing",
+        CLBT_ROW_OVERFLOW,
+        "groups[1]: entry 1 (row 1, ids from block_ids[1]): n = 1 blocks of 1 "
+        "kernel blocks would overflow row 1: it holds 3 of width 3",
+        .num_rows = 2, .rows = U32S(1, 1), .row_counts = {U32S(0, 0), U32S(1, 1)},
+        .ids = {NULL, IDS(7, 8)}),
+    BAD(MULTI_ADD_ROWS, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE, .num_rows = 1, .rows = U32S(0),
+        .row_counts = {U32S(1), U32S(1)}, .ids = {IDS(1), IDS(1)}),
+    BAD(MULTI_ADD_ROWS, "group 0's id too large for its kernel blocks",
+        CLBT_INVALID_BLOCK_ID,
+        "groups[0]: entry 0 (row 0, ids from block_ids[0]): block_ids[0] = "
+        "2147483647 is outside [0, 536870911]",
+        .num_rows = 1, .rows = U32S(0), .row_counts = {U32S(1), U32S(1)},
+        .ids = {IDS(INT32_MAX), IDS(1)}),
+
     /* ---- devices and widths ---- */
     BAD(DEVICE_OPEN, "NULL out", CLBT_NULL_ARGUMENT, "out is NULL",
         .null = NULL_OUT, .selector = "portable:cpu"),
@@ -929,8 +1012,37 @@ static clbt_status call_new(const bad_input *c, const fixture *f,
   }
 }
 
+/* The batch row updates. */
+static clbt_status call_batch(const bad_input *c, const fixture *f) {
+  const uint32_t *rows = c->null == NULL_ROWS ? NULL : c->rows;
+  bool no_ids = c->null == NULL_BLOCK_IDS, no_counts = c->null == NULL_COUNTS;
+  clbt_table *table = c->null == NULL_HANDLE ? NULL : f->table;
+  clbt_multi_table *multi = c->null == NULL_HANDLE ? NULL : f->multi;
+  switch (c->function) {
+  case TABLE_APPEND_ROWS:
+    return clbt_table_append_rows(table, c->num_rows, rows,
+                                  no_counts ? NULL : c->row_counts[0],
+                                  no_ids ? NULL : c->ids[0]);
+  case TABLE_ADD_ROWS:
+    return clbt_table_add_rows(table, c->num_rows, rows,
+                               no_counts ? NULL : c->row_counts[0],
+                               no_ids ? NULL : c->ids[0]);
+  case MULTI_APPEND_ROWS:
+    return clbt_multi_table_append_rows(multi, c->num_rows, rows,
+                                        no_counts ? NULL : c->row_counts,
+                                        no_ids ? NULL : c->ids);
+  default: /* MULTI_ADD_ROWS */
+    return clbt_multi_table_add_rows(multi, c->num_rows, rows,
+                                     no_counts ? NULL : c->row_counts,
+                                     no_ids ? NULL : c->ids);
+  }
+}
+
 static clbt_status call(const bad_input *c, const fixture *f, outputs *out) {
   switch (c->function) {
+  case TABLE_APPEND_ROWS: case TABLE_ADD_ROWS: case MULTI_APPEND_ROWS:
+  case MULTI_ADD_ROWS:
+    return call_batch(c, f);
   case TABLE_ENQUEUE_COMMIT: case TABLE_ENQUEUE_SLOT_MAPPING:
   case TABLE_SET_COMMIT_MODE: case TABLE_LAST_COMMIT:
   case MULTI_ENQUEUE_COMMIT: case MULTI_ENQUEUE_SLOT_MAPPING:
@@ -1040,6 +1152,7 @@ START_TEST(functions_without_status_answer_bad_arguments_neutrally) {
       ANSWER(clbt_table_row_length(NULL, 0), 0),
       ANSWER(clbt_table_row_length(f.table, 4), 0),
       ANSWER(clbt_table_row_length(f.table, UINT32_MAX), 0),
+      ANSWER(clbt_table_row_lengths(NULL), NULL),
       ANSWER(clbt_table_host_data(NULL), NULL),
       ANSWER(clbt_table_device_data(NULL), NULL),
       ANSWER(clbt_table_device_row_lengths(NULL), NULL),

@@ -150,6 +150,75 @@ START_TEST(row_operations_are_all_or_nothing) {
 }
 END_TEST
 
+/*
+ * The batch forms in every group: rows {0, 1, 0}; group 0 appends 4 2 | 7 |
+ * 3, group 1 the KV blocks 1 | 3 | - (kernel blocks 2 3 and 6 7), group 2
+ * 9 | - | 5. Then a batch that group 2 cannot take changes no group.
+ */
+START_TEST(batch_rows_in_every_group) {
+  clbt_multi_table *table = create_three();
+  const uint32_t rows[] = {0, 1, 0};
+  const uint32_t *counts[] = {(const uint32_t[]){2, 1, 1},
+                              (const uint32_t[]){1, 1, 0},
+                              (const uint32_t[]){1, 0, 1}};
+  const int32_t *ids[] = {(const int32_t[]){4, 2, 7, 3},
+                          (const int32_t[]){1, 3}, (const int32_t[]){9, 5}};
+  clbt_assert_ok(clbt_multi_table_append_rows(table, 3, rows, counts, ids));
+  const int32_t expected[3][2][3] = {{{4, 2, 3}, {7, 0, 0}},
+                                     {{2, 3, 0}, {6, 7, 0}},
+                                     {{9, 5, 0}, {0, 0, 0}}};
+  const uint32_t lengths[3][2] = {{3, 1}, {2, 2}, {2, 0}};
+  for (uint32_t g = 0; g < 3; ++g) {
+    const clbt_table *group = clbt_multi_table_group(table, g);
+    for (uint32_t r = 0; r < 2; ++r) {
+      ck_assert_uint_eq(clbt_table_row_length(group, r), lengths[g][r]);
+      for (uint32_t c = 0; c < 3; ++c)
+        ck_assert_int_eq(
+            clbt_table_host_data(group)[r * clbt_table_width(group) + c],
+            expected[g][r][c]);
+    }
+  }
+  take_all(table);
+  /* group 2's row 0 holds 2 of 3: its second entry for row 0 overflows */
+  const uint32_t *too_many[] = {(const uint32_t[]){1, 1},
+                                (const uint32_t[]){0, 0},
+                                (const uint32_t[]){1, 1}};
+  const int32_t *more[] = {(const int32_t[]){1, 1}, NULL,
+                           (const int32_t[]){1, 1}};
+  clbt_assert_fails(
+      clbt_multi_table_append_rows(table, 2, (const uint32_t[]){0, 0},
+                                   too_many, more),
+      CLBT_ROW_OVERFLOW,
+      "groups[2]: entry 1 (row 0, ids from block_ids[1]): n = 1 blocks of 1 "
+      "kernel blocks would overflow row 0: it holds 3 of width 3");
+  clbt_assert_fails(
+      clbt_multi_table_add_rows(table, 1, (const uint32_t[]){2}, too_many,
+                                more),
+      CLBT_ROW_OUT_OF_RANGE, "groups[0]: entry 0 (row 2, ids from block_ids[0]): row 2");
+  clbt_assert_fails(clbt_multi_table_append_rows(table, 1, rows, NULL, ids),
+                    CLBT_NULL_ARGUMENT, "counts is NULL");
+  clbt_assert_fails(clbt_multi_table_add_rows(table, 1, rows, counts, NULL),
+                    CLBT_NULL_ARGUMENT, "block_ids is NULL");
+  check_all(table);
+  /* add: row 1 becomes 8 | 5 (kernel 10 11) | 6 in the three groups */
+  const uint32_t *ones[] = {(const uint32_t[]){1}, (const uint32_t[]){1},
+                            (const uint32_t[]){1}};
+  const int32_t *replacement[] = {(const int32_t[]){8}, (const int32_t[]){5},
+                                  (const int32_t[]){6}};
+  clbt_assert_ok(clbt_multi_table_add_rows(table, 1, (const uint32_t[]){1},
+                                           ones, replacement));
+  const int32_t first[3] = {8, 10, 6};
+  const uint32_t added_lengths[3] = {1, 2, 1};
+  for (uint32_t g = 0; g < 3; ++g) {
+    const clbt_table *group = clbt_multi_table_group(table, g);
+    ck_assert_uint_eq(clbt_table_row_length(group, 1), added_lengths[g]);
+    ck_assert_int_eq(clbt_table_host_data(group)[clbt_table_width(group)],
+                     first[g]);
+  }
+  clbt_multi_table_destroy(table);
+}
+END_TEST
+
 /* move, swap, clear and add act on every group. */
 START_TEST(row_operations_reach_every_group) {
   clbt_multi_table *table = create_three();
@@ -427,6 +496,7 @@ int main(void) {
   tcase_add_test(tc, worked_example_with_a_none_group);
   tcase_add_test(tc, row_operations_are_all_or_nothing);
   tcase_add_test(tc, row_operations_reach_every_group);
+  tcase_add_test(tc, batch_rows_in_every_group);
   tcase_add_test(tc, cp_replicated_groups);
   tcase_add_test(tc, one_launch_equals_group_by_group);
   tcase_add_test(tc, events_chain);

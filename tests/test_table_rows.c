@@ -196,6 +196,112 @@ START_TEST(bad_rows_and_pointers) {
 }
 END_TEST
 
+/*
+ * The batch forms: entry i's counts[i] ids follow entry i-1's in one flat
+ * array; a row named twice behaves as two calls. Width 4 (hybrid: 8).
+ */
+START_TEST(batch_append_and_add) {
+  clbt_table *table = create(0);
+  /* row 1 gains 4, 9 then 7; row 0 gains 5 */
+  clbt_assert_ok(clbt_table_append_rows(table, 3, (const uint32_t[]){1, 0, 1},
+                                        (const uint32_t[]){2, 1, 1},
+                                        (const int32_t[]){4, 9, 5, 7}));
+  assert_row(table, 1, (const int32_t[]){4, 9, 7, 0}, 4, 3);
+  assert_row(table, 0, (const int32_t[]){5, 0, 0, 0}, 4, 1);
+  /* add: row 2 becomes 1, 2, 3, then 6 alone; columns 1-2 keep 2, 3 */
+  clbt_assert_ok(clbt_table_add_rows(table, 2, (const uint32_t[]){2, 2},
+                                     (const uint32_t[]){3, 1},
+                                     (const int32_t[]){1, 2, 3, 6}));
+  assert_row(table, 2, (const int32_t[]){6, 2, 3, 0}, 4, 1);
+  /* an entry of no ids changes nothing; no entries, nothing at all */
+  clbt_assert_ok(clbt_table_append_rows(table, 1, (const uint32_t[]){0},
+                                        (const uint32_t[]){0}, NULL));
+  clbt_assert_ok(clbt_table_append_rows(table, 0, NULL, NULL, NULL));
+  clbt_assert_ok(clbt_table_add_rows(table, 0, NULL, NULL, NULL));
+  assert_row(table, 0, (const int32_t[]){5, 0, 0, 0}, 4, 1);
+  const uint32_t *lengths = clbt_table_row_lengths(table);
+  ck_assert_uint_eq(lengths[0], 1);
+  ck_assert_uint_eq(lengths[1], 3);
+  ck_assert_uint_eq(lengths[2], 1);
+  /* the committed rows are what the batches left */
+  clbt_assert_ok(clbt_table_commit(table, 3));
+  int32_t device[12];
+  clbt_test_read(clbt_table_device_data(table), sizeof device, device);
+  const int32_t expected[12] = {5, 0, 0, 0, 4, 9, 7, 0, 6, 2, 3, 0};
+  for (int i = 0; i < 12; ++i)
+    ck_assert_msg(device[i] == expected[i], "device[%d] is %d, expected %d", i,
+                  device[i], expected[i]);
+  clbt_table_destroy(table);
+
+  /* hybrid: KV block b is kernel blocks 2b, 2b+1 */
+  table = create(16);
+  clbt_assert_ok(clbt_table_append_rows(table, 2, (const uint32_t[]){0, 2},
+                                        (const uint32_t[]){1, 2},
+                                        (const int32_t[]){3, 0, 1}));
+  assert_row(table, 0, (const int32_t[]){6, 7, 0, 0, 0, 0, 0, 0}, 8, 2);
+  assert_row(table, 2, (const int32_t[]){0, 1, 2, 3, 0, 0, 0, 0}, 8, 4);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+/* A batch is checked whole before any row changes; a row named twice is
+   checked against its length after the earlier entry. */
+START_TEST(batch_all_or_nothing) {
+  clbt_table *table = create(0);
+  clbt_assert_ok(clbt_table_append_row(table, 1, (const int32_t[]){4, 9, 2}, 3));
+  clbt_test_snapshot before = clbt_test_snapshot_take(table, 3);
+  /* row 1 holds 3 of 4: the first entry fits, the second would not */
+  clbt_assert_fails(
+      clbt_table_append_rows(table, 2, (const uint32_t[]){1, 1},
+                             (const uint32_t[]){1, 1}, (const int32_t[]){8, 8}),
+      CLBT_ROW_OVERFLOW,
+      "entry 1 (row 1, ids from block_ids[1]): n = 1 blocks of 1 kernel "
+      "blocks would overflow row 1: it holds 4 of width 4");
+  clbt_assert_fails(
+      clbt_table_append_rows(table, 2, (const uint32_t[]){0, 1},
+                             (const uint32_t[]){1, 2},
+                             (const int32_t[]){1, 2, -3}),
+      CLBT_ROW_OVERFLOW, "entry 1 (row 1, ids from block_ids[1])");
+  clbt_assert_fails(
+      clbt_table_append_rows(table, 2, (const uint32_t[]){0, 2},
+                             (const uint32_t[]){1, 2},
+                             (const int32_t[]){1, 2, -3}),
+      CLBT_INVALID_BLOCK_ID,
+      "entry 1 (row 2, ids from block_ids[1]): block_ids[1] = -3 is outside "
+      "[0, 2147483647]");
+  clbt_assert_fails(
+      clbt_table_add_rows(table, 3, (const uint32_t[]){0, 2, 3},
+                          (const uint32_t[]){1, 1, 1},
+                          (const int32_t[]){1, 2, 3}),
+      CLBT_ROW_OUT_OF_RANGE,
+      "entry 2 (row 3, ids from block_ids[2]): row 3 is out of range: "
+      "max_num_reqs is 3");
+  clbt_assert_fails(
+      clbt_table_add_rows(table, 1, (const uint32_t[]){0},
+                          (const uint32_t[]){5}, (const int32_t[]){1, 2, 3, 4, 5}),
+      CLBT_ROW_OVERFLOW, "entry 0 (row 0, ids from block_ids[0]): n = 5");
+  clbt_assert_fails(clbt_table_append_rows(table, 1, (const uint32_t[]){0},
+                                           (const uint32_t[]){1}, NULL),
+                    CLBT_NULL_ARGUMENT, "entry 0 (row 0, ids from "
+                    "block_ids[0]): block_ids is NULL with n = 1");
+  clbt_assert_fails(clbt_table_append_rows(table, 1, NULL, (const uint32_t[]){1},
+                                           (const int32_t[]){1}),
+                    CLBT_NULL_ARGUMENT, "rows is NULL with num_rows = 1");
+  clbt_assert_fails(clbt_table_add_rows(table, 2, (const uint32_t[]){0, 1}, NULL,
+                                        (const int32_t[]){1}),
+                    CLBT_NULL_ARGUMENT, "counts is NULL with num_rows = 2");
+  clbt_assert_fails(clbt_table_append_rows(NULL, 0, NULL, NULL, NULL),
+                    CLBT_NULL_ARGUMENT, "table is NULL");
+  clbt_test_snapshot_check(&before, table);
+  /* the refused duplicate left row 1's length as it was: one block fits */
+  clbt_assert_ok(clbt_table_append_rows(table, 1, (const uint32_t[]){1},
+                                        (const uint32_t[]){1},
+                                        (const int32_t[]){8}));
+  assert_row(table, 1, (const int32_t[]){4, 9, 2, 8}, 4, 4);
+  clbt_table_destroy(table);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("table_rows");
   TCase *tc = tcase_create("table_rows");
@@ -208,6 +314,8 @@ int main(void) {
   tcase_add_test(tc, block_id_bounds);
   tcase_add_test(tc, no_id_fits_past_two_to_the_31_kernel_blocks);
   tcase_add_test(tc, bad_rows_and_pointers);
+  tcase_add_test(tc, batch_append_and_add);
+  tcase_add_test(tc, batch_all_or_nothing);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

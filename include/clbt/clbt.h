@@ -464,6 +464,38 @@ CLBT_API clbt_status clbt_table_append_row(clbt_table *table, uint32_t row,
 CLBT_API clbt_status clbt_table_add_row(clbt_table *table, uint32_t row,
                                         const int32_t *block_ids, size_t n);
 
+/**
+ * Appends to many rows in one call: entry i appends counts[i] KV-manager
+ * block ids to row rows[i], as clbt_table_append_row does; the ids of all
+ * entries lie end to end in block_ids, entry i's right after entry i-1's
+ * (block_ids holds the sum of counts). Entries apply in order, so a row
+ * named twice gains both entries' ids, exactly as two calls would. All or
+ * nothing: every entry is checked, each against the row as the entries
+ * before it leave it, before any row changes. num_rows 0 does nothing (rows
+ * and counts may then be NULL; block_ids may be NULL when every count is 0).
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, NULL rows or
+ * counts with num_rows > 0, or NULL block_ids with a nonzero count; or the
+ * status clbt_table_append_row gives the first failing entry, whose message
+ * starts "entry i (row r, ids from block_ids[j])". On failure no row
+ * changes.
+ */
+CLBT_API clbt_status clbt_table_append_rows(clbt_table *table, size_t num_rows,
+                                            const uint32_t *rows,
+                                            const uint32_t *counts,
+                                            const int32_t *block_ids);
+
+/**
+ * Replaces many rows in one call: entry i replaces row rows[i] with its
+ * counts[i] ids, as clbt_table_add_row does; block_ids as in
+ * clbt_table_append_rows. A row named twice ends as the later entry leaves
+ * it (columns past the later entry's length keep the earlier entry's ids,
+ * as two calls would). Fails as clbt_table_append_rows does.
+ */
+CLBT_API clbt_status clbt_table_add_rows(clbt_table *table, size_t num_rows,
+                                         const uint32_t *rows,
+                                         const uint32_t *counts,
+                                         const int32_t *block_ids);
+
 /** Zeroes a row's blocks and sets its length to 0. */
 CLBT_API clbt_status clbt_table_clear_row(clbt_table *table, uint32_t row);
 
@@ -618,6 +650,12 @@ CLBT_API uint32_t clbt_table_width(const clbt_table *table);
 /** Kernel blocks in use in a host row; 0 for a NULL table or a bad row. */
 CLBT_API uint32_t clbt_table_row_length(const clbt_table *table, uint32_t row);
 
+/**
+ * Every host row's length, uint32[max_num_reqs] (vLLM's num_blocks_per_row),
+ * owned by the table and changed by its row operations; NULL for NULL.
+ */
+CLBT_API const uint32_t *clbt_table_row_lengths(const clbt_table *table);
+
 /** The host rows, [max_num_reqs][width] row-major; NULL for NULL. */
 CLBT_API const int32_t *clbt_table_host_data(const clbt_table *table);
 
@@ -711,6 +749,24 @@ CLBT_API clbt_status clbt_multi_table_add_row(clbt_multi_table *table,
                                               uint32_t row,
                                               const int32_t *const *block_ids,
                                               const size_t *counts);
+
+/**
+ * clbt_table_append_rows for every group in one call: the entries name the
+ * same rows in every group; group g appends counts[g][i] ids to rows[i],
+ * taken end to end from block_ids[g] (which may be NULL when the group's
+ * counts are all 0). Every entry of every group is checked before any group
+ * changes; the message names the group and the entry. Fails as
+ * clbt_table_append_rows does, and with CLBT_NULL_ARGUMENT for NULL counts
+ * or block_ids (the arrays of one pointer per group).
+ */
+CLBT_API clbt_status clbt_multi_table_append_rows(
+    clbt_multi_table *table, size_t num_rows, const uint32_t *rows,
+    const uint32_t *const *counts, const int32_t *const *block_ids);
+
+/** clbt_table_add_rows for every group, as clbt_multi_table_append_rows. */
+CLBT_API clbt_status clbt_multi_table_add_rows(
+    clbt_multi_table *table, size_t num_rows, const uint32_t *rows,
+    const uint32_t *const *counts, const int32_t *const *block_ids);
 
 /** Clears the row in every group (clbt_table_clear_row). */
 CLBT_API clbt_status clbt_multi_table_clear_row(clbt_multi_table *table,

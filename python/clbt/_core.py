@@ -1,0 +1,618 @@
+"""Devices and tables: the C library's handles as Python objects."""
+import array
+import ctypes
+import enum
+import operator
+from ctypes import byref, c_uint32, c_void_p
+
+import numpy as np
+
+from . import _opencl
+from ._library import CommitInfo, GroupConfig, MultiTableConfig, TableConfig, lib
+
+PAD_SLOT_ID = -1
+_INVALID_ARGUMENT = -4002
+_NULL_ARGUMENT = -4001
+_ROW_OUT_OF_RANGE = -4005
+_TOO_MANY_REQUESTS = -4008
+_TOO_MANY_TOKENS = -4009
+
+
+class Error(Exception):
+    """What a clbt call refused, or why it failed: the status's name
+    (``status``, e.g. "CLBT_ROW_OVERFLOW"), its value (``code``) and the
+    message naming the argument and its bound (``message``). A refused call
+    changes nothing."""
+
+    def __init__(self, code, message):
+        self.code = code
+        self.status = lib.clbt_status_name(code).decode()
+        self.message = message
+        super().__init__("%s (%d): %s" % (self.status, code, message))
+
+
+def _check(status):
+    if status:
+        raise Error(status, lib.clbt_last_error().decode())
+
+
+def _u32(value, name):
+    """A row index or count as the C call takes it; refused when it would
+    not fit (ctypes would silently wrap)."""
+    value = operator.index(value)
+    if not 0 <= value <= 0xFFFFFFFF:
+        status = _ROW_OUT_OF_RANGE if name in ("row", "src", "dst", "a", "b") else _INVALID_ARGUMENT
+        raise Error(status, "%s %d is outside [0, 4294967295]" % (name, value))
+    return value
+
+
+# The C types arrays hold, by array-module type code.
+_INT32, _UINT32, _INT64 = "i", "I", "q"
+_DTYPES = {_INT32: np.int32, _UINT32: np.uint32, _INT64: np.int64}
+assert all(array.array(code).itemsize == np.dtype(t).itemsize for code, t in _DTYPES.items())
+
+
+def _array(values, typecode, name):
+    """(keep-alive, address, length) of values as a contiguous C array of
+    the array-module type typecode. Lists and tuples go through the array
+    module (the fast path for a step's few ids); anything else with
+    __array__ (numpy, torch CPU tensors) through numpy. Values that do not
+    fit the C type are refused, never wrapped."""
+    kind = type(values)
+    if kind is list or kind is tuple or kind is range:
+        try:
+            held = array.array(typecode, values)
+        except (OverflowError, TypeError) as error:
+            raise Error(_INVALID_ARGUMENT, "%s: %s" % (name, error)) from None
+        address, count = held.buffer_info()
+        return held, address, count
+    dtype = _DTYPES[typecode]
+    held = np.asarray(values)
+    if held.dtype != dtype:
+        held = _convert(held, dtype, name)
+    held = np.ascontiguousarray(held).reshape(-1)
+    return held, held.ctypes.data, held.size
+
+
+def _convert(values, dtype, name):
+    if values.size == 0:
+        return values.astype(dtype)
+    if values.dtype.kind not in "iu":
+        raise Error(_INVALID_ARGUMENT, "%s has dtype %s; integers expected" % (name, values.dtype))
+    bounds = np.iinfo(dtype)
+    low, high = int(values.min()), int(values.max())
+    if low < bounds.min or high > bounds.max:
+        raise Error(_INVALID_ARGUMENT, "%s holds %d; %s takes [%d, %d]" % (
+            name, low if low < bounds.min else high, np.dtype(dtype).name, bounds.min, bounds.max))
+    return values.astype(dtype)
+
+
+def _readonly_view(address, shape, ctype):
+    view = np.ctypeslib.as_array(ctypes.cast(address, ctypes.POINTER(ctype)), shape)
+    view.flags.writeable = False
+    return view
+
+
+class SlotMode(enum.IntEnum):
+    """What a table's rows hold: KV-cache blocks whose slots tokens write, or
+    state indices (Mamba) that map no tokens."""
+    TOKEN_TO_KV_SLOT = 0
+    NONE = 1
+
+
+class CommitMode(enum.IntEnum):
+    """How commits move rows (see clbt_commit_mode in clbt.h)."""
+    AUTO = 0
+    WHOLE = 1
+    SCATTER = 2
+
+
+def devices():
+    """The selector (for CLBT_DEVICE or Device()) of every OpenCL device
+    installed, such as ["portable:cpu:0"]."""
+    selectors = []
+    for device in _opencl.device_ids():
+        text = ctypes.create_string_buffer(64)
+        _check(lib.clbt_device_selector(device, text, len(text)))
+        selectors.append(text.value.decode())
+    return selectors
+
+
+class _Closable:
+    """A C handle released once, by close() or on leaving a with block;
+    any later call raises Error."""
+    _handle = None
+    _kind = "object"
+
+    def _live(self):
+        if self._handle is None:
+            raise Error(_NULL_ARGUMENT, "the %s is closed" % self._kind)
+        return self._handle
+
+    @property
+    def closed(self):
+        return self._handle is None
+
+    def close(self):
+        """Releases the C object now; closing twice is fine."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            self._release(handle)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exception):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+class Device(_Closable):
+    """An OpenCL device with its context and in-order queue.
+
+    Device(selector) opens the device a selector picks
+    ("portable:cpu", "nvidia:gpu:0"; None reads CLBT_DEVICE, else the first
+    GPU). Device(queue=q) wraps the caller's queue (a pyopencl.CommandQueue,
+    or an integer cl_command_queue with context= and device= handles):
+    clbt's commands then go to that queue."""
+    _kind = "device"
+
+    def __init__(self, selector=None, *, queue=None, context=None, device=None):
+        out = c_void_p()
+        if queue is None:
+            _check(lib.clbt_device_open(None if selector is None else selector.encode(),
+                                        byref(out)))
+        else:
+            if context is None:
+                context, device = queue.context, queue.device
+            _check(lib.clbt_device_wrap(_opencl.handle(context), _opencl.handle(device),
+                                        _opencl.handle(queue), byref(out)))
+        self._handle = out.value
+
+    _release = staticmethod(lib.clbt_device_release)
+
+    @property
+    def selector(self):
+        text = ctypes.create_string_buffer(64)
+        _check(lib.clbt_device_selector(lib.clbt_device_id(self._live()), text, len(text)))
+        return text.value.decode()
+
+    @property
+    def context(self):
+        """The OpenCL context: a pyopencl.Context, or its handle."""
+        context = lib.clbt_device_context(self._live())
+        return pyopencl_object("Context", context)
+
+    @property
+    def queue(self):
+        """The in-order queue clbt enqueues on: a pyopencl.CommandQueue, or
+        its handle."""
+        return pyopencl_object("CommandQueue", lib.clbt_device_queue(self._live()))
+
+    def finish(self):
+        """Waits until the queue has run every command enqueued so far."""
+        _opencl.finish(lib.clbt_device_queue(self._live()))
+
+    def __repr__(self):
+        return "clbt.Device(%r)" % (None if self.closed else self.selector)
+
+
+def pyopencl_object(kind, handle):
+    if _opencl.pyopencl is None:
+        return handle
+    return getattr(_opencl.pyopencl, kind).from_int_ptr(handle, retain=True)
+
+
+class _BatchInputs:
+    """Device copies of a batch's query_start_loc and positions given as
+    host arrays, kept per table and reused step to step. Two slots
+    alternate, each with its own host staging copy: a write reads the
+    staging copy after the call returns, so a slot is reused only once its
+    last write is done, and the caller may change its arrays at once."""
+
+    def __init__(self, device, max_num_reqs, max_num_tokens):
+        context = lib.clbt_device_context(device)
+        self.queue = lib.clbt_device_queue(device)
+        self.slots = []
+        for _ in range(2):
+            qsl = np.empty(max_num_reqs + 1, np.int32)
+            positions = np.empty(max(max_num_tokens, 1), np.int64)
+            self.slots.append([qsl, positions, _opencl.create_buffer(context, qsl.nbytes),
+                               _opencl.create_buffer(context, positions.nbytes), None])
+        self.next = 0
+
+    def upload(self, num_reqs, query_start_loc, positions):
+        """Enqueues the writes; returns the two buffers and num_tokens."""
+        slot = self.slots[self.next]
+        self.next ^= 1
+        qsl_host, positions_host, qsl, positions_buffer, written = slot
+        if written is not None:
+            _opencl.wait(written)
+            _opencl.release_event(written)
+            slot[4] = None
+        qsl_source, _, qsl_count = _array(query_start_loc, _INT32, "query_start_loc")
+        source, _, num_tokens = _array(positions, _INT64, "positions")
+        # What the C call would refuse, refused before the staging copies
+        # are written past their ends.
+        if num_reqs + 1 > qsl_host.size:
+            raise Error(_TOO_MANY_REQUESTS, "num_reqs %d exceeds max_num_reqs %d" % (
+                num_reqs, qsl_host.size - 1))
+        if num_tokens > positions_host.size:
+            raise Error(_TOO_MANY_TOKENS, "num_tokens %d exceeds max_num_batched_tokens %d" % (
+                num_tokens, positions_host.size))
+        if qsl_count < num_reqs + 1:
+            raise Error(_INVALID_ARGUMENT, "query_start_loc holds %d values; num_reqs %d "
+                        "needs %d" % (qsl_count, num_reqs, num_reqs + 1))
+        qsl_host[:num_reqs + 1] = np.asarray(qsl_source)[:num_reqs + 1]
+        positions_host[:num_tokens] = source
+        # The last write's event: the queue is in order, so once it is done
+        # both staging copies are free.
+        event = c_void_p()
+        _opencl.write(self.queue, qsl, qsl_host.ctypes.data, (num_reqs + 1) * 4,
+                      None if num_tokens else event)
+        if num_tokens:
+            _opencl.write(self.queue, positions_buffer, positions_host.ctypes.data,
+                          num_tokens * 8, event)
+        slot[4] = event
+        return qsl, positions_buffer, num_tokens
+
+    def release(self):
+        for _, _, qsl, positions, written in self.slots:
+            if written is not None:
+                _opencl.wait(written)
+                _opencl.release_event(written)
+            _opencl.release_buffer(qsl)
+            _opencl.release_buffer(positions)
+        self.slots = []
+
+
+def _is_device_buffer(obj):
+    if isinstance(obj, int):
+        return True
+    pyopencl = _opencl.pyopencl
+    return pyopencl is not None and isinstance(obj, (pyopencl.Buffer, pyopencl.array.Array))
+
+
+class _Rows(_Closable):
+    """What tables and multi-group tables share: the row operations that
+    take the same arguments, commits, slot mappings and clearing. _c is
+    "clbt_table_" or "clbt_multi_table_"."""
+
+    _inputs = None
+
+    def __init__(self, device, handle, max_num_reqs, max_num_batched_tokens):
+        self.device = device
+        # The C table holds a reference to the device: these stay valid
+        # even once the Device object is closed.
+        self._device = device._live()
+        self._queue = lib.clbt_device_queue(self._device)
+        self.max_num_reqs = max_num_reqs
+        self.max_num_batched_tokens = max_num_batched_tokens
+        self._handle = handle
+        self._inputs = None
+        c = self._c
+        self._clear_row = getattr(lib, c + "clear_row")
+        self._move_row = getattr(lib, c + "move_row")
+        self._swap_row = getattr(lib, c + "swap_row")
+        self._commit = getattr(lib, c + "enqueue_commit")
+        self._slot_mapping = getattr(lib, c + "enqueue_slot_mapping")
+        self._clear = getattr(lib, c + "clear")
+
+    def clear_row(self, row):
+        """Zeroes a row and sets its length to 0."""
+        _check(self._clear_row(self._live(), _u32(row, "row")))
+
+    def move_row(self, src, dst):
+        """Moves row src to dst and clears src (moving a row onto itself
+        leaves it as it is)."""
+        _check(self._move_row(self._live(), _u32(src, "src"), _u32(dst, "dst")))
+
+    def swap_row(self, a, b):
+        """Exchanges two whole rows and their lengths."""
+        _check(self._swap_row(self._live(), _u32(a, "a"), _u32(b, "b")))
+
+    def commit(self, num_reqs, *, wait_for=None, event=False):
+        """Copies rows [0, num_reqs) to the device (only what changed).
+        wait_for: events to wait for; event=True returns the commit's event
+        (a pyopencl.Event, or a handle to release with clbt.release_event)."""
+        return self._enqueue(self._commit, (_u32(num_reqs, "num_reqs"),), wait_for, event)
+
+    def compute_slot_mapping(self, num_reqs, query_start_loc, positions, num_tokens=None, *,
+                             wait_for=None, event=False):
+        """Enqueues the slot-mapping kernel for a batch and returns without
+        waiting. query_start_loc (int32[num_reqs + 1]) and positions
+        (int64[num_tokens]) are device buffers (pyopencl Buffer or Array, or
+        handles) or host arrays (numpy, torch CPU tensors, lists), which are
+        uploaded into buffers the table keeps. num_tokens defaults to the
+        length of positions (needed for a Buffer or a handle)."""
+        handle = self._live()
+        num_reqs = _u32(num_reqs, "num_reqs")
+        if _is_device_buffer(positions) and _is_device_buffer(query_start_loc):
+            if num_tokens is None:
+                if not hasattr(positions, "shape"):
+                    raise Error(_INVALID_ARGUMENT, "num_tokens is needed with a positions buffer")
+                num_tokens = positions.shape[0]
+            qsl, positions = _opencl.handle(query_start_loc), _opencl.handle(positions)
+        else:
+            if self._inputs is None:
+                self._inputs = _BatchInputs(self._device, self.max_num_reqs,
+                                            self.max_num_batched_tokens)
+            qsl, positions, count = self._inputs.upload(num_reqs, query_start_loc, positions)
+            if num_tokens is not None and num_tokens != count:
+                raise Error(_INVALID_ARGUMENT, "num_tokens is %d; positions holds %d" % (
+                    num_tokens, count))
+            num_tokens = count
+        return self._enqueue(self._slot_mapping,
+                             (num_reqs, qsl, positions, _u32(num_tokens, "num_tokens")),
+                             wait_for, event)
+
+    def _enqueue(self, function, arguments, wait_for, event):
+        count, address, held = _opencl.wait_list(wait_for)
+        out = c_void_p() if event else None
+        _check(function(self._live(), *arguments, count, address,
+                        None if out is None else byref(out)))
+        return _opencl.event_object(out.value) if event else None
+
+    def clear(self):
+        """Zeroes every row and length, on the host and the device (vLLM
+        keeps the lengths: docs/semantics.md)."""
+        _check(self._clear(self._live()))
+
+    def close(self):
+        if self._inputs is not None and self._handle is not None:
+            self._inputs.release()
+            self._inputs = None
+        super().close()
+
+
+class Table(_Rows):
+    """One KV-cache group's block table: host rows, their committed device
+    copy, and the slot-mapping output.
+
+    Table(device, block_size=16, max_num_reqs=256,
+          max_num_blocks_per_req=8192, max_num_batched_tokens=16384)
+    takes clbt_table_config's fields as keywords (kernel_block_size,
+    cp_world_size, cp_rank, cp_interleave_size, slot_mode: 0 means the
+    default)."""
+    _kind = "table"
+    _c = "clbt_table_"
+
+    def __init__(self, device, *, block_size, max_num_reqs, max_num_blocks_per_req,
+                 max_num_batched_tokens, kernel_block_size=0, cp_world_size=0, cp_rank=0,
+                 cp_interleave_size=0, slot_mode=SlotMode.TOKEN_TO_KV_SLOT):
+        config = TableConfig(block_size, kernel_block_size, max_num_reqs,
+                             max_num_blocks_per_req, max_num_batched_tokens, cp_world_size,
+                             cp_rank, cp_interleave_size, int(slot_mode))
+        out = c_void_p()
+        _check(lib.clbt_table_create(device._live(), byref(config), byref(out)))
+        self._owner = None
+        self._setup(device, out.value, max_num_reqs, max_num_batched_tokens)
+        self.block_size = kernel_block_size or block_size
+        self.kv_block_size = block_size
+        self.slot_mode = SlotMode(slot_mode)
+
+    @classmethod
+    def _group(cls, owner, handle, group):
+        """A group of a multi-group table, which owns it."""
+        table = cls.__new__(cls)
+        table._owner = owner
+        table._setup(owner.device, handle, owner.max_num_reqs, owner.max_num_batched_tokens)
+        table.block_size = group.kernel_block_size or group.block_size
+        table.kv_block_size = group.block_size
+        table.slot_mode = SlotMode(group.slot_mode)
+        return table
+
+    def _setup(self, device, handle, max_num_reqs, max_num_batched_tokens):
+        _Rows.__init__(self, device, handle, max_num_reqs, max_num_batched_tokens)
+        self.width = lib.clbt_table_width(handle)
+
+    def _live(self):
+        if self._owner is not None and self._owner.closed:
+            self._handle = None
+        return _Rows._live(self)
+
+    def _release(self, handle):
+        if self._owner is None:
+            lib.clbt_table_destroy(handle)
+
+    def append_row(self, row, block_ids):
+        """Appends KV-manager block ids to a row (each split into kernel
+        blocks when kernel_block_size is smaller)."""
+        held, address, count = _array(block_ids, _INT32, "block_ids")
+        _check(lib.clbt_table_append_row(self._live(), _u32(row, "row"), address, count))
+
+    def add_row(self, row, block_ids):
+        """Replaces a row's blocks with block_ids."""
+        held, address, count = _array(block_ids, _INT32, "block_ids")
+        _check(lib.clbt_table_add_row(self._live(), _u32(row, "row"), address, count))
+
+    def append_rows(self, rows, counts, block_ids):
+        """Many appends in one call: row rows[i] gains counts[i] ids, entry
+        i's ids right after entry i-1's in block_ids. All or nothing; a row
+        named twice gains both entries' ids."""
+        self._rows(lib.clbt_table_append_rows, rows, counts, block_ids)
+
+    def add_rows(self, rows, counts, block_ids):
+        """Many replacements in one call, laid out as append_rows."""
+        self._rows(lib.clbt_table_add_rows, rows, counts, block_ids)
+
+    def _rows(self, function, rows, counts, block_ids):
+        rows_held, rows_address, num_rows = _array(rows, _UINT32, "rows")
+        counts_held, counts_address, num_counts = _array(counts, _UINT32, "counts")
+        ids_held, ids_address, _ = _array(block_ids, _INT32, "block_ids")
+        if num_counts != num_rows:
+            raise Error(_INVALID_ARGUMENT, "counts holds %d entries; rows %d" % (num_counts, num_rows))
+        _check(function(self._live(), num_rows, rows_address, counts_address, ids_address))
+
+    @property
+    def row_lengths(self):
+        """Every row's length in kernel blocks: a read-only view, live until
+        the table is closed."""
+        return _readonly_view(lib.clbt_table_row_lengths(self._live()), (self.max_num_reqs,),
+                              ctypes.c_uint32)
+
+    @property
+    def host_rows(self):
+        """The host rows, [max_num_reqs, width] int32: a read-only view,
+        live until the table is closed (write rows through the row
+        operations, which record what the next commit moves)."""
+        return _readonly_view(lib.clbt_table_host_data(self._live()),
+                              (self.max_num_reqs, self.width), ctypes.c_int32)
+
+    @property
+    def device_rows(self):
+        """The committed rows on the device: a pyopencl.array.Array
+        [max_num_reqs, width] int32 on the same memory, or the cl_mem
+        handle."""
+        return _opencl.buffer_object(lib.clbt_table_device_data(self._live()),
+                                     self._queue, (self.max_num_reqs, self.width),
+                                     np.int32)
+
+    @property
+    def slot_mapping(self):
+        """The slot-mapping output: a pyopencl.array.Array
+        [max_num_batched_tokens] int64 on the same memory, or the handle."""
+        return _opencl.buffer_object(lib.clbt_table_slot_mapping(self._live()),
+                                     self._queue, (self.max_num_batched_tokens,),
+                                     np.int64)
+
+    def read_slot_mapping(self, num_tokens=None):
+        """The slot-mapping output read back into a new numpy array (waits
+        for the queue)."""
+        out = np.empty(self.max_num_batched_tokens if num_tokens is None else num_tokens,
+                       np.int64)
+        return _opencl.read(self._queue, lib.clbt_table_slot_mapping(self._live()), out)
+
+    def read_device_rows(self, num_reqs=None):
+        """The committed rows read back into a new numpy array (waits)."""
+        out = np.empty((self.max_num_reqs if num_reqs is None else num_reqs, self.width),
+                       np.int32)
+        return _opencl.read(self._queue, lib.clbt_table_device_data(self._live()), out)
+
+    def compute_slot_mapping_host(self, num_reqs, query_start_loc, positions):
+        """The same mapping computed on the host from the host rows: clbt's
+        reference and CPU fallback. Returns int64[max_num_batched_tokens]."""
+        qsl_held, qsl, _ = _array(query_start_loc, _INT32, "query_start_loc")
+        positions_held, address, num_tokens = _array(positions, _INT64, "positions")
+        out = np.empty(self.max_num_batched_tokens, np.int64)
+        _check(lib.clbt_table_compute_slot_mapping_host(self._live(), _u32(num_reqs, "num_reqs"),
+                                                        qsl, address, num_tokens,
+                                                        out.ctypes.data))
+        return out
+
+    @property
+    def rejected_tokens(self):
+        """Tokens the kernel refused since creation or the last reset
+        (waits for the queue)."""
+        count = c_uint32()
+        _check(lib.clbt_table_read_rejected_tokens(self._live(), byref(count)))
+        return count.value
+
+    def reset_rejected_tokens(self):
+        _check(lib.clbt_table_reset_rejected_tokens(self._live()))
+
+    @property
+    def commit_mode(self):
+        return self._commit_mode if hasattr(self, "_commit_mode") else CommitMode.AUTO
+
+    @commit_mode.setter
+    def commit_mode(self, mode):
+        _check(lib.clbt_table_set_commit_mode(self._live(), int(mode)))
+        self._commit_mode = CommitMode(mode)
+
+    @property
+    def last_commit(self):
+        """(mode, rows, bytes) the last commit moved."""
+        info = CommitInfo()
+        _check(lib.clbt_table_last_commit(self._live(), byref(info)))
+        return CommitMode(info.mode), info.rows, info.bytes
+
+
+class Group:
+    """One KV-cache group of a MultiTable (clbt_group_config)."""
+
+    def __init__(self, block_size, max_num_blocks, *, kernel_block_size=0,
+                 slot_mode=SlotMode.TOKEN_TO_KV_SLOT, cp_replicated=False):
+        self.block_size = block_size
+        self.max_num_blocks = max_num_blocks
+        self.kernel_block_size = kernel_block_size
+        self.slot_mode = SlotMode(slot_mode)
+        self.cp_replicated = cp_replicated
+
+
+class MultiTable(_Rows):
+    """One table per KV-cache group, edited together and all or nothing
+    (vLLM's MultiGroupBlockTable). table[g] is group g's Table, owned by
+    the multi-group table; slot mappings cover every group in one launch.
+
+    MultiTable(device, groups=[Group(16, 8192), Group(32, 4096)],
+               max_num_reqs=256, max_num_batched_tokens=16384)"""
+    _kind = "multi-group table"
+    _c = "clbt_multi_table_"
+
+    def __init__(self, device, *, groups, max_num_reqs, max_num_batched_tokens,
+                 cp_world_size=0, cp_rank=0, cp_interleave_size=0):
+        groups = list(groups)
+        configs = (GroupConfig * len(groups))(*[
+            GroupConfig(g.block_size, g.kernel_block_size, g.max_num_blocks, int(g.slot_mode),
+                        int(g.cp_replicated)) for g in groups])
+        config = MultiTableConfig(max_num_reqs, max_num_batched_tokens, len(groups), configs,
+                                  cp_world_size, cp_rank, cp_interleave_size)
+        out = c_void_p()
+        _check(lib.clbt_multi_table_create(device._live(), byref(config), byref(out)))
+        super().__init__(device, out.value, max_num_reqs, max_num_batched_tokens)
+        self.groups = [Table._group(self, lib.clbt_multi_table_group(out.value, g), group)
+                       for g, group in enumerate(groups)]
+
+    _release = staticmethod(lib.clbt_multi_table_destroy)
+
+    def __len__(self):
+        return len(self.groups)
+
+    def __getitem__(self, group):
+        return self.groups[group]
+
+    def append_row(self, row, block_ids):
+        """Appends block_ids[g] to the row of each group g."""
+        self._row(lib.clbt_multi_table_append_row, row, block_ids)
+
+    def add_row(self, row, block_ids):
+        """Replaces the row of each group g with block_ids[g]."""
+        self._row(lib.clbt_multi_table_add_row, row, block_ids)
+
+    def _row(self, function, row, block_ids):
+        if len(block_ids) != len(self.groups):
+            raise Error(_INVALID_ARGUMENT, "block_ids has %d groups; the table has %d" % (
+                len(block_ids), len(self.groups)))
+        arrays = [_array(ids, _INT32, "block_ids[%d]" % g) for g, ids in enumerate(block_ids)]
+        addresses = array.array("Q", [a[1] for a in arrays])
+        counts = array.array("Q", [a[2] for a in arrays])  # size_t
+        _check(function(self._live(), _u32(row, "row"), addresses.buffer_info()[0],
+                        counts.buffer_info()[0]))
+
+    def append_rows(self, rows, counts, block_ids):
+        """Table.append_rows for every group in one call: counts[g] and
+        block_ids[g] are group g's, the rows are shared."""
+        self._rows(lib.clbt_multi_table_append_rows, rows, counts, block_ids)
+
+    def add_rows(self, rows, counts, block_ids):
+        """Table.add_rows for every group in one call."""
+        self._rows(lib.clbt_multi_table_add_rows, rows, counts, block_ids)
+
+    def _rows(self, function, rows, counts, block_ids):
+        if len(counts) != len(self.groups) or len(block_ids) != len(self.groups):
+            raise Error(_INVALID_ARGUMENT, "counts and block_ids need %d groups each" %
+                        len(self.groups))
+        rows_held, rows_address, num_rows = _array(rows, _UINT32, "rows")
+        count_arrays = [_array(c, _UINT32, "counts[%d]" % g) for g, c in enumerate(counts)]
+        id_arrays = [_array(i, _INT32, "block_ids[%d]" % g) for g, i in enumerate(block_ids)]
+        for g, held in enumerate(count_arrays):
+            if held[2] != num_rows:
+                raise Error(_INVALID_ARGUMENT, "counts[%d] holds %d entries; rows %d" % (
+                    g, held[2], num_rows))
+        count_addresses = array.array("Q", [a[1] for a in count_arrays])
+        id_addresses = array.array("Q", [a[1] for a in id_arrays])
+        _check(function(self._live(), num_rows, rows_address, count_addresses.buffer_info()[0],
+                        id_addresses.buffer_info()[0]))

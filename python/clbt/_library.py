@@ -1,0 +1,170 @@
+"""Finds libclbt.so and declares the C functions the package calls (ctypes).
+
+ctypes is in the standard library, so nothing is compiled at install time and
+the package runs wherever Python and the shared library are (no cffi, no
+PyOpenCL needed). The library is looked for, in order:
+
+1. the file the environment variable CLBT_LIBRARY names (then nowhere else);
+2. beside the installed package (``cmake --install`` records where);
+3. the source tree's build directory, ``<checkout>/build/libclbt.so``;
+4. the system's library path, by soname (``ldconfig``, ``LD_LIBRARY_PATH``).
+
+A library of another minor version is skipped: before 1.0 a minor release
+may change the ABI these declarations follow.
+"""
+import ctypes
+import os
+from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint, c_uint32, c_void_p
+
+ABI = (0, 1)
+SONAME = "libclbt.so.%d.%d" % ABI
+ENVIRONMENT = "CLBT_LIBRARY"
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+# ctypes mirrors of the config structs in include/clbt/clbt.h.
+class TableConfig(ctypes.Structure):
+    _fields_ = [(name, c_uint32) for name in (
+        "block_size", "kernel_block_size", "max_num_reqs",
+        "max_num_blocks_per_req", "max_num_batched_tokens", "cp_world_size",
+        "cp_rank", "cp_interleave_size")] + [("slot_mode", c_int)]
+
+
+class GroupConfig(ctypes.Structure):
+    _fields_ = [("block_size", c_uint32), ("kernel_block_size", c_uint32),
+                ("max_num_blocks", c_uint32), ("slot_mode", c_int),
+                ("cp_replicated", c_uint32)]
+
+
+class MultiTableConfig(ctypes.Structure):
+    _fields_ = [("max_num_reqs", c_uint32), ("max_num_batched_tokens", c_uint32),
+                ("num_groups", c_uint32), ("groups", POINTER(GroupConfig)),
+                ("cp_world_size", c_uint32), ("cp_rank", c_uint32),
+                ("cp_interleave_size", c_uint32)]
+
+
+class CommitInfo(ctypes.Structure):
+    _fields_ = [("mode", c_int), ("rows", c_uint32), ("bytes", ctypes.c_uint64)]
+
+
+_status = c_int
+_handle = c_void_p  # every opaque handle and OpenCL object
+_pointer = c_void_p  # arrays are passed by address
+_events = (c_uint, _pointer, _pointer)  # num_events, wait_list, event out
+
+# name: (restype, argtypes). The table and multi-table functions that share
+# a shape are declared from one list of suffixes.
+_FUNCTIONS = {
+    "clbt_version_number": (c_uint, ()),
+    "clbt_version_string": (c_char_p, ()),
+    "clbt_status_name": (c_char_p, (c_int,)),
+    "clbt_last_error": (c_char_p, ()),
+    "clbt_device_open": (_status, (c_char_p, _pointer)),
+    "clbt_device_wrap": (_status, (_handle, _handle, _handle, _pointer)),
+    "clbt_device_release": (None, (_handle,)),
+    "clbt_device_context": (_handle, (_handle,)),
+    "clbt_device_id": (_handle, (_handle,)),
+    "clbt_device_queue": (_handle, (_handle,)),
+    "clbt_device_selector": (_status, (_handle, c_char_p, c_size_t)),
+    "clbt_block_table_width": (_status, (c_uint32,) * 4 + (_pointer,)),
+    "clbt_table_create": (_status, (_handle, _pointer, _pointer)),
+    "clbt_table_destroy": (None, (_handle,)),
+    "clbt_table_append_row": (_status, (_handle, c_uint32, _pointer, c_size_t)),
+    "clbt_table_add_row": (_status, (_handle, c_uint32, _pointer, c_size_t)),
+    "clbt_table_set_commit_mode": (_status, (_handle, c_int)),
+    "clbt_table_last_commit": (_status, (_handle, _pointer)),
+    "clbt_table_compute_slot_mapping_host": (
+        _status, (_handle, c_uint32, _pointer, _pointer, c_uint32, _pointer)),
+    "clbt_table_read_rejected_tokens": (_status, (_handle, _pointer)),
+    "clbt_table_reset_rejected_tokens": (_status, (_handle,)),
+    "clbt_table_width": (c_uint32, (_handle,)),
+    "clbt_table_row_lengths": (_pointer, (_handle,)),
+    "clbt_table_host_data": (_pointer, (_handle,)),
+    "clbt_table_device_data": (_handle, (_handle,)),
+    "clbt_table_slot_mapping": (_handle, (_handle,)),
+    "clbt_multi_table_create": (_status, (_handle, _pointer, _pointer)),
+    "clbt_multi_table_destroy": (None, (_handle,)),
+    "clbt_multi_table_append_row": (_status, (_handle, c_uint32, _pointer, _pointer)),
+    "clbt_multi_table_add_row": (_status, (_handle, c_uint32, _pointer, _pointer)),
+    "clbt_multi_table_group": (_handle, (_handle, c_uint32)),
+}
+for _kind in ("table", "multi_table"):
+    _FUNCTIONS.update({
+        "clbt_%s_append_rows" % _kind: (_status, (_handle, c_size_t, _pointer, _pointer, _pointer)),
+        "clbt_%s_add_rows" % _kind: (_status, (_handle, c_size_t, _pointer, _pointer, _pointer)),
+        "clbt_%s_clear_row" % _kind: (_status, (_handle, c_uint32)),
+        "clbt_%s_move_row" % _kind: (_status, (_handle, c_uint32, c_uint32)),
+        "clbt_%s_swap_row" % _kind: (_status, (_handle, c_uint32, c_uint32)),
+        "clbt_%s_clear" % _kind: (_status, (_handle,)),
+        "clbt_%s_enqueue_commit" % _kind: (_status, (_handle, c_uint32) + _events),
+        "clbt_%s_enqueue_slot_mapping" % _kind: (
+            _status, (_handle, c_uint32, _handle, _handle, c_uint32) + _events),
+    })
+
+
+def _candidates():
+    """(where, path) pairs in the order they are tried."""
+    named = os.environ.get(ENVIRONMENT)
+    if named:
+        return [("$" + ENVIRONMENT, named)]
+    places = []
+    try:
+        from . import _installed  # written by cmake --install
+        places.append(("beside the installed package",
+                       os.path.normpath(os.path.join(_HERE, _installed.LIBRARY))))
+    except ImportError:
+        pass
+    places.append(("the source tree's build directory",
+                   os.path.normpath(os.path.join(_HERE, "..", "..", "build",
+                                                 "libclbt.so"))))
+    places.append(("the system's library path", SONAME))
+    return places
+
+
+def _open(path):
+    """The library at path, or the reason it cannot be used."""
+    if os.sep in path and not os.path.exists(path):
+        return None, "no such file"
+    try:
+        library = ctypes.CDLL(path)
+    except OSError as error:
+        return None, str(error)
+    try:
+        number = library.clbt_version_number
+    except AttributeError:
+        return None, "not libclbt: it has no clbt_version_number"
+    number.restype = c_uint
+    version = (number() // 10000, number() // 100 % 100)
+    if version != ABI:
+        return None, "it is version %d.%d; this package needs %d.%d" % (version + ABI)
+    return library, None
+
+
+def _file_of(library, path):
+    """The file the loader picked for a soname, from /proc/self/maps."""
+    if os.sep in path or not os.path.exists("/proc/self/maps"):
+        return os.path.abspath(path) if os.sep in path else path
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            if line.rstrip().endswith(path) or ("/" + path) in line:
+                return line.split()[-1]
+    return path
+
+
+def load():
+    """Returns (library, the path it was loaded from); raises ImportError
+    listing every place tried and why each failed."""
+    tried = []
+    for where, path in _candidates():
+        library, reason = _open(path)
+        if library is not None:
+            for name, (restype, argtypes) in _FUNCTIONS.items():
+                function = getattr(library, name)
+                function.restype, function.argtypes = restype, argtypes
+            return library, _file_of(library, path)
+        tried.append("  %s: %s (%s)" % (where, path, reason))
+    raise ImportError("clbt: cannot load libclbt.so; tried\n" + "\n".join(tried)
+                      + "\nset %s to the library's path" % ENVIRONMENT)
+
+
+lib, path = load()

@@ -1,0 +1,273 @@
+"""vLLM's block tables on clbt: ``BlockTable``, ``MultiGroupBlockTable``,
+``get_block_table_width``, ``SlotMappingMode`` and ``PAD_SLOT_ID`` with the
+constructor arguments, methods and attributes of
+vllm/v1/worker/block_table.py, so that code written against those classes
+runs on any OpenCL device by changing an import::
+
+    from clbt.vllm import MultiGroupBlockTable
+
+Where clbt departs from vLLM on purpose, the docstring of the method says
+so; docs/python.md lists every departure. In short:
+
+- ``device`` is a clbt.Device or a CLBT_DEVICE selector; anything else (a
+  torch.device) means the default device (CLBT_DEVICE, else the first GPU),
+  opened once and shared. ``pin_memory`` is accepted and ignored.
+- Context parallelism comes from the keywords ``dcp_world_size`` and
+  ``dcp_rank`` (vLLM reads them from its distributed groups).
+- Errors are clbt.Error (vLLM raises ValueError or IndexError, or writes
+  out of bounds).
+- The host rows (``get_numpy_array``, ``get_cpu_tensor``, ``block_table.np``,
+  ``num_blocks_per_row``) are read-only views: rows change through the row
+  operations, which record what the next commit moves.
+- Batch updates, an extension: ``append_rows`` and ``add_rows`` change many
+  rows in one call.
+"""
+import enum
+from ctypes import byref, c_uint32
+
+import numpy as np
+
+from . import _core, _opencl
+from ._core import PAD_SLOT_ID, Error
+from ._library import lib
+
+__all__ = ["BlockTable", "MultiGroupBlockTable", "PAD_SLOT_ID", "SlotMappingMode",
+           "get_block_table_width"]
+
+_INVALID_ARGUMENT = -4002
+
+
+def get_block_table_width(max_num_blocks, block_size, kernel_block_size=None, *,
+                          token_alignment=128):
+    """The row width after optional alignment (token_alignment tokens; None:
+    none) and kernel-block splitting. Raises clbt.Error where vLLM raises
+    ValueError."""
+    if token_alignment is not None and token_alignment <= 0:
+        raise Error(_INVALID_ARGUMENT, "token_alignment must be positive")
+    width = c_uint32()
+    _core._check(lib.clbt_block_table_width(max_num_blocks, block_size, kernel_block_size or 0,
+                                            token_alignment or 0, byref(width)))
+    return width.value
+
+
+class SlotMappingMode(enum.Enum):
+    TOKEN_TO_KV_SLOT = "token_to_kv_slot"
+    NONE = "none"
+
+
+_SLOT_MODES = {SlotMappingMode.TOKEN_TO_KV_SLOT: _core.SlotMode.TOKEN_TO_KV_SLOT,
+               SlotMappingMode.NONE: _core.SlotMode.NONE}
+_default_device = None
+
+
+def _device(device):
+    global _default_device
+    if isinstance(device, _core.Device):
+        return device
+    if isinstance(device, str):
+        return _core.Device(device)
+    if _default_device is None:
+        _default_device = _core.Device()
+    return _default_device
+
+
+def _torch_view(array):
+    """A torch CPU tensor on the same memory when torch is installed, else
+    the numpy array. Read-only: torch would warn on every call."""
+    try:
+        import torch
+    except ImportError:
+        return array
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.from_numpy(array)
+
+
+class _CpuGpuBuffer:
+    """vLLM's CpuGpuBuffer as its callers read it: ``.gpu`` on the device (a
+    pyopencl.array.Array, or the cl_mem handle without PyOpenCL), ``.np``
+    and ``.cpu`` on the host, read-only. Departure: a slot mapping has no
+    host copy, so its ``.np`` reads the device buffer back (and waits)."""
+
+    def __init__(self, gpu, host):
+        self._gpu, self._host = gpu, host
+
+    @property
+    def gpu(self):
+        return self._gpu()
+
+    @property
+    def np(self):
+        return self._host()
+
+    @property
+    def cpu(self):
+        return _torch_view(self._host())
+
+
+class _RowOperations:
+    """The methods BlockTable and MultiGroupBlockTable share; on a
+    MultiGroupBlockTable they act on every group, all or nothing, and the
+    block ids of append_row and add_row are one list per group."""
+
+    def append_row(self, block_ids, row_idx):
+        self._table.append_row(row_idx, block_ids)
+
+    def add_row(self, block_ids, row_idx):
+        self._table.add_row(row_idx, block_ids)
+
+    def append_rows(self, rows, counts, block_ids):
+        """Extension: many append_row calls in one. Entry i appends
+        counts[i] ids to rows[i], its ids right after entry i-1's in
+        block_ids; on a MultiGroupBlockTable counts[g] and block_ids[g] are
+        group g's. All or nothing."""
+        self._table.append_rows(rows, counts, block_ids)
+
+    def add_rows(self, rows, counts, block_ids):
+        """Extension: many add_row calls in one, laid out as append_rows."""
+        self._table.add_rows(rows, counts, block_ids)
+
+    def clear_row(self, row_idx):
+        self._table.clear_row(row_idx)
+
+    def move_row(self, src, tgt):
+        """Moves row src to tgt and clears src. Departure: move_row(r, r)
+        keeps the row (vLLM erases it)."""
+        self._table.move_row(src, tgt)
+
+    def swap_row(self, src, tgt):
+        self._table.swap_row(src, tgt)
+
+    def commit_block_table(self, num_reqs):
+        """Copies rows [0, num_reqs) to the device, only what changed."""
+        self._table.commit(num_reqs)
+
+    def compute_slot_mapping(self, num_reqs, query_start_loc, positions, *, num_tokens=None):
+        """Enqueues the slot mapping into ``slot_mapping.gpu`` (every group's
+        in one launch on a MultiGroupBlockTable). query_start_loc and
+        positions are host arrays (numpy, torch CPU tensors; uploaded into
+        buffers the table keeps) or device buffers (pyopencl Array; or, an
+        extension, integer cl_mem handles with num_tokens given).
+        Departure: every element of the output is written, and a token past
+        its row's committed blocks, at a negative position or of a malformed
+        batch gets -1 (vLLM reads whatever the row holds)."""
+        self._table.compute_slot_mapping(num_reqs, query_start_loc, positions, num_tokens)
+
+    def clear(self):
+        """Zeroes every row on the host and the device. Departure: the row
+        lengths are reset too (vLLM keeps them, so a later append would
+        start after a run of block 0)."""
+        self._table.clear()
+
+    def close(self):
+        """Extension: frees the table now (a group's table goes with its
+        MultiGroupBlockTable); later calls raise clbt.Error."""
+        self._table.close()
+
+
+class BlockTable(_RowOperations):
+    """vLLM's BlockTable on a clbt table (one KV-cache group). Departures
+    are in the docstrings of move_row, compute_slot_mapping, clear and the
+    host views (docs/python.md lists them all)."""
+
+    def __init__(self, block_size, max_num_reqs, max_num_blocks_per_req, max_num_batched_tokens,
+                 pin_memory, device, kernel_block_size, cp_kv_cache_interleave_size,
+                 slot_mapping_mode=SlotMappingMode.TOKEN_TO_KV_SLOT, *, dcp_world_size=1,
+                 dcp_rank=0):
+        table = _core.Table(_device(device), block_size=block_size,
+                            kernel_block_size=kernel_block_size, max_num_reqs=max_num_reqs,
+                            max_num_blocks_per_req=max_num_blocks_per_req,
+                            max_num_batched_tokens=max_num_batched_tokens,
+                            cp_world_size=dcp_world_size, cp_rank=dcp_rank,
+                            cp_interleave_size=cp_kv_cache_interleave_size,
+                            slot_mode=_SLOT_MODES[slot_mapping_mode])
+        self._attach(table, pin_memory, device, slot_mapping_mode, cp_kv_cache_interleave_size,
+                     dcp_world_size, dcp_rank)
+
+    @classmethod
+    def _of(cls, table, *settings):
+        """A group of a MultiGroupBlockTable."""
+        block_table = cls.__new__(cls)
+        block_table._attach(table, *settings)
+        return block_table
+
+    def _attach(self, table, pin_memory, device, slot_mapping_mode, interleave, dcp_world_size,
+                dcp_rank):
+        self._table = table
+        self.max_num_reqs = table.max_num_reqs
+        self.max_num_batched_tokens = table.max_num_batched_tokens
+        self.pin_memory = pin_memory
+        self.device = device
+        self.kv_cache_block_size = table.kv_block_size
+        self.block_size = table.block_size
+        self.blocks_per_kv_block = table.kv_block_size // table.block_size
+        self.use_hybrid_blocks = self.blocks_per_kv_block != 1
+        self.max_num_blocks_per_req = table.width
+        self.slot_mapping_mode = slot_mapping_mode
+        self.cp_kv_cache_interleave_size = interleave
+        self.dcp_world_size, self.dcp_rank = dcp_world_size, dcp_rank
+        self.block_table = _CpuGpuBuffer(lambda: table.device_rows, lambda: table.host_rows)
+        self.slot_mapping = _CpuGpuBuffer(lambda: table.slot_mapping, table.read_slot_mapping)
+
+    @property
+    def num_blocks_per_row(self):
+        """Each row's length in kernel blocks: a read-only uint32 view
+        (vLLM's is a writable int32 array)."""
+        return self._table.row_lengths
+
+    @staticmethod
+    def map_to_kernel_blocks(kv_manager_block_ids, blocks_per_kv_block, kernel_block_arange):
+        """KV-manager block b as kernel blocks b*k .. b*k+k-1 (what
+        append_row does itself; kept for callers)."""
+        if blocks_per_kv_block == 1:
+            return kv_manager_block_ids
+        blocks = np.asarray(kv_manager_block_ids).reshape(-1, 1) * blocks_per_kv_block
+        return (blocks + kernel_block_arange).reshape(-1)
+
+    def get_device_tensor(self, num_reqs):
+        """Rows [0, num_reqs) on the device: a pyopencl.array.Array view, or,
+        without PyOpenCL, the handle of the whole rows buffer."""
+        rows = self._table.device_rows
+        return rows if _opencl.pyopencl is None else rows[:num_reqs]
+
+    def get_cpu_tensor(self):
+        """The host rows as a read-only torch tensor (numpy without torch)."""
+        return _torch_view(self._table.host_rows)
+
+    def get_numpy_array(self):
+        """The host rows: a read-only numpy view."""
+        return self._table.host_rows
+
+
+class MultiGroupBlockTable(_RowOperations):
+    """vLLM's MultiGroupBlockTable on a clbt multi-group table: row
+    operations change every group or none, and compute_slot_mapping maps
+    every group in one launch. Departures as BlockTable's."""
+
+    def __init__(self, max_num_reqs, max_num_batched_tokens, pin_memory, device, block_sizes,
+                 kernel_block_sizes, max_num_blocks, cp_kv_cache_interleave_size=1,
+                 slot_mapping_modes=None, *, dcp_world_size=1, dcp_rank=0):
+        if slot_mapping_modes is None:
+            slot_mapping_modes = [SlotMappingMode.TOKEN_TO_KV_SLOT] * len(block_sizes)
+        for name, values in (("kernel_block_sizes", kernel_block_sizes),
+                             ("slot_mapping_modes", slot_mapping_modes),
+                             ("max_num_blocks", max_num_blocks)):
+            if len(values) != len(block_sizes):
+                raise Error(_INVALID_ARGUMENT, "%s length (%d) must match block_sizes length "
+                            "(%d)" % (name, len(values), len(block_sizes)))
+        groups = [_core.Group(b, n, kernel_block_size=k, slot_mode=_SLOT_MODES[m])
+                  for b, k, n, m in zip(block_sizes, kernel_block_sizes, max_num_blocks,
+                                        slot_mapping_modes)]
+        self._table = _core.MultiTable(_device(device), groups=groups, max_num_reqs=max_num_reqs,
+                                       max_num_batched_tokens=max_num_batched_tokens,
+                                       cp_world_size=dcp_world_size, cp_rank=dcp_rank,
+                                       cp_interleave_size=cp_kv_cache_interleave_size)
+        self.block_tables = [
+            BlockTable._of(group, pin_memory, device, mode, cp_kv_cache_interleave_size,
+                           dcp_world_size, dcp_rank)
+            for group, mode in zip(self._table.groups, slot_mapping_modes)]
+
+    def __getitem__(self, idx):
+        """The BlockTable of the idx-th KV-cache group."""
+        return self.block_tables[idx]
