@@ -9,13 +9,13 @@
  * The host checked every row and column against the table's bounds. The
  * rows and lengths are regions of the table's one allocation (storage).
  */
-#define DROP_FIRST(first, ...) __VA_ARGS__
-#define PARAMETERS(...) DROP_FIRST(__VA_ARGS__)
+#define FIRST_PARAMETER(NAME, type, name) type name
 #define PARAMETER(NAME, type, name) , type name
 
 /* Arguments: CLBT_COMMIT_SCATTER_ARGUMENTS in cl/contract.h. */
 __kernel void clbt_commit_scatter(
-    PARAMETERS(0 CLBT_COMMIT_SCATTER_ARGUMENTS(PARAMETER))) {
+    CLBT_COMMIT_SCATTER_FIRST_ARGUMENT(FIRST_PARAMETER)
+    CLBT_COMMIT_SCATTER_ARGUMENTS(PARAMETER)) {
   __global int *rows = storage + rows_at;
   __global int *row_lengths = storage + row_lengths_at;
   /* Up to 2^33 - 2 items: counted in 64 bits so that nothing wraps. */

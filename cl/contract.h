@@ -30,9 +30,16 @@
   X(g, cp_rank)             /* this rank, below cp_world_size */     \
   X(g, cp_interleave_size)  /* tokens dealt to a rank at a time */
 
+/*
+ * Each kernel's arguments come as its first one, then the rest, so that a
+ * parameter list is plain text with no variadic macro to drop a leading
+ * comma: NVIDIA's OpenCL compiler (driver 580) lost the last parameter of
+ * a list built that way, where PoCL's did not.
+ */
+
 /* clbt_slot_mapping's arguments before the groups', X(NAME, type, name). */
+#define CLBT_SLOT_MAPPING_FIRST_ARGUMENT(X) X(NUM_REQS, uint, num_reqs)
 #define CLBT_SLOT_MAPPING_ARGUMENTS(X)              \
-  X(NUM_REQS, uint, num_reqs)                       \
   X(NUM_TOKENS, uint, num_tokens)                   \
   X(MAX_NUM_TOKENS, uint, max_num_tokens)           \
   X(QUERY_START_LOC, __global const int *, query_start_loc) \
@@ -53,8 +60,9 @@
   X(g, REJECTED_TOKENS_AT, ulong, rejected_tokens_at)
 
 /* clbt_commit_scatter's arguments, X(NAME, type, name). */
+#define CLBT_COMMIT_SCATTER_FIRST_ARGUMENT(X) \
+  X(PACKET, __global const uint *, packet)
 #define CLBT_COMMIT_SCATTER_ARGUMENTS(X)      \
-  X(PACKET, __global const uint *, packet)    \
   X(NUM_LENGTHS, uint, num_lengths)           \
   X(NUM_CELLS, uint, num_cells)               \
   X(STORAGE, __global int *, storage)         \

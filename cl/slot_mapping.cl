@@ -47,10 +47,8 @@
 #error "CLBT_NUM_GROUPS must be 1..8"
 #endif
 
-/* A parameter list from the contract's lists: each entry expands to
-   ", type name", and the first comma is dropped. */
-#define DROP_FIRST(first, ...) __VA_ARGS__
-#define PARAMETERS(...) DROP_FIRST(__VA_ARGS__)
+/* Parameter lists from the contract's lists. */
+#define FIRST_PARAMETER(NAME, type, name) type name
 #define PARAMETER(NAME, type, name) , type name
 #define GROUP_PARAMETER(g, NAME, type, name) , type name##_##g
 #define GROUP_PARAMETERS(g) CLBT_SLOT_MAPPING_GROUP_ARGUMENTS(GROUP_PARAMETER, g)
@@ -203,8 +201,9 @@ static inline long slot_of(long position, __global const int *row,
   if (rejected_##g) atomic_add(rejected_tokens_##g, rejected_##g);
 
 __kernel void clbt_slot_mapping(
-    PARAMETERS(0 CLBT_SLOT_MAPPING_ARGUMENTS(PARAMETER)
-                 FOR_EACH_GROUP(GROUP_PARAMETERS))) {
+    CLBT_SLOT_MAPPING_FIRST_ARGUMENT(FIRST_PARAMETER)
+    CLBT_SLOT_MAPPING_ARGUMENTS(PARAMETER)
+    FOR_EACH_GROUP(GROUP_PARAMETERS)) {
   __local int well_formed;
   bool batch_ok = batch_is_well_formed(query_start_loc, num_reqs, num_tokens,
                                        qsl_cache, &well_formed);

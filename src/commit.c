@@ -206,6 +206,7 @@ static clbt_status scatter_kernel(clbt_table *table) {
 /* The arguments of clbt_commit_scatter by name (cl/contract.h). */
 enum {
 #define ARGUMENT(NAME, type, name) SCATTER_ARG_##NAME,
+  CLBT_COMMIT_SCATTER_FIRST_ARGUMENT(ARGUMENT)
   CLBT_COMMIT_SCATTER_ARGUMENTS(ARGUMENT)
 #undef ARGUMENT
 };

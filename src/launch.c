@@ -13,6 +13,7 @@
    (cl/contract.h lists them). */
 enum {
 #define ARGUMENT(NAME, type, name) ARG_##NAME,
+  CLBT_SLOT_MAPPING_FIRST_ARGUMENT(ARGUMENT)
   CLBT_SLOT_MAPPING_ARGUMENTS(ARGUMENT)
 #undef ARGUMENT
   ARGS_BEFORE_GROUPS
