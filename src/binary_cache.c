@@ -9,7 +9,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "clbt_internal.h"
+#include "devices.h"
 
 #include <errno.h>
 #include <fcntl.h>

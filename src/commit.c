@@ -13,7 +13,7 @@
  * measured too, on PoCL where it costs no copy: its blocking map made it
  * slower than SCATTER (docs/benchmarks.md).
  */
-#include "clbt_internal.h"
+#include "engine.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -214,28 +214,19 @@ enum {
 static clbt_status set_scatter_arguments(const clbt_table *table,
                                          const clbt__staging *slot,
                                          const pending *p) {
-  clbt_status status = CLBT_SUCCESS;
-  cl_kernel k = table->scatter;
   cl_uint num_lengths = (cl_uint)p->rows, num_cells = (cl_uint)p->cells;
   cl_uint row_stride = table->layout.width;
-  cl_ulong rows_at = table->region_words[CLBT__ROWS];
-  cl_ulong lengths_at = table->region_words[CLBT__ROW_LENGTHS];
-  CLBT__CL_TRY(clSetKernelArg(k, SCATTER_ARG_PACKET, sizeof(cl_mem),
-                              &slot->buffer), status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, SCATTER_ARG_NUM_LENGTHS, sizeof num_lengths,
-                              &num_lengths), status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, SCATTER_ARG_NUM_CELLS, sizeof num_cells,
-                              &num_cells), status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, SCATTER_ARG_STORAGE, sizeof(cl_mem),
-                              &table->storage), status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, SCATTER_ARG_ROWS_AT, sizeof rows_at,
-                              &rows_at), status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, SCATTER_ARG_ROW_STRIDE, sizeof row_stride,
-                              &row_stride), status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, SCATTER_ARG_ROW_LENGTHS_AT, sizeof lengths_at,
-                              &lengths_at), status, done);
-done:
-  return status;
+  const cl_ulong *at = table->region_words;
+  const clbt__kernel_arg args[] = {
+      {SCATTER_ARG_PACKET, sizeof(cl_mem), &slot->buffer},
+      {SCATTER_ARG_NUM_LENGTHS, sizeof num_lengths, &num_lengths},
+      {SCATTER_ARG_NUM_CELLS, sizeof num_cells, &num_cells},
+      {SCATTER_ARG_STORAGE, sizeof(cl_mem), &table->storage},
+      {SCATTER_ARG_ROWS_AT, sizeof(cl_ulong), &at[CLBT__ROWS]},
+      {SCATTER_ARG_ROW_STRIDE, sizeof row_stride, &row_stride},
+      {SCATTER_ARG_ROW_LENGTHS_AT, sizeof(cl_ulong), &at[CLBT__ROW_LENGTHS]}};
+  return clbt__set_kernel_args(table->scatter, args,
+                               sizeof args / sizeof args[0]);
 }
 
 /* Uploads the packet of changes and scatters it: two commands, no wait. */

@@ -1,5 +1,5 @@
 /* Device handles: a context, a device and an in-order queue, shared by tables. */
-#include "clbt_internal.h"
+#include "devices.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,26 +38,25 @@ done:
 
 static clbt_status read_properties(cl_device_id id,
                                    clbt__device_properties *properties) {
-  clbt_status status = CLBT_SUCCESS;
-  CLBT__CL_TRY(clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof properties->type,
-                               &properties->type, NULL),
-               status, done);
-  CLBT__CL_TRY(clGetDeviceInfo(id, CL_DEVICE_MAX_COMPUTE_UNITS,
-                               sizeof properties->compute_units,
-                               &properties->compute_units, NULL),
-               status, done);
-  CLBT__CL_TRY(clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE,
-                               sizeof properties->max_work_group_size,
-                               &properties->max_work_group_size, NULL),
-               status, done);
-  CLBT__CL_TRY(clGetDeviceInfo(id, CL_DEVICE_LOCAL_MEM_SIZE,
-                               sizeof properties->local_mem_size,
-                               &properties->local_mem_size, NULL),
-               status, done);
   cl_uint alignment_bits = 0;
-  CLBT__CL_TRY(clGetDeviceInfo(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN,
-                               sizeof alignment_bits, &alignment_bits, NULL),
-               status, done);
+  const struct {
+    cl_device_info name;
+    size_t size;
+    void *value;
+  } queries[] = {
+      {CL_DEVICE_TYPE, sizeof properties->type, &properties->type},
+      {CL_DEVICE_MAX_COMPUTE_UNITS, sizeof properties->compute_units,
+       &properties->compute_units},
+      {CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof properties->max_work_group_size,
+       &properties->max_work_group_size},
+      {CL_DEVICE_LOCAL_MEM_SIZE, sizeof properties->local_mem_size,
+       &properties->local_mem_size},
+      {CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof alignment_bits, &alignment_bits}};
+  clbt_status status = CLBT_SUCCESS;
+  for (size_t i = 0; i < sizeof queries / sizeof queries[0]; ++i)
+    CLBT__CL_TRY(clGetDeviceInfo(id, queries[i].name, queries[i].size,
+                                 queries[i].value, NULL),
+                 status, done);
   /* Slots are int64: never less than 8 bytes apart. */
   properties->base_address_alignment =
       alignment_bits / 8 > 8 ? alignment_bits / 8 : 8;

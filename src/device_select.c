@@ -2,7 +2,7 @@
  * Device selection: the CLBT_DEVICE selector [platform][:[type][:device]],
  * matched against every device of every installed platform.
  */
-#include "clbt_internal.h"
+#include "devices.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * 1..8 tables (one table, or the token-mapping groups of a multi-group
  * table), bound to their buffers, with a geometry chosen for the device.
  */
-#include "clbt_internal.h"
+#include "engine.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -33,42 +33,10 @@ static const size_t spec_field_offsets[] = {
 };
 #define NUM_SPEC_FIELDS (sizeof spec_field_offsets / sizeof(size_t))
 
-/* Work a CPU work-group takes before another compute unit joins. */
-#define CLBT__CPU_ITEMS_PER_GROUP 32768
-
 /* Eight groups of " -DCLBT_GROUP_<g>=" and their constants of at most ten
    digits, and the common options. */
 #define CLBT__SPEC_OPTIONS_SIZE \
   (128 + CLBT__MAX_LAUNCH_GROUPS * (20 + NUM_SPEC_FIELDS * 11))
-
-void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
-                    size_t items, size_t *global_size, size_t *local_size) {
-  size_t limit = kernel_max_group < 256 ? kernel_max_group : 256;
-  size_t local = 1;
-  while (local * 2 <= limit) local *= 2;
-  size_t groups = (items + local - 1) / local;
-  /* PoCL pays a large fixed cost per work-group and runs each group's
-     work-items as a loop: work-groups of one work-item, walking long runs
-     with unit-stride loops that vectorise, are cheapest; a second one pays
-     only with tens of thousands of items (docs/benchmarks.md). */
-  if (device->properties.type & CL_DEVICE_TYPE_CPU) {
-    size_t units = device->properties.compute_units;
-    local = 1;
-    groups = items / CLBT__CPU_ITEMS_PER_GROUP;
-    groups = groups < 1 ? 1 : groups > units ? units : groups;
-  }
-  *local_size = local;
-  *global_size = (groups ? groups : 1) * local;
-}
-
-clbt_status clbt__check_wait_list(cl_uint num_events,
-                                  const cl_event *wait_list) {
-  if ((num_events == 0) != (wait_list == NULL))
-    return clbt__fail(CLBT_INVALID_ARGUMENT,
-                      "wait_list is %s with num_events %u",
-                      wait_list ? "not NULL" : "NULL", (unsigned)num_events);
-  return CLBT_SUCCESS;
-}
 
 /*
  * query_start_loc is searched in local memory when a copy of it takes at
@@ -79,17 +47,6 @@ static size_t qsl_cache_bytes(const clbt_device *device,
                               uint32_t max_num_reqs) {
   size_t bytes = ((size_t)max_num_reqs + 1) * sizeof(cl_int);
   return bytes <= device->properties.local_mem_size / 4 ? bytes : 0;
-}
-
-clbt_status clbt__enqueue_marker(cl_command_queue queue, cl_uint num_events,
-                                 const cl_event *wait_list, cl_event *event) {
-  clbt_status status = CLBT_SUCCESS;
-  if (event || num_events)
-    CLBT__CL_TRY(clEnqueueMarkerWithWaitList(queue, num_events, wait_list,
-                                             event),
-                 status, done);
-done:
-  return status;
 }
 
 /*
@@ -121,30 +78,19 @@ static void format_options(const clbt__group_spec *const *specs,
 /* One buffer and the offsets of its regions: see clbt__region. */
 static clbt_status bind_group(cl_kernel kernel, uint32_t g,
                               const clbt_table *table) {
-  clbt_status status = CLBT_SUCCESS;
   cl_uint first = ARGS_BEFORE_GROUPS + g * ARGS_PER_GROUP;
   cl_uint row_stride = table->layout.width;
   const cl_ulong *at = table->region_words;
-  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_STORAGE,
-                              sizeof(cl_mem), &table->storage),
-               status, done);
-  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_ROWS_AT,
-                              sizeof(cl_ulong), &at[CLBT__ROWS]),
-               status, done);
-  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_ROW_STRIDE,
-                              sizeof row_stride, &row_stride),
-               status, done);
-  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_ROW_LENGTHS_AT,
-                              sizeof(cl_ulong), &at[CLBT__ROW_LENGTHS]),
-               status, done);
-  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_SLOTS_AT,
-                              sizeof(cl_ulong), &at[CLBT__SLOTS]),
-               status, done);
-  CLBT__CL_TRY(clSetKernelArg(kernel, first + GROUP_ARG_REJECTED_TOKENS_AT,
-                              sizeof(cl_ulong), &at[CLBT__REJECTED_TOKENS]),
-               status, done);
-done:
-  return status;
+  const clbt__kernel_arg args[] = {
+      {first + GROUP_ARG_STORAGE, sizeof(cl_mem), &table->storage},
+      {first + GROUP_ARG_ROWS_AT, sizeof(cl_ulong), &at[CLBT__ROWS]},
+      {first + GROUP_ARG_ROW_STRIDE, sizeof row_stride, &row_stride},
+      {first + GROUP_ARG_ROW_LENGTHS_AT, sizeof(cl_ulong),
+       &at[CLBT__ROW_LENGTHS]},
+      {first + GROUP_ARG_SLOTS_AT, sizeof(cl_ulong), &at[CLBT__SLOTS]},
+      {first + GROUP_ARG_REJECTED_TOKENS_AT, sizeof(cl_ulong),
+       &at[CLBT__REJECTED_TOKENS]}};
+  return clbt__set_kernel_args(kernel, args, sizeof args / sizeof args[0]);
 }
 
 clbt_status clbt__launch_program(clbt_device *device,
@@ -202,75 +148,21 @@ void clbt__launch_release(clbt__launch *launch) {
   launch->kernel = NULL;
 }
 
-/* A caller's buffer must be in the table's context and hold `needed` bytes. */
-static clbt_status check_buffer(const clbt_table *table, cl_mem buffer,
-                                const char *name, size_t needed,
-                                const char *count_name, uint32_t count) {
-  clbt_status status = CLBT_SUCCESS;
-  cl_context context;
-  size_t size = 0;
-  CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_CONTEXT, sizeof context,
-                                  &context, NULL),
-               status, done);
-  CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_SIZE, sizeof size, &size,
-                                  NULL),
-               status, done);
-  if (context != table->device->context)
-    status = clbt__fail(CLBT_CONTEXT_MISMATCH,
-                        "%s belongs to another OpenCL context than the "
-                        "table's device",
-                        name);
-  else if (size < needed)
-    status = clbt__fail(CLBT_BUFFER_TOO_SMALL,
-                        "%s holds %zu bytes; %s %u needs %zu", name, size,
-                        count_name, (unsigned)count, needed);
-done:
-  return status;
-}
-
-clbt_status clbt__check_batch_arguments(const clbt_table *table,
-                                        uint32_t num_reqs,
-                                        cl_mem query_start_loc,
-                                        cl_mem positions, uint32_t num_tokens,
-                                        cl_uint num_events,
-                                        const cl_event *wait_list) {
-  if (!query_start_loc)
-    return clbt__fail(CLBT_NULL_ARGUMENT, "query_start_loc is NULL");
-  if (!positions && num_tokens > 0)
-    return clbt__fail(CLBT_NULL_ARGUMENT, "positions is NULL with num_tokens %u",
-                      (unsigned)num_tokens);
-  clbt_status status = clbt__check_batch(table, num_reqs, num_tokens);
-  if (!status)
-    status = check_buffer(table, query_start_loc, "query_start_loc",
-                          ((size_t)num_reqs + 1) * sizeof(int32_t), "num_reqs",
-                          num_reqs);
-  if (!status && positions)
-    status = check_buffer(table, positions, "positions",
-                          (size_t)num_tokens * sizeof(int64_t), "num_tokens",
-                          num_tokens);
-  if (!status) status = clbt__check_wait_list(num_events, wait_list);
-  return status;
-}
-
 clbt_status clbt__launch_enqueue(const clbt__launch *launch,
-                                 cl_command_queue queue, uint32_t num_reqs,
-                                 cl_mem query_start_loc, cl_mem positions,
-                                 uint32_t num_tokens, cl_uint num_events,
+                                 cl_command_queue queue,
+                                 const clbt__batch *batch, cl_uint num_events,
                                  const cl_event *wait_list, cl_event *event) {
-  clbt_status status = CLBT_SUCCESS;
-  cl_kernel k = launch->kernel;
-  CLBT__CL_TRY(clSetKernelArg(k, ARG_NUM_REQS, sizeof num_reqs, &num_reqs),
-               status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, ARG_NUM_TOKENS, sizeof num_tokens,
-                              &num_tokens),
-               status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, ARG_QUERY_START_LOC, sizeof(cl_mem),
-                              &query_start_loc),
-               status, done);
-  CLBT__CL_TRY(clSetKernelArg(k, ARG_POSITIONS, sizeof(cl_mem),
-                              positions ? &positions : NULL),
-               status, done);
-  CLBT__CL_TRY(clEnqueueNDRangeKernel(queue, k, 1, NULL, &launch->global_size,
+  const clbt__kernel_arg args[] = {
+      {ARG_NUM_REQS, sizeof batch->num_reqs, &batch->num_reqs},
+      {ARG_NUM_TOKENS, sizeof batch->num_tokens, &batch->num_tokens},
+      {ARG_QUERY_START_LOC, sizeof(cl_mem), &batch->query_start_loc},
+      {ARG_POSITIONS, sizeof(cl_mem),
+       batch->positions ? &batch->positions : NULL}};
+  clbt_status status = clbt__set_kernel_args(launch->kernel, args,
+                                             sizeof args / sizeof args[0]);
+  if (status) return status;
+  CLBT__CL_TRY(clEnqueueNDRangeKernel(queue, launch->kernel, 1, NULL,
+                                      &launch->global_size,
                                       &launch->local_size, num_events,
                                       wait_list, event),
                status, done);

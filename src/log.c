@@ -4,12 +4,14 @@
  * lock, so messages never interleave, a callback may call clbt, and a
  * replaced callback is not called once clbt_log_set_callback returns.
  */
-#include "clbt_internal.h"
+#include "base.h"
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <threads.h>
 
 /* As much as clbt_last_error holds (a build log), or a path and options. */
 #define CLBT__LOG_MESSAGE_SIZE 8192

@@ -1,21 +1,17 @@
 /*
  * The multi-group table: one clbt_table per KV-cache group, sized and edited
- * together as vLLM's MultiGroupBlockTable does. Row operations check every
- * group before changing any, so they are all or nothing.
+ * together as vLLM's MultiGroupBlockTable does, on the table engine
+ * (engine.c). Each group's config becomes the single-table config vLLM's
+ * rules give it, checked by the same rules as clbt_table_create's. Row
+ * operations check every group before changing any, so they are all or
+ * nothing.
  */
-#include "clbt_internal.h"
+#include "engine.h"
 
 #include <stdlib.h>
 
 /* vLLM aligns each token-mapping group's row to this many tokens. */
 #define CLBT__TOKEN_ALIGNMENT 128
-
-struct clbt_multi_table {
-  uint32_t num_groups;
-  clbt_table **groups;
-  uint32_t num_launches;   /* one per eight token-mapping groups */
-  clbt__launch *launches;
-};
 
 /* The single-table config of group g; the caller names the group. */
 static clbt_status group_config(const clbt_multi_table_config *config,
@@ -66,42 +62,21 @@ static clbt_status check_config(const clbt_device *device,
   return CLBT_SUCCESS;
 }
 
-/* The token-mapping groups, eight to a launch. */
-static uint32_t collect_token_groups(clbt_table *const *groups,
-                                     uint32_t num_groups, clbt_table **out) {
-  uint32_t count = 0;
-  for (uint32_t g = 0; g < num_groups; ++g)
-    if (groups[g]->layout.slot_mode == CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT)
-      out[count++] = groups[g];
-  return count;
-}
-
-static uint32_t launches_for(uint32_t token_groups) {
-  return (token_groups + CLBT__MAX_LAUNCH_GROUPS - 1) / CLBT__MAX_LAUNCH_GROUPS;
-}
-
-static uint32_t launch_size(uint32_t token_groups, uint32_t launch) {
-  uint32_t rest = token_groups - launch * CLBT__MAX_LAUNCH_GROUPS;
-  return rest < CLBT__MAX_LAUNCH_GROUPS ? rest : CLBT__MAX_LAUNCH_GROUPS;
-}
-
-static clbt_status create_launches(clbt_multi_table *table) {
-  clbt_table **token_groups = malloc(table->num_groups * sizeof *token_groups);
-  if (!token_groups)
-    return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for launches");
-  uint32_t count =
-      collect_token_groups(table->groups, table->num_groups, token_groups);
+/* Every group's layout, or the first group's failure, naming the group.
+   *layouts is the caller's to free. */
+static clbt_status group_layouts(const clbt_multi_table_config *config,
+                                 clbt__table_layout **layouts) {
+  *layouts = malloc(config->num_groups * sizeof **layouts);
+  if (!*layouts)
+    return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for %u groups",
+                      (unsigned)config->num_groups);
   clbt_status status = CLBT_SUCCESS;
-  table->launches = calloc(launches_for(count) + 1, sizeof *table->launches);
-  if (!table->launches)
-    status = clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for launches");
-  for (uint32_t l = 0; !status && l < launches_for(count); ++l) {
-    status = clbt__launch_init(&table->launches[l],
-                               token_groups + l * CLBT__MAX_LAUNCH_GROUPS,
-                               launch_size(count, l));
-    if (!status) table->num_launches = l + 1;
+  for (uint32_t g = 0; !status && g < config->num_groups; ++g) {
+    clbt_table_config group;
+    status = group_config(config, g, &group);
+    if (!status) status = clbt__table_layout_init(&group, &(*layouts)[g]);
+    if (status) clbt__prefix_error(status, "groups[%u]", (unsigned)g);
   }
-  free(token_groups);
   return status;
 }
 
@@ -110,71 +85,27 @@ clbt_status clbt_multi_table_create(clbt_device *device,
                                     clbt_multi_table **out) {
   if (device && config && !out)
     return clbt__fail(CLBT_NULL_ARGUMENT, "out is NULL");
+  clbt__table_layout *layouts = NULL;
   clbt_status status = check_config(device, config);
-  if (status) return status;
-  clbt_multi_table *table = calloc(1, sizeof *table);
-  if (table) table->groups = calloc(config->num_groups, sizeof *table->groups);
-  if (!table || !table->groups) {
-    free(table);
-    return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY,
-                      "no memory for %u groups", (unsigned)config->num_groups);
-  }
-  table->num_groups = config->num_groups;
-  for (uint32_t g = 0; g < config->num_groups && !status; ++g) {
-    clbt_table_config group;
-    status = group_config(config, g, &group);
-    /* The groups' kernels are the multi-group launches below. */
-    if (!status)
-      status = clbt__table_create(device, &group, false, &table->groups[g]);
-    if (status) clbt__prefix_error(status, "groups[%u]", (unsigned)g);
-  }
-  if (!status) status = create_launches(table);
-  if (status) {
-    clbt_multi_table_destroy(table);
-    return status;
-  }
-  *out = table;
-  return CLBT_SUCCESS;
+  if (!status) status = group_layouts(config, &layouts);
+  if (!status)
+    status = clbt__engine_create(device, layouts, config->num_groups, false,
+                                 out);
+  free(layouts);
+  return status;
 }
 
 void clbt_multi_table_destroy(clbt_multi_table *table) {
-  if (!table) return;
-  for (uint32_t l = 0; l < table->num_launches; ++l)
-    clbt__launch_release(&table->launches[l]);
-  free(table->launches);
-  for (uint32_t g = 0; g < table->num_groups; ++g)
-    clbt_table_destroy(table->groups[g]);
-  free(table->groups);
-  free(table);
+  clbt__engine_destroy(table);
 }
 
 clbt_status clbt_multi_table_prepare(clbt_device *device,
                                      const clbt_multi_table_config *config) {
+  clbt__table_layout *layouts = NULL;
   clbt_status status = check_config(device, config);
-  if (status) return status;
-  clbt__group_spec *specs = malloc(config->num_groups * sizeof *specs);
-  if (!specs)
-    return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for %u groups",
-                      (unsigned)config->num_groups);
-  uint32_t count = 0;
-  for (uint32_t g = 0; !status && g < config->num_groups; ++g) {
-    clbt_table_config group;
-    clbt__table_layout layout;
-    status = group_config(config, g, &group);
-    if (!status) status = clbt__table_layout_init(&group, &layout);
-    if (status) clbt__prefix_error(status, "groups[%u]", (unsigned)g);
-    else if (layout.slot_mode == CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT)
-      specs[count++] = layout.spec;
-  }
-  for (uint32_t l = 0; !status && l < launches_for(count); ++l) {
-    const clbt__group_spec *chunk[CLBT__MAX_LAUNCH_GROUPS];
-    cl_program program;
-    for (uint32_t i = 0; i < launch_size(count, l); ++i)
-      chunk[i] = &specs[l * CLBT__MAX_LAUNCH_GROUPS + i];
-    status = clbt__launch_program(device, chunk, launch_size(count, l),
-                                  config->max_num_reqs, &program);
-  }
-  free(specs);
+  if (!status) status = group_layouts(config, &layouts);
+  if (!status) status = clbt__engine_prepare(device, layouts, config->num_groups);
+  free(layouts);
   return status;
 }
 
@@ -297,22 +228,9 @@ clbt_status clbt_multi_table_enqueue_slot_mapping(
     cl_mem positions, uint32_t num_tokens, cl_uint num_events,
     const cl_event *wait_list, cl_event *event) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
-  /* Every group has the same bounds and context as the first. */
-  clbt_status status = clbt__check_batch_arguments(
-      first_group(table), num_reqs, query_start_loc, positions, num_tokens,
-      num_events, wait_list);
-  if (status) return status;
-  cl_command_queue queue = first_group(table)->device->queue;
-  if (table->num_launches == 0)
-    return clbt__enqueue_marker(queue, num_events, wait_list, event);
-  for (uint32_t l = 0; !status && l < table->num_launches; ++l) {
-    bool first = l == 0, last = l + 1 == table->num_launches;
-    status = clbt__launch_enqueue(&table->launches[l], queue, num_reqs,
-                                  query_start_loc, positions, num_tokens,
-                                  first ? num_events : 0,
-                                  first ? wait_list : NULL, last ? event : NULL);
-  }
-  return status;
+  const clbt__batch batch = {num_reqs, query_start_loc, positions, num_tokens};
+  return clbt__enqueue_slot_mapping(first_group(table), table, &batch,
+                                    num_events, wait_list, event);
 }
 
 clbt_status clbt_multi_table_compute_slot_mapping(clbt_multi_table *table,

@@ -3,7 +3,7 @@
  * kept in the device handle, so that tables sharing a specialisation share
  * the program.
  */
-#include "clbt_internal.h"
+#include "devices.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,4 +219,15 @@ void clbt__programs_release(clbt_device *device) {
     entry = next;
   }
   device->programs = NULL;
+}
+
+clbt_status clbt__set_kernel_args(cl_kernel kernel,
+                                  const clbt__kernel_arg *args, size_t count) {
+  clbt_status status = CLBT_SUCCESS;
+  for (size_t i = 0; i < count; ++i)
+    CLBT__CL_TRY(clSetKernelArg(kernel, args[i].index, args[i].size,
+                                args[i].value),
+                 status, done);
+done:
+  return status;
 }

@@ -4,7 +4,7 @@
  * for unsafe input. The device kernel finds each token's request instead;
  * the tests hold the two against each other.
  */
-#include "clbt_internal.h"
+#include "engine.h"
 
 /* query_start_loc is a non-decreasing run from >= 0 to <= num_tokens. */
 static bool well_formed(const int32_t *query_start_loc, uint32_t num_reqs,

@@ -10,7 +10,7 @@
  * readers end with a negative status, and the table is marked stale so
  * that the next commit rewrites what never arrived.
  */
-#include "clbt_internal.h"
+#include "engine.h"
 
 #include <stdlib.h>
 #include <string.h>

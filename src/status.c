@@ -1,5 +1,5 @@
 /* Status codes and the per-thread message that details the last failure. */
-#include "clbt_internal.h"
+#include "base.h"
 
 #include <stdarg.h>
 #include <stdio.h>

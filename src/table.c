@@ -1,211 +1,34 @@
 /*
- * One block table: its layout, its buffers and its public calls. The row
- * operations are in table_rows.c, commits in commit.c, the kernel launch in
- * launch.c, the host reference in reference.c.
+ * The public calls of one block table: the only group of a table engine of
+ * its own (engine.c). The group itself is in group.c, its row operations in
+ * table_rows.c, commits in commit.c, the host reference in reference.c.
  */
-#include "clbt_internal.h"
+#include "engine.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static clbt_status require_nonzero(uint32_t value, const char *name) {
-  if (value == 0)
-    return clbt__fail(CLBT_INVALID_CONFIG, "config->%s is 0; it must be >= 1",
-                      name);
-  return CLBT_SUCCESS;
-}
-
-static clbt_status check_cp(const clbt_table_config *config,
-                            clbt__group_spec *spec) {
-  spec->cp_world_size = config->cp_world_size ? config->cp_world_size : 1;
-  spec->cp_rank = config->cp_rank;
-  spec->cp_interleave_size =
-      config->cp_interleave_size ? config->cp_interleave_size : 1;
-  if (spec->cp_rank >= spec->cp_world_size)
-    return clbt__fail(CLBT_INVALID_CONFIG,
-                      "config->cp_rank %u is not below cp_world_size %u",
-                      (unsigned)spec->cp_rank, (unsigned)spec->cp_world_size);
-  if (config->block_size % spec->cp_interleave_size != 0)
-    return clbt__fail(CLBT_INVALID_CONFIG,
-                      "config->cp_interleave_size %u does not divide "
-                      "block_size %u",
-                      (unsigned)spec->cp_interleave_size,
-                      (unsigned)config->block_size);
-  return CLBT_SUCCESS;
-}
-
-/* Both host arrays and every device buffer must be addressable. */
-static clbt_status check_sizes(const clbt__table_layout *layout) {
-  if ((size_t)layout->max_num_reqs >
-      SIZE_MAX / sizeof(int32_t) / layout->width)
-    return clbt__fail(CLBT_SIZE_OVERFLOW,
-                      "max_num_reqs %u x width %u int32 exceeds SIZE_MAX",
-                      (unsigned)layout->max_num_reqs, (unsigned)layout->width);
-  return CLBT_SUCCESS;
-}
-
-clbt_status clbt__table_layout_init(const clbt_table_config *config,
-                                    clbt__table_layout *layout) {
-  clbt_status status = require_nonzero(config->block_size, "block_size");
-  if (!status) status = require_nonzero(config->max_num_reqs, "max_num_reqs");
-  if (!status)
-    status = require_nonzero(config->max_num_blocks_per_req,
-                             "max_num_blocks_per_req");
-  if (!status)
-    status = require_nonzero(config->max_num_batched_tokens,
-                             "max_num_batched_tokens");
-  if (status) return status;
-  /* The kernel indexes requests and tokens with int32, as vLLM does. */
-  if (config->max_num_reqs > INT32_MAX ||
-      config->max_num_batched_tokens > INT32_MAX)
-    return clbt__fail(CLBT_INVALID_CONFIG, "config->%s %u exceeds INT32_MAX",
-                      config->max_num_reqs > INT32_MAX
-                          ? "max_num_reqs"
-                          : "max_num_batched_tokens",
-                      (unsigned)(config->max_num_reqs > INT32_MAX
-                                     ? config->max_num_reqs
-                                     : config->max_num_batched_tokens));
-  if (config->slot_mode != CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT &&
-      config->slot_mode != CLBT_SLOT_MODE_NONE)
-    return clbt__fail(CLBT_INVALID_CONFIG, "config->slot_mode %d is unknown",
-                      (int)config->slot_mode);
-
-  memset(layout, 0, sizeof *layout);
-  status = clbt_block_table_width(config->max_num_blocks_per_req,
-                                  config->block_size, config->kernel_block_size,
-                                  0, &layout->width);
-  if (!status) status = check_cp(config, &layout->spec);
-  if (status) return status;
-  layout->kernel_block_size =
-      config->kernel_block_size ? config->kernel_block_size : config->block_size;
-  layout->spec.kv_block_size = config->block_size;
-  layout->spec.blocks_per_kv_block = config->block_size / layout->kernel_block_size;
-  layout->max_num_reqs = config->max_num_reqs;
-  layout->max_num_batched_tokens = config->max_num_batched_tokens;
-  layout->slot_mode = config->slot_mode;
-  return check_sizes(layout);
-}
-
-static clbt_status fill(const clbt_table *table, cl_mem buffer,
-                        const void *pattern, size_t pattern_size, size_t size) {
-  clbt_status status = CLBT_SUCCESS;
-  CLBT__CL_TRY(clEnqueueFillBuffer(table->device->queue, buffer, pattern,
-                                   pattern_size, 0, size, 0, NULL, NULL),
-               status, done);
-done:
-  return status;
-}
-
-static size_t rows_bytes(const clbt_table *table) {
-  return (size_t)table->layout.max_num_reqs * table->layout.width *
-         sizeof(int32_t);
-}
-
-/* Where each region starts in the storage, and the storage's size. */
-static clbt_status plan_regions(const clbt_table *table, size_t *origins,
-                                size_t *sizes, size_t *total) {
-  size_t alignment = table->device->properties.base_address_alignment;
-  sizes[CLBT__ROWS] = rows_bytes(table);
-  sizes[CLBT__ROW_LENGTHS] = table->layout.max_num_reqs * sizeof(cl_int);
-  sizes[CLBT__SLOTS] = table->layout.max_num_batched_tokens * sizeof(cl_long);
-  sizes[CLBT__REJECTED_TOKENS] = sizeof(cl_uint);
-  size_t offset = 0;
-  for (int r = 0; r < CLBT__NUM_REGIONS; ++r) {
-    if (sizes[r] > SIZE_MAX - offset - alignment)
-      return clbt__fail(CLBT_SIZE_OVERFLOW,
-                        "the table's device data exceeds SIZE_MAX bytes");
-    origins[r] = offset;
-    offset = (offset + sizes[r] + alignment - 1) / alignment * alignment;
-  }
-  *total = offset;
-  return CLBT_SUCCESS;
-}
-
-/* The storage and its regions: zeroed rows, pad-filled slot mapping. */
-static clbt_status create_storage(clbt_table *table) {
-  size_t origins[CLBT__NUM_REGIONS], sizes[CLBT__NUM_REGIONS], total = 0;
-  cl_int error = CL_SUCCESS;
-  clbt_status status = plan_regions(table, origins, sizes, &total);
-  if (status) return status;
-  table->storage = clCreateBuffer(table->device->context, CL_MEM_READ_WRITE,
-                                  total, NULL, &error);
-  /* A table too large for the device fails here: say what was asked. */
-  if (error)
-    return clbt__prefix_error(clbt__cl_fail(error, "clCreateBuffer"),
-                              "device data of %zu bytes (rows %zu, slot "
-                              "mapping %zu)",
-                              total, sizes[CLBT__ROWS], sizes[CLBT__SLOTS]);
-  for (int r = 0; r < CLBT__NUM_REGIONS; ++r) {
-    cl_buffer_region region = {origins[r], sizes[r]};
-    table->regions[r] =
-        clCreateSubBuffer(table->storage, CL_MEM_READ_WRITE,
-                          CL_BUFFER_CREATE_TYPE_REGION, &region, &error);
-    if (error) return clbt__cl_fail(error, "clCreateSubBuffer");
-    table->region_words[r] = origins[r] / sizeof(cl_int);
-  }
-  const cl_int zero = 0;
-  const cl_long pad = CLBT_PAD_SLOT_ID;
-  status = fill(table, table->storage, &zero, sizeof zero, total);
-  if (!status)
-    status = fill(table, table->regions[CLBT__SLOTS], &pad, sizeof pad,
-                  sizes[CLBT__SLOTS]);
-  return status;
-}
-
-clbt_status clbt__table_create(clbt_device *device,
-                               const clbt_table_config *config,
-                               bool build_launch, clbt_table **out) {
+clbt_status clbt_table_create(clbt_device *device,
+                              const clbt_table_config *config,
+                              clbt_table **out) {
   if (!device || !config || !out)
     return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
                       !device ? "device" : !config ? "config" : "out");
   clbt__table_layout layout;
+  clbt_multi_table *engine = NULL;
   clbt_status status = clbt__table_layout_init(config, &layout);
-  if (status) return status;
-
-  clbt_table *table = calloc(1, sizeof *table);
-  if (!table)
-    return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for a table");
-  clbt__device_retain(device);
-  table->device = device;
-  table->layout = layout;
-  table->rows = calloc((size_t)layout.max_num_reqs * layout.width,
-                       sizeof *table->rows);
-  table->row_lengths = calloc(layout.max_num_reqs, sizeof *table->row_lengths);
-  if (!table->rows || !table->row_lengths)
-    status = clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY,
-                        "no memory for %u rows of width %u",
-                        (unsigned)layout.max_num_reqs, (unsigned)layout.width);
-  if (!status) status = clbt__changes_init(&table->changes, layout.max_num_reqs);
-  if (!status) status = create_storage(table);
-  if (!status && build_launch &&
-      layout.slot_mode == CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT)
-    status = clbt__launch_init(&table->launch, &table, 1);
-  if (status) {
-    clbt_table_destroy(table);
-    return status;
-  }
-  *out = table;
-  return CLBT_SUCCESS;
-}
-
-clbt_status clbt_table_create(clbt_device *device,
-                              const clbt_table_config *config,
-                              clbt_table **out) {
-  return clbt__table_create(device, config, true, out);
+  if (!status) status = clbt__engine_create(device, &layout, 1, true, &engine);
+  if (!status) *out = engine->groups[0];
+  return status;
 }
 
 void clbt_table_destroy(clbt_table *table) {
   if (!table) return;
-  clbt__launch_release(&table->launch);
-  clbt__commit_release(table);
-  for (int r = 0; r < CLBT__NUM_REGIONS; ++r)
-    if (table->regions[r]) clReleaseMemObject(table->regions[r]);
-  if (table->storage) clReleaseMemObject(table->storage);
-  clbt__changes_free(&table->changes);
-  free(table->rows);
-  free(table->row_lengths);
-  clbt_device_release(table->device);
-  free(table);
+  if (table->engine->standalone)
+    clbt__engine_destroy(table->engine);
+  else
+    clbt__log(CLBT_LOG_ERROR, "clbt_table_destroy: a group of a multi-group "
+              "table goes with clbt_multi_table_destroy; left as it is");
 }
 
 clbt_status clbt_table_prepare(clbt_device *device,
@@ -215,10 +38,8 @@ clbt_status clbt_table_prepare(clbt_device *device,
                       !device ? "device" : "config");
   clbt__table_layout layout;
   clbt_status status = clbt__table_layout_init(config, &layout);
-  if (status || layout.slot_mode == CLBT_SLOT_MODE_NONE) return status;
-  const clbt__group_spec *spec = &layout.spec;
-  cl_program program;
-  return clbt__launch_program(device, &spec, 1, layout.max_num_reqs, &program);
+  if (!status) status = clbt__engine_prepare(device, &layout, 1);
+  return status;
 }
 
 clbt_status clbt_table_enqueue_commit(clbt_table *table, uint32_t num_reqs,
@@ -258,39 +79,14 @@ clbt_status clbt_table_last_commit(const clbt_table *table,
   return CLBT_SUCCESS;
 }
 
-clbt_status clbt__check_batch(const clbt_table *table, uint32_t num_reqs,
-                              uint32_t num_tokens) {
-  if (num_reqs > table->layout.max_num_reqs)
-    return clbt__fail(CLBT_TOO_MANY_REQUESTS,
-                      "num_reqs %u exceeds max_num_reqs %u", (unsigned)num_reqs,
-                      (unsigned)table->layout.max_num_reqs);
-  if (num_tokens > table->layout.max_num_batched_tokens)
-    return clbt__fail(CLBT_TOO_MANY_TOKENS,
-                      "num_tokens %u exceeds max_num_batched_tokens %u",
-                      (unsigned)num_tokens,
-                      (unsigned)table->layout.max_num_batched_tokens);
-  return CLBT_SUCCESS;
-}
-
 clbt_status clbt_table_enqueue_slot_mapping(
     clbt_table *table, uint32_t num_reqs, cl_mem query_start_loc,
     cl_mem positions, uint32_t num_tokens, cl_uint num_events,
     const cl_event *wait_list, cl_event *event) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
-  clbt_status status = clbt__check_batch_arguments(
-      table, num_reqs, query_start_loc, positions, num_tokens,
-      num_events, wait_list);
-  if (status) return status;
-  cl_command_queue queue = table->device->queue;
-  if (table->layout.slot_mode == CLBT_SLOT_MODE_NONE)
-    return clbt__enqueue_marker(queue, num_events, wait_list, event);
-  /* A group of a multi-group table builds its own kernel on first use. */
-  if (!table->launch.kernel) status = clbt__launch_init(&table->launch, &table, 1);
-  if (!status)
-    status = clbt__launch_enqueue(&table->launch, queue, num_reqs,
-                                  query_start_loc, positions, num_tokens,
-                                  num_events, wait_list, event);
-  return status;
+  const clbt__batch batch = {num_reqs, query_start_loc, positions, num_tokens};
+  return clbt__enqueue_slot_mapping(table, NULL, &batch, num_events,
+                                    wait_list, event);
 }
 
 clbt_status clbt_table_compute_slot_mapping(clbt_table *table,
@@ -300,26 +96,6 @@ clbt_status clbt_table_compute_slot_mapping(clbt_table *table,
                                             uint32_t num_tokens) {
   return clbt_table_enqueue_slot_mapping(table, num_reqs, query_start_loc,
                                          positions, num_tokens, 0, NULL, NULL);
-}
-
-clbt_status clbt__table_zero_device(clbt_table *table) {
-  const cl_int zero = 0;
-  clbt_status status = fill(table, table->regions[CLBT__ROWS], &zero,
-                            sizeof zero, rows_bytes(table));
-  if (!status)
-    status = fill(table, table->regions[CLBT__ROW_LENGTHS], &zero, sizeof zero,
-                  table->layout.max_num_reqs * sizeof(int32_t));
-  /* The first fill may have run: the next commit rewrites every row. */
-  if (status) table->device_stale = true;
-  return status;
-}
-
-void clbt__table_zero_host(clbt_table *table) {
-  memset(table->rows, 0, rows_bytes(table));
-  memset(table->row_lengths, 0,
-         table->layout.max_num_reqs * sizeof *table->row_lengths);
-  /* Both sides are zero now: nothing is left to commit. */
-  clbt__changes_reset(&table->changes, table->layout.max_num_reqs);
 }
 
 clbt_status clbt_table_clear(clbt_table *table) {
@@ -348,7 +124,8 @@ done:
 clbt_status clbt_table_reset_rejected_tokens(clbt_table *table) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   const cl_uint zero = 0;
-  return fill(table, table->regions[CLBT__REJECTED_TOKENS], &zero, sizeof zero, sizeof zero);
+  return clbt__group_fill(table, table->regions[CLBT__REJECTED_TOKENS], &zero,
+                          sizeof zero, sizeof zero);
 }
 
 uint32_t clbt_table_width(const clbt_table *table) {

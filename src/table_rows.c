@@ -1,9 +1,9 @@
 /*
  * Row operations on the host rows of one table, as vLLM's BlockTable does
  * them, each split into a check that changes nothing and an apply that
- * cannot fail (see clbt_internal.h).
+ * cannot fail (see engine.h).
  */
-#include "clbt_internal.h"
+#include "engine.h"
 
 #include <string.h>
 

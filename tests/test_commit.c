@@ -3,7 +3,7 @@
  * whole copy would, moves only what changed, survives uploads in flight,
  * and chains with events.
  */
-#include "clbt_internal.h"
+#include "engine.h"
 #include "clbt_test.h"
 #include "xorshift.h"
 

@@ -1,5 +1,5 @@
 /* Row operations (src/table_rows.c), as block_table.py defines them. */
-#include "clbt_internal.h"
+#include "engine.h"
 #include "clbt_test.h"
 
 /* 3 rows of width 4; hybrid tables split each block in two (width 8). */

@@ -433,7 +433,9 @@ CLBT_API clbt_status clbt_table_create(clbt_device *device,
                                        clbt_table **out);
 
 /**
- * Frees a table and its OpenCL objects. NULL is fine. Waits until the
+ * Frees a table and its OpenCL objects. NULL is fine. A group of a
+ * multi-group table is freed with its table: passed here it is left as it
+ * is and an error is logged. Waits until the
  * device has run (or failed) every commit of the table still in flight,
  * because those read the table's staging memory: open every user event the
  * table's commands wait on first.

@@ -1,131 +1,17 @@
 /*
- * Declarations shared by clbt's source files; not installed. Internal names
- * carry the clbt__ prefix.
+ * The table engine: a group's layout and buffers, its row operations,
+ * commits and their staging, slot-mapping launches, batch checks, and the
+ * engine that makes groups and launches together (see base.h for the
+ * layers). The kernels' side of the contract is cl/contract.h.
  */
-#ifndef CLBT_INTERNAL_H
-#define CLBT_INTERNAL_H
+#ifndef CLBT_ENGINE_H
+#define CLBT_ENGINE_H
 
-#include "clbt/clbt.h"
+#include "devices.h"
 #include "../cl/contract.h"
 
-#include <stdatomic.h>
-#include <stdbool.h>
-#include <threads.h>
-
-#if defined(__GNUC__)
-#define CLBT__PRINTF(fmt_index, first_arg) \
-  __attribute__((format(printf, fmt_index, first_arg)))
-#else
-#define CLBT__PRINTF(fmt_index, first_arg)
-#endif
-
-/* ---- errors (status.c) -------------------------------------------------- */
-
-/* Records a formatted message as this thread's last error; returns status. */
-clbt_status clbt__fail(clbt_status status, const char *format, ...)
-    CLBT__PRINTF(2, 3);
-
-/*
- * Records that an OpenCL call failed ("clCreateBuffer failed:
- * CL_OUT_OF_RESOURCES (-5)"); returns the OpenCL code as a status. call is
- * the call's source text; only the function name is kept.
- */
-clbt_status clbt__cl_fail(cl_int error, const char *call);
-
-/* Puts "<prefix>: " in front of this thread's last error; returns status. */
-clbt_status clbt__prefix_error(clbt_status status, const char *format, ...)
-    CLBT__PRINTF(2, 3);
-
-/*
- * Checks an OpenCL error code; on failure records it against the call named
- * call_name, stores the status in `status` and jumps to `label`, the
- * function's one cleanup path.
- */
-#define CLBT__CL_CHECK(error, call_name, status, label)   \
-  do {                                                    \
-    cl_int clbt__error = (error);                         \
-    if (clbt__error != CL_SUCCESS) {                      \
-      (status) = clbt__cl_fail(clbt__error, call_name);   \
-      goto label;                                         \
-    }                                                     \
-  } while (0)
-
-/* Runs an OpenCL call that returns its error code, as CLBT__CL_CHECK. */
-#define CLBT__CL_TRY(call, status, label) \
-  CLBT__CL_CHECK((call), #call, status, label)
-
-/* ---- devices (device.c, device_select.c, program.c) --------------------- */
-
-typedef struct clbt__program_entry clbt__program_entry;
-
-/* What the library needs to know of a device, read once when it opens. */
-typedef struct clbt__device_properties {
-  cl_device_type type;
-  cl_uint compute_units;
-  size_t max_work_group_size;
-  cl_ulong local_mem_size;
-  size_t base_address_alignment;  /* bytes; where sub-buffers may start */
-} clbt__device_properties;
-
-struct clbt_device {
-  atomic_uint references; /* the caller's one, plus one per table */
-  cl_context context;
-  cl_device_id id;
-  cl_command_queue queue;
-  clbt__device_properties properties;
-  mtx_t programs_lock;            /* guards programs */
-  clbt__program_entry *programs;  /* built programs, keyed by options */
-};
-
-/* Takes a reference for a table that uses the device. */
-void clbt__device_retain(clbt_device *device);
-
-/*
- * Finds the device a selector picks (NULL or "": the default rule). source
- * names where the selector came from, for messages ("CLBT_DEVICE").
- */
-clbt_status clbt__select_device(const char *selector, const char *source,
-                                cl_platform_id *platform, cl_device_id *device);
-
-/* Frees every cached program of a device (when the device is freed). */
-void clbt__programs_release(clbt_device *device);
-
-/* The kernel sources in cl/. */
-typedef enum clbt__source {
-  CLBT__SOURCE_SLOT_MAPPING,
-  CLBT__SOURCE_COMMIT_SCATTER
-} clbt__source;
-
-/*
- * Returns the program of a source built with clbt's common options plus
- * specific_options, building and caching it on the first request; the cache
- * keeps the reference. Thread-safe.
- */
-clbt_status clbt__program_get(clbt_device *device, clbt__source source,
-                              const char *specific_options,
-                              cl_program *program);
-
-/*
- * The launch geometry for `items` work-items of a kernel whose own limit is
- * kernel_max_group: one item per work-item on a GPU, one work-group on a
- * CPU (docs/design.md says why).
- */
-void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
-                    size_t items, size_t *global_size, size_t *local_size);
-
-/* Checks an event wait list as clEnqueue* would, before anything runs. */
-clbt_status clbt__check_wait_list(cl_uint num_events,
-                                  const cl_event *wait_list);
-
-/*
- * For a call with no work to enqueue: a marker that honours the wait list
- * and hands back the event asked for; nothing when neither is given.
- */
-clbt_status clbt__enqueue_marker(cl_command_queue queue, cl_uint num_events,
-                                 const cl_event *wait_list, cl_event *event);
-
-/* ---- tables (table.c, table_rows.c, commit.c, launch.c, multi_table.c,
-        reference.c) ------------------------------------------------------- */
+/* ---- groups (group.c, table_rows.c), launches (launch.c), batches
+        (batch.c) ---------------------------------------------------------- */
 
 /*
  * What specialises the slot-mapping kernel for one group: its -D values,
@@ -153,6 +39,14 @@ clbt_status clbt__table_layout_init(const clbt_table_config *config,
 
 /* The most groups one slot-mapping launch serves (cl/slot_mapping.cl). */
 #define CLBT__MAX_LAUNCH_GROUPS 8
+
+/* A slot-mapping batch as the caller gave it. */
+typedef struct clbt__batch {
+  uint32_t num_reqs;
+  cl_mem query_start_loc; /* int32[num_reqs + 1] */
+  cl_mem positions;       /* int64[num_tokens]; NULL when num_tokens is 0 */
+  uint32_t num_tokens;
+} clbt__batch;
 
 /* One slot-mapping kernel bound to the buffers of 1..8 tables. */
 typedef struct clbt__launch {
@@ -183,17 +77,14 @@ void clbt__launch_release(clbt__launch *launch);
  * context, and its wait list.
  */
 clbt_status clbt__check_batch_arguments(const clbt_table *table,
-                                        uint32_t num_reqs,
-                                        cl_mem query_start_loc,
-                                        cl_mem positions, uint32_t num_tokens,
+                                        const clbt__batch *batch,
                                         cl_uint num_events,
                                         const cl_event *wait_list);
 
 /* Enqueues a checked batch. */
 clbt_status clbt__launch_enqueue(const clbt__launch *launch,
-                                 cl_command_queue queue, uint32_t num_reqs,
-                                 cl_mem query_start_loc, cl_mem positions,
-                                 uint32_t num_tokens, cl_uint num_events,
+                                 cl_command_queue queue,
+                                 const clbt__batch *batch, cl_uint num_events,
                                  const cl_event *wait_list, cl_event *event);
 
 /*
@@ -265,14 +156,24 @@ struct clbt_table {
   cl_mem storage;
   cl_mem regions[CLBT__NUM_REGIONS];       /* sub-buffers of storage */
   cl_ulong region_words[CLBT__NUM_REGIONS]; /* their offsets, 32-bit words */
-  clbt__launch launch;     /* kernel NULL: not built (NONE, or a group
-                              whose multi-group table launches for it) */
+  clbt_multi_table *engine; /* the engine the group belongs to */
+  clbt__launch launch;     /* this group alone, built when a group of a
+                              multi-group table is mapped on its own */
 };
 
-/* Creates a table; build_launch false defers the kernel to its first use. */
-clbt_status clbt__table_create(clbt_device *device,
-                               const clbt_table_config *config,
-                               bool build_launch, clbt_table **out);
+/*
+ * A group of an engine (group.c): zeroed host rows, zeroed device rows, a
+ * pad-filled slot mapping.
+ */
+clbt_status clbt__group_create(clbt_device *device,
+                               const clbt__table_layout *layout,
+                               clbt_multi_table *engine, clbt_table **out);
+void clbt__group_destroy(clbt_table *table);
+
+/* Enqueues a fill of one of a group's buffers. */
+clbt_status clbt__group_fill(const clbt_table *table, cl_mem buffer,
+                             const void *pattern, size_t pattern_size,
+                             size_t size);
 
 /*
  * Each row operation is a check, which changes nothing, and an apply, which
@@ -318,6 +219,44 @@ void clbt__table_zero_host(clbt_table *table);
 /* Checks a batch's sizes against a table's bounds. */
 clbt_status clbt__check_batch(const clbt_table *table, uint32_t num_reqs,
                               uint32_t num_tokens);
+
+/* ---- the engine (engine.c) ---------------------------------------------- */
+
+/*
+ * Groups made, launched and freed together: a clbt_multi_table, or the one
+ * group of a clbt_table, which then owns its engine (standalone).
+ */
+struct clbt_multi_table {
+  uint32_t num_groups;
+  clbt_table **groups;
+  uint32_t num_launches;   /* one per eight token-mapping groups */
+  clbt__launch *launches;
+  bool standalone;
+};
+
+/* Creates num_groups groups of these checked layouts, and their launches. */
+clbt_status clbt__engine_create(clbt_device *device,
+                                const clbt__table_layout *layouts,
+                                uint32_t num_groups, bool standalone,
+                                clbt_multi_table **out);
+void clbt__engine_destroy(clbt_multi_table *engine);
+
+/* Builds, without creating anything, the programs such an engine needs. */
+clbt_status clbt__engine_prepare(clbt_device *device,
+                                 const clbt__table_layout *layouts,
+                                 uint32_t num_groups);
+
+/*
+ * Checks a batch against group (all of an engine's groups share their
+ * bounds and context) and enqueues its slot mapping: for every
+ * token-mapping group of engine, or, with engine NULL, for group alone.
+ */
+clbt_status clbt__enqueue_slot_mapping(clbt_table *group,
+                                       const clbt_multi_table *engine,
+                                       const clbt__batch *batch,
+                                       cl_uint num_events,
+                                       const cl_event *wait_list,
+                                       cl_event *event);
 
 /* ---- commits (commit.c) -------------------------------------------------- */
 
@@ -372,51 +311,4 @@ void clbt__staging_add_reader(clbt__staging *slot, cl_event reader);
 /* Waits for every slot's readers, then frees the pool. */
 void clbt__staging_pool_free(clbt__staging_pool *pool);
 
-/* ---- logging (log.c) ---------------------------------------------------- */
-
-/* True when a message of this level would be delivered. */
-bool clbt__log_enabled(clbt_log_level level);
-
-/* Formats a message and delivers it when its level is enabled. */
-void clbt__log(clbt_log_level level, const char *format, ...)
-    CLBT__PRINTF(2, 3);
-
-/* ---- the on-disk program cache (binary_cache.c) ------------------------- */
-
-#define CLBT__CACHE_PATH_SIZE 4096
-
-/* Where CLBT_CACHE_DIR keeps one program, and the key that names it. */
-typedef struct clbt__cache_entry {
-  char path[CLBT__CACHE_PATH_SIZE];
-  uint64_t key;
-} clbt__cache_entry;
-
-/*
- * Finds the entry for a program built from source with options on device.
- * Returns false when the cache is off (CLBT_CACHE_DIR unset or empty) or
- * the entry cannot be named (logged as a warning).
- */
-bool clbt__binary_cache_locate(const clbt_device *device, const char *source,
-                               size_t length, const char *options,
-                               clbt__cache_entry *entry);
-
-/*
- * Returns the entry's program, created from its binary and built with
- * options, or NULL when there is no entry or it is unusable: damaged,
- * another key's, or refused by the driver; an unusable entry is deleted
- * and logged as a warning. Never fails otherwise: NULL means "build from
- * source".
- */
-cl_program clbt__binary_cache_load(const clbt_device *device,
-                                   const clbt__cache_entry *entry,
-                                   const char *options);
-
-/*
- * Writes a built program's binary to the entry through a temporary file
- * and a rename, creating missing directories. A failure is logged as a
- * warning and otherwise ignored.
- */
-void clbt__binary_cache_store(cl_program program,
-                              const clbt__cache_entry *entry);
-
-#endif /* CLBT_INTERNAL_H */
+#endif /* CLBT_ENGINE_H */

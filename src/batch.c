@@ -1,0 +1,69 @@
+/*
+ * The checks of a batch's arguments against a table: its sizes against
+ * the table's bounds, its buffers' sizes and context, and the wait list.
+ * Every slot-mapping call, device or host, makes them before anything.
+ */
+#include "engine.h"
+
+clbt_status clbt__check_batch(const clbt_table *table, uint32_t num_reqs,
+                              uint32_t num_tokens) {
+  if (num_reqs > table->layout.max_num_reqs)
+    return clbt__fail(CLBT_TOO_MANY_REQUESTS,
+                      "num_reqs %u exceeds max_num_reqs %u", (unsigned)num_reqs,
+                      (unsigned)table->layout.max_num_reqs);
+  if (num_tokens > table->layout.max_num_batched_tokens)
+    return clbt__fail(CLBT_TOO_MANY_TOKENS,
+                      "num_tokens %u exceeds max_num_batched_tokens %u",
+                      (unsigned)num_tokens,
+                      (unsigned)table->layout.max_num_batched_tokens);
+  return CLBT_SUCCESS;
+}
+
+/* A caller's buffer must be in the table's context and hold `needed` bytes. */
+static clbt_status check_buffer(const clbt_table *table, cl_mem buffer,
+                                const char *name, size_t needed,
+                                const char *count_name, uint32_t count) {
+  clbt_status status = CLBT_SUCCESS;
+  cl_context context;
+  size_t size = 0;
+  CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_CONTEXT, sizeof context,
+                                  &context, NULL),
+               status, done);
+  CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_SIZE, sizeof size, &size,
+                                  NULL),
+               status, done);
+  if (context != table->device->context)
+    status = clbt__fail(CLBT_CONTEXT_MISMATCH,
+                        "%s belongs to another OpenCL context than the "
+                        "table's device",
+                        name);
+  else if (size < needed)
+    status = clbt__fail(CLBT_BUFFER_TOO_SMALL,
+                        "%s holds %zu bytes; %s %u needs %zu", name, size,
+                        count_name, (unsigned)count, needed);
+done:
+  return status;
+}
+
+clbt_status clbt__check_batch_arguments(const clbt_table *table,
+                                        const clbt__batch *batch,
+                                        cl_uint num_events,
+                                        const cl_event *wait_list) {
+  if (!batch->query_start_loc)
+    return clbt__fail(CLBT_NULL_ARGUMENT, "query_start_loc is NULL");
+  if (!batch->positions && batch->num_tokens > 0)
+    return clbt__fail(CLBT_NULL_ARGUMENT, "positions is NULL with num_tokens %u",
+                      (unsigned)batch->num_tokens);
+  clbt_status status =
+      clbt__check_batch(table, batch->num_reqs, batch->num_tokens);
+  if (!status)
+    status = check_buffer(table, batch->query_start_loc, "query_start_loc",
+                          ((size_t)batch->num_reqs + 1) * sizeof(int32_t),
+                          "num_reqs", batch->num_reqs);
+  if (!status && batch->positions)
+    status = check_buffer(table, batch->positions, "positions",
+                          (size_t)batch->num_tokens * sizeof(int64_t),
+                          "num_tokens", batch->num_tokens);
+  if (!status) status = clbt__check_wait_list(num_events, wait_list);
+  return status;
+}

@@ -1,0 +1,136 @@
+/*
+ * The device layer: device handles, their programs, the on-disk program
+ * cache and what every enqueue needs of the queue (see base.h for the
+ * layers).
+ */
+#ifndef CLBT_DEVICES_H
+#define CLBT_DEVICES_H
+
+#include "base.h"
+
+#include <stdatomic.h>
+#include <threads.h>
+
+/* ---- devices (device.c, device_select.c) and programs (program.c) ------- */
+
+typedef struct clbt__program_entry clbt__program_entry;
+
+/* What the library needs to know of a device, read once when it opens. */
+typedef struct clbt__device_properties {
+  cl_device_type type;
+  cl_uint compute_units;
+  size_t max_work_group_size;
+  cl_ulong local_mem_size;
+  size_t base_address_alignment;  /* bytes; where sub-buffers may start */
+} clbt__device_properties;
+
+struct clbt_device {
+  atomic_uint references; /* the caller's one, plus one per table */
+  cl_context context;
+  cl_device_id id;
+  cl_command_queue queue;
+  clbt__device_properties properties;
+  mtx_t programs_lock;            /* guards programs */
+  clbt__program_entry *programs;  /* built programs, keyed by options */
+};
+
+/* Takes a reference for a table that uses the device. */
+void clbt__device_retain(clbt_device *device);
+
+/*
+ * Finds the device a selector picks (NULL or "": the default rule). source
+ * names where the selector came from, for messages ("CLBT_DEVICE").
+ */
+clbt_status clbt__select_device(const char *selector, const char *source,
+                                cl_platform_id *platform, cl_device_id *device);
+
+/* Frees every cached program of a device (when the device is freed). */
+void clbt__programs_release(clbt_device *device);
+
+/* The kernel sources in cl/. */
+typedef enum clbt__source {
+  CLBT__SOURCE_SLOT_MAPPING,
+  CLBT__SOURCE_COMMIT_SCATTER
+} clbt__source;
+
+/*
+ * Returns the program of a source built with clbt's common options plus
+ * specific_options, building and caching it on the first request; the cache
+ * keeps the reference. Thread-safe.
+ */
+clbt_status clbt__program_get(clbt_device *device, clbt__source source,
+                              const char *specific_options,
+                              cl_program *program);
+
+/* One kernel argument: its index, size and value, as clSetKernelArg takes
+   them (a NULL value for a __local argument). */
+typedef struct clbt__kernel_arg {
+  cl_uint index;
+  size_t size;
+  const void *value;
+} clbt__kernel_arg;
+
+/* Sets count arguments of a kernel, stopping at the first that fails. */
+clbt_status clbt__set_kernel_args(cl_kernel kernel,
+                                  const clbt__kernel_arg *args, size_t count);
+
+/* ---- the queue (queue.c) ------------------------------------------------ */
+
+/*
+ * The launch geometry for `items` work-items of a kernel whose own limit is
+ * kernel_max_group: one item per work-item on a GPU, one work-group on a
+ * CPU (docs/design.md says why).
+ */
+void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
+                    size_t items, size_t *global_size, size_t *local_size);
+
+/* Checks an event wait list as clEnqueue* would, before anything runs. */
+clbt_status clbt__check_wait_list(cl_uint num_events,
+                                  const cl_event *wait_list);
+
+/*
+ * For a call with no work to enqueue: a marker that honours the wait list
+ * and hands back the event asked for; nothing when neither is given.
+ */
+clbt_status clbt__enqueue_marker(cl_command_queue queue, cl_uint num_events,
+                                 const cl_event *wait_list, cl_event *event);
+
+/* ---- the on-disk program cache (binary_cache.c) ------------------------- */
+
+#define CLBT__CACHE_PATH_SIZE 4096
+
+/* Where CLBT_CACHE_DIR keeps one program, and the key that names it. */
+typedef struct clbt__cache_entry {
+  char path[CLBT__CACHE_PATH_SIZE];
+  uint64_t key;
+} clbt__cache_entry;
+
+/*
+ * Finds the entry for a program built from source with options on device.
+ * Returns false when the cache is off (CLBT_CACHE_DIR unset or empty) or
+ * the entry cannot be named (logged as a warning).
+ */
+bool clbt__binary_cache_locate(const clbt_device *device, const char *source,
+                               size_t length, const char *options,
+                               clbt__cache_entry *entry);
+
+/*
+ * Returns the entry's program, created from its binary and built with
+ * options, or NULL when there is no entry or it is unusable: damaged,
+ * another key's, or refused by the driver; an unusable entry is deleted
+ * and logged as a warning. Never fails otherwise: NULL means "build from
+ * source".
+ */
+cl_program clbt__binary_cache_load(const clbt_device *device,
+                                   const clbt__cache_entry *entry,
+                                   const char *options);
+
+/*
+ * Writes a built program's binary to the entry through a temporary file
+ * and a rename, creating missing directories. A failure is logged as a
+ * warning and otherwise ignored.
+ */
+void clbt__binary_cache_store(cl_program program,
+                              const clbt__cache_entry *entry);
+
+#endif /* CLBT_DEVICES_H */

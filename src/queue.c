@@ -1,0 +1,49 @@
+/*
+ * What every enqueueing call needs of the device's queue: a launch
+ * geometry for the device, a wait list checked as clEnqueue* would, and a
+ * marker for a call that has nothing to enqueue.
+ */
+#include "devices.h"
+
+/* Work a CPU work-group takes before another compute unit joins. */
+#define CLBT__CPU_ITEMS_PER_GROUP 32768
+
+void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
+                    size_t items, size_t *global_size, size_t *local_size) {
+  size_t limit = kernel_max_group < 256 ? kernel_max_group : 256;
+  size_t local = 1;
+  while (local * 2 <= limit) local *= 2;
+  size_t groups = (items + local - 1) / local;
+  /* PoCL pays a large fixed cost per work-group and runs each group's
+     work-items as a loop: work-groups of one work-item, walking long runs
+     with unit-stride loops that vectorise, are cheapest; a second one pays
+     only with tens of thousands of items (docs/benchmarks.md). */
+  if (device->properties.type & CL_DEVICE_TYPE_CPU) {
+    size_t units = device->properties.compute_units;
+    local = 1;
+    groups = items / CLBT__CPU_ITEMS_PER_GROUP;
+    groups = groups < 1 ? 1 : groups > units ? units : groups;
+  }
+  *local_size = local;
+  *global_size = (groups ? groups : 1) * local;
+}
+
+clbt_status clbt__check_wait_list(cl_uint num_events,
+                                  const cl_event *wait_list) {
+  if ((num_events == 0) != (wait_list == NULL))
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "wait_list is %s with num_events %u",
+                      wait_list ? "not NULL" : "NULL", (unsigned)num_events);
+  return CLBT_SUCCESS;
+}
+
+clbt_status clbt__enqueue_marker(cl_command_queue queue, cl_uint num_events,
+                                 const cl_event *wait_list, cl_event *event) {
+  clbt_status status = CLBT_SUCCESS;
+  if (event || num_events)
+    CLBT__CL_TRY(clEnqueueMarkerWithWaitList(queue, num_events, wait_list,
+                                             event),
+                 status, done);
+done:
+  return status;
+}
