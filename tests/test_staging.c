@@ -72,6 +72,78 @@ static void grow_multi(clbt_multi_table *table, uint32_t row) {
                                              (const size_t[]){1, 1}));
 }
 
+/*
+ * What the scenarios run against: a table, or a multi-group table whose
+ * groups are checked one by one, in one commit mode.
+ */
+typedef struct subject {
+  void *handle;
+  clbt_table *groups[2]; /* the tables whose rows are checked */
+  uint32_t num_groups;
+  clbt_status (*commit)(void *handle, cl_uint num_events,
+                        const cl_event *wait_list, cl_event *event);
+  clbt_status (*map)(void *handle, cl_mem qsl, cl_mem positions);
+  void (*change)(void *handle, uint32_t row);
+  void (*destroy)(void *handle);
+} subject;
+
+static clbt_status table_commit(void *table, cl_uint num_events,
+                                const cl_event *wait_list, cl_event *event) {
+  return clbt_table_enqueue_commit(table, ROWS, num_events, wait_list, event);
+}
+
+static clbt_status table_map(void *table, cl_mem qsl, cl_mem positions) {
+  return clbt_table_enqueue_slot_mapping(table, ROWS, qsl, positions, ROWS, 0,
+                                         NULL, NULL);
+}
+
+static void table_change(void *table, uint32_t row) { grow(table, row); }
+
+static void table_destroy(void *table) { clbt_table_destroy(table); }
+
+static subject table_subject(clbt_commit_mode mode) {
+  clbt_table *table = create(mode);
+  return (subject){table, {table}, 1, table_commit, table_map, table_change,
+                   table_destroy};
+}
+
+static clbt_status multi_commit(void *table, cl_uint num_events,
+                                const cl_event *wait_list, cl_event *event) {
+  return clbt_multi_table_enqueue_commit(table, ROWS, num_events, wait_list,
+                                         event);
+}
+
+static clbt_status multi_map(void *table, cl_mem qsl, cl_mem positions) {
+  return clbt_multi_table_enqueue_slot_mapping(table, ROWS, qsl, positions,
+                                               ROWS, 0, NULL, NULL);
+}
+
+static void multi_change(void *table, uint32_t row) { grow_multi(table, row); }
+
+static void multi_destroy(void *table) { clbt_multi_table_destroy(table); }
+
+static subject multi_subject(clbt_commit_mode mode) {
+  clbt_multi_table *table = create_multi(mode);
+  return (subject){table,
+                   {clbt_multi_table_group(table, 0),
+                    clbt_multi_table_group(table, 1)},
+                   2, multi_commit, multi_map, multi_change, multi_destroy};
+}
+
+/* Runs a scenario in every commit mode; then every group's device rows
+   must equal its host rows. */
+static void in_every_mode(subject (*make)(clbt_commit_mode),
+                          void (*scenario)(const subject *)) {
+  for (size_t m = 0; m < NUM_MODES; ++m) {
+    subject s = make(all_modes[m]);
+    scenario(&s);
+    for (uint32_t g = 0; g < s.num_groups; ++g)
+      clbt_test_assert_in_sync(clbt_device_queue(clbt_test_device()),
+                               s.groups[g], ROWS);
+    s.destroy(s.handle);
+  }
+}
+
 /* ---- a failed wait list ------------------------------------------------ */
 
 /*
@@ -79,15 +151,13 @@ static void grow_multi(clbt_multi_table *table, uint32_t row) {
  * after it. Three more commits reuse every staging slot the first ones
  * took. The device must end holding every host row.
  */
-static void commit_behind_a_failed_gate(
-    clbt_status (*commit)(void *, cl_uint, const cl_event *, cl_event *),
-    void *handle, void (*change)(void *, uint32_t)) {
-  for (uint32_t r = 0; r < ROWS; ++r) change(handle, r);
-  clbt_assert_ok(commit(handle, 0, NULL, NULL));
-  change(handle, 1);
-  change(handle, 2);
+static void commit_behind_a_failed_gate(const subject *s) {
+  for (uint32_t r = 0; r < ROWS; ++r) s->change(s->handle, r);
+  clbt_assert_ok(s->commit(s->handle, 0, NULL, NULL));
+  s->change(s->handle, 1);
+  s->change(s->handle, 2);
   cl_event gate = user_event(), committed = NULL;
-  clbt_assert_ok(commit(handle, 1, &gate, &committed));
+  clbt_assert_ok(s->commit(s->handle, 1, &gate, &committed));
   fail_gate(gate);
   cl_int execution = CL_COMPLETE;
   ck_assert_int_eq(clGetEventInfo(committed, CL_EVENT_COMMAND_EXECUTION_STATUS,
@@ -96,46 +166,18 @@ static void commit_behind_a_failed_gate(
   ck_assert_int_lt(execution, 0);
   clReleaseEvent(committed);
   for (uint32_t step = 0; step < 3; ++step) {
-    change(handle, 3 - step);
-    clbt_assert_ok(commit(handle, 0, NULL, NULL));
+    s->change(s->handle, 3 - step);
+    clbt_assert_ok(s->commit(s->handle, 0, NULL, NULL));
   }
 }
-
-static clbt_status table_commit(void *table, cl_uint num_events,
-                                const cl_event *wait_list, cl_event *event) {
-  return clbt_table_enqueue_commit(table, ROWS, num_events, wait_list, event);
-}
-
-static void table_change(void *table, uint32_t row) { grow(table, row); }
-
-static clbt_status multi_commit(void *table, cl_uint num_events,
-                                const cl_event *wait_list, cl_event *event) {
-  return clbt_multi_table_enqueue_commit(table, ROWS, num_events, wait_list,
-                                         event);
-}
-
-static void multi_change(void *table, uint32_t row) { grow_multi(table, row); }
 
 START_TEST(lost_commit_is_sent_again) {
-  for (size_t m = 0; m < NUM_MODES; ++m) {
-    clbt_table *table = create(all_modes[m]);
-    commit_behind_a_failed_gate(table_commit, table, table_change);
-    clbt_test_assert_in_sync(clbt_device_queue(clbt_test_device()), table,
-                             ROWS);
-    clbt_table_destroy(table);
-  }
+  in_every_mode(table_subject, commit_behind_a_failed_gate);
 }
 END_TEST
 
 START_TEST(lost_multi_group_commit_is_sent_again) {
-  for (size_t m = 0; m < NUM_MODES; ++m) {
-    clbt_multi_table *table = create_multi(all_modes[m]);
-    commit_behind_a_failed_gate(multi_commit, table, multi_change);
-    for (uint32_t g = 0; g < 2; ++g)
-      clbt_test_assert_in_sync(clbt_device_queue(clbt_test_device()),
-                               clbt_multi_table_group(table, g), ROWS);
-    clbt_multi_table_destroy(table);
-  }
+  in_every_mode(multi_subject, commit_behind_a_failed_gate);
 }
 END_TEST
 
@@ -196,10 +238,8 @@ enum { IN_FLIGHT = 64 };
  * ends with 16 blocks; request r's token at position 16 x 15 + 3 (its last
  * block, 100 r + 15) gets slot (100 r + 15) 16 + 3.
  */
-static void enqueue_behind_a_closed_gate(
-    clbt_status (*commit)(void *, cl_uint, const cl_event *, cl_event *),
-    clbt_status (*map)(void *, cl_mem, cl_mem), void *handle,
-    void (*change)(void *, uint32_t), clbt_table *mapped_table) {
+static void enqueue_behind_a_closed_gate(const subject *s) {
+  clbt_table *mapped_table = s->groups[0];
   cl_mem qsl = clbt_test_buffer((ROWS + 1) * sizeof(int32_t),
                                 (const int32_t[]){0, 1, 2, 3, 4});
   const int64_t position = 16 * 15 + 3;
@@ -208,11 +248,11 @@ static void enqueue_behind_a_closed_gate(
       (const int64_t[]){position, position, position, position});
   clbt_test_poison(clbt_table_slot_mapping(mapped_table), ROWS);
   cl_event gate = user_event();
-  clbt_assert_ok(commit(handle, 1, &gate, NULL));
+  clbt_assert_ok(s->commit(s->handle, 1, &gate, NULL));
   for (uint32_t step = 0; step < IN_FLIGHT; ++step) {
-    change(handle, step % ROWS);
-    clbt_assert_ok(commit(handle, 0, NULL, NULL));
-    clbt_assert_ok(map(handle, qsl, positions));
+    s->change(s->handle, step % ROWS);
+    clbt_assert_ok(s->commit(s->handle, 0, NULL, NULL));
+    clbt_assert_ok(s->map(s->handle, qsl, positions));
   }
   ck_assert_int_eq(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
   ck_assert_int_eq(clFinish(clbt_device_queue(clbt_test_device())),
@@ -226,38 +266,13 @@ static void enqueue_behind_a_closed_gate(
   clReleaseMemObject(positions);
 }
 
-static clbt_status table_map(void *table, cl_mem qsl, cl_mem positions) {
-  return clbt_table_enqueue_slot_mapping(table, ROWS, qsl, positions, ROWS, 0,
-                                         NULL, NULL);
-}
-
-static clbt_status multi_map(void *table, cl_mem qsl, cl_mem positions) {
-  return clbt_multi_table_enqueue_slot_mapping(table, ROWS, qsl, positions,
-                                               ROWS, 0, NULL, NULL);
-}
-
 START_TEST(no_enqueue_waits_for_the_device) {
-  for (size_t m = 0; m < NUM_MODES; ++m) {
-    clbt_table *table = create(all_modes[m]);
-    enqueue_behind_a_closed_gate(table_commit, table_map, table, table_change,
-                                 table);
-    clbt_test_assert_in_sync(clbt_device_queue(clbt_test_device()), table,
-                             ROWS);
-    clbt_table_destroy(table);
-  }
+  in_every_mode(table_subject, enqueue_behind_a_closed_gate);
 }
 END_TEST
 
 START_TEST(no_multi_group_enqueue_waits_for_the_device) {
-  for (size_t m = 0; m < NUM_MODES; ++m) {
-    clbt_multi_table *table = create_multi(all_modes[m]);
-    enqueue_behind_a_closed_gate(multi_commit, multi_map, table, multi_change,
-                                 clbt_multi_table_group(table, 0));
-    for (uint32_t g = 0; g < 2; ++g)
-      clbt_test_assert_in_sync(clbt_device_queue(clbt_test_device()),
-                               clbt_multi_table_group(table, g), ROWS);
-    clbt_multi_table_destroy(table);
-  }
+  in_every_mode(multi_subject, enqueue_behind_a_closed_gate);
 }
 END_TEST
 
