@@ -204,6 +204,10 @@ void clbt__apply_rows(clbt_table *table, size_t num_rows, const uint32_t *rows,
                       const uint32_t *counts, const int32_t *block_ids,
                       bool replace);
 void clbt__apply_clear_row(clbt_table *table, uint32_t row);
+/* A truncate keeps a row's first num_blocks KV-manager blocks. */
+clbt_status clbt__check_truncate(const clbt_table *table, uint32_t row,
+                                 size_t num_blocks);
+void clbt__apply_truncate(clbt_table *table, uint32_t row, size_t num_blocks);
 void clbt__apply_move_row(clbt_table *table, uint32_t src, uint32_t dst);
 void clbt__apply_swap_row(clbt_table *table, uint32_t a, uint32_t b);
 

@@ -184,6 +184,22 @@ clbt_status clbt_multi_table_clear_row(clbt_multi_table *table, uint32_t row) {
   return status;
 }
 
+clbt_status clbt_multi_table_truncate_row(clbt_multi_table *table,
+                                         uint32_t row,
+                                         const size_t *num_blocks) {
+  if (!table || !num_blocks)
+    return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
+                      !table ? "table" : "num_blocks");
+  for (uint32_t g = 0; g < table->num_groups; ++g) {
+    clbt_status status =
+        clbt__check_truncate(table->groups[g], row, num_blocks[g]);
+    if (status) return clbt__prefix_error(status, "groups[%u]", (unsigned)g);
+  }
+  for (uint32_t g = 0; g < table->num_groups; ++g)
+    clbt__apply_truncate(table->groups[g], row, num_blocks[g]);
+  return CLBT_SUCCESS;
+}
+
 clbt_status clbt_multi_table_move_row(clbt_multi_table *table, uint32_t src,
                                       uint32_t dst) {
   clbt_status status =

@@ -79,13 +79,32 @@ void clbt__apply_append(clbt_table *table, uint32_t row,
   clbt__changes_mark(table, row, length, new_length);
 }
 
-void clbt__apply_clear_row(clbt_table *table, uint32_t row) {
+clbt_status clbt__check_truncate(const clbt_table *table, uint32_t row,
+                                 size_t num_blocks) {
+  clbt_status status = clbt__check_row(table, "row", row);
+  if (status) return status;
+  uint32_t held =
+      table->row_lengths[row] / table->layout.spec.blocks_per_kv_block;
+  if (num_blocks > held)
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "num_blocks %zu exceeds the %u blocks row %u holds",
+                      num_blocks, (unsigned)held, (unsigned)row);
+  return CLBT_SUCCESS;
+}
+
+/* Zeroes the kernel blocks past the kept ones, as a clear zeroes a row. */
+void clbt__apply_truncate(clbt_table *table, uint32_t row, size_t num_blocks) {
   uint32_t length = table->row_lengths[row];
-  if (length == 0) return;
-  memset(row_data(table, row), 0, length * sizeof(int32_t));
-  table->row_lengths[row] = 0;
-  if (table->changes.extent[row] <= length) table->changes.extent[row] = 0;
-  clbt__changes_mark(table, row, 0, length);
+  uint32_t kept = (uint32_t)num_blocks * table->layout.spec.blocks_per_kv_block;
+  if (kept == length) return;
+  memset(row_data(table, row) + kept, 0, (length - kept) * sizeof(int32_t));
+  table->row_lengths[row] = kept;
+  if (table->changes.extent[row] <= length) table->changes.extent[row] = kept;
+  clbt__changes_mark(table, row, kept, length);
+}
+
+void clbt__apply_clear_row(clbt_table *table, uint32_t row) {
+  clbt__apply_truncate(table, row, 0);
 }
 
 void clbt__apply_move_row(clbt_table *table, uint32_t src, uint32_t dst) {
@@ -207,6 +226,14 @@ clbt_status clbt_table_clear_row(clbt_table *table, uint32_t row) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   clbt_status status = clbt__check_row(table, "row", row);
   if (!status) clbt__apply_clear_row(table, row);
+  return status;
+}
+
+clbt_status clbt_table_truncate_row(clbt_table *table, uint32_t row,
+                                   size_t num_blocks) {
+  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+  clbt_status status = clbt__check_truncate(table, row, num_blocks);
+  if (!status) clbt__apply_truncate(table, row, num_blocks);
   return status;
 }
 

@@ -146,7 +146,8 @@ typedef enum function {
   TABLE_LAST_COMMIT, MULTI_ENQUEUE_COMMIT, MULTI_ENQUEUE_SLOT_MAPPING,
   LOG_SET_LEVEL, DEVICE_PROGRAM_OPTIONS,
   TABLE_APPEND_ROWS, TABLE_ADD_ROWS, MULTI_APPEND_ROWS, MULTI_ADD_ROWS,
-  DEVICE_OPEN, DEVICE_WRAP, DEVICE_SELECTOR, BLOCK_TABLE_WIDTH
+  DEVICE_OPEN, DEVICE_WRAP, DEVICE_SELECTOR, BLOCK_TABLE_WIDTH,
+  TABLE_TRUNCATE_ROW, MULTI_TRUNCATE_ROW
 } function;
 
 static const char *const function_names[] = {
@@ -167,7 +168,8 @@ static const char *const function_names[] = {
     "clbt_device_program_options", "clbt_table_append_rows",
     "clbt_table_add_rows", "clbt_multi_table_append_rows",
     "clbt_multi_table_add_rows", "clbt_device_open", "clbt_device_wrap",
-    "clbt_device_selector", "clbt_block_table_width"};
+    "clbt_device_selector", "clbt_block_table_width",
+    "clbt_table_truncate_row", "clbt_multi_table_truncate_row"};
 
 /* Which pointer argument, if any, is NULL. */
 typedef enum null_pointer {
@@ -462,6 +464,13 @@ static const bad_input cases[] = {
         .null = NULL_HANDLE),
     BAD(TABLE_CLEAR_ROW, "row = max_num_reqs", CLBT_ROW_OUT_OF_RANGE,
         "row 4 is out of range: max_num_reqs is 4", .a = 4),
+    BAD(TABLE_TRUNCATE_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE),
+    BAD(TABLE_TRUNCATE_ROW, "row = max_num_reqs", CLBT_ROW_OUT_OF_RANGE,
+        "row 4 is out of range: max_num_reqs is 4", .a = 4),
+    BAD(TABLE_TRUNCATE_ROW, "more blocks than the row holds",
+        CLBT_INVALID_ARGUMENT, "num_blocks 3 exceeds the 2 blocks row 1 holds",
+        .a = 1, .counts = {3}),
     BAD(TABLE_MOVE_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
         .null = NULL_HANDLE),
     BAD(TABLE_MOVE_ROW, "src out of range", CLBT_ROW_OUT_OF_RANGE,
@@ -581,6 +590,16 @@ static const bad_input cases[] = {
         .null = NULL_HANDLE),
     BAD(MULTI_CLEAR_ROW, "row = max_num_reqs", CLBT_ROW_OUT_OF_RANGE,
         "row 4 is out of range", .a = 4),
+    BAD(MULTI_TRUNCATE_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE),
+    BAD(MULTI_TRUNCATE_ROW, "NULL num_blocks", CLBT_NULL_ARGUMENT,
+        "num_blocks is NULL", .null = NULL_COUNTS, .a = 1),
+    BAD(MULTI_TRUNCATE_ROW, "row = max_num_reqs", CLBT_ROW_OUT_OF_RANGE,
+        "groups[0]: row 4 is out of range", .a = 4),
+    BAD(MULTI_TRUNCATE_ROW, "group 1 keeps more than it holds",
+        CLBT_INVALID_ARGUMENT,
+        "groups[1]: num_blocks 3 exceeds the 2 blocks row 1 holds", .a = 1,
+        .counts = {1, 3}),
     BAD(MULTI_MOVE_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
         .null = NULL_HANDLE),
     BAD(MULTI_MOVE_ROW, "src out of range", CLBT_ROW_OUT_OF_RANGE,
@@ -865,6 +884,8 @@ static clbt_status call_table(const bad_input *c, const fixture *f,
     return clbt_table_add_row(table, c->a, ids, c->counts[0]);
   case TABLE_CLEAR_ROW:
     return clbt_table_clear_row(table, c->a);
+  case TABLE_TRUNCATE_ROW:
+    return clbt_table_truncate_row(table, c->a, c->counts[0]);
   case TABLE_MOVE_ROW:
     return clbt_table_move_row(table, c->a, c->b);
   case TABLE_SWAP_ROW:
@@ -897,6 +918,8 @@ static clbt_status call_multi(const bad_input *c, const fixture *f) {
     return clbt_multi_table_add_row(multi, c->a, ids, counts);
   case MULTI_CLEAR_ROW:
     return clbt_multi_table_clear_row(multi, c->a);
+  case MULTI_TRUNCATE_ROW:
+    return clbt_multi_table_truncate_row(multi, c->a, counts);
   case MULTI_MOVE_ROW:
     return clbt_multi_table_move_row(multi, c->a, c->b);
   case MULTI_SWAP_ROW:
@@ -1056,6 +1079,7 @@ static clbt_status call(const bad_input *c, const fixture *f, outputs *out) {
   case BLOCK_TABLE_WIDTH:
     return call_device(c, f, out);
   case MULTI_APPEND_ROW: case MULTI_ADD_ROW: case MULTI_CLEAR_ROW:
+  case MULTI_TRUNCATE_ROW:
   case MULTI_MOVE_ROW: case MULTI_SWAP_ROW: case MULTI_COMMIT: case MULTI_CLEAR:
     return call_multi(c, f);
   default:

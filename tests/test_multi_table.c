@@ -139,7 +139,30 @@ START_TEST(row_operations_are_all_or_nothing) {
                     "a 3");
   clbt_assert_fails(clbt_multi_table_commit(table, 3), CLBT_TOO_MANY_REQUESTS,
                     "num_reqs 3");
+  /* row 0 holds 2, 1 and 1 blocks: group 2 cannot keep 2 */
+  clbt_assert_fails(clbt_multi_table_truncate_row(table, 0,
+                                                  (const size_t[]){1, 1, 2}),
+                    CLBT_INVALID_ARGUMENT,
+                    "groups[2]: num_blocks 2 exceeds the 1 blocks row 0 holds");
+  clbt_assert_fails(clbt_multi_table_truncate_row(table, 0, NULL),
+                    CLBT_NULL_ARGUMENT, "num_blocks is NULL");
   check_all(table);
+  /* a valid truncate changes every group: row 0 keeps block 4 of group 0,
+     kernel blocks 2, 3 (block 1) of group 1, nothing of group 2 */
+  clbt_assert_ok(clbt_multi_table_truncate_row(table, 0,
+                                               (const size_t[]){1, 1, 0}));
+  const uint32_t kept[] = {1, 2, 0};
+  const int32_t first[] = {4, 2, 0};
+  for (uint32_t g = 0; g < 3; ++g) {
+    const clbt_table *group = clbt_multi_table_group(table, g);
+    ck_assert_uint_eq(clbt_table_row_length(group, 0), kept[g]);
+    ck_assert_int_eq(clbt_table_host_data(group)[0], first[g]);
+    ck_assert_int_eq(clbt_table_host_data(group)[kept[g]], 0);
+  }
+  clbt_assert_ok(clbt_multi_table_append_row(table, 0, (const int32_t *[]){
+                                                 (const int32_t[]){2}, NULL,
+                                                 (const int32_t[]){9}},
+                                             (const size_t[]){1, 0, 1}));
   /* NULL where a group has no ids is fine */
   const int32_t *sparse[] = {many, NULL, NULL};
   clbt_assert_ok(clbt_multi_table_append_row(table, 0, sparse,

@@ -62,6 +62,39 @@ START_TEST(clear_row) {
 }
 END_TEST
 
+/*
+ * truncate_row keeps the first blocks and zeroes the rest; with kernel
+ * blocks, KV blocks 3 and 5 are kernel blocks 6, 7 and 10, 11. The commit
+ * then moves only the zeroed columns and the length, and the device holds
+ * the host's rows.
+ */
+START_TEST(truncate_row) {
+  clbt_table *table = create(16);
+  clbt_assert_ok(clbt_table_append_row(table, 1, (const int32_t[]){3, 5, 9}, 3));
+  clbt_assert_ok(clbt_table_commit(table, 3));
+  clbt_assert_ok(clbt_table_truncate_row(table, 1, 2));
+  assert_row(table, 1, (const int32_t[]){6, 7, 10, 11, 0, 0, 0, 0}, 8, 4);
+  clbt_assert_ok(clbt_table_set_commit_mode(table, CLBT_COMMIT_SCATTER));
+  clbt_assert_ok(clbt_table_commit(table, 3));
+  clbt_commit_info info;
+  clbt_assert_ok(clbt_table_last_commit(table, &info));
+  ck_assert_uint_eq(info.rows, 1);
+  ck_assert_uint_eq(info.bytes, (2 + 3 * 2) * 4); /* a length, two cells */
+  clbt_test_assert_in_sync(clbt_device_queue(clbt_test_device()), table, 3);
+  clbt_assert_ok(clbt_table_truncate_row(table, 1, 2)); /* as many: no-op */
+  assert_row(table, 1, (const int32_t[]){6, 7, 10, 11, 0, 0, 0, 0}, 8, 4);
+  clbt_assert_ok(clbt_table_truncate_row(table, 1, 0));
+  assert_row(table, 1, (const int32_t[]){0, 0, 0, 0, 0, 0, 0, 0}, 8, 0);
+  clbt_test_snapshot before = clbt_test_snapshot_take(table, 3);
+  clbt_assert_fails(clbt_table_truncate_row(table, 1, 1), CLBT_INVALID_ARGUMENT,
+                    "num_blocks 1 exceeds the 0 blocks row 1 holds");
+  clbt_assert_fails(clbt_table_truncate_row(table, 3, 0), CLBT_ROW_OUT_OF_RANGE,
+                    "row 3 is out of range: max_num_reqs is 3");
+  clbt_test_snapshot_check(&before, table);
+  clbt_table_destroy(table);
+}
+END_TEST
+
 /* move_row copies src's blocks over dst and clears src. */
 START_TEST(move_row) {
   clbt_table *table = create(0);
@@ -308,6 +341,7 @@ int main(void) {
   tcase_add_test(tc, append_and_add);
   tcase_add_test(tc, hybrid_expansion);
   tcase_add_test(tc, clear_row);
+  tcase_add_test(tc, truncate_row);
   tcase_add_test(tc, move_row);
   tcase_add_test(tc, swap_row);
   tcase_add_test(tc, overflow_at_the_boundary);

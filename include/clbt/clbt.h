@@ -502,6 +502,20 @@ CLBT_API clbt_status clbt_table_add_rows(clbt_table *table, size_t num_rows,
 CLBT_API clbt_status clbt_table_clear_row(clbt_table *table, uint32_t row);
 
 /**
+ * Shrinks a row to its first num_blocks KV-manager blocks: the rollback of
+ * speculative decoding, when the blocks of rejected draft tokens go back
+ * to the engine's allocator. The kernel blocks past them are zeroed, as
+ * clear_row zeroes a row, and the next commit moves only that change.
+ * num_blocks equal to the blocks the row holds changes nothing; 0 clears
+ * the row.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_ROW_OUT_OF_RANGE;
+ * CLBT_INVALID_ARGUMENT when num_blocks exceeds the blocks the row holds.
+ * On failure the row is unchanged.
+ */
+CLBT_API clbt_status clbt_table_truncate_row(clbt_table *table, uint32_t row,
+                                             size_t num_blocks);
+
+/**
  * Moves row src to dst and clears src (vLLM clears vacated rows because
  * dummy batches may still read them). move_row(r, r) leaves the row as it
  * is. Returns CLBT_SUCCESS, CLBT_NULL_ARGUMENT or CLBT_ROW_OUT_OF_RANGE.
@@ -773,6 +787,15 @@ CLBT_API clbt_status clbt_multi_table_add_rows(
 /** Clears the row in every group (clbt_table_clear_row). */
 CLBT_API clbt_status clbt_multi_table_clear_row(clbt_multi_table *table,
                                                 uint32_t row);
+
+/**
+ * Shrinks the row of each group g to its first num_blocks[g] KV-manager
+ * blocks (clbt_table_truncate_row), all or nothing: when any group would
+ * fail, no group changes.
+ */
+CLBT_API clbt_status clbt_multi_table_truncate_row(clbt_multi_table *table,
+                                                   uint32_t row,
+                                                   const size_t *num_blocks);
 
 /** Moves row src to dst in every group (clbt_table_move_row). */
 CLBT_API clbt_status clbt_multi_table_move_row(clbt_multi_table *table,

@@ -428,6 +428,13 @@ class Table(_Rows):
         held, address, count = _array(block_ids, _INT32, "block_ids")
         _check(lib.clbt_table_add_row(self._live(), _u32(row, "row"), address, count))
 
+    def truncate_row(self, row, num_blocks):
+        """Keeps a row's first num_blocks KV-manager blocks and zeroes the
+        rest (speculative decoding's rollback)."""
+        if num_blocks < 0:
+            raise Error(_INVALID_ARGUMENT, "num_blocks %d is negative" % num_blocks)
+        _check(lib.clbt_table_truncate_row(self._live(), _u32(row, "row"), num_blocks))
+
     def append_rows(self, rows, counts, block_ids):
         """Many appends in one call: row rows[i] gains counts[i] ids, entry
         i's ids right after entry i-1's in block_ids. All or nothing; a row
@@ -581,6 +588,16 @@ class MultiTable(_Rows):
     def add_row(self, row, block_ids):
         """Replaces the row of each group g with block_ids[g]."""
         self._row(lib.clbt_multi_table_add_row, row, block_ids)
+
+    def truncate_row(self, row, num_blocks):
+        """Keeps the first num_blocks[g] KV-manager blocks of the row of each
+        group g, all or nothing."""
+        if len(num_blocks) != len(self.groups) or min(num_blocks) < 0:
+            raise Error(_INVALID_ARGUMENT, "num_blocks needs %d counts >= 0; got %r" % (
+                len(self.groups), list(num_blocks)))
+        counts = array.array("Q", num_blocks)  # size_t
+        _check(lib.clbt_multi_table_truncate_row(self._live(), _u32(row, "row"),
+                                                 counts.buffer_info()[0]))
 
     def _row(self, function, row, block_ids):
         if len(block_ids) != len(self.groups):

@@ -87,6 +87,8 @@ _FUNCTIONS = {
     "clbt_multi_table_append_row": (_status, (_handle, c_uint32, _pointer, _pointer)),
     "clbt_multi_table_add_row": (_status, (_handle, c_uint32, _pointer, _pointer)),
     "clbt_multi_table_group": (_handle, (_handle, c_uint32)),
+    "clbt_table_truncate_row": (_status, (_handle, c_uint32, c_size_t)),
+    "clbt_multi_table_truncate_row": (_status, (_handle, c_uint32, _pointer)),
 }
 for _kind in ("table", "multi_table"):
     _FUNCTIONS.update({

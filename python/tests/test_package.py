@@ -94,6 +94,25 @@ def test_batch_updates_follow_the_flat_layout(device):
             table.append_rows([0, 1], [1], [1])
 
 
+def test_truncate_keeps_the_first_blocks(device):
+    with small_table(device, kernel_block_size=8) as table:  # KV b: kernel 2b, 2b+1
+        table.append_row(0, [5, 1, 3])
+        table.truncate_row(0, 1)
+        assert table.host_rows[0].tolist() == [10, 11, 0, 0, 0, 0, 0, 0]
+        assert table.row_lengths[0] == 2
+        with pytest.raises(clbt.Error, match="num_blocks 2 exceeds the 1 blocks row 0 holds"):
+            table.truncate_row(0, 2)
+    groups = [clbt.Group(16, 10), clbt.Group(32, 5)]
+    with clbt.MultiTable(device, groups=groups, max_num_reqs=2, max_num_batched_tokens=8) as multi:
+        multi.append_row(1, ([4, 2], [1, 6]))
+        with pytest.raises(clbt.Error, match="groups\\[1\\]: num_blocks 3 exceeds"):
+            multi.truncate_row(1, [1, 3])
+        assert [g.row_lengths[1] for g in multi] == [2, 2]
+        multi.truncate_row(1, [1, 0])
+        assert [g.row_lengths[1] for g in multi] == [1, 0]
+        assert multi[0].host_rows[1, :2].tolist() == [4, 0]
+
+
 def test_commit_and_slot_mapping_with_host_and_device_inputs(device):
     with small_table(device) as table:
         table.append_row(0, [3, 4])
