@@ -100,19 +100,21 @@ void clbt__engine_destroy(clbt_multi_table *engine) {
 clbt_status clbt__engine_prepare(clbt_device *device,
                                  const clbt__table_layout *layouts,
                                  uint32_t num_groups) {
-  const clbt__group_spec *chunk[CLBT__MAX_LAUNCH_GROUPS];
-  uint32_t in_chunk = 0;
+  const clbt__group_spec **specs = malloc(num_groups * sizeof *specs);
+  if (!specs)
+    return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for %u groups",
+                      (unsigned)num_groups);
+  uint32_t count = 0;
+  for (uint32_t g = 0; g < num_groups; ++g)
+    if (maps_tokens(&layouts[g])) specs[count++] = &layouts[g].spec;
   clbt_status status = CLBT_SUCCESS;
-  for (uint32_t g = 0; !status && g < num_groups; ++g) {
-    if (maps_tokens(&layouts[g])) chunk[in_chunk++] = &layouts[g].spec;
-    bool last = g + 1 == num_groups;
-    if (in_chunk == CLBT__MAX_LAUNCH_GROUPS || (last && in_chunk > 0)) {
-      cl_program program;
-      status = clbt__launch_program(device, chunk, in_chunk,
-                                    layouts[0].max_num_reqs, &program);
-      in_chunk = 0;
-    }
+  for (uint32_t l = 0; !status && l < launches_for(count); ++l) {
+    cl_program program;
+    status = clbt__launch_program(device, specs + l * CLBT__MAX_LAUNCH_GROUPS,
+                                  launch_size(count, l),
+                                  layouts[0].max_num_reqs, &program);
   }
+  free(specs);
   return status;
 }
 
