@@ -29,12 +29,10 @@ static const struct {
                                      "commit_scatter.cl"},
 };
 
-/* Room for eight groups' defines, plus CLBT_BUILD_OPTIONS. */
-#define CLBT__OPTIONS_SIZE 1024
 
 struct clbt__program_entry {
   clbt__source source;              /* the cache key: source and options */
-  char options[CLBT__OPTIONS_SIZE];
+  char options[CLBT_PROGRAM_OPTIONS_SIZE];
   cl_program program;
   clbt__program_entry *next;
 };
@@ -42,14 +40,14 @@ struct clbt__program_entry {
 /* clbt's options for every build, the caller's, then CLBT_BUILD_OPTIONS. */
 static clbt_status format_options(const char *specific, const char *extra,
                                   char *options) {
-  int length = snprintf(options, CLBT__OPTIONS_SIZE, "-cl-std=CL1.2 %s%s%s",
+  int length = snprintf(options, CLBT_PROGRAM_OPTIONS_SIZE, "-cl-std=CL1.2 %s%s%s",
                         specific, extra ? " " : "", extra ? extra : "");
-  if (length < 0 || length >= CLBT__OPTIONS_SIZE)
+  if (length < 0 || length >= CLBT_PROGRAM_OPTIONS_SIZE)
     return clbt__fail(CLBT_INVALID_ARGUMENT,
                       "CLBT_BUILD_OPTIONS is %zu characters; with clbt's own "
                       "options ('%s') the build options hold at most %d",
                       strlen(extra ? extra : ""), specific,
-                      CLBT__OPTIONS_SIZE - 1);
+                      CLBT_PROGRAM_OPTIONS_SIZE - 1);
   return CLBT_SUCCESS;
 }
 
@@ -147,7 +145,7 @@ static cl_program find(const clbt_device *device, clbt__source source,
 clbt_status clbt__program_get(clbt_device *device, clbt__source source,
                               const char *specific_options,
                               cl_program *program) {
-  char options[CLBT__OPTIONS_SIZE];
+  char options[CLBT_PROGRAM_OPTIONS_SIZE];
   /* Read once, so that the options built and the options logged agree. */
   const char *extra = getenv("CLBT_BUILD_OPTIONS");
   clbt_status status = format_options(specific_options, extra, options);

@@ -738,7 +738,7 @@ typedef struct outputs {
   clbt_multi_table *multi;
   clbt_device *device;
   uint32_t count, width;
-  char selector[64];
+  char selector[CLBT_SELECTOR_SIZE];
   int64_t slots[8];
   clbt_commit_info commit;
 } outputs;

@@ -54,7 +54,7 @@ typedef struct scenario {
   clbt_table *table;
   clbt_multi_table *multi;
   uint32_t rejected;
-  char selector[64];
+  char selector[CLBT_SELECTOR_SIZE];
 } scenario;
 
 static batch make_batch(cl_context context, cl_command_queue queue) {

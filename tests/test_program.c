@@ -1,6 +1,7 @@
 /* Programs (src/program.c): one build per specialisation, shared, logged. */
 #include "clbt_test.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 /* A device of the test's own, so that the counts start at zero. */
@@ -125,6 +126,40 @@ START_TEST(program_options_are_listed) {
 }
 END_TEST
 
+/* Prepares `count` groups of block size 16 on a fresh device; returns it. */
+static clbt_device *prepare_groups(uint32_t count) {
+  clbt_group_config groups[CLBT_MAX_LAUNCH_GROUPS + 1];
+  for (uint32_t g = 0; g < count; ++g)
+    groups[g] = (clbt_group_config){.block_size = 16, .max_num_blocks = 2};
+  clbt_multi_table_config config = {.max_num_reqs = 2,
+                                    .max_num_batched_tokens = 4,
+                                    .num_groups = count, .groups = groups};
+  clbt_device *device = fresh_device();
+  clbt_assert_ok(clbt_multi_table_prepare(device, &config));
+  return device;
+}
+
+/*
+ * CLBT_MAX_LAUNCH_GROUPS token-mapping groups share one launch and so one
+ * program; one group more needs a second launch, with a one-group program.
+ */
+START_TEST(one_program_per_launch) {
+  char options[CLBT_PROGRAM_OPTIONS_SIZE], groups_option[32];
+  clbt_device *device = prepare_groups(CLBT_MAX_LAUNCH_GROUPS);
+  ck_assert_uint_eq(clbt_device_program_count(device), 1);
+  clbt_device_release(device);
+  device = prepare_groups(CLBT_MAX_LAUNCH_GROUPS + 1);
+  ck_assert_uint_eq(clbt_device_program_count(device), 2);
+  clbt_assert_ok(clbt_device_program_options(device, 0, options, sizeof options));
+  ck_assert_ptr_nonnull(strstr(options, "-DCLBT_NUM_GROUPS=1 "));
+  clbt_assert_ok(clbt_device_program_options(device, 1, options, sizeof options));
+  snprintf(groups_option, sizeof groups_option, "-DCLBT_NUM_GROUPS=%d ",
+           CLBT_MAX_LAUNCH_GROUPS);
+  ck_assert_ptr_nonnull(strstr(options, groups_option));
+  clbt_device_release(device);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("program");
   TCase *tc = tcase_create("program");
@@ -133,6 +168,7 @@ int main(void) {
   tcase_add_test(tc, build_failure_reports_the_log);
   tcase_add_test(tc, build_options_are_a_specialisation);
   tcase_add_test(tc, program_options_are_listed);
+  tcase_add_test(tc, one_program_per_launch);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

@@ -17,7 +17,6 @@
 #define MAX_GROUPS 16
 #define MAX_PROGRAMS 32 /* listed; a config needs at most one per group */
 #define TEXT_SIZE 256
-#define OPTIONS_SIZE 1024
 
 static const char description[] =
     "Prints the library version; the selected device (CLBT_DEVICE) with its\n"
@@ -38,7 +37,7 @@ typedef struct info_options {
 
 /* The device's properties that matter to clbt. */
 typedef struct device_facts {
-  char selector[64], name[TEXT_SIZE], platform[TEXT_SIZE],
+  char selector[CLBT_SELECTOR_SIZE], name[TEXT_SIZE], platform[TEXT_SIZE],
       platform_version[TEXT_SIZE], driver_version[TEXT_SIZE],
       opencl_c_version[TEXT_SIZE], int64_source[64];
   cl_device_type type;
@@ -54,7 +53,7 @@ typedef struct gathered {
   device_facts device;
   double open_ms, prepare_ms, first_launch_ms; /* the start-up */
   size_t num_programs;
-  char programs[MAX_PROGRAMS][OPTIONS_SIZE]; /* oldest first */
+  char programs[MAX_PROGRAMS][CLBT_PROGRAM_OPTIONS_SIZE]; /* oldest first */
   bool device_known, programs_known, started; /* gathered so far */
   char error[4096];                  /* what failed, or "" */
 } gathered;
@@ -180,7 +179,7 @@ static clbt_status prepare_programs(clbt_device *device, gathered *info) {
   for (size_t i = 0; i < count && !status; ++i)
     status = clbt_device_program_options(device, i,
                                          info->programs[count - 1 - i],
-                                         OPTIONS_SIZE);
+                                         CLBT_PROGRAM_OPTIONS_SIZE);
   info->num_programs = status ? 0 : count;
   return status;
 }

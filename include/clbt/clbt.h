@@ -209,9 +209,17 @@ CLBT_API const char *clbt_status_name(clbt_status status);
  * "row 9 is out of range: max_num_reqs is 8". Like errno it is not cleared
  * by a later success, so read it right after the failing call. The text is
  * owned by clbt and stays valid until the thread's next failing call. It is
- * "" when this thread has had no failure.
+ * "" when this thread has had no failure. It is at most
+ * CLBT_LAST_ERROR_SIZE bytes with its NUL: a longer message (a long build
+ * log) is cut to fit.
  */
 CLBT_API const char *clbt_last_error(void);
+
+/**
+ * The bytes clbt_last_error()'s text takes at most, its NUL included: a
+ * build log's first lines, or the list of a machine's devices.
+ */
+#define CLBT_LAST_ERROR_SIZE 8192
 
 /** The slot id of every token that has no KV-cache slot. */
 #define CLBT_PAD_SLOT_ID (-1)
@@ -342,22 +350,33 @@ CLBT_API size_t clbt_device_program_count(clbt_device *device);
  * program is built.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_INVALID_ARGUMENT when index
  * is not below clbt_device_program_count; CLBT_BUFFER_TOO_SMALL when the
- * options do not fit (1024 bytes always suffice).
+ * options do not fit (CLBT_PROGRAM_OPTIONS_SIZE bytes always suffice).
  */
 CLBT_API clbt_status clbt_device_program_options(clbt_device *device,
                                                  size_t index, char *buf,
                                                  size_t size);
 
 /**
+ * The bytes that always hold a program's build options, its NUL included:
+ * clbt's own options, then the device's build options
+ * (clbt_device_set_build_options).
+ */
+#define CLBT_PROGRAM_OPTIONS_SIZE 1024
+
+/**
  * Writes to buf (size bytes, NUL-terminated) a CLBT_DEVICE selector that
  * picks exactly this device on this machine, such as "portable:cpu:0",
  * preferring platform names to indices.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_BUFFER_TOO_SMALL when the
- * selector does not fit (64 bytes always suffice); CLBT_NO_MATCHING_DEVICE
- * when the device is not among the installed platforms; or an OpenCL error.
+ * selector does not fit (CLBT_SELECTOR_SIZE bytes always suffice);
+ * CLBT_NO_MATCHING_DEVICE when the device is not among the installed
+ * platforms; or an OpenCL error.
  */
 CLBT_API clbt_status clbt_device_selector(cl_device_id device, char *buf,
                                           size_t size);
+
+/** The bytes that always hold a selector, its NUL included. */
+#define CLBT_SELECTOR_SIZE 64
 
 /* ------------------------------------------------------------------------ */
 /* Row width                                                                */
@@ -738,8 +757,10 @@ CLBT_API clbt_status clbt_multi_table_enqueue_commit(
 
 /**
  * Computes every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's slot mapping from
- * one batch, in one kernel launch for up to eight such groups (the request
- * of each token is found once for all of them); each group writes its own
+ * one batch, in one kernel launch for up to CLBT_MAX_LAUNCH_GROUPS such
+ * groups (the request of each token is found once for all of them, and a
+ * table with more groups launches once per CLBT_MAX_LAUNCH_GROUPS of them);
+ * each group writes its own
  * buffer (clbt_table_slot_mapping of clbt_multi_table_group) and counts its
  * own rejected tokens. The results equal group-by-group calls. Fails as the
  * single-table call does.
@@ -747,6 +768,9 @@ CLBT_API clbt_status clbt_multi_table_enqueue_commit(
 CLBT_API clbt_status clbt_multi_table_compute_slot_mapping(
     clbt_multi_table *table, uint32_t num_reqs, cl_mem query_start_loc,
     cl_mem positions, uint32_t num_tokens);
+
+/** The most groups one slot-mapping kernel launch serves. */
+#define CLBT_MAX_LAUNCH_GROUPS 8
 
 /**
  * clbt_multi_table_compute_slot_mapping after wait_list; *event (when not
