@@ -31,7 +31,7 @@ enum {
 #define CLBT__CPU_ITEMS_PER_GROUP 32768
 
 /* Eight groups of five numbers of at most ten digits, and the rest. */
-#define CLBT__SPEC_OPTIONS_SIZE 768
+#define CLBT__SPEC_OPTIONS_SIZE CLBT__SPECIFIC_OPTIONS_SIZE
 
 void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
                     size_t items, size_t *global_size, size_t *local_size) {

@@ -203,13 +203,15 @@ static void remove_directory(const char *path) {
 }
 
 /*
- * CLBT_CACHE_DIR: a program one device handle builds and stores, a second
- * handle (whose programs are its own) loads. The cache's own failures are
- * warnings, after which the program is built from source.
+ * The program cache: a program one device handle builds and stores in the
+ * directory set on it, a second handle (whose programs are its own, and
+ * whose directory comes from CLBT_CACHE_DIR) loads. The cache's own
+ * failures are warnings, after which the program is built from source.
  */
 static clbt_status use_binary_cache(scenario *s) {
   char directory[] = "/tmp/clbt-fault-cache-XXXXXX";
   ck_assert_ptr_nonnull(mkdtemp(directory));
+  clbt_assert_ok(clbt_device_set_cache_dir(s->device, directory));
   ck_assert_int_eq(setenv("CLBT_CACHE_DIR", directory, 1), 0);
   clbt_table_config config = table_config;
   config.block_size = 8; /* a program no earlier step built */
@@ -219,6 +221,7 @@ static clbt_status use_binary_cache(scenario *s) {
   if (!status) status = clbt_table_prepare(second, &config);
   clbt_device_release(second);
   ck_assert_int_eq(unsetenv("CLBT_CACHE_DIR"), 0);
+  clbt_assert_ok(clbt_device_set_cache_dir(s->device, NULL));
   remove_directory(directory);
   return status;
 }
@@ -273,9 +276,10 @@ static clbt_status clear_multi(scenario *s) {
 
 /* Builds with options the compiler rejects, so the build log is read. */
 static clbt_status prepare_broken_build(scenario *s) {
-  ck_assert_int_eq(setenv("CLBT_BUILD_OPTIONS", "-DCLBT_NUM_GROUPS=9", 1), 0);
+  clbt_assert_ok(
+      clbt_device_set_build_options(s->device, "-DCLBT_NUM_GROUPS=9"));
   clbt_status status = clbt_table_prepare(s->device, &table_config);
-  ck_assert_int_eq(unsetenv("CLBT_BUILD_OPTIONS"), 0);
+  clbt_assert_ok(clbt_device_set_build_options(s->device, NULL));
   return status;
 }
 
@@ -310,7 +314,7 @@ static const scenario_step everything_steps[] = {
     {"clbt_table_commit", commit_table, CLBT_SUCCESS, false},
     {"clbt_table_enqueue_commit", commit_with_events, CLBT_SUCCESS, false},
     {"clbt_table_destroy", destroy_in_flight, CLBT_SUCCESS, true},
-    {"CLBT_CACHE_DIR", use_binary_cache, CLBT_SUCCESS, true},
+    {"program cache", use_binary_cache, CLBT_SUCCESS, true},
     {"clbt_table_compute_slot_mapping", map_table, CLBT_SUCCESS, false},
     {"clbt_table_read_rejected_tokens", read_rejected, CLBT_SUCCESS, false},
     {"clbt_table_reset_rejected_tokens", reset_rejected, CLBT_SUCCESS, false},

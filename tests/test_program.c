@@ -55,11 +55,11 @@ END_TEST
 START_TEST(build_failure_reports_the_log) {
   clbt_device *device = fresh_device();
   /* A later -D wins: the kernel's own #error rejects nine groups. */
-  setenv("CLBT_BUILD_OPTIONS", "-DCLBT_NUM_GROUPS=9", 1);
+  clbt_assert_ok(clbt_device_set_build_options(device, "-DCLBT_NUM_GROUPS=9"));
   clbt_table_config config = config_of(16, 0, 0);
   clbt_table *table = NULL;
   clbt_status status = clbt_table_create(device, &config, &table);
-  unsetenv("CLBT_BUILD_OPTIONS");
+  clbt_assert_ok(clbt_device_set_build_options(device, ""));
   ck_assert_msg(status == CLBT_CL_BUILD_PROGRAM_FAILURE, "%s: %s",
                 clbt_status_name(status), clbt_last_error());
   ck_assert_ptr_null(table);
@@ -72,26 +72,6 @@ START_TEST(build_failure_reports_the_log) {
   clbt_assert_ok(clbt_table_create(device, &config, &table));
   ck_assert_uint_eq(clbt_device_program_count(device), 1);
   clbt_table_destroy(table);
-  clbt_device_release(device);
-}
-END_TEST
-
-/* CLBT_BUILD_OPTIONS is part of the cache key. */
-START_TEST(build_options_are_a_specialisation) {
-  clbt_device *device = fresh_device();
-  clbt_table_config config = config_of(16, 0, 0);
-  clbt_assert_ok(clbt_table_prepare(device, &config));
-  setenv("CLBT_BUILD_OPTIONS", "-cl-fast-relaxed-math", 1);
-  clbt_assert_ok(clbt_table_prepare(device, &config));
-  ck_assert_uint_eq(clbt_device_program_count(device), 2);
-  char too_long[1200];
-  memset(too_long, 'x', sizeof too_long - 1);
-  too_long[sizeof too_long - 1] = '\0';
-  setenv("CLBT_BUILD_OPTIONS", too_long, 1);
-  clbt_assert_fails(clbt_table_prepare(device, &config), CLBT_INVALID_ARGUMENT,
-                    "CLBT_BUILD_OPTIONS is 1199 characters");
-  unsetenv("CLBT_BUILD_OPTIONS");
-  ck_assert_uint_eq(clbt_device_program_count(device), 2);
   clbt_device_release(device);
 }
 END_TEST
@@ -166,7 +146,6 @@ int main(void) {
   tcase_set_timeout(tc, 0);
   tcase_add_test(tc, tables_share_a_specialisation);
   tcase_add_test(tc, build_failure_reports_the_log);
-  tcase_add_test(tc, build_options_are_a_specialisation);
   tcase_add_test(tc, program_options_are_listed);
   tcase_add_test(tc, one_program_per_launch);
   suite_add_tcase(suite, tc);

@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -178,11 +179,81 @@ START_TEST(threads_share_one_device) {
 }
 END_TEST
 
+/*
+ * One thread changes a device's build options back and forth while another
+ * builds programs on it: each build takes one whole value (its options end
+ * with one or the other), and each read of the setting is one whole value.
+ */
+#define SETTING_A " -DCLBT_TEST_SETTING=1"
+#define SETTING_B " -DCLBT_TEST_SETTING=22222"
+
+typedef struct setter {
+  pthread_t handle;
+  clbt_device *device;
+  atomic_bool stop;
+  unsigned changes;
+  char failure[512];
+} setter;
+
+static void *change_settings(void *argument) {
+  setter *s = argument;
+  while (!atomic_load(&s->stop) && s->failure[0] == '\0') {
+    const char *value = (s->changes++ % 2 ? SETTING_B : SETTING_A) + 1;
+    char read[CLBT_BUILD_OPTIONS_SIZE];
+    clbt_status status = clbt_device_set_build_options(s->device, value);
+    if (!status)
+      status = clbt_device_build_options(s->device, read, sizeof read);
+    if (status)
+      snprintf(s->failure, sizeof s->failure, "%s: %s",
+               clbt_status_name(status), clbt_last_error());
+    else if (strcmp(read, SETTING_A + 1) && strcmp(read, SETTING_B + 1))
+      snprintf(s->failure, sizeof s->failure, "read '%s'", read);
+  }
+  return NULL;
+}
+
+static bool ends_with(const char *text, const char *end) {
+  size_t length = strlen(text), end_length = strlen(end);
+  return length >= end_length &&
+         strcmp(text + length - end_length, end) == 0;
+}
+
+START_TEST(settings_change_while_another_thread_builds) {
+  static setter s;
+  ck_assert_int_eq(clbt_device_open(NULL, &s.device), CLBT_SUCCESS);
+  clbt_assert_ok(clbt_device_set_build_options(s.device, SETTING_A + 1));
+  atomic_init(&s.stop, false);
+  ck_assert_int_eq(pthread_create(&s.handle, NULL, change_settings, &s), 0);
+  static const uint32_t block_sizes[] = {16, 32, 64, 128};
+  clbt_status statuses[4];
+  for (int i = 0; i < 4; ++i) {
+    clbt_table_config config = shared_config;
+    config.block_size = block_sizes[i];
+    statuses[i] = clbt_table_prepare(s.device, &config);
+  }
+  atomic_store(&s.stop, true);
+  ck_assert_int_eq(pthread_join(s.handle, NULL), 0);
+  ck_assert_msg(s.failure[0] == '\0', "setter: %s", s.failure);
+  ck_assert_uint_gt(s.changes, 1);
+  for (int i = 0; i < 4; ++i) clbt_assert_ok(statuses[i]);
+  ck_assert_uint_eq(clbt_device_program_count(s.device), 4);
+  for (size_t p = 0; p < 4; ++p) {
+    char options[CLBT_PROGRAM_OPTIONS_SIZE];
+    clbt_assert_ok(
+        clbt_device_program_options(s.device, p, options, sizeof options));
+    ck_assert_msg(ends_with(options, SETTING_A) || ends_with(options, SETTING_B),
+                  "program %zu: '%s'", p, options);
+  }
+  clbt_device_release(s.device);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("threads");
   TCase *tc = tcase_create("threads");
   tcase_set_timeout(tc, 0);
   tcase_add_test(tc, threads_share_one_device);
+  tcase_add_test(tc, settings_change_while_another_thread_builds);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

@@ -1,7 +1,8 @@
 /*
  * clbt info: the library version, the selected device with the properties
- * that matter to clbt, the settings clbt reads from the environment, the
- * programs a table config needs, and how long it takes to start a table of
+ * that matter to clbt, the settings clbt reads from the environment and the
+ * opened device's settings, the programs a table config needs, and how
+ * long it takes to start a table of
  * that config (open the device, prepare the programs, run the first slot
  * mapping); as text, or as JSON with --json.
  */
@@ -21,7 +22,8 @@
 static const char description[] =
     "Prints the library version; the selected device (CLBT_DEVICE) with its\n"
     "OpenCL C version, int64 support, maximum work-group size, compute units\n"
-    "and unified memory; the settings clbt reads from the environment; the\n"
+    "and unified memory; the settings clbt reads from the environment and\n"
+    "the device's build options and program cache directory that follow; the\n"
     "programs a multi-group table config needs; and the start-up of a table of\n"
     "that config, timed: opening the device, preparing the programs (built,\n"
     "or taken from the caches) and the first slot mapping of every group.\n";
@@ -45,6 +47,8 @@ typedef struct device_facts {
   size_t max_work_group_size;
   cl_uint compute_units;
   cl_bool unified_memory;
+  char build_options[CLBT_BUILD_OPTIONS_SIZE]; /* the handle's settings */
+  char cache_dir[CLBT_CACHE_DIR_SIZE];
 } device_facts;
 
 /* Everything info prints, gathered before it is printed. */
@@ -128,7 +132,8 @@ static bool read_int64(cl_device_id id, device_facts *facts) {
 }
 
 /* Reads the facts; returns NULL, or the name of the one it cannot read. */
-static const char *read_facts(cl_device_id id, device_facts *facts) {
+static const char *read_facts(clbt_device *device, device_facts *facts) {
+  cl_device_id id = clbt_device_id(device);
   const struct {
     cl_device_info what;
     size_t size;
@@ -163,6 +168,11 @@ static const char *read_facts(cl_device_id id, device_facts *facts) {
   if (clbt_device_selector(id, facts->selector, sizeof facts->selector) !=
       CLBT_SUCCESS)
     return "its selector";
+  if (clbt_device_build_options(device, facts->build_options,
+                                sizeof facts->build_options) != CLBT_SUCCESS ||
+      clbt_device_cache_dir(device, facts->cache_dir,
+                            sizeof facts->cache_dir) != CLBT_SUCCESS)
+    return "the handle's settings";
   return NULL;
 }
 
@@ -226,7 +236,7 @@ static void gather(gathered *info) {
     snprintf(info->error, sizeof info->error,
              "cannot open a device: %s: %s", clbt_status_name(status),
              clbt_last_error());
-  else if ((unread = read_facts(clbt_device_id(device), &info->device)))
+  else if ((unread = read_facts(device, &info->device)))
     snprintf(info->error, sizeof info->error,
              "cannot read %s of the device", unread);
   else if ((info->device_known = true) &&
@@ -262,6 +272,10 @@ static void add_device(report *root, const device_facts *d) {
   report_uint(device, "max_work_group_size", d->max_work_group_size);
   report_uint(device, "compute_units", d->compute_units);
   report_bool(device, "unified_memory", d->unified_memory);
+  report *settings = report_object(device, "settings");
+  report_string(settings, "build_options",
+                d->build_options[0] ? d->build_options : NULL);
+  report_string(settings, "cache_dir", d->cache_dir[0] ? d->cache_dir : NULL);
 }
 
 static void add_config(report *root, const clbt_multi_table_config *config) {

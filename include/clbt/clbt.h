@@ -296,21 +296,29 @@ typedef struct clbt_device clbt_device;
  * all. Examples: "portable:cpu", "nvidia:gpu:0", "1:gpu", ":cpu".
  * selector NULL reads the environment variable CLBT_DEVICE; when that is
  * unset or empty, the first GPU is taken, else the first device of any type.
+ * The handle's settings start as the environment says, read now and not
+ * again: its build options as CLBT_BUILD_OPTIONS, its program cache
+ * directory as CLBT_CACHE_DIR (unset: none); clbt_device_set_build_options
+ * and clbt_device_set_cache_dir change them.
  * Returns CLBT_SUCCESS and sets *out; CLBT_INVALID_SELECTOR for a malformed
  * selector, CLBT_NO_MATCHING_DEVICE when it matches nothing (the message
  * quotes it and lists the devices there are), CLBT_CL_PLATFORM_NOT_FOUND_KHR
  * when no OpenCL driver is installed, CLBT_UNSUPPORTED_DEVICE for a device
- * without OpenCL C 1.2 (or without 64-bit integers), or an OpenCL error.
+ * without OpenCL C 1.2 (or without 64-bit integers), CLBT_INVALID_ARGUMENT
+ * when CLBT_BUILD_OPTIONS or CLBT_CACHE_DIR is longer than its setter
+ * takes, or an OpenCL error.
  */
 CLBT_API clbt_status clbt_device_open(const char *selector, clbt_device **out);
 
 /**
  * Wraps the caller's own context, device and queue, retaining each (they
  * are released by clbt_device_release). The queue must belong to the
- * context and the device and must execute in order.
+ * context and the device and must execute in order. The handle's settings
+ * start from the environment, as clbt_device_open's do.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL object;
  * CLBT_CONTEXT_MISMATCH when the queue belongs to another context or
- * device; CLBT_INVALID_ARGUMENT for an out-of-order queue;
+ * device; CLBT_INVALID_ARGUMENT for an out-of-order queue, or a setting in
+ * the environment that is too long (as clbt_device_open);
  * CLBT_UNSUPPORTED_DEVICE; or an OpenCL error.
  */
 CLBT_API clbt_status clbt_device_wrap(cl_context context, cl_device_id device,
@@ -337,9 +345,67 @@ CLBT_API cl_device_id clbt_device_id(const clbt_device *device);
 CLBT_API cl_command_queue clbt_device_queue(const clbt_device *device);
 
 /**
+ * Sets the build options the device appends to clbt's own in every later
+ * program build; NULL or "" means none. The options are part of each
+ * program's key, so programs built before keep theirs, and so do the
+ * kernels of tables made before: only later builds see the change. A
+ * handle starts with CLBT_BUILD_OPTIONS (clbt_device_open). Other threads
+ * may use the device meanwhile: the call waits for a build in progress on
+ * it, which keeps the options it started with. Options the compiler
+ * refuses fail the builds that use them (CLBT_CL_BUILD_PROGRAM_FAILURE with
+ * the build log, or CLBT_CL_INVALID_BUILD_OPTIONS).
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL device;
+ * CLBT_INVALID_ARGUMENT for options of CLBT_BUILD_OPTIONS_SIZE characters
+ * or more, which leaves the device's options as they were.
+ */
+CLBT_API clbt_status clbt_device_set_build_options(clbt_device *device,
+                                                   const char *options);
+
+/**
+ * Writes to buf (size bytes, NUL-terminated) the device's build options,
+ * "" when it has none.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_BUFFER_TOO_SMALL when they
+ * do not fit (CLBT_BUILD_OPTIONS_SIZE bytes always suffice).
+ */
+CLBT_API clbt_status clbt_device_build_options(clbt_device *device, char *buf,
+                                               size_t size);
+
+/** The bytes that hold a device's build options, their NUL included. */
+#define CLBT_BUILD_OPTIONS_SIZE 256
+
+/**
+ * Sets the directory of the device's on-disk program cache for every later
+ * build: a build first looks there for the program's binary and stores
+ * what it builds from source (docs/cache.md). NULL or "" turns the cache
+ * off. The directory, and any missing parent, is created (mode 0700) at
+ * the first store; a relative path is taken from the working directory of
+ * each build. A directory that cannot be used costs only the cache: the
+ * builds succeed, with a warning. A handle starts with CLBT_CACHE_DIR
+ * (clbt_device_open). Other threads may use the device meanwhile, as with
+ * clbt_device_set_build_options.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL device;
+ * CLBT_INVALID_ARGUMENT for a directory of CLBT_CACHE_DIR_SIZE characters
+ * or more, which leaves the device's directory as it was.
+ */
+CLBT_API clbt_status clbt_device_set_cache_dir(clbt_device *device,
+                                               const char *directory);
+
+/**
+ * Writes to buf (size bytes, NUL-terminated) the device's program cache
+ * directory, "" when the cache is off.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_BUFFER_TOO_SMALL when it
+ * does not fit (CLBT_CACHE_DIR_SIZE bytes always suffice).
+ */
+CLBT_API clbt_status clbt_device_cache_dir(clbt_device *device, char *buf,
+                                           size_t size);
+
+/** The bytes that hold a device's cache directory, its NUL included. */
+#define CLBT_CACHE_DIR_SIZE 4096
+
+/**
  * The number of programs the device has built and cached: one per distinct
- * kernel specialisation (block sizes, CP parameters, CLBT_BUILD_OPTIONS)
- * among the tables made or prepared on it. 0 for NULL.
+ * kernel specialisation (block sizes, CP parameters, the device's build
+ * options) among the tables made or prepared on it. 0 for NULL.
  */
 CLBT_API size_t clbt_device_program_count(clbt_device *device);
 
@@ -436,10 +502,11 @@ typedef struct clbt_table clbt_table;
  * Creates a table on a device: zeroed host rows, a zeroed device copy, a
  * slot-mapping buffer filled with CLBT_PAD_SLOT_ID, and the slot-mapping
  * kernel (built now, or taken from the device's program cache; a
- * CLBT_SLOT_MODE_NONE table needs none). Each build appends the environment
- * variable CLBT_BUILD_OPTIONS, when set, to clbt's own options; with
- * CLBT_CACHE_DIR set, a build first looks for the program's binary there
- * and stores what it builds (docs/cache.md).
+ * CLBT_SLOT_MODE_NONE table needs none). Each build appends the device's
+ * build options to clbt's own; with a cache directory set on the device, a
+ * build first looks for the program's binary there and stores what it
+ * builds (clbt_device_set_build_options, clbt_device_set_cache_dir,
+ * docs/cache.md).
  * Returns CLBT_SUCCESS and sets *out; CLBT_NULL_ARGUMENT; CLBT_INVALID_CONFIG
  * for a zero required field, a kernel_block_size or cp_interleave_size that
  * does not divide block_size, cp_rank not below cp_world_size, an unknown
