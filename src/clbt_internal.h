@@ -53,7 +53,7 @@ clbt_status clbt__prefix_error(clbt_status status, const char *format, ...)
 #define CLBT__CL_TRY(call, status, label) \
   CLBT__CL_CHECK((call), #call, status, label)
 
-/* ---- devices (device.c, device_select.c, program.c) --------------------- */
+/* ---- devices (device.c, device_select.c, device_settings.c, program.c) -- */
 
 typedef struct clbt__program_entry clbt__program_entry;
 
@@ -140,6 +140,33 @@ clbt_status clbt__check_wait_list(cl_uint num_events,
  */
 clbt_status clbt__enqueue_marker(cl_command_queue queue, cl_uint num_events,
                                  const cl_event *wait_list, cl_event *event);
+
+/* ---- a caller's config structs (config.c) ------------------------------ */
+
+/*
+ * Reads a caller's config, of whichever version's layout its struct_size
+ * says, into the layout this library declares (struct_size then is
+ * sizeof): the fields the caller's struct has are copied, the others are
+ * 0, their default. Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL
+ * config; CLBT_INVALID_CONFIG for a struct_size clbt cannot read or a
+ * field of a later version that is not 0. Every public entry point that
+ * takes a config reads it through these first.
+ */
+clbt_status clbt__table_config_read(const clbt_table_config *given,
+                                    clbt_table_config *out);
+
+/*
+ * The same for a multi-group config, whose groups it checks too (each
+ * group's struct_size must be the first's). out->groups still points at
+ * the caller's array, whose elements may be larger or smaller than
+ * clbt_group_config: read a group only with clbt__group_config_at.
+ */
+clbt_status clbt__multi_table_config_read(const clbt_multi_table_config *given,
+                                          clbt_multi_table_config *out);
+
+/* Group g of a config read by clbt__multi_table_config_read, in our layout. */
+clbt_group_config clbt__group_config_at(const clbt_multi_table_config *config,
+                                        uint32_t g);
 
 /* ---- tables (table.c, table_rows.c, commit.c, launch.c, multi_table.c,
         reference.c) ------------------------------------------------------- */

@@ -191,7 +191,9 @@ clbt_status clbt__table_create(clbt_device *device,
 clbt_status clbt_table_create(clbt_device *device,
                               const clbt_table_config *config,
                               clbt_table **out) {
-  return clbt__table_create(device, config, true, out);
+  clbt_table_config read;
+  clbt_status status = clbt__table_config_read(config, &read);
+  return status ? status : clbt__table_create(device, &read, true, out);
 }
 
 void clbt_table_destroy(clbt_table *table) {
@@ -213,8 +215,10 @@ clbt_status clbt_table_prepare(clbt_device *device,
   if (!device || !config)
     return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
                       !device ? "device" : "config");
+  clbt_table_config read;
   clbt__table_layout layout;
-  clbt_status status = clbt__table_layout_init(config, &layout);
+  clbt_status status = clbt__table_config_read(config, &read);
+  if (!status) status = clbt__table_layout_init(&read, &layout);
   if (status || layout.slot_mode == CLBT_SLOT_MODE_NONE) return status;
   const clbt__group_spec *spec = &layout.spec;
   cl_program program;

@@ -234,6 +234,13 @@ static const bad_input cases[] = {
         .null = NULL_HANDLE, .config = &table_config),
     BAD(TABLE_PREPARE, "NULL config", CLBT_NULL_ARGUMENT, "config is NULL",
         .null = NULL_CONFIG),
+    TABLE_CONFIG_CASE("struct_size below 0.2's", CLBT_INVALID_CONFIG,
+                      "config: struct_size is 8; clbt reads 0 (the layout of "
+                      "0.2) or 40 to 4096",
+                      TABLE_CONFIG(.struct_size = 8, .block_size = 128,
+                                   .max_num_reqs = 1,
+                                   .max_num_blocks_per_req = 1,
+                                   .max_num_batched_tokens = 1)),
     TABLE_CONFIG_CASE("zero block_size", CLBT_INVALID_CONFIG,
                       "config->block_size is 0; it must be >= 1",
                       TABLE_CONFIG(.block_size = 0, .max_num_reqs = 1,
@@ -328,6 +335,14 @@ static const bad_input cases[] = {
         .null = NULL_HANDLE, .multi_config = &multi_config),
     BAD(MULTI_PREPARE, "NULL config", CLBT_NULL_ARGUMENT, "config is NULL",
         .null = NULL_CONFIG),
+    MULTI_CONFIG_CASE(
+        "groups of two struct sizes", CLBT_INVALID_CONFIG,
+        "config->groups[1]: struct_size says 40 bytes and groups[0]'s 24",
+        MULTI_CONFIG(.max_num_reqs = 1, .max_num_batched_tokens = 1,
+                     .num_groups = 2,
+                     .groups = GROUPS({.block_size = 16, .max_num_blocks = 1},
+                                      {.struct_size = 40, .block_size = 16,
+                                       .max_num_blocks = 1}))),
     MULTI_CONFIG_CASE(
         "zero num_groups", CLBT_INVALID_CONFIG, "config->num_groups is 0",
         MULTI_CONFIG(.max_num_reqs = 1, .max_num_batched_tokens = 1,

@@ -65,16 +65,16 @@ extern "C" {
 /** Major version: below 1, a minor release may change the API and ABI. */
 #define CLBT_VERSION_MAJOR 0
 /** Minor version. */
-#define CLBT_VERSION_MINOR 1
+#define CLBT_VERSION_MINOR 2
 /** Patch version: fixes only, same API and ABI. */
 #define CLBT_VERSION_PATCH 0
-/** MAJOR * 10000 + MINOR * 100 + PATCH: 100 for 0.1.0. */
+/** MAJOR * 10000 + MINOR * 100 + PATCH: 200 for 0.2.0. */
 #define CLBT_VERSION_NUMBER                                   \
   (CLBT_VERSION_MAJOR * 10000 + CLBT_VERSION_MINOR * 100 + \
    CLBT_VERSION_PATCH)
 #define CLBT__STRINGIFY_VALUE(x) #x
 #define CLBT__STRINGIFY(x) CLBT__STRINGIFY_VALUE(x)
-/** "MAJOR.MINOR.PATCH": "0.1.0". */
+/** "MAJOR.MINOR.PATCH": "0.2.0". */
 #define CLBT_VERSION_STRING                                      \
   CLBT__STRINGIFY(CLBT_VERSION_MAJOR) "." CLBT__STRINGIFY(       \
       CLBT_VERSION_MINOR) "." CLBT__STRINGIFY(CLBT_VERSION_PATCH)
@@ -475,11 +475,37 @@ typedef enum clbt_slot_mode {
   CLBT_SLOT_MODE_NONE = 1
 } clbt_slot_mode;
 
+/*
+ * Config structs (clbt_table_config, clbt_group_config,
+ * clbt_multi_table_config) may gain fields in later versions without
+ * breaking a compiled caller. Each starts with struct_size: the struct's
+ * size in the caller's header (the CLBT_*_CONFIG_INIT macros and
+ * `.struct_size = sizeof(clbt_table_config)` set it), or 0, which stands
+ * for the layout of version 0.2, the first with the field. clbt reads the
+ * fields the caller's struct has and gives those it lacks their default,
+ * 0; so a struct from an older header works with a newer library, and one
+ * from a newer header works with an older library when the fields the
+ * library does not know are 0 (otherwise CLBT_INVALID_CONFIG). A field
+ * added after 0.2 is read only when struct_size covers it: to set one, set
+ * struct_size. A zero-initialised config with its required fields set, as
+ * designated initializers write it, stays valid in every version.
+ * docs/design.md has the rules.
+ */
+/* An initializer of a config struct: struct_size set, every other field 0
+   (designated in C, where -Wextra warns of a positional one). */
+#ifdef __cplusplus
+#define CLBT__SIZED(type) {(uint32_t)sizeof(type)}
+#else
+#define CLBT__SIZED(type) {.struct_size = (uint32_t)sizeof(type)}
+#endif
+
 /**
  * A zero-initialised config with its required fields set is valid; 0 in an
  * optional field means its default.
  */
 typedef struct clbt_table_config {
+  uint32_t struct_size;            /**< 0 (the 0.2 layout) or
+                                      sizeof(clbt_table_config) */
   uint32_t block_size;             /**< required: KV-manager block, tokens */
   uint32_t kernel_block_size;      /**< attention kernel block; 0: block_size.
                                       Must divide block_size. */
@@ -495,6 +521,12 @@ typedef struct clbt_table_config {
   clbt_slot_mode slot_mode;        /**< 0: CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT */
 } clbt_table_config;
 
+/**
+ * A clbt_table_config whose struct_size is this header's size and whose
+ * other fields are 0: `clbt_table_config config = CLBT_TABLE_CONFIG_INIT;`
+ */
+#define CLBT_TABLE_CONFIG_INIT CLBT__SIZED(clbt_table_config)
+
 /** One KV-cache group's block table: host rows plus their device copy. */
 typedef struct clbt_table clbt_table;
 
@@ -508,7 +540,9 @@ typedef struct clbt_table clbt_table;
  * builds (clbt_device_set_build_options, clbt_device_set_cache_dir,
  * docs/cache.md).
  * Returns CLBT_SUCCESS and sets *out; CLBT_NULL_ARGUMENT; CLBT_INVALID_CONFIG
- * for a zero required field, a kernel_block_size or cp_interleave_size that
+ * for a struct_size clbt cannot read (nonzero and below the 0.2 size, above
+ * 4096, or larger than this library's struct with a field it does not know
+ * set), a zero required field, a kernel_block_size or cp_interleave_size that
  * does not divide block_size, cp_rank not below cp_world_size, an unknown
  * slot_mode or max_num_batched_tokens above INT32_MAX; CLBT_SIZE_OVERFLOW
  * when a width or buffer size overflows; CLBT_CL_BUILD_PROGRAM_FAILURE with
@@ -731,6 +765,9 @@ CLBT_API cl_mem clbt_table_rejected_tokens(const clbt_table *table);
  * required fields set, it is valid.
  */
 typedef struct clbt_group_config {
+  uint32_t struct_size;       /**< 0 (the 0.2 layout) or
+                                 sizeof(clbt_group_config); the same in
+                                 every element of one array */
   uint32_t block_size;        /**< required */
   uint32_t kernel_block_size; /**< 0: block_size */
   uint32_t max_num_blocks;    /**< required: KV-manager blocks, before the
@@ -741,19 +778,29 @@ typedef struct clbt_group_config {
                                  every CP rank, so it is not sharded */
 } clbt_group_config;
 
+/** A clbt_group_config with this header's struct_size, all else 0. */
+#define CLBT_GROUP_CONFIG_INIT CLBT__SIZED(clbt_group_config)
+
 /**
  * A multi-group table: the sizes its groups share, the groups, and the
  * context-parallel layout that applies to the sharded groups.
  */
 typedef struct clbt_multi_table_config {
+  uint32_t struct_size;            /**< 0 (the 0.2 layout) or
+                                      sizeof(clbt_multi_table_config) */
   uint32_t max_num_reqs;           /**< required */
   uint32_t max_num_batched_tokens; /**< required */
-  uint32_t num_groups;             /**< required */
-  const clbt_group_config *groups; /**< required: num_groups entries */
   uint32_t cp_world_size;          /**< 0 or 1: none */
   uint32_t cp_rank;                /**< below cp_world_size */
   uint32_t cp_interleave_size;     /**< 0: 1 */
+  uint32_t num_groups;             /**< required */
+  const clbt_group_config *groups; /**< required: num_groups entries, each
+                                      as large as groups[0].struct_size
+                                      says */
 } clbt_multi_table_config;
+
+/** A clbt_multi_table_config with this header's struct_size, all else 0. */
+#define CLBT_MULTI_TABLE_CONFIG_INIT CLBT__SIZED(clbt_multi_table_config)
 
 /** One clbt_table per KV-cache group, edited together (MultiGroupBlockTable).*/
 typedef struct clbt_multi_table clbt_multi_table;
@@ -764,7 +811,8 @@ typedef struct clbt_multi_table clbt_multi_table;
  * or with no alignment for a CLBT_SLOT_MODE_NONE group, as vLLM sizes them.
  * Returns as clbt_table_create does; the message names the group.
  * CLBT_INVALID_CONFIG for cp_rank not below cp_world_size (0 counting as
- * 1), whether or not any group is sharded.
+ * 1), whether or not any group is sharded, or for a group whose
+ * struct_size differs from groups[0]'s (the array's element size).
  */
 CLBT_API clbt_status clbt_multi_table_create(
     clbt_device *device, const clbt_multi_table_config *config,
