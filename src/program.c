@@ -29,7 +29,6 @@ static const struct {
                                      "commit_scatter.cl"},
 };
 
-
 struct clbt__program_entry {
   clbt__source source;              /* the cache key: source and options */
   char options[CLBT_PROGRAM_OPTIONS_SIZE];

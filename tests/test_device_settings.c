@@ -6,9 +6,7 @@
  */
 #include "clbt_test.h"
 
-#include <dirent.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 static const clbt_table_config config = {.block_size = 16,
                                          .max_num_reqs = 2,
@@ -116,28 +114,6 @@ START_TEST(handles_build_with_their_own_options) {
 }
 END_TEST
 
-static int count_files(const char *path) {
-  int count = 0;
-  DIR *dir = opendir(path);
-  ck_assert_ptr_nonnull(dir);
-  for (struct dirent *e = readdir(dir); e; e = readdir(dir))
-    count += e->d_name[0] != '.';
-  closedir(dir);
-  return count;
-}
-
-static void remove_directory(const char *path) {
-  DIR *dir = opendir(path);
-  ck_assert_ptr_nonnull(dir);
-  for (struct dirent *e = readdir(dir); e; e = readdir(dir)) {
-    char file[512];
-    snprintf(file, sizeof file, "%s/%s", path, e->d_name);
-    if (e->d_name[0] != '.') ck_assert_int_eq(unlink(file), 0);
-  }
-  closedir(dir);
-  ck_assert_int_eq(rmdir(path), 0);
-}
-
 /*
  * Each handle stores its programs in its own cache directory, and one
  * whose cache is off (or turned off) stores nothing.
@@ -152,24 +128,24 @@ START_TEST(handles_use_their_own_cache_directories) {
   clbt_assert_ok(clbt_device_set_cache_dir(first, first_dir));
   clbt_assert_ok(clbt_device_set_cache_dir(second, second_dir));
   clbt_assert_ok(clbt_table_prepare(first, &config));
-  ck_assert_int_eq(count_files(first_dir), 1);
-  ck_assert_int_eq(count_files(second_dir), 0);
+  ck_assert_int_eq(clbt_test_count_files(first_dir, NULL, 0), 1);
+  ck_assert_int_eq(clbt_test_count_files(second_dir, NULL, 0), 0);
   clbt_table_config other = config;
   other.block_size = 32;
   clbt_assert_ok(clbt_table_prepare(second, &other));
   clbt_assert_ok(clbt_table_prepare(off, &config));
   clbt_assert_ok(clbt_table_prepare(off, &other));
-  ck_assert_int_eq(count_files(first_dir), 1);
-  ck_assert_int_eq(count_files(second_dir), 1);
+  ck_assert_int_eq(clbt_test_count_files(first_dir, NULL, 0), 1);
+  ck_assert_int_eq(clbt_test_count_files(second_dir, NULL, 0), 1);
   clbt_assert_ok(clbt_device_set_cache_dir(first, ""));
   assert_cache_dir(first, "");
   clbt_assert_ok(clbt_table_prepare(first, &other));
-  ck_assert_int_eq(count_files(first_dir), 1);
+  ck_assert_int_eq(clbt_test_count_files(first_dir, NULL, 0), 1);
   clbt_device_release(first);
   clbt_device_release(second);
   clbt_device_release(off);
-  remove_directory(first_dir);
-  remove_directory(second_dir);
+  clbt_test_remove_tree(first_dir);
+  clbt_test_remove_tree(second_dir);
 }
 END_TEST
 

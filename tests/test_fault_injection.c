@@ -16,9 +16,7 @@
 #include "fault_injection.h"
 #include "fault_sites.h"
 
-#include <dirent.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 /* Rows {7, 3} and {5} of 4-token blocks; tokens at positions 1, 6 | 3, 4. */
 static const clbt_table_config table_config = {
@@ -190,18 +188,6 @@ static clbt_status destroy_in_flight(scenario *s) {
   return status;
 }
 
-static void remove_directory(const char *path) {
-  DIR *directory = opendir(path);
-  ck_assert_ptr_nonnull(directory);
-  for (struct dirent *e; (e = readdir(directory));) {
-    char file[512];
-    snprintf(file, sizeof file, "%s/%s", path, e->d_name);
-    if (e->d_name[0] != '.') ck_assert_int_eq(unlink(file), 0);
-  }
-  closedir(directory);
-  ck_assert_int_eq(rmdir(path), 0);
-}
-
 /*
  * The program cache: a program one device handle builds and stores in the
  * directory set on it, a second handle (whose programs are its own, and
@@ -222,7 +208,7 @@ static clbt_status use_binary_cache(scenario *s) {
   clbt_device_release(second);
   ck_assert_int_eq(unsetenv("CLBT_CACHE_DIR"), 0);
   clbt_assert_ok(clbt_device_set_cache_dir(s->device, NULL));
-  remove_directory(directory);
+  clbt_test_remove_tree(directory);
   return status;
 }
 
