@@ -333,7 +333,7 @@ static double median(double *values, uint32_t n) {
 
 /* Rank 0 prints each rank's device and median step time. */
 static void report_ranks(engine *e, const rank_info *me, double median_s) {
-  char selector[64] = "?", *selectors = NULL;
+  char selector[CLBT_SELECTOR_SIZE] = "?", *selectors = NULL;
   double *medians = NULL;
   clbt_device_selector(clbt_device_id(e->device), selector, sizeof selector);
   if (me->rank == 0) {

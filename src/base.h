@@ -1,8 +1,9 @@
 /*
- * The bottom layer of clbt's sources: errors and logging, which every
- * other file uses. Not installed; internal names carry the clbt__ prefix.
- * The layers, each header including the one below: base.h (status.c,
- * log.c, version.c, width.c), devices.h (device.c, device_select.c,
+ * The bottom layer of clbt's sources: errors, logging and the reading of a
+ * caller's config structs, which the other files use. Not installed;
+ * internal names carry the clbt__ prefix. The layers, each header
+ * including the one below: base.h (status.c, log.c, version.c, width.c,
+ * config.c), devices.h (device.c, device_select.c, device_settings.c,
  * program.c, binary_cache.c, queue.c), engine.h (group.c, table_rows.c,
  * staging.c, commit.c, launch.c, batch.c, engine.c), and the public
  * surfaces over the engine (table.c, multi_table.c, reference.c).
@@ -64,5 +65,32 @@ bool clbt__log_enabled(clbt_log_level level);
 /* Formats a message and delivers it when its level is enabled. */
 void clbt__log(clbt_log_level level, const char *format, ...)
     CLBT__PRINTF(2, 3);
+
+/* ---- a caller's config structs (config.c) ------------------------------ */
+
+/*
+ * Reads a caller's config, of whichever version's layout its struct_size
+ * says, into the layout this library declares (struct_size then is
+ * sizeof): the fields the caller's struct has are copied, the others are
+ * 0, their default. Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL
+ * config; CLBT_INVALID_CONFIG for a struct_size clbt cannot read or a
+ * field of a later version that is not 0. Every public entry point that
+ * takes a config reads it through these first.
+ */
+clbt_status clbt__table_config_read(const clbt_table_config *given,
+                                    clbt_table_config *out);
+
+/*
+ * The same for a multi-group config, whose groups it checks too (each
+ * group's struct_size must be the first's). out->groups still points at
+ * the caller's array, whose elements may be larger or smaller than
+ * clbt_group_config: read a group only with clbt__group_config_at.
+ */
+clbt_status clbt__multi_table_config_read(const clbt_multi_table_config *given,
+                                          clbt_multi_table_config *out);
+
+/* Group g of a config read by clbt__multi_table_config_read, in our layout. */
+clbt_group_config clbt__group_config_at(const clbt_multi_table_config *config,
+                                        uint32_t g);
 
 #endif /* CLBT_BASE_H */

@@ -1,5 +1,6 @@
 /*
- * The on-disk program cache (CLBT_CACHE_DIR, opt-in): program binaries
+ * The on-disk program cache (a device's cache directory, opt-in; the
+ * environment's default is CLBT_CACHE_DIR): program binaries
  * keyed by a hash of everything that shapes them, so that a new process
  * can skip the compiler. An entry is written to a temporary file and
  * renamed, so that a reader sees a whole entry or none. It carries the
@@ -27,6 +28,12 @@
 #define CLBT__CACHE_TEXT_SIZE 1024
 /* Room for a path and what went wrong with it. */
 #define CLBT__PROBLEM_SIZE (CLBT__CACHE_PATH_SIZE + 256)
+
+/* An entry's name after its directory. */
+#define CLBT__ENTRY_NAME_FORMAT "/%016" PRIx64 ".clbin"
+_Static_assert(CLBT_CACHE_DIR_SIZE - 1 + sizeof "/0123456789abcdef.clbin" <=
+                   CLBT__CACHE_PATH_SIZE,
+               "every entry's path fits in CLBT__CACHE_PATH_SIZE");
 
 static const char cache_magic[8] = {'C', 'L', 'B', 'T', 'B', 'I', 'N', '\0'};
 
@@ -88,11 +95,11 @@ static bool read_device_texts(cl_device_id device,
 bool clbt__binary_cache_locate(const clbt_device *device, const char *source,
                                size_t length, const char *options,
                                clbt__cache_entry *entry) {
-  const char *directory = getenv("CLBT_CACHE_DIR");
-  if (!directory || !*directory) return false;
+  const char *directory = device->cache_dir;
+  if (!*directory) return false;
   char texts[3][CLBT__CACHE_TEXT_SIZE];
   if (!read_device_texts(device->id, texts)) {
-    clbt__log(CLBT_LOG_WARN, "CLBT_CACHE_DIR: the device's name or versions "
+    clbt__log(CLBT_LOG_WARN, "program cache: the device's name or versions "
                              "are unreadable; building without the cache");
     return false;
   }
@@ -101,14 +108,8 @@ bool clbt__binary_cache_locate(const clbt_device *device, const char *source,
   key = hash_field(key, source, length);
   key = hash_text(key, options);
   for (int i = 0; i < 3; ++i) key = hash_text(key, texts[i]);
-  int written = snprintf(entry->path, sizeof entry->path,
-                         "%s/%016" PRIx64 ".clbin", directory, key);
-  if (written < 0 || (size_t)written >= sizeof entry->path) {
-    clbt__log(CLBT_LOG_WARN, "CLBT_CACHE_DIR is %zu characters; paths hold "
-              "%d; building without the cache",
-              strlen(directory), CLBT__CACHE_PATH_SIZE - 24);
-    return false;
-  }
+  snprintf(entry->path, sizeof entry->path, "%s" CLBT__ENTRY_NAME_FORMAT,
+           directory, key);
   entry->key = key;
   return true;
 }

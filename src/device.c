@@ -79,6 +79,8 @@ static clbt_status assemble(cl_context context, cl_device_id id,
     free(device);
     return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "mtx_init failed");
   }
+  status = clbt__device_settings_init(device);
+  if (status) goto fail;
   CLBT__CL_TRY(clRetainContext(context), status, fail);
   CLBT__CL_TRY(clRetainCommandQueue(queue), status, fail_context);
   CLBT__CL_TRY(clRetainDevice(id), status, fail_queue);

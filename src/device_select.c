@@ -12,6 +12,14 @@
 /* Longer names than these make clGet*Info fail, as no real device has. */
 #define CLBT__NAME_SIZE 1024
 #define CLBT__FIELD_SIZE 128
+/* A selector names a platform by at most 32 characters of its first word. */
+#define CLBT__PLATFORM_WORD_SIZE 33
+
+/* The longest selector: the word, the longest type and a 32-bit index. */
+_Static_assert(CLBT__PLATFORM_WORD_SIZE - 1 + sizeof ":accelerator:" - 1 +
+                       sizeof "4294967295" <=
+                   CLBT_SELECTOR_SIZE,
+               "CLBT_SELECTOR_SIZE holds every selector selector_of writes");
 
 /* One device of the machine, in platform then device order. */
 typedef struct clbt__device_entry {
@@ -252,8 +260,7 @@ static void platform_word(const char *platform_name, char *word, size_t size) {
 /*
  * The selector that picks entry: the platform's first word, its type and
  * its index among the devices that word and type match, which picks it even
- * when the word matches several platforms. At most 32 + 1 + 11 + 1 + 10
- * characters, so 64 bytes hold it.
+ * when the word matches several platforms. CLBT_SELECTOR_SIZE bytes hold it.
  */
 static void selector_of(const clbt__device_list *list,
                         const clbt__device_entry *entry, char *text,
@@ -261,16 +268,18 @@ static void selector_of(const clbt__device_list *list,
   clbt__selector selector;
   memset(&selector, 0, sizeof selector);
   parse_type(type_word(entry->type), &selector.type);
-  platform_word(entry->platform_name, selector.platform, 33);
+  platform_word(entry->platform_name, selector.platform,
+                CLBT__PLATFORM_WORD_SIZE);
   if (selector.platform[0] == '\0' || all_digits(selector.platform))
-    snprintf(selector.platform, 33, "%u", (unsigned)entry->platform_index);
+    snprintf(selector.platform, CLBT__PLATFORM_WORD_SIZE, "%u",
+             (unsigned)entry->platform_index);
   unsigned index = 0;
   for (size_t i = 0; i < list->count && &list->entries[i] != entry; ++i)
     if (platform_matches(selector.platform, &list->entries[i]) &&
         (list->entries[i].type & selector.type))
       ++index;
-  snprintf(text, size, "%.32s:%s:%u", selector.platform,
-           type_word(entry->type), index);
+  snprintf(text, size, "%.*s:%s:%u", CLBT__PLATFORM_WORD_SIZE - 1,
+           selector.platform, type_word(entry->type), index);
 }
 
 /* Writes "selector  platform / device" lines for an error message. */
@@ -280,7 +289,7 @@ static void describe_devices(const clbt__device_list *list, char *text,
   text[0] = '\0';
   if (list->count == 0) snprintf(text, size, " (none)");
   for (size_t i = 0; i < list->count && used < size; ++i) {
-    char selector[64];
+    char selector[CLBT_SELECTOR_SIZE];
     selector_of(list, &list->entries[i], selector, sizeof selector);
     int written = snprintf(text + used, size - used, "\n  %-20s %s / %s",
                            selector, list->entries[i].platform_name,
@@ -295,7 +304,7 @@ static void log_choice(const clbt__device_list *list,
                        const clbt__device_entry *entry, const char *source,
                        const char *selector_text) {
   if (!clbt__log_enabled(CLBT_LOG_INFO)) return;
-  char selector[64], reason[CLBT__FIELD_SIZE * 4];
+  char selector[CLBT_SELECTOR_SIZE], reason[CLBT__FIELD_SIZE * 4];
   selector_of(list, entry, selector, sizeof selector);
   if (selector_text && selector_text[0])
     snprintf(reason, sizeof reason, "%s='%s'", source, selector_text);
@@ -351,7 +360,7 @@ clbt_status clbt_device_selector(cl_device_id device, char *buf, size_t size) {
                         "device %p is not a device of an installed platform",
                         (void *)device);
   } else {
-    char selector[64];
+    char selector[CLBT_SELECTOR_SIZE];
     selector_of(&list, entry, selector, sizeof selector);
     if (strlen(selector) >= size)
       status = clbt__fail(CLBT_BUFFER_TOO_SMALL,

@@ -11,7 +11,8 @@
 #include <stdatomic.h>
 #include <threads.h>
 
-/* ---- devices (device.c, device_select.c) and programs (program.c) ------- */
+/* ---- devices (device.c, device_select.c, device_settings.c), programs
+        (program.c) ------------------------------------------------------- */
 
 typedef struct clbt__program_entry clbt__program_entry;
 
@@ -30,12 +31,21 @@ struct clbt_device {
   cl_device_id id;
   cl_command_queue queue;
   clbt__device_properties properties;
-  mtx_t programs_lock;            /* guards programs */
+  mtx_t programs_lock;            /* guards programs and the settings */
   clbt__program_entry *programs;  /* built programs, keyed by options */
+  /* The settings (device_settings.c); "": none. */
+  char build_options[CLBT_BUILD_OPTIONS_SIZE]; /* appended to every build's */
+  char cache_dir[CLBT_CACHE_DIR_SIZE];         /* the on-disk program cache */
 };
 
 /* Takes a reference for a table that uses the device. */
 void clbt__device_retain(clbt_device *device);
+
+/*
+ * Gives a new handle the environment's settings (CLBT_BUILD_OPTIONS,
+ * CLBT_CACHE_DIR); CLBT_INVALID_ARGUMENT for a value too long to keep.
+ */
+clbt_status clbt__device_settings_init(clbt_device *device);
 
 /*
  * Finds the device a selector picks (NULL or "": the default rule). source
@@ -54,9 +64,18 @@ typedef enum clbt__source {
 } clbt__source;
 
 /*
- * Returns the program of a source built with clbt's common options plus
- * specific_options, building and caching it on the first request; the cache
- * keeps the reference. Thread-safe.
+ * The bytes a source's specific options take at most, with their NUL: eight
+ * groups of five numbers of at most ten digits and the rest take about 630.
+ * With clbt's common options and the device's build options they fit in
+ * CLBT_PROGRAM_OPTIONS_SIZE (program.c checks).
+ */
+#define CLBT__SPECIFIC_OPTIONS_SIZE 704
+
+/*
+ * Returns the program of a source built with clbt's common options,
+ * specific_options (shorter than CLBT__SPECIFIC_OPTIONS_SIZE) and the
+ * device's build options, building and caching it on the first request;
+ * the cache keeps the reference. Thread-safe.
  */
 clbt_status clbt__program_get(clbt_device *device, clbt__source source,
                               const char *specific_options,
@@ -97,18 +116,20 @@ clbt_status clbt__enqueue_marker(cl_command_queue queue, cl_uint num_events,
 
 /* ---- the on-disk program cache (binary_cache.c) ------------------------- */
 
-#define CLBT__CACHE_PATH_SIZE 4096
+/* A cache directory, then "/<16 hex digits>.clbin" (binary_cache.c checks). */
+#define CLBT__CACHE_PATH_SIZE (CLBT_CACHE_DIR_SIZE + 24)
 
-/* Where CLBT_CACHE_DIR keeps one program, and the key that names it. */
+/* Where the program cache keeps one program, and the key that names it. */
 typedef struct clbt__cache_entry {
   char path[CLBT__CACHE_PATH_SIZE];
   uint64_t key;
 } clbt__cache_entry;
 
 /*
- * Finds the entry for a program built from source with options on device.
- * Returns false when the cache is off (CLBT_CACHE_DIR unset or empty) or
- * the entry cannot be named (logged as a warning).
+ * Finds the entry for a program built from source with options on device,
+ * in the device's cache directory; the caller holds programs_lock. Returns
+ * false when the device's cache is off or the entry cannot be named
+ * (logged as a warning).
  */
 bool clbt__binary_cache_locate(const clbt_device *device, const char *source,
                                size_t length, const char *options,

@@ -38,7 +38,7 @@ clbt_status clbt__table_layout_init(const clbt_table_config *config,
                                     clbt__table_layout *layout);
 
 /* The most groups one slot-mapping launch serves (cl/slot_mapping.cl). */
-#define CLBT__MAX_LAUNCH_GROUPS 8
+#define CLBT__MAX_LAUNCH_GROUPS CLBT_MAX_LAUNCH_GROUPS
 
 /* A slot-mapping batch as the caller gave it. */
 typedef struct clbt__batch {

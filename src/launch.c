@@ -33,10 +33,9 @@ static const size_t spec_field_offsets[] = {
 };
 #define NUM_SPEC_FIELDS (sizeof spec_field_offsets / sizeof(size_t))
 
-/* Eight groups of " -DCLBT_GROUP_<g>=" and their constants of at most ten
-   digits, and the common options. */
-#define CLBT__SPEC_OPTIONS_SIZE \
-  (128 + CLBT__MAX_LAUNCH_GROUPS * (20 + NUM_SPEC_FIELDS * 11))
+/* " -DCLBT_GROUP_<g>=" and its constants for eight groups, and the rest
+   (devices.h says how long they can get). */
+#define CLBT__SPEC_OPTIONS_SIZE CLBT__SPECIFIC_OPTIONS_SIZE
 
 /*
  * query_start_loc is searched in local memory when a copy of it takes at

@@ -14,7 +14,7 @@
 #include <threads.h>
 
 /* As much as clbt_last_error holds (a build log), or a path and options. */
-#define CLBT__LOG_MESSAGE_SIZE 8192
+#define CLBT__LOG_MESSAGE_SIZE CLBT_LAST_ERROR_SIZE
 /* How much of a bad CLBT_LOG value the warning quotes. */
 #define CLBT__LOG_QUOTE_SIZE 64
 

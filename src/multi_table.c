@@ -16,7 +16,8 @@
 /* The single-table config of group g; the caller names the group. */
 static clbt_status group_config(const clbt_multi_table_config *config,
                                 uint32_t g, clbt_table_config *out) {
-  const clbt_group_config *group = &config->groups[g];
+  const clbt_group_config read = clbt__group_config_at(config, g),
+                          *group = &read;
   bool maps_tokens = group->slot_mode == CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT;
   uint32_t kv_blocks = 0;
   if (group->max_num_blocks == 0)
@@ -45,9 +46,7 @@ static clbt_status group_config(const clbt_multi_table_config *config,
 
 static clbt_status check_config(const clbt_device *device,
                                 const clbt_multi_table_config *config) {
-  if (!device || !config)
-    return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
-                      !device ? "device" : "config");
+  if (!device) return clbt__fail(CLBT_NULL_ARGUMENT, "device is NULL");
   if (config->num_groups == 0)
     return clbt__fail(CLBT_INVALID_CONFIG,
                       "config->num_groups is 0; it must be >= 1");
@@ -81,12 +80,14 @@ static clbt_status group_layouts(const clbt_multi_table_config *config,
 }
 
 clbt_status clbt_multi_table_create(clbt_device *device,
-                                    const clbt_multi_table_config *config,
+                                    const clbt_multi_table_config *given,
                                     clbt_multi_table **out) {
-  if (device && config && !out)
-    return clbt__fail(CLBT_NULL_ARGUMENT, "out is NULL");
+  clbt_multi_table_config read, *config = &read;
+  clbt_status status = clbt__multi_table_config_read(given, &read);
+  if (!status && device && !out)
+    status = clbt__fail(CLBT_NULL_ARGUMENT, "out is NULL");
+  if (!status) status = check_config(device, config);
   clbt__table_layout *layouts = NULL;
-  clbt_status status = check_config(device, config);
   if (!status) status = group_layouts(config, &layouts);
   if (!status)
     status = clbt__engine_create(device, layouts, config->num_groups, false,
@@ -100,9 +101,11 @@ void clbt_multi_table_destroy(clbt_multi_table *table) {
 }
 
 clbt_status clbt_multi_table_prepare(clbt_device *device,
-                                     const clbt_multi_table_config *config) {
+                                     const clbt_multi_table_config *given) {
+  clbt_multi_table_config read, *config = &read;
+  clbt_status status = clbt__multi_table_config_read(given, &read);
+  if (!status) status = check_config(device, config);
   clbt__table_layout *layouts = NULL;
-  clbt_status status = check_config(device, config);
   if (!status) status = group_layouts(config, &layouts);
   if (!status) status = clbt__engine_prepare(device, layouts, config->num_groups);
   free(layouts);

@@ -29,28 +29,27 @@ static const struct {
                                      "commit_scatter.cl"},
 };
 
-/* Room for eight groups' defines, plus CLBT_BUILD_OPTIONS. */
-#define CLBT__OPTIONS_SIZE 1024
-
 struct clbt__program_entry {
   clbt__source source;              /* the cache key: source and options */
-  char options[CLBT__OPTIONS_SIZE];
+  char options[CLBT_PROGRAM_OPTIONS_SIZE];
   cl_program program;
   clbt__program_entry *next;
 };
 
-/* clbt's options for every build, the caller's, then CLBT_BUILD_OPTIONS. */
-static clbt_status format_options(const char *specific, const char *extra,
-                                  char *options) {
-  int length = snprintf(options, CLBT__OPTIONS_SIZE, "-cl-std=CL1.2 %s%s%s",
-                        specific, extra ? " " : "", extra ? extra : "");
-  if (length < 0 || length >= CLBT__OPTIONS_SIZE)
-    return clbt__fail(CLBT_INVALID_ARGUMENT,
-                      "CLBT_BUILD_OPTIONS is %zu characters; with clbt's own "
-                      "options ('%s') the build options hold at most %d",
-                      strlen(extra ? extra : ""), specific,
-                      CLBT__OPTIONS_SIZE - 1);
-  return CLBT_SUCCESS;
+/* clbt's options for every build. */
+#define CLBT__COMMON_OPTIONS "-cl-std=CL1.2"
+
+/* Each part's NUL stands for the space after it, the last one's for the NUL. */
+_Static_assert(sizeof CLBT__COMMON_OPTIONS + CLBT__SPECIFIC_OPTIONS_SIZE +
+                       CLBT_BUILD_OPTIONS_SIZE <=
+                   CLBT_PROGRAM_OPTIONS_SIZE,
+               "CLBT_PROGRAM_OPTIONS_SIZE holds every program's options");
+
+/* clbt's common options, the source's, then the device's build options. */
+static void format_options(const char *specific, const char *extra,
+                           char *options) {
+  snprintf(options, CLBT_PROGRAM_OPTIONS_SIZE, "%s %s%s%s",
+           CLBT__COMMON_OPTIONS, specific, *extra ? " " : "", extra);
 }
 
 /* Records a build failure with as much of the build log as the message holds. */
@@ -108,8 +107,8 @@ static double milliseconds_since(const struct timespec *start) {
  * stores it there), and says at debug level which, and how long it took.
  */
 static clbt_status build(const clbt_device *device, clbt__source source_id,
-                         const char *options, const char *extra,
-                         cl_program *out) {
+                         const char *options, cl_program *out) {
+  const char *extra = device->build_options;
   struct timespec start;
   timespec_get(&start, TIME_UTC);
   clbt__cache_entry entry;
@@ -130,8 +129,8 @@ static clbt_status build(const clbt_device *device, clbt__source source_id,
             from_cache ? "cache entry " : "source",
             from_cache ? entry.path : "", milliseconds_since(&start),
             sources[source_id].file, options,
-            extra ? " (CLBT_BUILD_OPTIONS '" : "", extra ? extra : "",
-            extra ? "' appended)" : "");
+            *extra ? " (the device's build options '" : "", extra,
+            *extra ? "' appended)" : "");
   *out = program;
   return CLBT_SUCCESS;
 }
@@ -147,20 +146,20 @@ static cl_program find(const clbt_device *device, clbt__source source,
 clbt_status clbt__program_get(clbt_device *device, clbt__source source,
                               const char *specific_options,
                               cl_program *program) {
-  char options[CLBT__OPTIONS_SIZE];
-  /* Read once, so that the options built and the options logged agree. */
-  const char *extra = getenv("CLBT_BUILD_OPTIONS");
-  clbt_status status = format_options(specific_options, extra, options);
-  if (status) return status;
-  /* Held across the build so that two threads never build the same program. */
+  char options[CLBT_PROGRAM_OPTIONS_SIZE];
+  clbt_status status = CLBT_SUCCESS;
+  /* Held across the build so that two threads never build the same
+     program, and so that the device's settings stay as the build read
+     them. */
   mtx_lock(&device->programs_lock);
+  format_options(specific_options, device->build_options, options);
   *program = find(device, source, options);
   if (!*program) {
     clbt__program_entry *entry = malloc(sizeof *entry);
     if (!entry)
       status = clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for a program");
     else
-      status = build(device, source, options, extra, &entry->program);
+      status = build(device, source, options, &entry->program);
     if (status == CLBT_SUCCESS) {
       entry->source = source;
       memcpy(entry->options, options, sizeof options);

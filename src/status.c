@@ -5,10 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Long enough for a build log's first lines or a list of a machine's devices. */
-#define CLBT__MESSAGE_SIZE 8192
-
-static _Thread_local char last_error[CLBT__MESSAGE_SIZE];
+static _Thread_local char last_error[CLBT_LAST_ERROR_SIZE];
 
 const char *clbt_status_string(clbt_status status) {
   switch (status) {

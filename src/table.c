@@ -11,12 +11,14 @@
 clbt_status clbt_table_create(clbt_device *device,
                               const clbt_table_config *config,
                               clbt_table **out) {
-  if (!device || !config || !out)
-    return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
-                      !device ? "device" : !config ? "config" : "out");
+  clbt_table_config read;
   clbt__table_layout layout;
   clbt_multi_table *engine = NULL;
-  clbt_status status = clbt__table_layout_init(config, &layout);
+  clbt_status status = clbt__table_config_read(config, &read);
+  if (!status && (!device || !out))
+    status = clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
+                        !device ? "device" : "out");
+  if (!status) status = clbt__table_layout_init(&read, &layout);
   if (!status) status = clbt__engine_create(device, &layout, 1, true, &engine);
   if (!status) *out = engine->groups[0];
   return status;
@@ -36,8 +38,10 @@ clbt_status clbt_table_prepare(clbt_device *device,
   if (!device || !config)
     return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
                       !device ? "device" : "config");
+  clbt_table_config read;
   clbt__table_layout layout;
-  clbt_status status = clbt__table_layout_init(config, &layout);
+  clbt_status status = clbt__table_config_read(config, &read);
+  if (!status) status = clbt__table_layout_init(&read, &layout);
   if (!status) status = clbt__engine_prepare(device, &layout, 1);
   return status;
 }

@@ -1,8 +1,10 @@
 #include "clbt_test.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static clbt_device *device;
 
@@ -116,4 +118,33 @@ void clbt_test_assert_in_sync(cl_command_queue queue, const clbt_table *table,
   }
   free(rows);
   free(lengths);
+}
+
+int clbt_test_count_files(const char *path, char *first_path, size_t size) {
+  int count = 0;
+  DIR *dir = opendir(path);
+  ck_assert_ptr_nonnull(dir);
+  for (struct dirent *e = readdir(dir); e; e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    if (count++ == 0 && first_path)
+      snprintf(first_path, size, "%s/%s", path, e->d_name);
+  }
+  closedir(dir);
+  return count;
+}
+
+void clbt_test_remove_tree(const char *path) {
+  DIR *dir = opendir(path);
+  if (!dir) {
+    remove(path);
+    return;
+  }
+  for (struct dirent *e = readdir(dir); e; e = readdir(dir)) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    char child[1024];
+    snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+    clbt_test_remove_tree(child);
+  }
+  closedir(dir);
+  rmdir(path);
 }

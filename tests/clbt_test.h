@@ -76,4 +76,12 @@ void clbt_test_snapshot_check(clbt_test_snapshot *snapshot,
 void clbt_test_assert_in_sync(cl_command_queue queue, const clbt_table *table,
                               uint32_t max_num_reqs);
 
+/*
+ * Program cache directories: the files in one, not counting hidden ones
+ * (the first one's path goes to first_path when it is not NULL), and
+ * removing one with everything under it.
+ */
+int clbt_test_count_files(const char *path, char *first_path, size_t size);
+void clbt_test_remove_tree(const char *path);
+
 #endif /* CLBT_TEST_H */

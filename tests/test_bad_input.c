@@ -146,8 +146,9 @@ typedef enum function {
   TABLE_LAST_COMMIT, MULTI_ENQUEUE_COMMIT, MULTI_ENQUEUE_SLOT_MAPPING,
   LOG_SET_LEVEL, DEVICE_PROGRAM_OPTIONS,
   TABLE_APPEND_ROWS, TABLE_ADD_ROWS, MULTI_APPEND_ROWS, MULTI_ADD_ROWS,
-  DEVICE_OPEN, DEVICE_WRAP, DEVICE_SELECTOR, BLOCK_TABLE_WIDTH,
-  TABLE_TRUNCATE_ROW, MULTI_TRUNCATE_ROW
+  DEVICE_OPEN, DEVICE_WRAP, DEVICE_SELECTOR, DEVICE_SET_BUILD_OPTIONS,
+  DEVICE_BUILD_OPTIONS, DEVICE_SET_CACHE_DIR, DEVICE_CACHE_DIR,
+  BLOCK_TABLE_WIDTH, TABLE_TRUNCATE_ROW, MULTI_TRUNCATE_ROW
 } function;
 
 static const char *const function_names[] = {
@@ -168,7 +169,9 @@ static const char *const function_names[] = {
     "clbt_device_program_options", "clbt_table_append_rows",
     "clbt_table_add_rows", "clbt_multi_table_append_rows",
     "clbt_multi_table_add_rows", "clbt_device_open", "clbt_device_wrap",
-    "clbt_device_selector", "clbt_block_table_width",
+    "clbt_device_selector", "clbt_device_set_build_options",
+    "clbt_device_build_options", "clbt_device_set_cache_dir",
+    "clbt_device_cache_dir", "clbt_block_table_width",
     "clbt_table_truncate_row", "clbt_multi_table_truncate_row"};
 
 /* Which pointer argument, if any, is NULL. */
@@ -201,6 +204,7 @@ typedef struct bad_input {
   const clbt_multi_table_config *multi_config;
   const char *selector;
   size_t size;          /* of the selector buffer */
+  size_t setting_length; /* a setter's value: this many characters */
   queue_kind queue;
   uint32_t width_args[4]; /* max_num_blocks, block, kernel block, alignment */
   uint32_t num_events;  /* of an enqueue's wait list */
@@ -239,6 +243,13 @@ static const bad_input cases[] = {
         .null = NULL_HANDLE, .config = &table_config),
     BAD(TABLE_PREPARE, "NULL config", CLBT_NULL_ARGUMENT, "config is NULL",
         .null = NULL_CONFIG),
+    TABLE_CONFIG_CASE("struct_size below 0.2's", CLBT_INVALID_CONFIG,
+                      "config: struct_size is 8; clbt reads 0 (the layout of "
+                      "0.2) or 40 to 4096",
+                      TABLE_CONFIG(.struct_size = 8, .block_size = 128,
+                                   .max_num_reqs = 1,
+                                   .max_num_blocks_per_req = 1,
+                                   .max_num_batched_tokens = 1)),
     TABLE_CONFIG_CASE("zero block_size", CLBT_INVALID_CONFIG,
                       "config->block_size is 0; it must be >= 1",
                       TABLE_CONFIG(.block_size = 0, .max_num_reqs = 1,
@@ -333,6 +344,14 @@ static const bad_input cases[] = {
         .null = NULL_HANDLE, .multi_config = &multi_config),
     BAD(MULTI_PREPARE, "NULL config", CLBT_NULL_ARGUMENT, "config is NULL",
         .null = NULL_CONFIG),
+    MULTI_CONFIG_CASE(
+        "groups of two struct sizes", CLBT_INVALID_CONFIG,
+        "config->groups[1]: struct_size says 40 bytes and groups[0]'s 24",
+        MULTI_CONFIG(.max_num_reqs = 1, .max_num_batched_tokens = 1,
+                     .num_groups = 2,
+                     .groups = GROUPS({.block_size = 16, .max_num_blocks = 1},
+                                      {.struct_size = 40, .block_size = 16,
+                                       .max_num_blocks = 1}))),
     MULTI_CONFIG_CASE(
         "zero num_groups", CLBT_INVALID_CONFIG, "config->num_groups is 0",
         MULTI_CONFIG(.max_num_reqs = 1, .max_num_batched_tokens = 1,
@@ -815,6 +834,30 @@ static const bad_input cases[] = {
     BAD(DEVICE_SELECTOR, "a handle of no installed platform",
         CLBT_NO_MATCHING_DEVICE, "is not a device of an installed platform",
         .null = NULL_HANDLE, .size = 64),
+    BAD(DEVICE_SET_BUILD_OPTIONS, "NULL device", CLBT_NULL_ARGUMENT,
+        "device is NULL", .null = NULL_HANDLE),
+    BAD(DEVICE_SET_BUILD_OPTIONS, "options one character too long",
+        CLBT_INVALID_ARGUMENT,
+        "options is 256 characters; at most 255 (CLBT_BUILD_OPTIONS_SIZE - 1)",
+        .setting_length = CLBT_BUILD_OPTIONS_SIZE),
+    BAD(DEVICE_BUILD_OPTIONS, "NULL device", CLBT_NULL_ARGUMENT,
+        "device is NULL", .null = NULL_HANDLE, .size = 64),
+    BAD(DEVICE_BUILD_OPTIONS, "NULL buf", CLBT_NULL_ARGUMENT, "buf is NULL",
+        .null = NULL_OUT, .size = 64),
+    BAD(DEVICE_BUILD_OPTIONS, "size 0", CLBT_BUFFER_TOO_SMALL,
+        "size is 0 bytes; the build option string needs 1", .size = 0),
+    BAD(DEVICE_SET_CACHE_DIR, "NULL device", CLBT_NULL_ARGUMENT,
+        "device is NULL", .null = NULL_HANDLE),
+    BAD(DEVICE_SET_CACHE_DIR, "directory one character too long",
+        CLBT_INVALID_ARGUMENT,
+        "directory is 4096 characters; at most 4095 (CLBT_CACHE_DIR_SIZE - 1)",
+        .setting_length = CLBT_CACHE_DIR_SIZE),
+    BAD(DEVICE_CACHE_DIR, "NULL device", CLBT_NULL_ARGUMENT, "device is NULL",
+        .null = NULL_HANDLE, .size = 64),
+    BAD(DEVICE_CACHE_DIR, "NULL buf", CLBT_NULL_ARGUMENT, "buf is NULL",
+        .null = NULL_OUT, .size = 64),
+    BAD(DEVICE_CACHE_DIR, "size 0", CLBT_BUFFER_TOO_SMALL,
+        "size is 0 bytes; the cache directory needs 1", .size = 0),
     BAD(BLOCK_TABLE_WIDTH, "NULL width", CLBT_NULL_ARGUMENT, "width is NULL",
         .null = NULL_OUT, .width_args = {1, 16, 0, 0}),
     BAD(BLOCK_TABLE_WIDTH, "zero block_size", CLBT_INVALID_CONFIG,
@@ -840,7 +883,7 @@ typedef struct outputs {
   clbt_multi_table *multi;
   clbt_device *device;
   uint32_t count, width;
-  char selector[64];
+  char selector[CLBT_SELECTOR_SIZE];
   int64_t slots[8];
   clbt_commit_info commit;
 } outputs;
@@ -995,6 +1038,25 @@ static clbt_status call_device(const bad_input *c, const fixture *f,
   }
 }
 
+/* A device's settings: the test device's, which the cases must not change. */
+static clbt_status call_settings(const bad_input *c, outputs *out) {
+  clbt_device *device = c->null == NULL_HANDLE ? NULL : clbt_test_device();
+  char *buf = c->null == NULL_OUT ? NULL : out->selector;
+  static char value[CLBT_CACHE_DIR_SIZE + 1];
+  memset(value, 'x', c->setting_length);
+  value[c->setting_length] = '\0';
+  switch (c->function) {
+  case DEVICE_SET_BUILD_OPTIONS:
+    return clbt_device_set_build_options(device, value);
+  case DEVICE_BUILD_OPTIONS:
+    return clbt_device_build_options(device, buf, c->size);
+  case DEVICE_SET_CACHE_DIR:
+    return clbt_device_set_cache_dir(device, value);
+  default: /* DEVICE_CACHE_DIR */
+    return clbt_device_cache_dir(device, buf, c->size);
+  }
+}
+
 /* The enqueuing calls, the commit mode and the log level, and the
    device's program list. */
 static clbt_status call_new(const bad_input *c, const fixture *f,
@@ -1078,6 +1140,9 @@ static clbt_status call(const bad_input *c, const fixture *f, outputs *out) {
   case DEVICE_OPEN: case DEVICE_WRAP: case DEVICE_SELECTOR:
   case BLOCK_TABLE_WIDTH:
     return call_device(c, f, out);
+  case DEVICE_SET_BUILD_OPTIONS: case DEVICE_BUILD_OPTIONS:
+  case DEVICE_SET_CACHE_DIR: case DEVICE_CACHE_DIR:
+    return call_settings(c, out);
   case MULTI_APPEND_ROW: case MULTI_ADD_ROW: case MULTI_CLEAR_ROW:
   case MULTI_TRUNCATE_ROW:
   case MULTI_MOVE_ROW: case MULTI_SWAP_ROW: case MULTI_COMMIT: case MULTI_CLEAR:
@@ -1094,6 +1159,18 @@ static const clbt_table *fixture_table(const fixture *f, uint32_t i) {
   return i == 0 ? f->table : clbt_multi_table_group(f->multi, i - 1);
 }
 enum { FIXTURE_TABLES = 3 };
+
+/* The test device's settings, which no case may change. */
+typedef struct settings {
+  char options[CLBT_BUILD_OPTIONS_SIZE], directory[CLBT_CACHE_DIR_SIZE];
+} settings;
+
+static void read_settings(settings *into) {
+  clbt_assert_ok(clbt_device_build_options(
+      clbt_test_device(), into->options, sizeof into->options));
+  clbt_assert_ok(clbt_device_cache_dir(clbt_test_device(), into->directory,
+                                       sizeof into->directory));
+}
 
 /* The device side no refused call may touch: outputs still poisoned,
    rejected-token counters still 0. */
@@ -1126,6 +1203,8 @@ static void run_case(const bad_input *c, const fixture *f) {
   outputs out, untouched;
   memset(&out, 0xA5, sizeof out);
   untouched = out;
+  static settings settings_before, settings_after;
+  read_settings(&settings_before);
 
   clbt_status status = call(c, f, &out);
   ck_assert_msg(status == c->status, "%s: returned %s, expected %s (%s)",
@@ -1139,6 +1218,11 @@ static void run_case(const bad_input *c, const fixture *f) {
   for (uint32_t i = 0; i < FIXTURE_TABLES; ++i)
     clbt_test_snapshot_check(&before[i], fixture_table(f, i));
   check_device_outputs(f, context);
+  read_settings(&settings_after);
+  ck_assert_msg(
+      strcmp(settings_before.options, settings_after.options) == 0 &&
+          strcmp(settings_before.directory, settings_after.directory) == 0,
+      "%s: the device's settings changed", context);
 }
 
 START_TEST(every_function_refuses_every_bad_argument) {

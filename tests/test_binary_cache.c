@@ -6,7 +6,6 @@
  */
 #include "clbt_test.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -48,41 +47,11 @@ static void setup(void) {
   clbt_assert_ok(clbt_log_set_level(CLBT_LOG_DEBUG));
 }
 
-static void remove_tree(const char *path) {
-  DIR *dir = opendir(path);
-  if (!dir) {
-    remove(path);
-    return;
-  }
-  for (struct dirent *e = readdir(dir); e; e = readdir(dir)) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    char child[1024];
-    snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-    remove_tree(child);
-  }
-  closedir(dir);
-  rmdir(path);
-}
-
 static void teardown(void) {
   clbt_log_set_callback(NULL, NULL);
   unsetenv("CLBT_CACHE_DIR");
   unsetenv("CLBT_BUILD_OPTIONS");
-  remove_tree(directory);
-}
-
-/* The files in a directory; the first one's path goes to first_path. */
-static int count_files(const char *path, char *first_path, size_t size) {
-  int count = 0;
-  DIR *dir = opendir(path);
-  ck_assert_ptr_nonnull(dir);
-  for (struct dirent *e = readdir(dir); e; e = readdir(dir)) {
-    if (e->d_name[0] == '.') continue;
-    if (count++ == 0 && first_path)
-      snprintf(first_path, size, "%s/%s", path, e->d_name);
-  }
-  closedir(dir);
-  return count;
+  clbt_test_remove_tree(directory);
 }
 
 static long file_size(const char *path) {
@@ -147,7 +116,7 @@ START_TEST(first_build_stores_later_ones_load) {
   prepare_and_check();
   ck_assert(logged(CLBT_LOG_DEBUG, "built a program from source"));
   char entry[1024] = "";
-  ck_assert_int_eq(count_files(directory, entry, sizeof entry), 1);
+  ck_assert_int_eq(clbt_test_count_files(directory, entry, sizeof entry), 1);
   ck_assert_ptr_nonnull(strstr(entry, ".clbin"));
   ck_assert(logged(CLBT_LOG_DEBUG, entry));
   long size = file_size(entry);
@@ -157,7 +126,7 @@ START_TEST(first_build_stores_later_ones_load) {
   ck_assert_msg(logged(CLBT_LOG_DEBUG, loaded), "no message says '%s'",
                 loaded);
   ck_assert(!logged(CLBT_LOG_DEBUG, "from source"));
-  ck_assert_int_eq(count_files(directory, NULL, 0), 1);
+  ck_assert_int_eq(clbt_test_count_files(directory, NULL, 0), 1);
   ck_assert_int_eq(file_size(entry), size);
 }
 END_TEST
@@ -167,7 +136,7 @@ static void check_rebuild(void (*damage)(const char *path, long size),
                           const char *problem) {
   prepare_and_check();
   char entry[1024] = "";
-  ck_assert_int_eq(count_files(directory, entry, sizeof entry), 1);
+  ck_assert_int_eq(clbt_test_count_files(directory, entry, sizeof entry), 1);
   long size = file_size(entry);
   damage(entry, size);
   prepare_and_check();
@@ -249,10 +218,10 @@ START_TEST(entry_under_another_name_is_rebuilt) {
   setenv("CLBT_BUILD_OPTIONS", "-DCLBT_TEST_VARIANT=1", 1);
   prepare_and_check();
   char first[1024] = "";
-  ck_assert_int_eq(count_files(directory, first, sizeof first), 1);
+  ck_assert_int_eq(clbt_test_count_files(directory, first, sizeof first), 1);
   setenv("CLBT_BUILD_OPTIONS", "-DCLBT_TEST_VARIANT=2", 1);
   prepare_and_check();
-  ck_assert_int_eq(count_files(directory, NULL, 0), 2);
+  ck_assert_int_eq(clbt_test_count_files(directory, NULL, 0), 2);
   char second[1024] = "";
   for (int i = 0; i < message_count; ++i) {
     const char *stored = strstr(texts[i], "program binary in ");
@@ -278,7 +247,7 @@ END_TEST
 START_TEST(fifo_in_place_of_an_entry_is_ignored) {
   prepare_and_check();
   char entry[1024] = "";
-  ck_assert_int_eq(count_files(directory, entry, sizeof entry), 1);
+  ck_assert_int_eq(clbt_test_count_files(directory, entry, sizeof entry), 1);
   ck_assert_int_eq(remove(entry), 0);
   ck_assert_int_eq(mkfifo(entry, 0600), 0);
   prepare_and_check();
@@ -298,7 +267,7 @@ START_TEST(key_covers_the_options) {
   setenv("CLBT_BUILD_OPTIONS", "-DCLBT_TEST_VARIANT=3", 1);
   prepare_and_check();
   ck_assert(logged(CLBT_LOG_DEBUG, "built a program from source"));
-  ck_assert_int_eq(count_files(directory, NULL, 0), 2);
+  ck_assert_int_eq(clbt_test_count_files(directory, NULL, 0), 2);
   unsetenv("CLBT_BUILD_OPTIONS");
   clbt_device *device = NULL;
   clbt_table_config other = config;
@@ -306,7 +275,7 @@ START_TEST(key_covers_the_options) {
   clbt_assert_ok(clbt_device_open(NULL, &device));
   clbt_assert_ok(clbt_table_prepare(device, &other));
   clbt_device_release(device);
-  ck_assert_int_eq(count_files(directory, NULL, 0), 3);
+  ck_assert_int_eq(clbt_test_count_files(directory, NULL, 0), 3);
 }
 END_TEST
 
@@ -316,7 +285,7 @@ START_TEST(missing_directories_are_created) {
   snprintf(nested, sizeof nested, "%s/a/b", directory);
   setenv("CLBT_CACHE_DIR", nested, 1);
   prepare_and_check();
-  ck_assert_int_eq(count_files(nested, NULL, 0), 1);
+  ck_assert_int_eq(clbt_test_count_files(nested, NULL, 0), 1);
   struct stat info;
   ck_assert_int_eq(stat(nested, &info), 0);
   ck_assert_int_eq(info.st_mode & 0777, 0700);
@@ -347,7 +316,7 @@ START_TEST(cache_is_opt_in) {
   ck_assert_int_eq(count_logged(CLBT_LOG_DEBUG, "built a program from source"),
                    1);
   ck_assert_int_eq(count_logged(CLBT_LOG_WARN, ""), 0);
-  ck_assert_int_eq(count_files(directory, NULL, 0), 0);
+  ck_assert_int_eq(clbt_test_count_files(directory, NULL, 0), 0);
 }
 END_TEST
 

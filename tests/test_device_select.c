@@ -146,7 +146,7 @@ END_TEST
 /* The selector clbt prints for a device opens that device again. */
 START_TEST(selector_round_trip) {
   machine m = survey();
-  char selector[64];
+  char selector[CLBT_SELECTOR_SIZE];
   clbt_assert_ok(clbt_device_selector(m.pocl_device, selector, sizeof selector));
   ck_assert_msg(strncmp(selector, "portable:cpu:", 13) == 0, "%s", selector);
   ck_assert_ptr_eq(open_id(selector), m.pocl_device);

@@ -16,9 +16,7 @@
 #include "fault_injection.h"
 #include "fault_sites.h"
 
-#include <dirent.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 /* Rows {7, 3} and {5} of 4-token blocks; tokens at positions 1, 6 | 3, 4. */
 static const clbt_table_config table_config = {
@@ -54,7 +52,7 @@ typedef struct scenario {
   clbt_table *table;
   clbt_multi_table *multi;
   uint32_t rejected;
-  char selector[64];
+  char selector[CLBT_SELECTOR_SIZE];
 } scenario;
 
 static batch make_batch(cl_context context, cl_command_queue queue) {
@@ -190,26 +188,16 @@ static clbt_status destroy_in_flight(scenario *s) {
   return status;
 }
 
-static void remove_directory(const char *path) {
-  DIR *directory = opendir(path);
-  ck_assert_ptr_nonnull(directory);
-  for (struct dirent *e; (e = readdir(directory));) {
-    char file[512];
-    snprintf(file, sizeof file, "%s/%s", path, e->d_name);
-    if (e->d_name[0] != '.') ck_assert_int_eq(unlink(file), 0);
-  }
-  closedir(directory);
-  ck_assert_int_eq(rmdir(path), 0);
-}
-
 /*
- * CLBT_CACHE_DIR: a program one device handle builds and stores, a second
- * handle (whose programs are its own) loads. The cache's own failures are
- * warnings, after which the program is built from source.
+ * The program cache: a program one device handle builds and stores in the
+ * directory set on it, a second handle (whose programs are its own, and
+ * whose directory comes from CLBT_CACHE_DIR) loads. The cache's own
+ * failures are warnings, after which the program is built from source.
  */
 static clbt_status use_binary_cache(scenario *s) {
   char directory[] = "/tmp/clbt-fault-cache-XXXXXX";
   ck_assert_ptr_nonnull(mkdtemp(directory));
+  clbt_assert_ok(clbt_device_set_cache_dir(s->device, directory));
   ck_assert_int_eq(setenv("CLBT_CACHE_DIR", directory, 1), 0);
   clbt_table_config config = table_config;
   config.block_size = 8; /* a program no earlier step built */
@@ -219,7 +207,8 @@ static clbt_status use_binary_cache(scenario *s) {
   if (!status) status = clbt_table_prepare(second, &config);
   clbt_device_release(second);
   ck_assert_int_eq(unsetenv("CLBT_CACHE_DIR"), 0);
-  remove_directory(directory);
+  clbt_assert_ok(clbt_device_set_cache_dir(s->device, NULL));
+  clbt_test_remove_tree(directory);
   return status;
 }
 
@@ -273,9 +262,10 @@ static clbt_status clear_multi(scenario *s) {
 
 /* Builds with options the compiler rejects, so the build log is read. */
 static clbt_status prepare_broken_build(scenario *s) {
-  ck_assert_int_eq(setenv("CLBT_BUILD_OPTIONS", "-DCLBT_NUM_GROUPS=9", 1), 0);
+  clbt_assert_ok(
+      clbt_device_set_build_options(s->device, "-DCLBT_NUM_GROUPS=9"));
   clbt_status status = clbt_table_prepare(s->device, &table_config);
-  ck_assert_int_eq(unsetenv("CLBT_BUILD_OPTIONS"), 0);
+  clbt_assert_ok(clbt_device_set_build_options(s->device, NULL));
   return status;
 }
 
@@ -310,7 +300,7 @@ static const scenario_step everything_steps[] = {
     {"clbt_table_commit", commit_table, CLBT_SUCCESS, false},
     {"clbt_table_enqueue_commit", commit_with_events, CLBT_SUCCESS, false},
     {"clbt_table_destroy", destroy_in_flight, CLBT_SUCCESS, true},
-    {"CLBT_CACHE_DIR", use_binary_cache, CLBT_SUCCESS, true},
+    {"program cache", use_binary_cache, CLBT_SUCCESS, true},
     {"clbt_table_compute_slot_mapping", map_table, CLBT_SUCCESS, false},
     {"clbt_table_read_rejected_tokens", read_rejected, CLBT_SUCCESS, false},
     {"clbt_table_reset_rejected_tokens", reset_rejected, CLBT_SUCCESS, false},

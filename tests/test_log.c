@@ -148,9 +148,8 @@ START_TEST(debug_reports_each_build) {
   start_capture(CLBT_LOG_DEBUG);
   clbt_assert_ok(clbt_table_prepare(device, &config));
   clbt_assert_ok(clbt_table_prepare(device, &config));
-  setenv("CLBT_BUILD_OPTIONS", "-DCLBT_TEST_MARK=7", 1);
+  clbt_assert_ok(clbt_device_set_build_options(device, "-DCLBT_TEST_MARK=7"));
   clbt_assert_ok(clbt_table_prepare(device, &config));
-  unsetenv("CLBT_BUILD_OPTIONS");
   stop_capture();
   ck_assert_int_eq(messages.count, 2);
   char options[2][1024], quoted[1100];
@@ -163,12 +162,13 @@ START_TEST(debug_reports_each_build) {
   ck_assert_int_eq(messages.levels[0], CLBT_LOG_DEBUG);
   ck_assert_ptr_nonnull(strstr(messages.texts[0], quoted));
   ck_assert_ptr_nonnull(strstr(messages.texts[0], " ms; "));
-  ck_assert_ptr_null(strstr(messages.texts[0], "CLBT_BUILD_OPTIONS"));
+  ck_assert_ptr_null(strstr(messages.texts[0], "appended"));
   snprintf(quoted, sizeof quoted, "options '%s'", options[0]);
   ck_assert_ptr_nonnull(strstr(options[0], "-DCLBT_TEST_MARK=7"));
   ck_assert_ptr_nonnull(strstr(messages.texts[1], quoted));
   ck_assert_ptr_nonnull(strstr(
-      messages.texts[1], "(CLBT_BUILD_OPTIONS '-DCLBT_TEST_MARK=7' appended)"));
+      messages.texts[1],
+      "(the device's build options '-DCLBT_TEST_MARK=7' appended)"));
   clbt_device_release(device);
 }
 END_TEST
@@ -182,9 +182,8 @@ START_TEST(levels_filter) {
   clbt_assert_ok(clbt_table_prepare(device, &config));
   ck_assert_int_eq(messages.count, 0);
   clbt_assert_ok(clbt_log_set_level(CLBT_LOG_OFF));
-  setenv("CLBT_BUILD_OPTIONS", REFUSED_OPTIONS, 1);
+  clbt_assert_ok(clbt_device_set_build_options(device, REFUSED_OPTIONS));
   ck_assert(is_opencl_status(clbt_table_prepare(device, &config)));
-  unsetenv("CLBT_BUILD_OPTIONS");
   ck_assert_int_eq(messages.count, 0);
   stop_capture();
   clbt_device_release(device);
@@ -198,9 +197,8 @@ START_TEST(opencl_failures_are_errors) {
   clbt_assert_ok(clbt_device_open(NULL, &device));
   clbt_table_config config = config_with_block_size(96);
   start_capture(CLBT_LOG_DEBUG);
-  setenv("CLBT_BUILD_OPTIONS", REFUSED_OPTIONS, 1);
+  clbt_assert_ok(clbt_device_set_build_options(device, REFUSED_OPTIONS));
   ck_assert(is_opencl_status(clbt_table_prepare(device, &config)));
-  unsetenv("CLBT_BUILD_OPTIONS");
   ck_assert_int_eq(messages.count, 1);
   ck_assert_int_eq(messages.levels[0], CLBT_LOG_ERROR);
   /* capture() keeps the first 1023 characters */

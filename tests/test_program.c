@@ -1,6 +1,7 @@
 /* Programs (src/program.c): one build per specialisation, shared, logged. */
 #include "clbt_test.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 /* A device of the test's own, so that the counts start at zero. */
@@ -54,11 +55,11 @@ END_TEST
 START_TEST(build_failure_reports_the_log) {
   clbt_device *device = fresh_device();
   /* A later -D wins: the kernel's own #error rejects nine groups. */
-  setenv("CLBT_BUILD_OPTIONS", "-DCLBT_NUM_GROUPS=9", 1);
+  clbt_assert_ok(clbt_device_set_build_options(device, "-DCLBT_NUM_GROUPS=9"));
   clbt_table_config config = config_of(16, 0, 0);
   clbt_table *table = NULL;
   clbt_status status = clbt_table_create(device, &config, &table);
-  unsetenv("CLBT_BUILD_OPTIONS");
+  clbt_assert_ok(clbt_device_set_build_options(device, ""));
   ck_assert_msg(status == CLBT_CL_BUILD_PROGRAM_FAILURE, "%s: %s",
                 clbt_status_name(status), clbt_last_error());
   ck_assert_ptr_null(table);
@@ -71,26 +72,6 @@ START_TEST(build_failure_reports_the_log) {
   clbt_assert_ok(clbt_table_create(device, &config, &table));
   ck_assert_uint_eq(clbt_device_program_count(device), 1);
   clbt_table_destroy(table);
-  clbt_device_release(device);
-}
-END_TEST
-
-/* CLBT_BUILD_OPTIONS is part of the cache key. */
-START_TEST(build_options_are_a_specialisation) {
-  clbt_device *device = fresh_device();
-  clbt_table_config config = config_of(16, 0, 0);
-  clbt_assert_ok(clbt_table_prepare(device, &config));
-  setenv("CLBT_BUILD_OPTIONS", "-cl-fast-relaxed-math", 1);
-  clbt_assert_ok(clbt_table_prepare(device, &config));
-  ck_assert_uint_eq(clbt_device_program_count(device), 2);
-  char too_long[1200];
-  memset(too_long, 'x', sizeof too_long - 1);
-  too_long[sizeof too_long - 1] = '\0';
-  setenv("CLBT_BUILD_OPTIONS", too_long, 1);
-  clbt_assert_fails(clbt_table_prepare(device, &config), CLBT_INVALID_ARGUMENT,
-                    "CLBT_BUILD_OPTIONS is 1199 characters");
-  unsetenv("CLBT_BUILD_OPTIONS");
-  ck_assert_uint_eq(clbt_device_program_count(device), 2);
   clbt_device_release(device);
 }
 END_TEST
@@ -125,14 +106,48 @@ START_TEST(program_options_are_listed) {
 }
 END_TEST
 
+/* Prepares `count` groups of block size 16 on a fresh device; returns it. */
+static clbt_device *prepare_groups(uint32_t count) {
+  clbt_group_config groups[CLBT_MAX_LAUNCH_GROUPS + 1];
+  for (uint32_t g = 0; g < count; ++g)
+    groups[g] = (clbt_group_config){.block_size = 16, .max_num_blocks = 2};
+  clbt_multi_table_config config = {.max_num_reqs = 2,
+                                    .max_num_batched_tokens = 4,
+                                    .num_groups = count, .groups = groups};
+  clbt_device *device = fresh_device();
+  clbt_assert_ok(clbt_multi_table_prepare(device, &config));
+  return device;
+}
+
+/*
+ * CLBT_MAX_LAUNCH_GROUPS token-mapping groups share one launch and so one
+ * program; one group more needs a second launch, with a one-group program.
+ */
+START_TEST(one_program_per_launch) {
+  char options[CLBT_PROGRAM_OPTIONS_SIZE], groups_option[32];
+  clbt_device *device = prepare_groups(CLBT_MAX_LAUNCH_GROUPS);
+  ck_assert_uint_eq(clbt_device_program_count(device), 1);
+  clbt_device_release(device);
+  device = prepare_groups(CLBT_MAX_LAUNCH_GROUPS + 1);
+  ck_assert_uint_eq(clbt_device_program_count(device), 2);
+  clbt_assert_ok(clbt_device_program_options(device, 0, options, sizeof options));
+  ck_assert_ptr_nonnull(strstr(options, "-DCLBT_NUM_GROUPS=1 "));
+  clbt_assert_ok(clbt_device_program_options(device, 1, options, sizeof options));
+  snprintf(groups_option, sizeof groups_option, "-DCLBT_NUM_GROUPS=%d ",
+           CLBT_MAX_LAUNCH_GROUPS);
+  ck_assert_ptr_nonnull(strstr(options, groups_option));
+  clbt_device_release(device);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("program");
   TCase *tc = tcase_create("program");
   tcase_set_timeout(tc, 0);
   tcase_add_test(tc, tables_share_a_specialisation);
   tcase_add_test(tc, build_failure_reports_the_log);
-  tcase_add_test(tc, build_options_are_a_specialisation);
   tcase_add_test(tc, program_options_are_listed);
+  tcase_add_test(tc, one_program_per_launch);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

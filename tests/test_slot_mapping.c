@@ -52,14 +52,25 @@ END_TEST
 
 /* Batches too large for local memory search query_start_loc in global
    memory; a later -D forces that variant on any device. */
+#define GLOBAL_MEMORY_OPTION "-DCLBT_QSL_IN_LOCAL=0"
 static void search_global_memory(void) {
-  setenv("CLBT_BUILD_OPTIONS", "-DCLBT_QSL_IN_LOCAL=0", 1);
+  clbt_assert_ok(
+      clbt_device_set_build_options(clbt_test_device(), GLOBAL_MEMORY_OPTION));
 }
 
 /* A failing check leaves the test early: the fixture still restores. */
-static void search_local_memory(void) { unsetenv("CLBT_BUILD_OPTIONS"); }
+static void search_local_memory(void) {
+  clbt_assert_ok(clbt_device_set_build_options(clbt_test_device(), NULL));
+}
 
-START_TEST(worked_examples_searching_global_memory) { run_worked_examples(); }
+START_TEST(worked_examples_searching_global_memory) {
+  run_worked_examples();
+  /* The kernels ran were built with the option (the newest program). */
+  char options[CLBT_PROGRAM_OPTIONS_SIZE];
+  clbt_assert_ok(clbt_device_program_options(clbt_test_device(), 0, options,
+                                             sizeof options));
+  ck_assert_msg(strstr(options, " " GLOBAL_MEMORY_OPTION), "%s", options);
+}
 END_TEST
 
 /* Spot values of the long request, worked out by hand. */

@@ -150,6 +150,19 @@ START_TEST(opencl_failures_name_the_call) {
 }
 END_TEST
 
+/* A message longer than CLBT_LAST_ERROR_SIZE is cut to fit, its start kept. */
+START_TEST(long_messages_are_cut_to_the_bound) {
+  static char selector[CLBT_LAST_ERROR_SIZE + 1000];
+  memset(selector, 'x', sizeof selector - 1);
+  clbt_device *device = NULL;
+  ck_assert_int_eq(clbt_device_open(selector, &device),
+                   CLBT_INVALID_SELECTOR);
+  ck_assert_uint_eq(strlen(clbt_last_error()), CLBT_LAST_ERROR_SIZE - 1);
+  ck_assert_int_eq(strncmp(clbt_last_error(), "selector='xxx", 13), 0);
+  ck_assert_ptr_null(device);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("status");
   TCase *tc = tcase_create("status");
@@ -158,6 +171,7 @@ int main(void) {
   tcase_add_test(tc, names_and_texts_by_value);
   tcase_add_test(tc, last_error_per_thread);
   tcase_add_test(tc, opencl_failures_name_the_call);
+  tcase_add_test(tc, long_messages_are_cut_to_the_bound);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

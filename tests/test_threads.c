@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -178,11 +179,85 @@ START_TEST(threads_share_one_device) {
 }
 END_TEST
 
+/*
+ * One thread changes a device's build options back and forth, reading them
+ * back each time, while another prepares programs of four configs on it
+ * until the first is done: each read is one whole value, and each program
+ * was built with one whole value (its options end with one or the other),
+ * so there are four to eight programs.
+ */
+#define SETTING_A "-DCLBT_TEST_SETTING=1"
+#define SETTING_B "-DCLBT_TEST_SETTING=22222"
+enum { SETTING_CHANGES = 200 };
+
+typedef struct setter {
+  pthread_t handle;
+  clbt_device *device;
+  atomic_bool done;
+  char failure[512];
+} setter;
+
+static void *change_settings(void *argument) {
+  setter *s = argument;
+  for (unsigned i = 0; i < SETTING_CHANGES && s->failure[0] == '\0'; ++i) {
+    const char *value = i % 2 ? SETTING_B : SETTING_A;
+    char read[CLBT_BUILD_OPTIONS_SIZE];
+    clbt_status status = clbt_device_set_build_options(s->device, value);
+    if (!status)
+      status = clbt_device_build_options(s->device, read, sizeof read);
+    if (status)
+      snprintf(s->failure, sizeof s->failure, "%s: %s",
+               clbt_status_name(status), clbt_last_error());
+    else if (strcmp(read, SETTING_A) && strcmp(read, SETTING_B))
+      snprintf(s->failure, sizeof s->failure, "read '%s'", read);
+  }
+  atomic_store(&s->done, true);
+  return NULL;
+}
+
+static bool ends_with(const char *text, const char *end) {
+  size_t length = strlen(text), end_length = strlen(end);
+  return length >= end_length &&
+         strcmp(text + length - end_length, end) == 0;
+}
+
+START_TEST(settings_change_while_another_thread_builds) {
+  static setter s;
+  ck_assert_int_eq(clbt_device_open(NULL, &s.device), CLBT_SUCCESS);
+  clbt_assert_ok(clbt_device_set_build_options(s.device, SETTING_A));
+  atomic_init(&s.done, false);
+  ck_assert_int_eq(pthread_create(&s.handle, NULL, change_settings, &s), 0);
+  static const uint32_t block_sizes[] = {16, 32, 64, 128};
+  clbt_status status = CLBT_SUCCESS;
+  for (unsigned i = 0; !status && (i < 4 || !atomic_load(&s.done)); ++i) {
+    clbt_table_config config = shared_config;
+    config.block_size = block_sizes[i % 4];
+    status = clbt_table_prepare(s.device, &config);
+  }
+  ck_assert_int_eq(pthread_join(s.handle, NULL), 0);
+  clbt_assert_ok(status);
+  ck_assert_msg(s.failure[0] == '\0', "setter: %s", s.failure);
+  size_t count = clbt_device_program_count(s.device);
+  ck_assert_uint_ge(count, 4);
+  ck_assert_uint_le(count, 8);
+  for (size_t p = 0; p < count; ++p) {
+    char options[CLBT_PROGRAM_OPTIONS_SIZE];
+    clbt_assert_ok(
+        clbt_device_program_options(s.device, p, options, sizeof options));
+    ck_assert_msg(ends_with(options, " " SETTING_A) ||
+                      ends_with(options, " " SETTING_B),
+                  "program %zu: '%s'", p, options);
+  }
+  clbt_device_release(s.device);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("threads");
   TCase *tc = tcase_create("threads");
   tcase_set_timeout(tc, 0);
   tcase_add_test(tc, threads_share_one_device);
+  tcase_add_test(tc, settings_change_while_another_thread_builds);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

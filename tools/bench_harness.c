@@ -221,7 +221,7 @@ void bench_open(bench *b) {
                  "clBuildProgram");
   b->empty = clCreateKernel(b->empty_program, "bench_empty", &error);
   bench_check_cl(error, "clCreateKernel");
-  char selector[64] = "?", name[256] = "?", driver[128] = "?";
+  char selector[CLBT_SELECTOR_SIZE] = "?", name[256] = "?", driver[128] = "?";
   clbt_device_selector(id, selector, sizeof selector);
   clGetDeviceInfo(id, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
   clGetDeviceInfo(id, CL_DRIVER_VERSION, sizeof driver - 1, driver, NULL);

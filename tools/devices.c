@@ -19,7 +19,7 @@ static const char description[] =
     "no device is selected.\n";
 
 static void add_device(report *devices, cl_device_id device, bool selected) {
-  char name[256] = "?", selector[64] = "?";
+  char name[256] = "?", selector[CLBT_SELECTOR_SIZE] = "?";
   cl_device_type type = 0;
   clGetDeviceInfo(device, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
   clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
@@ -74,7 +74,7 @@ int command_devices(int argc, char **argv) {
   clbt_device *device = NULL;
   clbt_status status = clbt_device_open(NULL, &device);
   cl_device_id selected = clbt_device_id(device);
-  char selector[64] = "";
+  char selector[CLBT_SELECTOR_SIZE] = "";
   if (selected) clbt_device_selector(selected, selector, sizeof selector);
   cl_uint num_platforms = 0;
   cl_platform_id platforms[MAX_PLATFORMS];

@@ -1,7 +1,8 @@
 /*
  * clbt info: the library version, the selected device with the properties
- * that matter to clbt, the settings clbt reads from the environment, the
- * programs a table config needs, and how long it takes to start a table of
+ * that matter to clbt, the settings clbt reads from the environment and the
+ * opened device's settings, the programs a table config needs, and how
+ * long it takes to start a table of
  * that config (open the device, prepare the programs, run the first slot
  * mapping); as text, or as JSON with --json.
  */
@@ -17,12 +18,12 @@
 #define MAX_GROUPS 16
 #define MAX_PROGRAMS 32 /* listed; a config needs at most one per group */
 #define TEXT_SIZE 256
-#define OPTIONS_SIZE 1024
 
 static const char description[] =
     "Prints the library version; the selected device (CLBT_DEVICE) with its\n"
     "OpenCL C version, int64 support, maximum work-group size, compute units\n"
-    "and unified memory; the settings clbt reads from the environment; the\n"
+    "and unified memory; the settings clbt reads from the environment and\n"
+    "the device's build options and program cache directory that follow; the\n"
     "programs a multi-group table config needs; and the start-up of a table of\n"
     "that config, timed: opening the device, preparing the programs (built,\n"
     "or taken from the caches) and the first slot mapping of every group.\n";
@@ -38,7 +39,7 @@ typedef struct info_options {
 
 /* The device's properties that matter to clbt. */
 typedef struct device_facts {
-  char selector[64], name[TEXT_SIZE], platform[TEXT_SIZE],
+  char selector[CLBT_SELECTOR_SIZE], name[TEXT_SIZE], platform[TEXT_SIZE],
       platform_version[TEXT_SIZE], driver_version[TEXT_SIZE],
       opencl_c_version[TEXT_SIZE], int64_source[64];
   cl_device_type type;
@@ -46,6 +47,8 @@ typedef struct device_facts {
   size_t max_work_group_size;
   cl_uint compute_units;
   cl_bool unified_memory;
+  char build_options[CLBT_BUILD_OPTIONS_SIZE]; /* the handle's settings */
+  char cache_dir[CLBT_CACHE_DIR_SIZE];
 } device_facts;
 
 /* Everything info prints, gathered before it is printed. */
@@ -54,7 +57,7 @@ typedef struct gathered {
   device_facts device;
   double open_ms, prepare_ms, first_launch_ms; /* the start-up */
   size_t num_programs;
-  char programs[MAX_PROGRAMS][OPTIONS_SIZE]; /* oldest first */
+  char programs[MAX_PROGRAMS][CLBT_PROGRAM_OPTIONS_SIZE]; /* oldest first */
   bool device_known, programs_known, started; /* gathered so far */
   char error[4096];                  /* what failed, or "" */
 } gathered;
@@ -129,7 +132,8 @@ static bool read_int64(cl_device_id id, device_facts *facts) {
 }
 
 /* Reads the facts; returns NULL, or the name of the one it cannot read. */
-static const char *read_facts(cl_device_id id, device_facts *facts) {
+static const char *read_facts(clbt_device *device, device_facts *facts) {
+  cl_device_id id = clbt_device_id(device);
   const struct {
     cl_device_info what;
     size_t size;
@@ -164,6 +168,11 @@ static const char *read_facts(cl_device_id id, device_facts *facts) {
   if (clbt_device_selector(id, facts->selector, sizeof facts->selector) !=
       CLBT_SUCCESS)
     return "its selector";
+  if (clbt_device_build_options(device, facts->build_options,
+                                sizeof facts->build_options) != CLBT_SUCCESS ||
+      clbt_device_cache_dir(device, facts->cache_dir,
+                            sizeof facts->cache_dir) != CLBT_SUCCESS)
+    return "the handle's settings";
   return NULL;
 }
 
@@ -180,7 +189,7 @@ static clbt_status prepare_programs(clbt_device *device, gathered *info) {
   for (size_t i = 0; i < count && !status; ++i)
     status = clbt_device_program_options(device, i,
                                          info->programs[count - 1 - i],
-                                         OPTIONS_SIZE);
+                                         CLBT_PROGRAM_OPTIONS_SIZE);
   info->num_programs = status ? 0 : count;
   return status;
 }
@@ -227,7 +236,7 @@ static void gather(gathered *info) {
     snprintf(info->error, sizeof info->error,
              "cannot open a device: %s: %s", clbt_status_name(status),
              clbt_last_error());
-  else if ((unread = read_facts(clbt_device_id(device), &info->device)))
+  else if ((unread = read_facts(device, &info->device)))
     snprintf(info->error, sizeof info->error,
              "cannot read %s of the device", unread);
   else if ((info->device_known = true) &&
@@ -263,6 +272,10 @@ static void add_device(report *root, const device_facts *d) {
   report_uint(device, "max_work_group_size", d->max_work_group_size);
   report_uint(device, "compute_units", d->compute_units);
   report_bool(device, "unified_memory", d->unified_memory);
+  report *settings = report_object(device, "settings");
+  report_string(settings, "build_options",
+                d->build_options[0] ? d->build_options : NULL);
+  report_string(settings, "cache_dir", d->cache_dir[0] ? d->cache_dir : NULL);
 }
 
 static void add_config(report *root, const clbt_multi_table_config *config) {

@@ -26,7 +26,7 @@ static clbt_device *open_device(report *root, char *error, size_t size) {
              clbt_status_name(status), clbt_last_error());
     return NULL;
   }
-  char selector[64] = "?", name[256] = "?";
+  char selector[CLBT_SELECTOR_SIZE] = "?", name[256] = "?";
   clbt_device_selector(clbt_device_id(device), selector, sizeof selector);
   clGetDeviceInfo(clbt_device_id(device), CL_DEVICE_NAME, sizeof name - 1, name,
                   NULL);

@@ -65,16 +65,16 @@ extern "C" {
 /** Major version: below 1, a minor release may change the API and ABI. */
 #define CLBT_VERSION_MAJOR 0
 /** Minor version. */
-#define CLBT_VERSION_MINOR 1
+#define CLBT_VERSION_MINOR 2
 /** Patch version: fixes only, same API and ABI. */
 #define CLBT_VERSION_PATCH 0
-/** MAJOR * 10000 + MINOR * 100 + PATCH: 100 for 0.1.0. */
+/** MAJOR * 10000 + MINOR * 100 + PATCH: 200 for 0.2.0. */
 #define CLBT_VERSION_NUMBER                                   \
   (CLBT_VERSION_MAJOR * 10000 + CLBT_VERSION_MINOR * 100 + \
    CLBT_VERSION_PATCH)
 #define CLBT__STRINGIFY_VALUE(x) #x
 #define CLBT__STRINGIFY(x) CLBT__STRINGIFY_VALUE(x)
-/** "MAJOR.MINOR.PATCH": "0.1.0". */
+/** "MAJOR.MINOR.PATCH": "0.2.0". */
 #define CLBT_VERSION_STRING                                      \
   CLBT__STRINGIFY(CLBT_VERSION_MAJOR) "." CLBT__STRINGIFY(       \
       CLBT_VERSION_MINOR) "." CLBT__STRINGIFY(CLBT_VERSION_PATCH)
@@ -209,9 +209,17 @@ CLBT_API const char *clbt_status_name(clbt_status status);
  * "row 9 is out of range: max_num_reqs is 8". Like errno it is not cleared
  * by a later success, so read it right after the failing call. The text is
  * owned by clbt and stays valid until the thread's next failing call. It is
- * "" when this thread has had no failure.
+ * "" when this thread has had no failure. It is at most
+ * CLBT_LAST_ERROR_SIZE bytes with its NUL: a longer message (a long build
+ * log) is cut to fit.
  */
 CLBT_API const char *clbt_last_error(void);
+
+/**
+ * The bytes clbt_last_error()'s text takes at most, its NUL included: a
+ * build log's first lines, or the list of a machine's devices.
+ */
+#define CLBT_LAST_ERROR_SIZE 8192
 
 /** The slot id of every token that has no KV-cache slot. */
 #define CLBT_PAD_SLOT_ID (-1)
@@ -288,21 +296,29 @@ typedef struct clbt_device clbt_device;
  * all. Examples: "portable:cpu", "nvidia:gpu:0", "1:gpu", ":cpu".
  * selector NULL reads the environment variable CLBT_DEVICE; when that is
  * unset or empty, the first GPU is taken, else the first device of any type.
+ * The handle's settings start as the environment says, read now and not
+ * again: its build options as CLBT_BUILD_OPTIONS, its program cache
+ * directory as CLBT_CACHE_DIR (unset: none); clbt_device_set_build_options
+ * and clbt_device_set_cache_dir change them.
  * Returns CLBT_SUCCESS and sets *out; CLBT_INVALID_SELECTOR for a malformed
  * selector, CLBT_NO_MATCHING_DEVICE when it matches nothing (the message
  * quotes it and lists the devices there are), CLBT_CL_PLATFORM_NOT_FOUND_KHR
  * when no OpenCL driver is installed, CLBT_UNSUPPORTED_DEVICE for a device
- * without OpenCL C 1.2 (or without 64-bit integers), or an OpenCL error.
+ * without OpenCL C 1.2 (or without 64-bit integers), CLBT_INVALID_ARGUMENT
+ * when CLBT_BUILD_OPTIONS or CLBT_CACHE_DIR is longer than its setter
+ * takes, or an OpenCL error.
  */
 CLBT_API clbt_status clbt_device_open(const char *selector, clbt_device **out);
 
 /**
  * Wraps the caller's own context, device and queue, retaining each (they
  * are released by clbt_device_release). The queue must belong to the
- * context and the device and must execute in order.
+ * context and the device and must execute in order. The handle's settings
+ * start from the environment, as clbt_device_open's do.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL object;
  * CLBT_CONTEXT_MISMATCH when the queue belongs to another context or
- * device; CLBT_INVALID_ARGUMENT for an out-of-order queue;
+ * device; CLBT_INVALID_ARGUMENT for an out-of-order queue, or a setting in
+ * the environment that is too long (as clbt_device_open);
  * CLBT_UNSUPPORTED_DEVICE; or an OpenCL error.
  */
 CLBT_API clbt_status clbt_device_wrap(cl_context context, cl_device_id device,
@@ -329,9 +345,67 @@ CLBT_API cl_device_id clbt_device_id(const clbt_device *device);
 CLBT_API cl_command_queue clbt_device_queue(const clbt_device *device);
 
 /**
+ * Sets the build options the device appends to clbt's own in every later
+ * program build; NULL or "" means none. The options are part of each
+ * program's key, so programs built before keep theirs, and so do the
+ * kernels of tables made before: only later builds see the change. A
+ * handle starts with CLBT_BUILD_OPTIONS (clbt_device_open). Other threads
+ * may use the device meanwhile: the call waits for a build in progress on
+ * it, which keeps the options it started with. Options the compiler
+ * refuses fail the builds that use them (CLBT_CL_BUILD_PROGRAM_FAILURE with
+ * the build log, or CLBT_CL_INVALID_BUILD_OPTIONS).
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL device;
+ * CLBT_INVALID_ARGUMENT for options of CLBT_BUILD_OPTIONS_SIZE characters
+ * or more, which leaves the device's options as they were.
+ */
+CLBT_API clbt_status clbt_device_set_build_options(clbt_device *device,
+                                                   const char *options);
+
+/**
+ * Writes to buf (size bytes, NUL-terminated) the device's build options,
+ * "" when it has none.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_BUFFER_TOO_SMALL when they
+ * do not fit (CLBT_BUILD_OPTIONS_SIZE bytes always suffice).
+ */
+CLBT_API clbt_status clbt_device_build_options(clbt_device *device, char *buf,
+                                               size_t size);
+
+/** The bytes that hold a device's build options, their NUL included. */
+#define CLBT_BUILD_OPTIONS_SIZE 256
+
+/**
+ * Sets the directory of the device's on-disk program cache for every later
+ * build: a build first looks there for the program's binary and stores
+ * what it builds from source (docs/cache.md). NULL or "" turns the cache
+ * off. The directory, and any missing parent, is created (mode 0700) at
+ * the first store; a relative path is taken from the working directory of
+ * each build. A directory that cannot be used costs only the cache: the
+ * builds succeed, with a warning. A handle starts with CLBT_CACHE_DIR
+ * (clbt_device_open). Other threads may use the device meanwhile, as with
+ * clbt_device_set_build_options.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL device;
+ * CLBT_INVALID_ARGUMENT for a directory of CLBT_CACHE_DIR_SIZE characters
+ * or more, which leaves the device's directory as it was.
+ */
+CLBT_API clbt_status clbt_device_set_cache_dir(clbt_device *device,
+                                               const char *directory);
+
+/**
+ * Writes to buf (size bytes, NUL-terminated) the device's program cache
+ * directory, "" when the cache is off.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_BUFFER_TOO_SMALL when it
+ * does not fit (CLBT_CACHE_DIR_SIZE bytes always suffice).
+ */
+CLBT_API clbt_status clbt_device_cache_dir(clbt_device *device, char *buf,
+                                           size_t size);
+
+/** The bytes that hold a device's cache directory, its NUL included. */
+#define CLBT_CACHE_DIR_SIZE 4096
+
+/**
  * The number of programs the device has built and cached: one per distinct
- * kernel specialisation (block sizes, CP parameters, CLBT_BUILD_OPTIONS)
- * among the tables made or prepared on it. 0 for NULL.
+ * kernel specialisation (block sizes, CP parameters, the device's build
+ * options) among the tables made or prepared on it. 0 for NULL.
  */
 CLBT_API size_t clbt_device_program_count(clbt_device *device);
 
@@ -342,22 +416,33 @@ CLBT_API size_t clbt_device_program_count(clbt_device *device);
  * program is built.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_INVALID_ARGUMENT when index
  * is not below clbt_device_program_count; CLBT_BUFFER_TOO_SMALL when the
- * options do not fit (1024 bytes always suffice).
+ * options do not fit (CLBT_PROGRAM_OPTIONS_SIZE bytes always suffice).
  */
 CLBT_API clbt_status clbt_device_program_options(clbt_device *device,
                                                  size_t index, char *buf,
                                                  size_t size);
 
 /**
+ * The bytes that always hold a program's build options, its NUL included:
+ * clbt's own options, then the device's build options
+ * (clbt_device_set_build_options).
+ */
+#define CLBT_PROGRAM_OPTIONS_SIZE 1024
+
+/**
  * Writes to buf (size bytes, NUL-terminated) a CLBT_DEVICE selector that
  * picks exactly this device on this machine, such as "portable:cpu:0",
  * preferring platform names to indices.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_BUFFER_TOO_SMALL when the
- * selector does not fit (64 bytes always suffice); CLBT_NO_MATCHING_DEVICE
- * when the device is not among the installed platforms; or an OpenCL error.
+ * selector does not fit (CLBT_SELECTOR_SIZE bytes always suffice);
+ * CLBT_NO_MATCHING_DEVICE when the device is not among the installed
+ * platforms; or an OpenCL error.
  */
 CLBT_API clbt_status clbt_device_selector(cl_device_id device, char *buf,
                                           size_t size);
+
+/** The bytes that always hold a selector, its NUL included. */
+#define CLBT_SELECTOR_SIZE 64
 
 /* ------------------------------------------------------------------------ */
 /* Row width                                                                */
@@ -390,11 +475,37 @@ typedef enum clbt_slot_mode {
   CLBT_SLOT_MODE_NONE = 1
 } clbt_slot_mode;
 
+/*
+ * Config structs (clbt_table_config, clbt_group_config,
+ * clbt_multi_table_config) may gain fields in later versions without
+ * breaking a compiled caller. Each starts with struct_size: the struct's
+ * size in the caller's header (the CLBT_*_CONFIG_INIT macros and
+ * `.struct_size = sizeof(clbt_table_config)` set it), or 0, which stands
+ * for the layout of version 0.2, the first with the field. clbt reads the
+ * fields the caller's struct has and gives those it lacks their default,
+ * 0; so a struct from an older header works with a newer library, and one
+ * from a newer header works with an older library when the fields the
+ * library does not know are 0 (otherwise CLBT_INVALID_CONFIG). A field
+ * added after 0.2 is read only when struct_size covers it: to set one, set
+ * struct_size. A zero-initialised config with its required fields set, as
+ * designated initializers write it, stays valid in every version.
+ * docs/design.md has the rules.
+ */
+/* An initializer of a config struct: struct_size set, every other field 0
+   (designated in C, where -Wextra warns of a positional one). */
+#ifdef __cplusplus
+#define CLBT__SIZED(type) {(uint32_t)sizeof(type)}
+#else
+#define CLBT__SIZED(type) {.struct_size = (uint32_t)sizeof(type)}
+#endif
+
 /**
  * A zero-initialised config with its required fields set is valid; 0 in an
  * optional field means its default.
  */
 typedef struct clbt_table_config {
+  uint32_t struct_size;            /**< 0 (the 0.2 layout) or
+                                      sizeof(clbt_table_config) */
   uint32_t block_size;             /**< required: KV-manager block, tokens */
   uint32_t kernel_block_size;      /**< attention kernel block; 0: block_size.
                                       Must divide block_size. */
@@ -410,6 +521,12 @@ typedef struct clbt_table_config {
   clbt_slot_mode slot_mode;        /**< 0: CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT */
 } clbt_table_config;
 
+/**
+ * A clbt_table_config whose struct_size is this header's size and whose
+ * other fields are 0: `clbt_table_config config = CLBT_TABLE_CONFIG_INIT;`
+ */
+#define CLBT_TABLE_CONFIG_INIT CLBT__SIZED(clbt_table_config)
+
 /** One KV-cache group's block table: host rows plus their device copy. */
 typedef struct clbt_table clbt_table;
 
@@ -417,12 +534,15 @@ typedef struct clbt_table clbt_table;
  * Creates a table on a device: zeroed host rows, a zeroed device copy, a
  * slot-mapping buffer filled with CLBT_PAD_SLOT_ID, and the slot-mapping
  * kernel (built now, or taken from the device's program cache; a
- * CLBT_SLOT_MODE_NONE table needs none). Each build appends the environment
- * variable CLBT_BUILD_OPTIONS, when set, to clbt's own options; with
- * CLBT_CACHE_DIR set, a build first looks for the program's binary there
- * and stores what it builds (docs/cache.md).
+ * CLBT_SLOT_MODE_NONE table needs none). Each build appends the device's
+ * build options to clbt's own; with a cache directory set on the device, a
+ * build first looks for the program's binary there and stores what it
+ * builds (clbt_device_set_build_options, clbt_device_set_cache_dir,
+ * docs/cache.md).
  * Returns CLBT_SUCCESS and sets *out; CLBT_NULL_ARGUMENT; CLBT_INVALID_CONFIG
- * for a zero required field, a kernel_block_size or cp_interleave_size that
+ * for a struct_size clbt cannot read (nonzero and below the 0.2 size, above
+ * 4096, or larger than this library's struct with a field it does not know
+ * set), a zero required field, a kernel_block_size or cp_interleave_size that
  * does not divide block_size, cp_rank not below cp_world_size, an unknown
  * slot_mode or max_num_batched_tokens above INT32_MAX; CLBT_SIZE_OVERFLOW
  * when a width or buffer size overflows; CLBT_CL_BUILD_PROGRAM_FAILURE with
@@ -699,6 +819,9 @@ CLBT_API cl_mem clbt_table_rejected_tokens(const clbt_table *table);
  * required fields set, it is valid.
  */
 typedef struct clbt_group_config {
+  uint32_t struct_size;       /**< 0 (the 0.2 layout) or
+                                 sizeof(clbt_group_config); the same in
+                                 every element of one array */
   uint32_t block_size;        /**< required */
   uint32_t kernel_block_size; /**< 0: block_size */
   uint32_t max_num_blocks;    /**< required: KV-manager blocks, before the
@@ -709,19 +832,29 @@ typedef struct clbt_group_config {
                                  every CP rank, so it is not sharded */
 } clbt_group_config;
 
+/** A clbt_group_config with this header's struct_size, all else 0. */
+#define CLBT_GROUP_CONFIG_INIT CLBT__SIZED(clbt_group_config)
+
 /**
  * A multi-group table: the sizes its groups share, the groups, and the
  * context-parallel layout that applies to the sharded groups.
  */
 typedef struct clbt_multi_table_config {
+  uint32_t struct_size;            /**< 0 (the 0.2 layout) or
+                                      sizeof(clbt_multi_table_config) */
   uint32_t max_num_reqs;           /**< required */
   uint32_t max_num_batched_tokens; /**< required */
-  uint32_t num_groups;             /**< required */
-  const clbt_group_config *groups; /**< required: num_groups entries */
   uint32_t cp_world_size;          /**< 0 or 1: none */
   uint32_t cp_rank;                /**< below cp_world_size */
   uint32_t cp_interleave_size;     /**< 0: 1 */
+  uint32_t num_groups;             /**< required */
+  const clbt_group_config *groups; /**< required: num_groups entries, each
+                                      as large as groups[0].struct_size
+                                      says */
 } clbt_multi_table_config;
+
+/** A clbt_multi_table_config with this header's struct_size, all else 0. */
+#define CLBT_MULTI_TABLE_CONFIG_INIT CLBT__SIZED(clbt_multi_table_config)
 
 /** One clbt_table per KV-cache group, edited together (MultiGroupBlockTable).*/
 typedef struct clbt_multi_table clbt_multi_table;
@@ -732,7 +865,8 @@ typedef struct clbt_multi_table clbt_multi_table;
  * or with no alignment for a CLBT_SLOT_MODE_NONE group, as vLLM sizes them.
  * Returns as clbt_table_create does; the message names the group.
  * CLBT_INVALID_CONFIG for cp_rank not below cp_world_size (0 counting as
- * 1), whether or not any group is sharded.
+ * 1), whether or not any group is sharded, or for a group whose
+ * struct_size differs from groups[0]'s (the array's element size).
  */
 CLBT_API clbt_status clbt_multi_table_create(
     clbt_device *device, const clbt_multi_table_config *config,
@@ -819,8 +953,10 @@ CLBT_API clbt_status clbt_multi_table_enqueue_commit(
 
 /**
  * Computes every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's slot mapping from
- * one batch, in one kernel launch for up to eight such groups (the request
- * of each token is found once for all of them); each group writes its own
+ * one batch, in one kernel launch for up to CLBT_MAX_LAUNCH_GROUPS such
+ * groups (the request of each token is found once for all of them, and a
+ * table with more groups launches once per CLBT_MAX_LAUNCH_GROUPS of them);
+ * each group writes its own
  * buffer (clbt_table_slot_mapping of clbt_multi_table_group) and counts its
  * own rejected tokens. The results equal group-by-group calls. Fails as the
  * single-table call does.
@@ -828,6 +964,9 @@ CLBT_API clbt_status clbt_multi_table_enqueue_commit(
 CLBT_API clbt_status clbt_multi_table_compute_slot_mapping(
     clbt_multi_table *table, uint32_t num_reqs, cl_mem query_start_loc,
     cl_mem positions, uint32_t num_tokens);
+
+/** The most groups one slot-mapping kernel launch serves. */
+#define CLBT_MAX_LAUNCH_GROUPS 8
 
 /**
  * clbt_multi_table_compute_slot_mapping after wait_list; *event (when not

@@ -382,9 +382,11 @@ class Table(_Rows):
     def __init__(self, device, *, block_size, max_num_reqs, max_num_blocks_per_req,
                  max_num_batched_tokens, kernel_block_size=0, cp_world_size=0, cp_rank=0,
                  cp_interleave_size=0, slot_mode=SlotMode.TOKEN_TO_KV_SLOT):
-        config = TableConfig(block_size, kernel_block_size, max_num_reqs,
-                             max_num_blocks_per_req, max_num_batched_tokens, cp_world_size,
-                             cp_rank, cp_interleave_size, int(slot_mode))
+        config = TableConfig(
+            block_size=block_size, kernel_block_size=kernel_block_size,
+            max_num_reqs=max_num_reqs, max_num_blocks_per_req=max_num_blocks_per_req,
+            max_num_batched_tokens=max_num_batched_tokens, cp_world_size=cp_world_size,
+            cp_rank=cp_rank, cp_interleave_size=cp_interleave_size, slot_mode=int(slot_mode))
         out = c_void_p()
         _check(lib.clbt_table_create(device._live(), byref(config), byref(out)))
         self._owner = None
@@ -563,10 +565,13 @@ class MultiTable(_Rows):
                  cp_world_size=0, cp_rank=0, cp_interleave_size=0):
         groups = list(groups)
         configs = (GroupConfig * len(groups))(*[
-            GroupConfig(g.block_size, g.kernel_block_size, g.max_num_blocks, int(g.slot_mode),
-                        int(g.cp_replicated)) for g in groups])
-        config = MultiTableConfig(max_num_reqs, max_num_batched_tokens, len(groups), configs,
-                                  cp_world_size, cp_rank, cp_interleave_size)
+            GroupConfig(block_size=g.block_size, kernel_block_size=g.kernel_block_size,
+                        max_num_blocks=g.max_num_blocks, slot_mode=int(g.slot_mode),
+                        cp_replicated=int(g.cp_replicated)) for g in groups])
+        config = MultiTableConfig(
+            max_num_reqs=max_num_reqs, max_num_batched_tokens=max_num_batched_tokens,
+            cp_world_size=cp_world_size, cp_rank=cp_rank,
+            cp_interleave_size=cp_interleave_size, num_groups=len(groups), groups=configs)
         out = c_void_p()
         _check(lib.clbt_multi_table_create(device._live(), byref(config), byref(out)))
         super().__init__(device, out.value, max_num_reqs, max_num_batched_tokens)

@@ -16,31 +16,38 @@ import ctypes
 import os
 from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint, c_uint32, c_void_p
 
-ABI = (0, 1)
+ABI = (0, 2)
 SONAME = "libclbt.so.%d.%d" % ABI
 ENVIRONMENT = "CLBT_LIBRARY"
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
-# ctypes mirrors of the config structs in include/clbt/clbt.h.
-class TableConfig(ctypes.Structure):
+# ctypes mirrors of the config structs in include/clbt/clbt.h. Each
+# carries its own size, so that a library newer than these mirrors reads
+# them at their size (docs/design.md: config structs that can grow).
+class _SizedConfig(ctypes.Structure):
+    def __init__(self, **fields):
+        super().__init__(struct_size=ctypes.sizeof(self), **fields)
+
+
+class TableConfig(_SizedConfig):
     _fields_ = [(name, c_uint32) for name in (
-        "block_size", "kernel_block_size", "max_num_reqs",
+        "struct_size", "block_size", "kernel_block_size", "max_num_reqs",
         "max_num_blocks_per_req", "max_num_batched_tokens", "cp_world_size",
         "cp_rank", "cp_interleave_size")] + [("slot_mode", c_int)]
 
 
-class GroupConfig(ctypes.Structure):
-    _fields_ = [("block_size", c_uint32), ("kernel_block_size", c_uint32),
-                ("max_num_blocks", c_uint32), ("slot_mode", c_int),
-                ("cp_replicated", c_uint32)]
+class GroupConfig(_SizedConfig):
+    _fields_ = [("struct_size", c_uint32), ("block_size", c_uint32),
+                ("kernel_block_size", c_uint32), ("max_num_blocks", c_uint32),
+                ("slot_mode", c_int), ("cp_replicated", c_uint32)]
 
 
-class MultiTableConfig(ctypes.Structure):
-    _fields_ = [("max_num_reqs", c_uint32), ("max_num_batched_tokens", c_uint32),
-                ("num_groups", c_uint32), ("groups", POINTER(GroupConfig)),
-                ("cp_world_size", c_uint32), ("cp_rank", c_uint32),
-                ("cp_interleave_size", c_uint32)]
+class MultiTableConfig(_SizedConfig):
+    _fields_ = [("struct_size", c_uint32), ("max_num_reqs", c_uint32),
+                ("max_num_batched_tokens", c_uint32), ("cp_world_size", c_uint32),
+                ("cp_rank", c_uint32), ("cp_interleave_size", c_uint32),
+                ("num_groups", c_uint32), ("groups", POINTER(GroupConfig))]
 
 
 class CommitInfo(ctypes.Structure):

@@ -1,0 +1,117 @@
+/*
+ * A device's settings: the build options it appends to clbt's own and the
+ * directory of its on-disk program cache. The environment gives each new
+ * handle its defaults, read once when the handle is made, so that a later
+ * setenv cannot race a build; the host changes them per device through the
+ * API. They are guarded by the device's programs_lock, which a build holds
+ * from the moment it reads them until the program is in the device's list.
+ */
+#include "devices.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum clbt__setting {
+  CLBT__BUILD_OPTIONS,
+  CLBT__CACHE_DIR,
+  CLBT__NUM_SETTINGS
+} clbt__setting;
+
+static const struct {
+  const char *variable; /* the environment's default */
+  const char *argument; /* the setter's parameter, for messages */
+  const char *noun;     /* what the getter's message calls it */
+  size_t size;          /* bytes, with the NUL */
+  const char *bound;    /* the constant that says so */
+} settings[] = {
+    [CLBT__BUILD_OPTIONS] = {"CLBT_BUILD_OPTIONS", "options",
+                             "build option string", CLBT_BUILD_OPTIONS_SIZE,
+                             "CLBT_BUILD_OPTIONS_SIZE"},
+    [CLBT__CACHE_DIR] = {"CLBT_CACHE_DIR", "directory", "cache directory",
+                         CLBT_CACHE_DIR_SIZE, "CLBT_CACHE_DIR_SIZE"},
+};
+
+static char *field(clbt_device *device, clbt__setting which) {
+  return which == CLBT__BUILD_OPTIONS ? device->build_options
+                                      : device->cache_dir;
+}
+
+/* Checks a value (NULL: none) for a setting; name says where it came from. */
+static clbt_status check(clbt__setting which, const char *value,
+                         const char *name) {
+  size_t length = value ? strlen(value) : 0;
+  if (length >= settings[which].size)
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "%s is %zu characters; at most %zu (%s - 1)", name,
+                      length, settings[which].size - 1, settings[which].bound);
+  return CLBT_SUCCESS;
+}
+
+/* Stores a checked value; the caller holds the lock or owns the device. */
+static void store(clbt_device *device, clbt__setting which,
+                  const char *value) {
+  size_t length = value ? strlen(value) : 0;
+  memcpy(field(device, which), value ? value : "", length);
+  field(device, which)[length] = '\0';
+}
+
+clbt_status clbt__device_settings_init(clbt_device *device) {
+  for (int which = 0; which < CLBT__NUM_SETTINGS; ++which) {
+    const char *value = getenv(settings[which].variable);
+    clbt_status status =
+        check((clbt__setting)which, value, settings[which].variable);
+    if (status) return status;
+    store(device, (clbt__setting)which, value);
+  }
+  return CLBT_SUCCESS;
+}
+
+static clbt_status set(clbt_device *device, clbt__setting which,
+                       const char *value) {
+  if (!device) return clbt__fail(CLBT_NULL_ARGUMENT, "device is NULL");
+  clbt_status status = check(which, value, settings[which].argument);
+  if (status) return status;
+  mtx_lock(&device->programs_lock);
+  store(device, which, value);
+  mtx_unlock(&device->programs_lock);
+  return CLBT_SUCCESS;
+}
+
+static clbt_status get(clbt_device *device, clbt__setting which, char *buf,
+                       size_t size) {
+  if (!device || !buf)
+    return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
+                      device ? "buf" : "device");
+  mtx_lock(&device->programs_lock);
+  const char *value = field(device, which);
+  size_t length = strlen(value);
+  clbt_status status = CLBT_SUCCESS;
+  if (length >= size)
+    status = clbt__fail(CLBT_BUFFER_TOO_SMALL,
+                        "size is %zu bytes; the %s needs %zu", size,
+                        settings[which].noun, length + 1);
+  else
+    memcpy(buf, value, length + 1);
+  mtx_unlock(&device->programs_lock);
+  return status;
+}
+
+clbt_status clbt_device_set_build_options(clbt_device *device,
+                                          const char *options) {
+  return set(device, CLBT__BUILD_OPTIONS, options);
+}
+
+clbt_status clbt_device_build_options(clbt_device *device, char *buf,
+                                      size_t size) {
+  return get(device, CLBT__BUILD_OPTIONS, buf, size);
+}
+
+clbt_status clbt_device_set_cache_dir(clbt_device *device,
+                                      const char *directory) {
+  return set(device, CLBT__CACHE_DIR, directory);
+}
+
+clbt_status clbt_device_cache_dir(clbt_device *device, char *buf,
+                                  size_t size) {
+  return get(device, CLBT__CACHE_DIR, buf, size);
+}
