@@ -682,14 +682,21 @@ START_TEST(every_allocation_can_fail) {
 }
 END_TEST
 
+/* One case per sweep, so that CTest runs (and times) each on its own. */
+static void add_case(Suite *suite, const char *name, const TTest *test) {
+  TCase *tc = tcase_create(name);
+  tcase_set_timeout(tc, 0);
+  tcase_add_test(tc, test);
+  suite_add_tcase(suite, tc);
+}
+
 int main(void) {
   Suite *suite = suite_create("fault_injection");
-  TCase *tc = tcase_create("fault_injection");
-  tcase_set_timeout(tc, 0);
-  tcase_add_test(tc, every_opencl_call_can_fail);
-  tcase_add_test(tc, every_allocation_can_fail);
-  tcase_add_test(tc, opencl_failures_are_repaired_by_the_next_commit);
-  tcase_add_test(tc, allocation_failures_are_repaired_by_the_next_commit);
-  suite_add_tcase(suite, tc);
+  add_case(suite, "retrying_opencl", every_opencl_call_can_fail);
+  add_case(suite, "retrying_allocations", every_allocation_can_fail);
+  add_case(suite, "carrying_on_opencl",
+           opencl_failures_are_repaired_by_the_next_commit);
+  add_case(suite, "carrying_on_allocations",
+           allocation_failures_are_repaired_by_the_next_commit);
   return clbt_test_run(suite);
 }
