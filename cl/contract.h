@@ -70,4 +70,28 @@
   X(ROW_STRIDE, uint, row_stride)             \
   X(ROW_LENGTHS_AT, ulong, row_lengths_at)
 
+/*
+ * clbt_export's arguments, X(NAME, type, name); the group's constants
+ * follow them as uint arguments, in CLBT_GROUP_CONSTANTS's order (the
+ * export works per request, so they need not fold).
+ */
+#define CLBT_EXPORT_FIRST_ARGUMENT(X) X(NUM_REQS, uint, num_reqs)
+#define CLBT_EXPORT_ARGUMENTS(X)                         \
+  X(NUM_REQS_PADDED, uint, num_reqs_padded)              \
+  X(NUM_TOKENS, uint, num_tokens)                        \
+  X(QUERY_START_LOC, __global const int *, query_start_loc) \
+  X(POSITIONS, __global const long *, positions)         \
+  X(SEQ_LENS, __global const int *, seq_lens)            \
+  X(HAS_SEQ_LENS, uint, has_seq_lens)                    \
+  X(STORAGE, __global int *, storage)                    \
+  X(ROWS_AT, ulong, rows_at)                             \
+  X(ROW_STRIDE, uint, row_stride)                        \
+  X(ROW_LENGTHS_AT, ulong, row_lengths_at)               \
+  X(REJECTED_TOKENS_AT, ulong, rejected_tokens_at)       \
+  X(INDPTR_AT, ulong, indptr_at)                         \
+  X(INDICES_AT, ulong, indices_at)                       \
+  X(LAST_PAGE_LEN_AT, ulong, last_page_len_at)           \
+  X(PAST_LENS_AT, ulong, past_lens_at)                   \
+  X(SUBSEQUENCE_BEGINS_AT, ulong, subsequence_begins_at)
+
 #endif /* CLBT_CONTRACT_H */

@@ -19,10 +19,9 @@ clbt_status clbt__check_batch(const clbt_table *table, uint32_t num_reqs,
   return CLBT_SUCCESS;
 }
 
-/* A caller's buffer must be in the table's context and hold `needed` bytes. */
-static clbt_status check_buffer(const clbt_table *table, cl_mem buffer,
-                                const char *name, size_t needed,
-                                const char *count_name, uint32_t count) {
+clbt_status clbt__check_buffer(const clbt_table *table, cl_mem buffer,
+                               const char *name, size_t needed,
+                               const char *count_name, uint32_t count) {
   clbt_status status = CLBT_SUCCESS;
   cl_context context;
   size_t size = 0;
@@ -57,11 +56,11 @@ clbt_status clbt__check_batch_arguments(const clbt_table *table,
   clbt_status status =
       clbt__check_batch(table, batch->num_reqs, batch->num_tokens);
   if (!status)
-    status = check_buffer(table, batch->query_start_loc, "query_start_loc",
+    status = clbt__check_buffer(table, batch->query_start_loc, "query_start_loc",
                           ((size_t)batch->num_reqs + 1) * sizeof(int32_t),
                           "num_reqs", batch->num_reqs);
   if (!status && batch->positions)
-    status = check_buffer(table, batch->positions, "positions",
+    status = clbt__check_buffer(table, batch->positions, "positions",
                           (size_t)batch->num_tokens * sizeof(int64_t),
                           "num_tokens", batch->num_tokens);
   if (!status) status = clbt__check_wait_list(num_events, wait_list);

@@ -137,6 +137,13 @@ typedef enum clbt__region {
   CLBT__ROW_LENGTHS,     /* int32 [max_num_reqs], committed lengths */
   CLBT__SLOTS,           /* int64 [max_num_batched_tokens], the output */
   CLBT__REJECTED_TOKENS, /* uint32, the rejected-token count */
+  /* The attention export (export.c), token-mapping groups only (empty in a
+     NONE group), int32: */
+  CLBT__EXPORT_INDPTR,   /* [max_num_reqs + 1] */
+  CLBT__EXPORT_INDICES,  /* [max_num_reqs * width] */
+  CLBT__EXPORT_LAST_PAGE_LEN,      /* [max_num_reqs] */
+  CLBT__EXPORT_PAST_LENS,          /* [max_num_reqs] */
+  CLBT__EXPORT_SUBSEQUENCE_BEGINS, /* [max_num_reqs + 1] */
   CLBT__NUM_REGIONS
 } clbt__region;
 
@@ -151,6 +158,7 @@ struct clbt_table {
                               beyond what changes lists: the next commit
                               rewrites every row */
   cl_kernel scatter;       /* NULL until the first scatter commit */
+  clbt__launch exporter;  /* the export kernel, built on the first export */
   clbt_commit_mode commit_mode;
   clbt_commit_info last_commit;
   cl_mem storage;
@@ -220,6 +228,14 @@ void clbt__apply_swap_row(clbt_table *table, uint32_t a, uint32_t b);
 clbt_status clbt__table_zero_device(clbt_table *table);
 void clbt__table_zero_host(clbt_table *table);
 
+/*
+ * Checks that a caller's buffer belongs to the table's context and holds
+ * `needed` bytes, which count_name's value count asks for.
+ */
+clbt_status clbt__check_buffer(const clbt_table *table, cl_mem buffer,
+                               const char *name, size_t needed,
+                               const char *count_name, uint32_t count);
+
 /* Checks a batch's sizes against a table's bounds. */
 clbt_status clbt__check_batch(const clbt_table *table, uint32_t num_reqs,
                               uint32_t num_tokens);
@@ -261,6 +277,20 @@ clbt_status clbt__enqueue_slot_mapping(clbt_table *group,
                                        cl_uint num_events,
                                        const cl_event *wait_list,
                                        cl_event *event);
+
+/* ---- the attention export (export.c) ------------------------------------ */
+
+/*
+ * Checks an export request against group (all of an engine's groups share
+ * their bounds and context) and enqueues the export of every token-mapping
+ * group of engine, or, with engine NULL, of group alone (which must map
+ * tokens).
+ */
+clbt_status clbt__enqueue_export(clbt_table *group,
+                                 const clbt_multi_table *engine,
+                                 const clbt_export_request *request,
+                                 cl_uint num_events, const cl_event *wait_list,
+                                 cl_event *event);
 
 /* ---- commits (commit.c) -------------------------------------------------- */
 

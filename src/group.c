@@ -103,6 +103,20 @@ static size_t rows_bytes(const clbt_table *table) {
          sizeof(int32_t);
 }
 
+/*
+ * The export's regions, worst case: every row's whole width of pages. A
+ * NONE group exports nothing and has none.
+ */
+static void export_sizes(const clbt_table *table, size_t *sizes) {
+  bool maps_tokens = table->layout.slot_mode == CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT;
+  size_t requests = maps_tokens ? table->layout.max_num_reqs : 0;
+  sizes[CLBT__EXPORT_INDPTR] = maps_tokens ? (requests + 1) * sizeof(cl_int) : 0;
+  sizes[CLBT__EXPORT_INDICES] = maps_tokens ? rows_bytes(table) : 0;
+  sizes[CLBT__EXPORT_LAST_PAGE_LEN] = requests * sizeof(cl_int);
+  sizes[CLBT__EXPORT_PAST_LENS] = requests * sizeof(cl_int);
+  sizes[CLBT__EXPORT_SUBSEQUENCE_BEGINS] = sizes[CLBT__EXPORT_INDPTR];
+}
+
 /* Where each region starts in the storage, and the storage's size. */
 static clbt_status plan_regions(const clbt_table *table, size_t *origins,
                                 size_t *sizes, size_t *total) {
@@ -111,6 +125,7 @@ static clbt_status plan_regions(const clbt_table *table, size_t *origins,
   sizes[CLBT__ROW_LENGTHS] = table->layout.max_num_reqs * sizeof(cl_int);
   sizes[CLBT__SLOTS] = table->layout.max_num_batched_tokens * sizeof(cl_long);
   sizes[CLBT__REJECTED_TOKENS] = sizeof(cl_uint);
+  export_sizes(table, sizes);
   size_t offset = 0;
   for (int r = 0; r < CLBT__NUM_REGIONS; ++r) {
     if (sizes[r] > SIZE_MAX - offset - alignment)
@@ -139,6 +154,7 @@ static clbt_status create_storage(clbt_table *table) {
                               total, sizes[CLBT__ROWS], sizes[CLBT__SLOTS]);
   for (int r = 0; r < CLBT__NUM_REGIONS; ++r) {
     cl_buffer_region region = {origins[r], sizes[r]};
+    if (sizes[r] == 0) continue; /* a NONE group's export */
     table->regions[r] =
         clCreateSubBuffer(table->storage, CL_MEM_READ_WRITE,
                           CL_BUFFER_CREATE_TYPE_REGION, &region, &error);
@@ -186,6 +202,7 @@ void clbt__group_destroy(clbt_table *table) {
   if (!table) return;
   clbt__launch_release(&table->launch);
   clbt__commit_release(table);
+  clbt__launch_release(&table->exporter);
   for (int r = 0; r < CLBT__NUM_REGIONS; ++r)
     if (table->regions[r]) clReleaseMemObject(table->regions[r]);
   if (table->storage) clReleaseMemObject(table->storage);

@@ -252,6 +252,17 @@ clbt_status clbt_multi_table_enqueue_slot_mapping(
                                     num_events, wait_list, event);
 }
 
+clbt_status clbt_multi_table_enqueue_export(clbt_multi_table *table,
+                                            const clbt_export_request *request,
+                                            cl_uint num_events,
+                                            const cl_event *wait_list,
+                                            cl_event *event) {
+  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+  if (!request) return clbt__fail(CLBT_NULL_ARGUMENT, "request is NULL");
+  return clbt__enqueue_export(first_group(table), table, request, num_events,
+                              wait_list, event);
+}
+
 clbt_status clbt_multi_table_compute_slot_mapping(clbt_multi_table *table,
                                                   uint32_t num_reqs,
                                                   cl_mem query_start_loc,

@@ -15,6 +15,8 @@ extern const char clbt__slot_mapping_source[];
 extern const size_t clbt__slot_mapping_source_length;
 extern const char clbt__commit_scatter_source[];
 extern const size_t clbt__commit_scatter_source_length;
+extern const char clbt__export_source[];
+extern const size_t clbt__export_source_length;
 
 static const struct {
   const char *text;
@@ -27,6 +29,8 @@ static const struct {
     [CLBT__SOURCE_COMMIT_SCATTER] = {clbt__commit_scatter_source,
                                      &clbt__commit_scatter_source_length,
                                      "commit_scatter.cl"},
+    [CLBT__SOURCE_EXPORT] = {clbt__export_source, &clbt__export_source_length,
+                             "export.cl"},
 };
 
 struct clbt__program_entry {

@@ -93,6 +93,35 @@ clbt_status clbt_table_enqueue_slot_mapping(
                                     wait_list, event);
 }
 
+clbt_status clbt_table_enqueue_export(clbt_table *table,
+                                      const clbt_export_request *request,
+                                      cl_uint num_events,
+                                      const cl_event *wait_list,
+                                      cl_event *event) {
+  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+  if (!request) return clbt__fail(CLBT_NULL_ARGUMENT, "request is NULL");
+  return clbt__enqueue_export(table, NULL, request, num_events, wait_list,
+                              event);
+}
+
+clbt_status clbt_table_export_buffers(const clbt_table *table,
+                                      clbt_export_buffers *out) {
+  if (!table || !out)
+    return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL", table ? "out" : "table");
+  if (table->layout.slot_mode != CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT)
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "the table's slot_mode is CLBT_SLOT_MODE_NONE: it has "
+                      "no export buffers");
+  *out = (clbt_export_buffers){
+      .paged_kv_indptr = table->regions[CLBT__EXPORT_INDPTR],
+      .paged_kv_indices = table->regions[CLBT__EXPORT_INDICES],
+      .paged_kv_last_page_len = table->regions[CLBT__EXPORT_LAST_PAGE_LEN],
+      .past_lens = table->regions[CLBT__EXPORT_PAST_LENS],
+      .subsequence_begins = table->regions[CLBT__EXPORT_SUBSEQUENCE_BEGINS],
+      .page_size = table->layout.kernel_block_size};
+  return CLBT_SUCCESS;
+}
+
 clbt_status clbt_table_compute_slot_mapping(clbt_table *table,
                                             uint32_t num_reqs,
                                             cl_mem query_start_loc,

@@ -148,7 +148,9 @@ typedef enum function {
   TABLE_APPEND_ROWS, TABLE_ADD_ROWS, MULTI_APPEND_ROWS, MULTI_ADD_ROWS,
   DEVICE_OPEN, DEVICE_WRAP, DEVICE_SELECTOR, DEVICE_SET_BUILD_OPTIONS,
   DEVICE_BUILD_OPTIONS, DEVICE_SET_CACHE_DIR, DEVICE_CACHE_DIR,
-  BLOCK_TABLE_WIDTH, TABLE_TRUNCATE_ROW, MULTI_TRUNCATE_ROW
+  BLOCK_TABLE_WIDTH, TABLE_TRUNCATE_ROW, MULTI_TRUNCATE_ROW,
+  TABLE_ENQUEUE_EXPORT, MULTI_ENQUEUE_EXPORT, TABLE_EXPORT_BUFFERS,
+  NUM_FUNCTIONS
 } function;
 
 static const char *const function_names[] = {
@@ -172,13 +174,18 @@ static const char *const function_names[] = {
     "clbt_device_selector", "clbt_device_set_build_options",
     "clbt_device_build_options", "clbt_device_set_cache_dir",
     "clbt_device_cache_dir", "clbt_block_table_width",
-    "clbt_table_truncate_row", "clbt_multi_table_truncate_row"};
+    "clbt_table_truncate_row", "clbt_multi_table_truncate_row",
+    "clbt_table_enqueue_export", "clbt_multi_table_enqueue_export",
+    "clbt_table_export_buffers"};
+_Static_assert(sizeof function_names / sizeof function_names[0] ==
+                   NUM_FUNCTIONS,
+               "one name per function, in the enum's order");
 
 /* Which pointer argument, if any, is NULL. */
 typedef enum null_pointer {
   NO_NULL, NULL_HANDLE, NULL_OUT, NULL_CONFIG, NULL_BLOCK_IDS, NULL_COUNTS,
   NULL_QUERY_START_LOC, NULL_POSITIONS, NULL_CONTEXT, NULL_DEVICE, NULL_QUEUE,
-  NULL_ROWS
+  NULL_ROWS, NULL_REQUEST
 } null_pointer;
 
 /* The buffers of a slot-mapping call; the host call's arrays likewise. */
@@ -212,6 +219,9 @@ typedef struct bad_input {
   size_t num_rows;      /* of a batch row update: its rows, and per group */
   const uint32_t *rows; /* its counts; the ids are ids[g], end to end */
   const uint32_t *row_counts[2];
+  bool seq_lens_given;  /* an export's lengths: buffer seq_lens */
+  buffer seq_lens;
+  bool none_table;      /* the call is made on a CLBT_SLOT_MODE_NONE table */
 } bad_input;
 
 #define IDS(...) ((const int32_t[]){__VA_ARGS__})
@@ -619,6 +629,57 @@ static const bad_input cases[] = {
         CLBT_INVALID_ARGUMENT,
         "groups[1]: num_blocks 3 exceeds the 2 blocks row 1 holds", .a = 1,
         .counts = {1, 3}),
+    /* The attention export: batches of .a requests padded to .b. */
+    BAD(TABLE_ENQUEUE_EXPORT, "NULL table", CLBT_NULL_ARGUMENT,
+        "table is NULL", .null = NULL_HANDLE, .a = 2),
+    BAD(TABLE_ENQUEUE_EXPORT, "NULL request", CLBT_NULL_ARGUMENT,
+        "request is NULL", .null = NULL_REQUEST, .a = 2),
+    BAD(TABLE_ENQUEUE_EXPORT, "NULL query_start_loc", CLBT_NULL_ARGUMENT,
+        "query_start_loc is NULL", .null = NULL_QUERY_START_LOC, .a = 2),
+    BAD(TABLE_ENQUEUE_EXPORT, "NULL positions with tokens", CLBT_NULL_ARGUMENT,
+        "positions is NULL with num_tokens 3", .null = NULL_POSITIONS, .a = 2,
+        .num_tokens = 3),
+    BAD(TABLE_ENQUEUE_EXPORT, "a NONE table", CLBT_INVALID_ARGUMENT,
+        "CLBT_SLOT_MODE_NONE", .none_table = true, .a = 2),
+    BAD(TABLE_ENQUEUE_EXPORT, "num_reqs = max_num_reqs + 1",
+        CLBT_TOO_MANY_REQUESTS, "num_reqs 5 exceeds max_num_reqs 4", .a = 5),
+    BAD(TABLE_ENQUEUE_EXPORT, "num_reqs_padded below num_reqs",
+        CLBT_INVALID_ARGUMENT, "num_reqs_padded 1 is below num_reqs 2", .a = 2,
+        .b = 1),
+    BAD(TABLE_ENQUEUE_EXPORT, "num_reqs_padded = max_num_reqs + 1",
+        CLBT_TOO_MANY_REQUESTS, "num_reqs_padded 5 exceeds max_num_reqs 4",
+        .a = 2, .b = 5),
+    BAD(TABLE_ENQUEUE_EXPORT, "num_tokens too many", CLBT_TOO_MANY_TOKENS,
+        "num_tokens 9 exceeds max_num_batched_tokens 8", .a = 2,
+        .num_tokens = 9),
+    BAD(TABLE_ENQUEUE_EXPORT, "query_start_loc too small",
+        CLBT_BUFFER_TOO_SMALL, "query_start_loc holds 8 bytes", .a = 2,
+        .query_start_loc = TOO_SMALL),
+    BAD(TABLE_ENQUEUE_EXPORT, "seq_lens too small", CLBT_BUFFER_TOO_SMALL,
+        "request->seq_lens holds 8 bytes; num_reqs 3 needs 12", .a = 3,
+        .seq_lens_given = true, .seq_lens = TOO_SMALL),
+    BAD(TABLE_ENQUEUE_EXPORT, "seq_lens of another context",
+        CLBT_CONTEXT_MISMATCH, "request->seq_lens belongs to another", .a = 2,
+        .seq_lens_given = true, .seq_lens = FOREIGN),
+    BAD(TABLE_ENQUEUE_EXPORT, "wait list NULL with events",
+        CLBT_INVALID_ARGUMENT, "wait_list is NULL with num_events 2", .a = 2,
+        .num_events = 2),
+    BAD(MULTI_ENQUEUE_EXPORT, "NULL table", CLBT_NULL_ARGUMENT,
+        "table is NULL", .null = NULL_HANDLE, .a = 2),
+    BAD(MULTI_ENQUEUE_EXPORT, "NULL request", CLBT_NULL_ARGUMENT,
+        "request is NULL", .null = NULL_REQUEST, .a = 2),
+    BAD(MULTI_ENQUEUE_EXPORT, "num_reqs_padded = max_num_reqs + 1",
+        CLBT_TOO_MANY_REQUESTS, "num_reqs_padded 5 exceeds max_num_reqs 4",
+        .a = 2, .b = 5),
+    BAD(MULTI_ENQUEUE_EXPORT, "wait list without events",
+        CLBT_INVALID_ARGUMENT, "wait_list is not NULL with num_events 0",
+        .a = 2, .wait_list = true),
+    BAD(TABLE_EXPORT_BUFFERS, "NULL table", CLBT_NULL_ARGUMENT,
+        "table is NULL", .null = NULL_HANDLE),
+    BAD(TABLE_EXPORT_BUFFERS, "NULL out", CLBT_NULL_ARGUMENT, "out is NULL",
+        .null = NULL_OUT),
+    BAD(TABLE_EXPORT_BUFFERS, "a NONE table", CLBT_INVALID_ARGUMENT,
+        "CLBT_SLOT_MODE_NONE", .none_table = true),
     BAD(MULTI_MOVE_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
         .null = NULL_HANDLE),
     BAD(MULTI_MOVE_ROW, "src out of range", CLBT_ROW_OUT_OF_RANGE,
@@ -886,6 +947,7 @@ typedef struct outputs {
   char selector[CLBT_SELECTOR_SIZE];
   int64_t slots[8];
   clbt_commit_info commit;
+  clbt_export_buffers export;
 } outputs;
 
 static cl_mem pick_buffer(const fixture *f, buffer which, bool positions) {
@@ -1123,8 +1185,52 @@ static clbt_status call_batch(const bad_input *c, const fixture *f) {
   }
 }
 
+/*
+ * The attention export: batches of c->a requests padded to c->b, with the
+ * fixture's buffers; the NONE cases on a NONE table made for the call.
+ */
+static clbt_status call_export(const bad_input *c, const fixture *f,
+                               outputs *out) {
+  static const cl_event no_events[3] = {NULL, NULL, NULL};
+  static const clbt_table_config none_config = {
+      .block_size = 4, .max_num_reqs = 4, .max_num_blocks_per_req = 2,
+      .max_num_batched_tokens = 8, .slot_mode = CLBT_SLOT_MODE_NONE};
+  clbt_table *none = NULL;
+  if (c->none_table)
+    clbt_assert_ok(clbt_table_create(clbt_test_device(), &none_config, &none));
+  clbt_table *table = c->null == NULL_HANDLE ? NULL : none ? none : f->table;
+  clbt_export_request request = {
+      .num_reqs = c->a, .num_reqs_padded = c->b,
+      .query_start_loc = c->null == NULL_QUERY_START_LOC
+                             ? NULL
+                             : pick_buffer(f, c->query_start_loc, false),
+      .positions = c->null == NULL_POSITIONS
+                       ? NULL
+                       : pick_buffer(f, c->positions, true),
+      .num_tokens = c->num_tokens,
+      .seq_lens = c->seq_lens_given ? pick_buffer(f, c->seq_lens, false) : NULL};
+  const clbt_export_request *req = c->null == NULL_REQUEST ? NULL : &request;
+  const cl_event *wait_list = c->wait_list ? no_events : NULL;
+  clbt_status status;
+  if (c->function == TABLE_ENQUEUE_EXPORT)
+    status = clbt_table_enqueue_export(table, req, c->num_events, wait_list,
+                                       NULL);
+  else if (c->function == MULTI_ENQUEUE_EXPORT)
+    status = clbt_multi_table_enqueue_export(
+        c->null == NULL_HANDLE ? NULL : f->multi, req, c->num_events,
+        wait_list, NULL);
+  else
+    status = clbt_table_export_buffers(table,
+                                       c->null == NULL_OUT ? NULL : &out->export);
+  clbt_table_destroy(none);
+  return status;
+}
+
 static clbt_status call(const bad_input *c, const fixture *f, outputs *out) {
   switch (c->function) {
+  case TABLE_ENQUEUE_EXPORT: case MULTI_ENQUEUE_EXPORT:
+  case TABLE_EXPORT_BUFFERS:
+    return call_export(c, f, out);
   case TABLE_APPEND_ROWS: case TABLE_ADD_ROWS: case MULTI_APPEND_ROWS:
   case MULTI_ADD_ROWS:
     return call_batch(c, f);
@@ -1228,16 +1334,16 @@ static void run_case(const bad_input *c, const fixture *f) {
 START_TEST(every_function_refuses_every_bad_argument) {
   fixture f = fixture_create();
   size_t count = sizeof cases / sizeof cases[0];
-  bool covered[BLOCK_TABLE_WIDTH + 1] = {false};
+  bool covered[NUM_FUNCTIONS] = {false};
   for (size_t i = 0; i < count; ++i) {
     run_case(&cases[i], &f);
     covered[cases[i].function] = true;
   }
-  for (int fn = 0; fn <= BLOCK_TABLE_WIDTH; ++fn)
+  for (int fn = 0; fn < NUM_FUNCTIONS; ++fn)
     ck_assert_msg(covered[fn], "no case for %s", function_names[fn]);
   printf("bad input: %zu cases against %d public functions, each refused "
          "with its status and message, nothing changed\n",
-         count, BLOCK_TABLE_WIDTH + 1);
+         count, (int)NUM_FUNCTIONS);
   fixture_destroy(&f);
 }
 END_TEST

@@ -256,6 +256,27 @@ static clbt_status map_multi(scenario *s) {
       s->wrapped_batch.positions, 4);
 }
 
+/*
+ * The batch's pages: request 0 (length 7) reads pages 7 and 3, 3 tokens in
+ * the last; request 1 (length 5) needs two pages of its one-block row and
+ * is rejected: no pages, last page 1. Counted before the counter's reset.
+ */
+static clbt_export_request export_request(const batch *b) {
+  return (clbt_export_request){.num_reqs = 2,
+                               .query_start_loc = b->query_start_loc,
+                               .positions = b->positions, .num_tokens = 4};
+}
+
+static clbt_status export_table(scenario *s) {
+  clbt_export_request request = export_request(&s->device_batch);
+  return clbt_table_enqueue_export(s->table, &request, 0, NULL, NULL);
+}
+
+static clbt_status export_multi(scenario *s) {
+  clbt_export_request request = export_request(&s->wrapped_batch);
+  return clbt_multi_table_enqueue_export(s->multi, &request, 0, NULL, NULL);
+}
+
 static clbt_status clear_multi(scenario *s) {
   return clbt_multi_table_clear(s->multi);
 }
@@ -303,12 +324,14 @@ static const scenario_step everything_steps[] = {
     {"program cache", use_binary_cache, CLBT_SUCCESS, true},
     {"clbt_table_compute_slot_mapping", map_table, CLBT_SUCCESS, false},
     {"clbt_table_read_rejected_tokens", read_rejected, CLBT_SUCCESS, false},
+    {"clbt_table_enqueue_export", export_table, CLBT_SUCCESS, false},
     {"clbt_table_reset_rejected_tokens", reset_rejected, CLBT_SUCCESS, false},
     {"clbt_table_clear", clear_table, CLBT_SUCCESS, false},
     {"clbt_multi_table_prepare", prepare_multi, CLBT_SUCCESS, false},
     {"clbt_multi_table_create", create_multi, CLBT_SUCCESS, false},
     {"clbt_multi_table_commit", commit_multi, CLBT_SUCCESS, false},
     {"clbt_multi_table_compute_slot_mapping", map_multi, CLBT_SUCCESS, false},
+    {"clbt_multi_table_enqueue_export", export_multi, CLBT_SUCCESS, false},
     {"clbt_multi_table_clear", clear_multi, CLBT_SUCCESS, false},
 };
 
@@ -345,8 +368,27 @@ static void check_slots(cl_command_queue queue, const clbt_table *table,
 }
 
 /* A completed scenario computed the right slots and cleared the rows. */
+static void check_export(cl_command_queue queue, const clbt_table *table) {
+  clbt_export_buffers buffers;
+  int32_t indptr[3], indices[2], last_page_len[2];
+  clbt_assert_ok(clbt_table_export_buffers(table, &buffers));
+  read_buffer(queue, buffers.paged_kv_indptr, sizeof indptr, indptr);
+  read_buffer(queue, buffers.paged_kv_indices, sizeof indices, indices);
+  read_buffer(queue, buffers.paged_kv_last_page_len, sizeof last_page_len,
+              last_page_len);
+  ck_assert_int_eq(indptr[0], 0);
+  ck_assert_int_eq(indptr[1], 2);
+  ck_assert_int_eq(indptr[2], 2);
+  ck_assert_int_eq(indices[0], 7);
+  ck_assert_int_eq(indices[1], 3);
+  ck_assert_int_eq(last_page_len[0], 3);
+  ck_assert_int_eq(last_page_len[1], 1);
+}
+
 static void check_outcome(const scenario *s) {
   cl_command_queue queue = clbt_device_queue(s->device);
+  check_export(queue, s->table);
+  check_export(s->own_queue, clbt_multi_table_group(s->multi, 0));
   check_slots(queue, s->table, "table");
   check_slots(s->own_queue, clbt_multi_table_group(s->multi, 0), "groups[0]");
   ck_assert_uint_eq(s->rejected, EXPECTED_REJECTED);

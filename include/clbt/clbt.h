@@ -811,6 +811,82 @@ CLBT_API cl_mem clbt_table_slot_mapping(const clbt_table *table);
 CLBT_API cl_mem clbt_table_rejected_tokens(const clbt_table *table);
 
 /* ------------------------------------------------------------------------ */
+/* Attention-ready exports: FlashInfer's and OpenVINO's page tables          */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * A batch to export the page table of (docs/semantics.md, "Export"). Like
+ * the configs it can grow: zero-initialise it and set the fields you use;
+ * fields are only ever added at the end, and 0 (or NULL) in a field added
+ * later means the behaviour from before it.
+ */
+typedef struct clbt_export_request {
+  uint32_t num_reqs;        /**< requests (rows 0..num_reqs-1) */
+  uint32_t num_reqs_padded; /**< entries to write, >= num_reqs and at most
+                               max_num_reqs; 0: num_reqs. Requests past
+                               num_reqs get no pages (graph padding). */
+  cl_mem query_start_loc;   /**< required: int32[num_reqs + 1], as for the
+                               slot mapping */
+  cl_mem positions;         /**< int64[num_tokens]; may be NULL when
+                               num_tokens is 0 */
+  uint32_t num_tokens;      /**< tokens in the batch */
+  cl_mem seq_lens;          /**< int32[num_reqs] KV lengths, or NULL: each
+                               request's last scheduled position + 1 */
+} clbt_export_request;
+
+/**
+ * A table's export buffers: regions of its device allocation, int32, at
+ * addresses fixed for the table's life, sized for its worst case. The
+ * export writes entries [0, num_reqs_padded] of the indptr and
+ * subsequence_begins, [0, num_reqs_padded) of the per-request arrays and
+ * [0, indptr[num_reqs_padded]) of the indices; it leaves the rest as it was.
+ */
+typedef struct clbt_export_buffers {
+  cl_mem paged_kv_indptr;        /**< [max_num_reqs + 1]; FlashInfer's
+                                    paged_kv_indptr, OpenVINO's
+                                    block_indices_begins */
+  cl_mem paged_kv_indices;       /**< [max_num_reqs * width]; FlashInfer's
+                                    paged_kv_indices, OpenVINO's
+                                    block_indices */
+  cl_mem paged_kv_last_page_len; /**< [max_num_reqs], 1..page_size */
+  cl_mem past_lens;              /**< [max_num_reqs]; OpenVINO's past_lens */
+  cl_mem subsequence_begins;     /**< [max_num_reqs + 1]; OpenVINO's
+                                    subsequence_begins */
+  uint32_t page_size;            /**< tokens per page: kernel_block_size */
+} clbt_export_buffers;
+
+/**
+ * Enqueues the export of the table's committed rows for a batch, on the
+ * device with no host sync: per request r below num_reqs_padded, its pages
+ * (kernel blocks; with context parallelism, this rank's) as a CSR list
+ * paged_kv_indices[indptr[r] .. indptr[r+1]), how many tokens its last
+ * page holds, its past length and its query's begin (docs/semantics.md has
+ * every rule). A request whose length is inconsistent or needs more pages
+ * than its committed row holds gets no pages and adds 1 to the table's
+ * rejected-token counter. When event is not NULL it receives an event that
+ * completes with the export; the caller releases it.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, request or
+ * query_start_loc, or NULL positions with num_tokens > 0;
+ * CLBT_INVALID_ARGUMENT for a CLBT_SLOT_MODE_NONE table (it has no pages),
+ * num_reqs_padded below num_reqs, or an inconsistent wait list;
+ * CLBT_TOO_MANY_REQUESTS (num_reqs or num_reqs_padded above max_num_reqs);
+ * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH;
+ * CLBT_SIZE_OVERFLOW when max_num_reqs x width exceeds INT32_MAX (int32
+ * indptr); or an OpenCL error.
+ */
+CLBT_API clbt_status clbt_table_enqueue_export(
+    clbt_table *table, const clbt_export_request *request, cl_uint num_events,
+    const cl_event *wait_list, cl_event *event);
+
+/**
+ * Fills *out with the table's export buffers (see clbt_export_buffers).
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_INVALID_ARGUMENT for a
+ * CLBT_SLOT_MODE_NONE table, which has none. On failure *out is unchanged.
+ */
+CLBT_API clbt_status clbt_table_export_buffers(const clbt_table *table,
+                                               clbt_export_buffers *out);
+
+/* ------------------------------------------------------------------------ */
 /* Several KV-cache groups                                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -976,6 +1052,20 @@ CLBT_API clbt_status clbt_multi_table_enqueue_slot_mapping(
     clbt_multi_table *table, uint32_t num_reqs, cl_mem query_start_loc,
     cl_mem positions, uint32_t num_tokens, cl_uint num_events,
     const cl_event *wait_list, cl_event *event);
+
+/**
+ * Exports every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's page table for one
+ * batch (clbt_table_enqueue_export), one launch per such group; NONE groups
+ * are skipped. Each group writes its own buffers (clbt_table_export_buffers
+ * of clbt_multi_table_group) in its own kernel-block units and counts its
+ * own rejected requests. *event (when not NULL) completes once every group
+ * is exported; with no token-mapping group it is a marker after the wait
+ * list. Fails as the single-table call does, without CLBT_INVALID_ARGUMENT
+ * for NONE groups.
+ */
+CLBT_API clbt_status clbt_multi_table_enqueue_export(
+    clbt_multi_table *table, const clbt_export_request *request,
+    cl_uint num_events, const cl_event *wait_list, cl_event *event);
 
 /**
  * Clears every group (clbt_table_clear), all or nothing on the host: when a

@@ -1,0 +1,191 @@
+/*
+ * The attention export: a group's committed rows as FlashInfer's CSR page
+ * table and OpenVINO PagedAttention's arrays, built on the device by
+ * cl/export.cl into regions of the group's allocation (clbt__region). One
+ * launch per token-mapping group; each group's kernel is made on its first
+ * export, with the group's buffer, offsets and constants bound once.
+ */
+#include "engine.h"
+
+#include <stdint.h>
+
+/* The kernel's arguments by name (cl/contract.h lists them), then the
+   group's constants. */
+enum {
+#define ARGUMENT(NAME, type, name) ARG_##NAME,
+  CLBT_EXPORT_FIRST_ARGUMENT(ARGUMENT)
+  CLBT_EXPORT_ARGUMENTS(ARGUMENT)
+#undef ARGUMENT
+#define CONSTANT_ARGUMENT(g, name) ARG_CONSTANT_##name,
+  CLBT_GROUP_CONSTANTS(CONSTANT_ARGUMENT, 0)
+#undef CONSTANT_ARGUMENT
+  NUM_ARGS
+};
+
+static bool maps_tokens(const clbt_table *group) {
+  return group->layout.slot_mode == CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT;
+}
+
+/* What stays the same from call to call: the group's buffer and spec. */
+static clbt_status bind_group(cl_kernel kernel, const clbt_table *group) {
+  cl_uint row_stride = group->layout.width;
+  const cl_ulong *at = group->region_words;
+  const clbt__group_spec *spec = &group->layout.spec;
+  const clbt__kernel_arg args[] = {
+      {ARG_STORAGE, sizeof(cl_mem), &group->storage},
+      {ARG_ROWS_AT, sizeof(cl_ulong), &at[CLBT__ROWS]},
+      {ARG_ROW_STRIDE, sizeof row_stride, &row_stride},
+      {ARG_ROW_LENGTHS_AT, sizeof(cl_ulong), &at[CLBT__ROW_LENGTHS]},
+      {ARG_REJECTED_TOKENS_AT, sizeof(cl_ulong), &at[CLBT__REJECTED_TOKENS]},
+      {ARG_INDPTR_AT, sizeof(cl_ulong), &at[CLBT__EXPORT_INDPTR]},
+      {ARG_INDICES_AT, sizeof(cl_ulong), &at[CLBT__EXPORT_INDICES]},
+      {ARG_LAST_PAGE_LEN_AT, sizeof(cl_ulong), &at[CLBT__EXPORT_LAST_PAGE_LEN]},
+      {ARG_PAST_LENS_AT, sizeof(cl_ulong), &at[CLBT__EXPORT_PAST_LENS]},
+      {ARG_SUBSEQUENCE_BEGINS_AT, sizeof(cl_ulong),
+       &at[CLBT__EXPORT_SUBSEQUENCE_BEGINS]},
+#define CONSTANT_VALUE(g, name) \
+  {ARG_CONSTANT_##name, sizeof(cl_uint), &spec->name},
+      CLBT_GROUP_CONSTANTS(CONSTANT_VALUE, 0)
+#undef CONSTANT_VALUE
+  };
+  return clbt__set_kernel_args(kernel, args, sizeof args / sizeof args[0]);
+}
+
+/* The group's export kernel, bound, in one work-group (the scan's). */
+static clbt_status make_exporter(clbt_table *group) {
+  clbt__launch *launch = &group->exporter;
+  cl_program program;
+  cl_int error = CL_SUCCESS;
+  size_t kernel_max_group = 0;
+  clbt_status status =
+      clbt__program_get(group->device, CLBT__SOURCE_EXPORT, "", &program);
+  if (status) return status;
+  launch->kernel = clCreateKernel(program, "clbt_export", &error);
+  CLBT__CL_CHECK(error, "clCreateKernel", status, fail);
+  status = bind_group(launch->kernel, group);
+  if (status) goto fail;
+  CLBT__CL_TRY(clGetKernelWorkGroupInfo(launch->kernel, group->device->id,
+                                        CL_KERNEL_WORK_GROUP_SIZE,
+                                        sizeof kernel_max_group,
+                                        &kernel_max_group, NULL),
+               status, fail);
+  /* One item's worth asks for one work-group: every count meets in the
+     work-group's scan. */
+  clbt__geometry(group->device, kernel_max_group, 1, &launch->global_size,
+                 &launch->local_size);
+  return CLBT_SUCCESS;
+fail:
+  clbt__launch_release(launch);
+  return status;
+}
+
+/*
+ * A request's sizes and buffers against the bounds and context the
+ * engine's groups share.
+ */
+static clbt_status check_request(const clbt_table *group,
+                                 const clbt_export_request *request,
+                                 cl_uint num_events, const cl_event *wait_list) {
+  uint32_t padded = request->num_reqs_padded;
+  const clbt__batch batch = {request->num_reqs, request->query_start_loc,
+                             request->positions, request->num_tokens};
+  clbt_status status =
+      clbt__check_batch_arguments(group, &batch, num_events, wait_list);
+  if (status) return status;
+  if (padded && padded < request->num_reqs)
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "request->num_reqs_padded %u is below num_reqs %u",
+                      (unsigned)padded, (unsigned)request->num_reqs);
+  if (padded > group->layout.max_num_reqs)
+    return clbt__fail(CLBT_TOO_MANY_REQUESTS,
+                      "request->num_reqs_padded %u exceeds max_num_reqs %u",
+                      (unsigned)padded, (unsigned)group->layout.max_num_reqs);
+  if (request->seq_lens)
+    status = clbt__check_buffer(group, request->seq_lens, "request->seq_lens",
+                                (size_t)request->num_reqs * sizeof(int32_t),
+                                "num_reqs", request->num_reqs);
+  return status;
+}
+
+/* A group's worst-case page count must fit the int32 indptr. */
+static clbt_status check_pages(const clbt_table *group) {
+  const clbt__table_layout *layout = &group->layout;
+  if ((uint64_t)layout->max_num_reqs * layout->width > INT32_MAX)
+    return clbt__fail(CLBT_SIZE_OVERFLOW,
+                      "max_num_reqs %u x width %u pages exceed INT32_MAX, "
+                      "the int32 indptr's bound",
+                      (unsigned)layout->max_num_reqs, (unsigned)layout->width);
+  return CLBT_SUCCESS;
+}
+
+static clbt_status launch_export(clbt_table *group,
+                                 const clbt_export_request *request,
+                                 cl_uint num_events, const cl_event *wait_list,
+                                 cl_event *event) {
+  clbt__launch *launch = &group->exporter;
+  cl_uint padded = request->num_reqs_padded ? request->num_reqs_padded
+                                            : request->num_reqs;
+  cl_uint has_seq_lens = request->seq_lens != NULL;
+  const clbt__kernel_arg args[] = {
+      {ARG_NUM_REQS, sizeof request->num_reqs, &request->num_reqs},
+      {ARG_NUM_REQS_PADDED, sizeof padded, &padded},
+      {ARG_NUM_TOKENS, sizeof request->num_tokens, &request->num_tokens},
+      {ARG_QUERY_START_LOC, sizeof(cl_mem), &request->query_start_loc},
+      {ARG_POSITIONS, sizeof(cl_mem),
+       request->positions ? &request->positions : NULL},
+      {ARG_SEQ_LENS, sizeof(cl_mem),
+       request->seq_lens ? &request->seq_lens : NULL},
+      {ARG_HAS_SEQ_LENS, sizeof has_seq_lens, &has_seq_lens}};
+  clbt_status status = clbt__set_kernel_args(launch->kernel, args,
+                                             sizeof args / sizeof args[0]);
+  if (status) return status;
+  CLBT__CL_TRY(clEnqueueNDRangeKernel(group->device->queue, launch->kernel, 1,
+                                      NULL, &launch->global_size,
+                                      &launch->local_size, num_events,
+                                      wait_list, event),
+               status, done);
+done:
+  return status;
+}
+
+/* Group g of the engine (or the one group) when it is exported, or NULL. */
+static clbt_table *exported(clbt_table *group, const clbt_multi_table *engine,
+                            uint32_t g) {
+  clbt_table *candidate = engine ? engine->groups[g] : group;
+  return maps_tokens(candidate) ? candidate : NULL;
+}
+
+clbt_status clbt__enqueue_export(clbt_table *group,
+                                 const clbt_multi_table *engine,
+                                 const clbt_export_request *request,
+                                 cl_uint num_events, const cl_event *wait_list,
+                                 cl_event *event) {
+  if (!engine && !maps_tokens(group))
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "the table's slot_mode is CLBT_SLOT_MODE_NONE: its rows "
+                      "hold states, not pages, and it has no export");
+  clbt_status status = check_request(group, request, num_events, wait_list);
+  uint32_t count = engine ? engine->num_groups : 1, first = count, last = 0;
+  for (uint32_t g = 0; !status && g < count; ++g) {
+    if (!exported(group, engine, g)) continue;
+    if (first == count) first = g;
+    last = g;
+    status = check_pages(exported(group, engine, g));
+  }
+  if (status) return status;
+  if (first == count)
+    return clbt__enqueue_marker(group->device->queue, num_events, wait_list,
+                                event);
+  /* Every kernel first, so that a failure to make one enqueues nothing. */
+  for (uint32_t g = first; !status && g <= last; ++g) {
+    clbt_table *t = exported(group, engine, g);
+    if (t && !t->exporter.kernel) status = make_exporter(t);
+  }
+  for (uint32_t g = first; !status && g <= last; ++g)
+    if (exported(group, engine, g))
+      status = launch_export(exported(group, engine, g), request,
+                             g == first ? num_events : 0,
+                             g == first ? wait_list : NULL,
+                             g == last ? event : NULL);
+  return status;
+}

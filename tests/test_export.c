@@ -1,0 +1,567 @@
+/*
+ * The attention export (src/export.c, cl/export.cl). The round trip does
+ * not trust the exporter's arithmetic: each step writes per-token values
+ * into a paged KV cache (a host array per rank and group) through the
+ * slot mapping, then reads every request's tokens back in order through
+ * the exported FlashInfer CSR arrays and through the OpenVINO arrays, and
+ * compares them with what the steps wrote. Which positions a CP rank owns
+ * comes from vLLM's rule (block_table.py), enumerated position by position.
+ */
+#include "clbt_test.h"
+
+#include <stdlib.h>
+
+#define POISON32 0x5A5A5A5A
+#define MAX_RANKS 2
+#define MAX_GROUPS 3
+#define MAX_REQS 6
+#define MAX_TOKENS 96
+#define MAX_POSITIONS 256
+#define KV_BLOCKS 509 /* a prime: ids dealt as (n * 37) mod 509 are distinct */
+
+/* Poisons a whole buffer with int32 POISON32. */
+static void poison32(cl_mem buffer) {
+  size_t size = 0;
+  const int32_t poison = POISON32;
+  cl_command_queue queue = clbt_device_queue(clbt_test_device());
+  ck_assert_int_eq(clGetMemObjectInfo(buffer, CL_MEM_SIZE, sizeof size, &size,
+                                      NULL),
+                   CL_SUCCESS);
+  ck_assert_int_eq(clEnqueueFillBuffer(queue, buffer, &poison, sizeof poison, 0,
+                                       size, 0, NULL, NULL),
+                   CL_SUCCESS);
+}
+
+/* The exported arrays of one group, read back. */
+typedef struct exported {
+  int32_t indptr[MAX_REQS + 1], last_page_len[MAX_REQS], past_lens[MAX_REQS],
+      subsequence_begins[MAX_REQS + 1];
+  int32_t *indices;
+  uint32_t page_size;
+} exported;
+
+static void poison_export(const clbt_table *group) {
+  clbt_export_buffers b;
+  clbt_assert_ok(clbt_table_export_buffers(group, &b));
+  poison32(b.paged_kv_indptr);
+  poison32(b.paged_kv_indices);
+  poison32(b.paged_kv_last_page_len);
+  poison32(b.past_lens);
+  poison32(b.subsequence_begins);
+}
+
+/* The first `requests` entries (max_num_reqs at most) of each array. */
+static exported read_export(const clbt_table *group, uint32_t requests) {
+  clbt_export_buffers b;
+  exported e;
+  size_t indices = (size_t)requests * clbt_table_width(group);
+  clbt_assert_ok(clbt_table_export_buffers(group, &b));
+  e.indices = malloc(indices * sizeof *e.indices);
+  ck_assert_ptr_nonnull(e.indices);
+  size_t per_request = requests * sizeof(int32_t);
+  clbt_test_read(b.paged_kv_indptr, per_request + sizeof(int32_t), e.indptr);
+  clbt_test_read(b.paged_kv_indices, indices * sizeof *e.indices, e.indices);
+  clbt_test_read(b.paged_kv_last_page_len, per_request, e.last_page_len);
+  clbt_test_read(b.past_lens, per_request, e.past_lens);
+  clbt_test_read(b.subsequence_begins, per_request + sizeof(int32_t),
+                 e.subsequence_begins);
+  e.page_size = b.page_size;
+  return e;
+}
+
+/* ---- a hand-worked example on a single table --------------------------- */
+
+/* Rows {7, 3} and {5} of 4-token blocks, committed. */
+static clbt_table *worked_table(uint32_t max_num_reqs) {
+  clbt_table_config config = {.block_size = 4, .max_num_reqs = max_num_reqs,
+                              .max_num_blocks_per_req = 2,
+                              .max_num_batched_tokens = 4};
+  clbt_table *table = NULL;
+  clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
+  clbt_assert_ok(clbt_table_add_row(table, 0, (const int32_t[]){7, 3}, 2));
+  clbt_assert_ok(clbt_table_add_row(table, 1, (const int32_t[]){5}, 1));
+  clbt_assert_ok(clbt_table_commit(table, 2));
+  return table;
+}
+
+/*
+ * The worked table, max_num_reqs 4. Request 0 has tokens at positions
+ * 4, 5 (length 6: pages 7 and 3, 2 tokens in the last, 4 before the
+ * query), request 1 one at position 2 (length 3: page 5, 3 tokens, 2
+ * before). Padded to 3: request 2 repeats indptr, last page 1, past 0.
+ */
+START_TEST(worked_example) {
+  clbt_table *table = worked_table(4);
+  const int32_t qsl[] = {0, 2, 3};
+  const int64_t positions[] = {4, 5, 2};
+  cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
+  cl_mem positions_buffer = clbt_test_buffer(sizeof positions, positions);
+  poison_export(table);
+  clbt_export_request request = {.num_reqs = 2, .num_reqs_padded = 3,
+                                 .query_start_loc = qsl_buffer,
+                                 .positions = positions_buffer,
+                                 .num_tokens = 3};
+  cl_event done = NULL;
+  clbt_assert_ok(clbt_table_enqueue_export(table, &request, 0, NULL, &done));
+  ck_assert_int_eq(clWaitForEvents(1, &done), CL_SUCCESS);
+  clReleaseEvent(done);
+  exported e = read_export(table, 4);
+  const int32_t indptr[] = {0, 2, 3, 3, POISON32};
+  const int32_t indices[] = {7, 3, 5, POISON32};
+  const int32_t last[] = {2, 3, 1, POISON32}, past[] = {4, 2, 0, POISON32};
+  const int32_t begins[] = {0, 2, 3, 3, POISON32};
+  for (int i = 0; i < 5; ++i) {
+    ck_assert_int_eq(e.indptr[i], indptr[i]);
+    ck_assert_int_eq(e.subsequence_begins[i], begins[i]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    ck_assert_int_eq(e.indices[i], indices[i]);
+    ck_assert_int_eq(e.last_page_len[i], last[i]);
+    ck_assert_int_eq(e.past_lens[i], past[i]);
+  }
+  ck_assert_uint_eq(e.page_size, 4);
+  free(e.indices);
+  clReleaseMemObject(qsl_buffer);
+  clReleaseMemObject(positions_buffer);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+/*
+ * Request 1 of the worked example made inconsistent three ways: its end
+ * past num_tokens, its end before its begin, a caller's length below its
+ * scheduled tokens. Each time it alone gets no pages and is counted;
+ * request 0 keeps its pages 7 and 3.
+ */
+START_TEST(inconsistent_requests_are_rejected) {
+  clbt_table *table = worked_table(2);
+  const int32_t qsls[3][3] = {{0, 2, 4}, {0, 2, 1}, {0, 2, 3}};
+  const uint32_t num_tokens[3] = {3, 3, 3};
+  const int32_t lengths[2] = {6, 0}; /* request 1 schedules 1 token */
+  const int64_t positions[] = {4, 5, 2};
+  cl_mem positions_buffer = clbt_test_buffer(sizeof positions, positions);
+  cl_mem lengths_buffer = clbt_test_buffer(sizeof lengths, lengths);
+  for (int c = 0; c < 3; ++c) {
+    cl_mem qsl = clbt_test_buffer(sizeof qsls[c], qsls[c]);
+    uint32_t before = 0, after = 0;
+    clbt_assert_ok(clbt_table_read_rejected_tokens(table, &before));
+    poison_export(table);
+    clbt_export_request request = {
+        .num_reqs = 2, .query_start_loc = qsl, .positions = positions_buffer,
+        .num_tokens = num_tokens[c], .seq_lens = c == 2 ? lengths_buffer : NULL};
+    clbt_assert_ok(clbt_table_enqueue_export(table, &request, 0, NULL, NULL));
+    exported e = read_export(table, 2);
+    ck_assert_int_eq(e.indptr[1], 2);
+    ck_assert_int_eq(e.indices[0], 7);
+    ck_assert_int_eq(e.indices[1], 3);
+    ck_assert_int_eq(e.last_page_len[0], 2);
+    ck_assert_msg(e.indptr[2] == 2, "case %d: request 1 has pages", c);
+    ck_assert_int_eq(e.last_page_len[1], 1);
+    ck_assert_int_eq(e.past_lens[1], 0);
+    clbt_assert_ok(clbt_table_read_rejected_tokens(table, &after));
+    ck_assert_uint_eq(after - before, 1);
+    free(e.indices);
+    clReleaseMemObject(qsl);
+  }
+  clReleaseMemObject(positions_buffer);
+  clReleaseMemObject(lengths_buffer);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+/* ---- the round trip ---------------------------------------------------- */
+
+/* A served world: one multi-group table per CP rank, with the same rows. */
+typedef struct world {
+  const clbt_group_config *groups;
+  uint32_t num_groups, cp_world_size, cp_interleave_size;
+  clbt_multi_table *ranks[MAX_RANKS];
+  int32_t *cache[MAX_RANKS][MAX_GROUPS]; /* by slot */
+  size_t cache_slots[MAX_GROUPS];
+  uint32_t length[MAX_REQS];             /* tokens each request holds */
+  size_t row_blocks[MAX_GROUPS][MAX_REQS];
+  uint32_t dealt;                        /* KV-manager ids handed out */
+  int32_t written[MAX_REQS][MAX_POSITIONS]; /* -1: nothing */
+  uint32_t step;
+} world;
+
+static bool maps_tokens(const world *w, uint32_t g) {
+  return w->groups[g].slot_mode == CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT;
+}
+
+/* vLLM's rule: position p lives on the rank its interleave slice is dealt to. */
+static bool owns(const world *w, uint32_t g, uint32_t rank, uint32_t p) {
+  uint32_t virtual_block = w->groups[g].block_size * w->cp_world_size;
+  return (p % virtual_block) / w->cp_interleave_size % w->cp_world_size == rank;
+}
+
+static void world_create(world *w, const clbt_group_config *groups,
+                         uint32_t num_groups, uint32_t cp_world_size,
+                         uint32_t cp_interleave_size) {
+  memset(w, 0, sizeof *w);
+  w->groups = groups;
+  w->num_groups = num_groups;
+  w->cp_world_size = cp_world_size;
+  w->cp_interleave_size = cp_interleave_size;
+  /* Never written: -1, as in the caches. */
+  memset(w->written, 0xFF, sizeof w->written);
+  for (uint32_t rank = 0; rank < cp_world_size; ++rank) {
+    clbt_multi_table_config config = {
+        .max_num_reqs = MAX_REQS, .max_num_batched_tokens = MAX_TOKENS,
+        .num_groups = num_groups, .groups = groups,
+        .cp_world_size = cp_world_size, .cp_rank = rank,
+        .cp_interleave_size = cp_interleave_size};
+    clbt_assert_ok(clbt_multi_table_create(clbt_test_device(), &config,
+                                           &w->ranks[rank]));
+    for (uint32_t g = 0; g < num_groups; ++g) {
+      uint32_t kernel = groups[g].kernel_block_size ? groups[g].kernel_block_size
+                                                    : groups[g].block_size;
+      w->cache_slots[g] = (size_t)KV_BLOCKS * (groups[g].block_size / kernel) *
+                          kernel;
+      w->cache[rank][g] = malloc(w->cache_slots[g] * sizeof(int32_t));
+      ck_assert_ptr_nonnull(w->cache[rank][g]);
+      for (size_t s = 0; s < w->cache_slots[g]; ++s) w->cache[rank][g][s] = -1;
+    }
+  }
+}
+
+static void world_destroy(world *w) {
+  for (uint32_t rank = 0; rank < w->cp_world_size; ++rank) {
+    clbt_multi_table_destroy(w->ranks[rank]);
+    for (uint32_t g = 0; g < w->num_groups; ++g) free(w->cache[rank][g]);
+  }
+}
+
+/* Gives every token group's row r the KV-manager blocks `length` needs. */
+static void grow_rows(world *w, uint32_t r, uint32_t length) {
+  int32_t ids[MAX_GROUPS][MAX_POSITIONS];
+  const int32_t *id_lists[MAX_GROUPS];
+  size_t counts[MAX_GROUPS] = {0};
+  for (uint32_t g = 0; g < w->num_groups; ++g) {
+    id_lists[g] = ids[g];
+    if (!maps_tokens(w, g)) continue;
+    uint32_t span = w->groups[g].block_size * w->cp_world_size;
+    size_t needed = (length + span - 1) / span;
+    for (; w->row_blocks[g][r] + counts[g] < needed; ++counts[g])
+      ids[g][counts[g]] = (int32_t)((++w->dealt * 37u) % KV_BLOCKS);
+    w->row_blocks[g][r] += counts[g];
+  }
+  for (uint32_t rank = 0; rank < w->cp_world_size; ++rank)
+    clbt_assert_ok(clbt_multi_table_append_row(w->ranks[rank], r, id_lists,
+                                               counts));
+}
+
+/* Speculative rollback: request r keeps its first `length` tokens. */
+static void roll_back(world *w, uint32_t r, uint32_t length) {
+  size_t keep[MAX_GROUPS] = {0};
+  for (uint32_t g = 0; g < w->num_groups; ++g) {
+    uint32_t span = w->groups[g].block_size * w->cp_world_size;
+    if (maps_tokens(w, g)) w->row_blocks[g][r] = (length + span - 1) / span;
+    keep[g] = w->row_blocks[g][r];
+  }
+  for (uint32_t rank = 0; rank < w->cp_world_size; ++rank)
+    clbt_assert_ok(clbt_multi_table_truncate_row(w->ranks[rank], r, keep));
+  for (uint32_t p = length; p < w->length[r]; ++p) w->written[r][p] = -1;
+  w->length[r] = length;
+}
+
+/* One step's schedule, and how it is exported. */
+typedef struct schedule {
+  uint32_t num_reqs, num_reqs_padded;
+  uint32_t tokens[MAX_REQS];  /* new tokens per request */
+  const int32_t *seq_lens;    /* NULL: from the batch */
+} schedule;
+
+/*
+ * The tokens request r of group g must read back on a rank: the values
+ * written at the positions below `length` the rank owns, in order.
+ */
+static uint32_t expected_tokens(const world *w, uint32_t g, uint32_t rank,
+                                uint32_t r, uint32_t length, int32_t *out) {
+  uint32_t count = 0;
+  for (uint32_t p = 0; p < length; ++p)
+    if (owns(w, g, rank, p))
+      out[count++] = p < MAX_POSITIONS ? w->written[r][p] : -1;
+  return count;
+}
+
+/* Reads `count` tokens of a page list: token i is page i / size, at i % size. */
+static void read_pages(const int32_t *cache, const int32_t *pages,
+                       uint32_t page_size, uint32_t count, int32_t *out) {
+  for (uint32_t i = 0; i < count; ++i)
+    out[i] = cache[(size_t)pages[i / page_size] * page_size + i % page_size];
+}
+
+/*
+ * Request r's tokens through both layouts. It must read nothing when the
+ * pages its tokens on this rank fill are more than its row holds; returns
+ * whether it was so rejected.
+ */
+static bool check_request(const world *w, uint32_t g, uint32_t rank,
+                          const exported *e, const int32_t *qsl, uint32_t r,
+                          uint32_t length) {
+  int32_t want[MAX_POSITIONS * 16], got[MAX_POSITIONS * 16];
+  uint32_t page = e->page_size;
+  uint32_t want_count = expected_tokens(w, g, rank, r, length, want);
+  size_t row_pages = w->row_blocks[g][r] * (w->groups[g].block_size / page);
+  bool rejected = (want_count + page - 1) / page > row_pages;
+  if (rejected) want_count = 0;
+  const int32_t *cache = w->cache[rank][g];
+  /* FlashInfer: pages from indptr, the last one cut by last_page_len. */
+  int32_t pages = e->indptr[r + 1] - e->indptr[r];
+  ck_assert_int_ge(pages, 0);
+  uint32_t csr_count =
+      pages ? (uint32_t)(pages - 1) * page + (uint32_t)e->last_page_len[r] : 0;
+  if (!pages) ck_assert_int_eq(e->last_page_len[r], 1);
+  else ck_assert_int_ge(e->last_page_len[r], 1);
+  ck_assert_int_le(e->last_page_len[r], (int32_t)page);
+  ck_assert_msg(csr_count == want_count,
+                "rank %u group %u request %u: %u tokens through CSR, want %u",
+                rank, g, r, csr_count, want_count);
+  read_pages(cache, e->indices + e->indptr[r], page, csr_count, got);
+  for (uint32_t i = 0; i < want_count; ++i)
+    ck_assert_msg(got[i] == want[i],
+                  "rank %u group %u request %u token %u: %d, want %d", rank, g,
+                  r, i, got[i], want[i]);
+  /* OpenVINO: past_lens, then the query's tokens this rank holds. */
+  ck_assert_int_eq(e->subsequence_begins[r], qsl[r]);
+  ck_assert_int_eq(e->subsequence_begins[r + 1], qsl[r + 1]);
+  uint32_t query = (uint32_t)(qsl[r + 1] - qsl[r]), query_owned = 0;
+  for (uint32_t p = length - query; !rejected && p < length; ++p)
+    query_owned += owns(w, g, rank, p);
+  uint32_t ov_count = (uint32_t)e->past_lens[r] + query_owned;
+  ck_assert_msg(rejected ? e->past_lens[r] == 0 : ov_count == want_count,
+                "rank %u group %u request %u: past %d + query %u, want %u",
+                rank, g, r, e->past_lens[r], query_owned, want_count);
+  read_pages(cache, e->indices + e->indptr[r], page, want_count, got);
+  for (uint32_t i = 0; i < want_count; ++i) ck_assert_int_eq(got[i], want[i]);
+  return rejected;
+}
+
+/* Checks a group's export on a rank; returns the requests it must reject. */
+static uint32_t check_export(const world *w, uint32_t g, uint32_t rank,
+                             const schedule *s, const int32_t *qsl,
+                             const uint32_t *lengths) {
+  uint32_t rejected = 0;
+  exported e =
+      read_export(clbt_multi_table_group(w->ranks[rank], g), MAX_REQS);
+  uint32_t padded = s->num_reqs_padded ? s->num_reqs_padded : s->num_reqs;
+  ck_assert_int_eq(e.indptr[0], 0);
+  for (uint32_t r = 0; r < s->num_reqs; ++r)
+    rejected += check_request(w, g, rank, &e, qsl, r, lengths[r]);
+  for (uint32_t r = s->num_reqs; r < padded; ++r) {
+    ck_assert_int_eq(e.indptr[r + 1], e.indptr[r]);
+    ck_assert_int_eq(e.last_page_len[r], 1);
+    ck_assert_int_eq(e.past_lens[r], 0);
+    ck_assert_int_eq(e.subsequence_begins[r + 1], qsl[s->num_reqs]);
+  }
+  /* Nothing past the padded batch is written. */
+  if (padded < MAX_REQS) {
+    ck_assert_int_eq(e.indptr[padded + 1], POISON32);
+    ck_assert_int_eq(e.last_page_len[padded], POISON32);
+  }
+  ck_assert_int_eq(e.indices[e.indptr[padded]], POISON32);
+  free(e.indices);
+  return rejected;
+}
+
+/* Maps a step's tokens on every rank and writes their values to the caches. */
+static void write_tokens(world *w, const int32_t *qsl, const int64_t *positions,
+                         uint32_t num_reqs, uint32_t num_tokens) {
+  cl_mem qsl_buffer = clbt_test_buffer((num_reqs + 1) * sizeof *qsl, qsl);
+  cl_mem positions_buffer =
+      clbt_test_buffer(num_tokens * sizeof *positions, positions);
+  for (uint32_t rank = 0; rank < w->cp_world_size; ++rank) {
+    clbt_assert_ok(clbt_multi_table_compute_slot_mapping(
+        w->ranks[rank], num_reqs, qsl_buffer, positions_buffer, num_tokens));
+    for (uint32_t g = 0; g < w->num_groups; ++g) {
+      if (!maps_tokens(w, g)) continue;
+      int64_t slots[MAX_TOKENS];
+      clbt_test_read(clbt_table_slot_mapping(
+                         clbt_multi_table_group(w->ranks[rank], g)),
+                     sizeof slots, slots);
+      for (uint32_t r = 0; r < num_reqs; ++r)
+        for (int32_t t = qsl[r]; t < qsl[r + 1]; ++t) {
+          if (slots[t] == CLBT_PAD_SLOT_ID) continue;
+          ck_assert_int_lt(slots[t], (int64_t)w->cache_slots[g]);
+          w->cache[rank][g][slots[t]] = w->written[r][positions[t]];
+        }
+    }
+  }
+  clReleaseMemObject(qsl_buffer);
+  clReleaseMemObject(positions_buffer);
+}
+
+static uint32_t read_rejected(const world *w, uint32_t rank, uint32_t g) {
+  uint32_t count = 0;
+  clbt_assert_ok(clbt_table_read_rejected_tokens(
+      clbt_multi_table_group(w->ranks[rank], g), &count));
+  return count;
+}
+
+/*
+ * One step: grow the rows, commit, write the new tokens through the slot
+ * mapping, export on every rank and read every request back.
+ */
+static void run_step(world *w, const schedule *s) {
+  int32_t qsl[MAX_REQS + 1] = {0};
+  int64_t positions[MAX_TOKENS];
+  uint32_t lengths[MAX_REQS];
+  ++w->step;
+  for (uint32_t r = 0; r < s->num_reqs; ++r) {
+    qsl[r + 1] = qsl[r] + (int32_t)s->tokens[r];
+    for (uint32_t i = 0; i < s->tokens[r]; ++i) {
+      uint32_t p = w->length[r] + i;
+      positions[qsl[r] + (int32_t)i] = p;
+      w->written[r][p] = (int32_t)(r * 1000000 + w->step * 1000 + p);
+    }
+    w->length[r] += s->tokens[r];
+    grow_rows(w, r, w->length[r]);
+    /* A request with no token here has length 0 unless lengths are given. */
+    lengths[r] = s->seq_lens ? (uint32_t)s->seq_lens[r]
+                 : s->tokens[r] ? w->length[r]
+                                : 0;
+  }
+  for (uint32_t rank = 0; rank < w->cp_world_size; ++rank)
+    clbt_assert_ok(clbt_multi_table_commit(w->ranks[rank], s->num_reqs));
+  uint32_t num_tokens = (uint32_t)qsl[s->num_reqs];
+  write_tokens(w, qsl, positions, s->num_reqs, num_tokens);
+
+  cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
+  cl_mem positions_buffer = clbt_test_buffer(sizeof positions, positions);
+  cl_mem lengths_buffer =
+      s->seq_lens ? clbt_test_buffer(s->num_reqs * sizeof(int32_t), s->seq_lens)
+                  : NULL;
+  clbt_export_request request = {
+      .num_reqs = s->num_reqs, .num_reqs_padded = s->num_reqs_padded,
+      .query_start_loc = qsl_buffer, .positions = positions_buffer,
+      .num_tokens = num_tokens, .seq_lens = lengths_buffer};
+  for (uint32_t rank = 0; rank < w->cp_world_size; ++rank) {
+    uint32_t before[MAX_GROUPS] = {0};
+    for (uint32_t g = 0; g < w->num_groups; ++g)
+      if (maps_tokens(w, g)) {
+        poison_export(clbt_multi_table_group(w->ranks[rank], g));
+        before[g] = read_rejected(w, rank, g);
+      }
+    clbt_assert_ok(
+        clbt_multi_table_enqueue_export(w->ranks[rank], &request, 0, NULL, NULL));
+    for (uint32_t g = 0; g < w->num_groups; ++g) {
+      if (!maps_tokens(w, g)) continue;
+      uint32_t rejected = check_export(w, g, rank, s, qsl, lengths);
+      ck_assert_uint_eq(read_rejected(w, rank, g) - before[g], rejected);
+    }
+  }
+  if (lengths_buffer) clReleaseMemObject(lengths_buffer);
+  clReleaseMemObject(qsl_buffer);
+  clReleaseMemObject(positions_buffer);
+}
+
+/* Every position of every request lives on exactly one rank. */
+static void check_union(const world *w, uint32_t num_reqs) {
+  for (uint32_t g = 0; g < w->num_groups; ++g)
+    for (uint32_t r = 0; r < num_reqs && maps_tokens(w, g); ++r)
+      for (uint32_t p = 0; p < w->length[r]; ++p) {
+        uint32_t holders = 0;
+        for (uint32_t rank = 0; rank < w->cp_world_size; ++rank)
+          holders += owns(w, g, rank, p);
+        ck_assert_uint_eq(holders, 1);
+      }
+}
+
+/* Block 16; block 32 over kernel blocks of 16; a Mamba group (NONE). */
+static const clbt_group_config mixed_groups[] = {
+    {.block_size = 16, .max_num_blocks = 16},
+    {.block_size = 32, .kernel_block_size = 16, .max_num_blocks = 8},
+    {.block_size = 64, .max_num_blocks = 2, .slot_mode = CLBT_SLOT_MODE_NONE},
+};
+
+/*
+ * Prefill of uneven lengths, decodes that cross page boundaries, a step
+ * where one request has no token (length 0, no pages), a padded batch, a
+ * rollback (truncate) and the decode after it, lengths passed by the
+ * caller, and a length past the row (rejected, counted).
+ */
+static void serve(uint32_t cp_world_size, uint32_t cp_interleave_size) {
+  world w;
+  world_create(&w, mixed_groups, 3, cp_world_size, cp_interleave_size);
+  ck_assert_int_eq(clbt_table_export_buffers(
+                       clbt_multi_table_group(w.ranks[0], 2),
+                       &(clbt_export_buffers){0}),
+                   CLBT_INVALID_ARGUMENT);
+  run_step(&w, &(schedule){.num_reqs = 4, .tokens = {37, 5, 16, 1}});
+  run_step(&w, &(schedule){.num_reqs = 4, .tokens = {1, 1, 1, 1}});
+  run_step(&w, &(schedule){.num_reqs = 4, .num_reqs_padded = 6,
+                           .tokens = {1, 0, 2, 1}});
+  for (int decode = 0; decode < 12; ++decode)
+    run_step(&w, &(schedule){.num_reqs = 4, .num_reqs_padded = 5,
+                             .tokens = {1, 1, 1, 1}});
+  roll_back(&w, 0, w.length[0] - 9);
+  roll_back(&w, 2, w.length[2] - 1);
+  run_step(&w, &(schedule){.num_reqs = 4, .tokens = {1, 3, 1, 1}});
+  /* The caller's lengths: one token short of what the batch says. */
+  int32_t shorter[4];
+  for (uint32_t r = 0; r < 4; ++r)
+    shorter[r] = (int32_t)w.length[r]; /* the step adds one token */
+  run_step(&w, &(schedule){.num_reqs = 4, .tokens = {1, 1, 1, 1},
+                           .seq_lens = shorter});
+  /*
+   * Past the rows: request 1 claims exactly what group 0's row holds,
+   * request 2 one token more (group 0's last rank-0 page is then one past
+   * its row), request 3 forty blocks' worth.
+   */
+  uint32_t span = mixed_groups[0].block_size * cp_world_size;
+  int32_t too_long[4] = {(int32_t)w.length[0] + 1,
+                         (int32_t)(w.row_blocks[0][1] * span),
+                         (int32_t)(w.row_blocks[0][2] * span + 1), 40 * 64};
+  run_step(&w, &(schedule){.num_reqs = 4, .tokens = {1, 0, 0, 1},
+                           .seq_lens = too_long});
+  check_union(&w, 4);
+  world_destroy(&w);
+}
+
+START_TEST(round_trip) { serve(1, 1); }
+END_TEST
+
+START_TEST(round_trip_context_parallel) { serve(2, 4); }
+END_TEST
+
+START_TEST(round_trip_context_parallel_interleave_1) { serve(2, 1); }
+END_TEST
+
+/* A multi-group table with no token group exports nothing: a marker. */
+START_TEST(only_none_groups) {
+  const clbt_group_config none = {.block_size = 8, .max_num_blocks = 2,
+                                  .slot_mode = CLBT_SLOT_MODE_NONE};
+  clbt_multi_table_config config = {.max_num_reqs = 2,
+                                    .max_num_batched_tokens = 4,
+                                    .num_groups = 1, .groups = &none};
+  clbt_multi_table *table = NULL;
+  clbt_assert_ok(clbt_multi_table_create(clbt_test_device(), &config, &table));
+  const int32_t qsl[] = {0, 1};
+  cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
+  cl_mem positions = clbt_test_buffer(sizeof(int64_t), (const int64_t[]){0});
+  clbt_export_request request = {.num_reqs = 1, .query_start_loc = qsl_buffer,
+                                 .positions = positions, .num_tokens = 1};
+  cl_event done = NULL;
+  clbt_assert_ok(
+      clbt_multi_table_enqueue_export(table, &request, 0, NULL, &done));
+  ck_assert_int_eq(clWaitForEvents(1, &done), CL_SUCCESS);
+  clReleaseEvent(done);
+  clReleaseMemObject(qsl_buffer);
+  clReleaseMemObject(positions);
+  clbt_multi_table_destroy(table);
+}
+END_TEST
+
+int main(void) {
+  Suite *suite = suite_create("export");
+  TCase *c = tcase_create("export");
+  tcase_add_test(c, worked_example);
+  tcase_add_test(c, inconsistent_requests_are_rejected);
+  tcase_add_test(c, round_trip);
+  tcase_add_test(c, round_trip_context_parallel);
+  tcase_add_test(c, round_trip_context_parallel_interleave_1);
+  tcase_add_test(c, only_none_groups);
+  suite_add_tcase(suite, c);
+  return clbt_test_run(suite);
+}
