@@ -99,6 +99,7 @@ int command_bench(int argc, char **argv) {
   bench_commit(&b);
   bench_multi_group(&b);
   bench_row_operations(&b);
+  bench_export(&b);
   bench_plot(&b);
   size_t mismatches = bench_triton_compare(&b);
   add_targets(&b);

@@ -117,6 +117,7 @@ void bench_completion(bench *b);     /* bench_completion.c */
 void bench_commit(bench *b);         /* bench_commit.c */
 void bench_multi_group(bench *b);    /* bench_multi_group.c */
 void bench_row_operations(bench *b); /* bench_row_operations.c */
+void bench_export(bench *b);         /* bench_export.c */
 /* Returns the number of slots that differ from the Triton kernel's. */
 size_t bench_triton_compare(bench *b); /* bench_triton.c */
 

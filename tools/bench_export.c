@@ -1,0 +1,164 @@
+/*
+ * The export section of `clbt bench`: FlashInfer's page table (and
+ * OpenVINO's arrays, written by the same launch) for a decode batch of 256
+ * and 1024 requests, against an empty kernel's call and against building
+ * the same CSR arrays on the host from the host rows, as vLLM does before
+ * it copies them to the device.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench.h"
+
+enum { EXPORT_BLOCK = 16, EXPORT_MIN_BLOCKS = 64, EXPORT_MAX_BLOCKS = 512 };
+
+/* Rows of 64 to 512 blocks of 16 tokens, committed, as the seed's step
+   holds them. */
+static clbt_table *decode_table(bench *b, clbt_device *device,
+                                uint32_t requests, uint32_t *lengths) {
+  clbt_table_config config = {
+      .block_size = EXPORT_BLOCK, .max_num_reqs = requests,
+      .max_num_blocks_per_req = BENCH_MAX_MODEL_LEN / EXPORT_BLOCK,
+      .max_num_batched_tokens = 16384};
+  clbt_table *table = NULL;
+  bench_check(clbt_table_create(device, &config, &table), "table create");
+  int32_t ids[EXPORT_MAX_BLOCKS];
+  for (uint32_t r = 0; r < requests; ++r) {
+    lengths[r] = EXPORT_MIN_BLOCKS +
+                 bench_random(b) % (EXPORT_MAX_BLOCKS - EXPORT_MIN_BLOCKS + 1);
+    for (uint32_t i = 0; i < lengths[r]; ++i)
+      ids[i] = (int32_t)(bench_random(b) % 100000);
+    bench_check(clbt_table_add_row(table, r, ids, lengths[r]), "add_row");
+  }
+  bench_check(clbt_table_commit(table, requests), "commit");
+  return table;
+}
+
+/* One decode token per request, the last of its row's last block. */
+static void decode_batch(const bench *b, uint32_t requests,
+                         const uint32_t *lengths, cl_mem *qsl,
+                         cl_mem *positions) {
+  int32_t *starts = malloc((requests + 1) * sizeof *starts);
+  int64_t *last = malloc(requests * sizeof *last);
+  if (!starts || !last) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
+  for (uint32_t r = 0; r <= requests; ++r) starts[r] = (int32_t)r;
+  for (uint32_t r = 0; r < requests; ++r)
+    last[r] = (int64_t)lengths[r] * EXPORT_BLOCK - 1;
+  *qsl = bench_upload(b, starts, (requests + 1) * sizeof *starts);
+  *positions = bench_upload(b, last, requests * sizeof *last);
+  free(starts);
+  free(last);
+}
+
+/* The CSR arrays built on the host from the host rows: a prefix sum of the
+   pages and a copy of each row's pages. Returns a checksum to keep it. */
+static int64_t host_export(const clbt_table *table, uint32_t requests,
+                           const uint32_t *lengths, int32_t *indptr,
+                           int32_t *indices, int32_t *last_page_len) {
+  const int32_t *rows = clbt_table_host_data(table);
+  uint32_t width = clbt_table_width(table);
+  indptr[0] = 0;
+  for (uint32_t r = 0; r < requests; ++r) {
+    indptr[r + 1] = indptr[r] + (int32_t)lengths[r];
+    for (uint32_t p = 0; p < lengths[r]; ++p)
+      indices[indptr[r] + (int32_t)p] = rows[(size_t)r * width + p];
+    last_page_len[r] = EXPORT_BLOCK;
+  }
+  return indptr[requests];
+}
+
+/* The export's call and the empty kernel's, interleaved. */
+static double time_export(bench *b, clbt_table *table,
+                          const clbt_export_request *request,
+                          double *empty_us) {
+  for (uint32_t i = 0; i < b->options.runs; ++i) {
+    double start = bench_now_us();
+    bench_check(clbt_table_enqueue_export(table, request, 0, NULL, NULL),
+                "export");
+    bench_finish(b);
+    b->samples[0][i] = bench_now_us() - start;
+    b->samples[1][i] = bench_time_empty_kernel(b);
+  }
+  *empty_us = bench_median(b->samples[1], b->options.runs);
+  return bench_median(b->samples[0], b->options.runs);
+}
+
+static double device_time_export(bench *b, clbt_table *table,
+                                 const clbt_export_request *request) {
+  for (uint32_t i = 0; i < b->options.runs; ++i) {
+    cl_event event = NULL;
+    bench_check(clbt_table_enqueue_export(table, request, 0, NULL, &event),
+                "export");
+    b->samples[0][i] = bench_device_time_us(event);
+  }
+  return bench_median(b->samples[0], b->options.runs);
+}
+
+static double time_host_export(bench *b, const clbt_table *table,
+                               uint32_t requests, const uint32_t *lengths) {
+  int32_t *indptr = malloc((requests + 1) * sizeof *indptr);
+  int32_t *indices = malloc((size_t)requests * EXPORT_MAX_BLOCKS *
+                            sizeof *indices);
+  int32_t *last_page_len = malloc(requests * sizeof *last_page_len);
+  if (!indptr || !indices || !last_page_len)
+    bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
+  volatile int64_t kept = 0;
+  for (uint32_t i = 0; i < b->options.runs; ++i) {
+    double start = bench_now_us();
+    kept += host_export(table, requests, lengths, indptr, indices,
+                        last_page_len);
+    b->samples[0][i] = bench_now_us() - start;
+  }
+  free(indptr);
+  free(indices);
+  free(last_page_len);
+  return bench_median(b->samples[0], b->options.runs);
+}
+
+/* Times the export of one decode batch and adds its record. */
+static void export_case(bench *b, report *section, uint32_t requests) {
+  uint32_t *lengths = malloc(requests * sizeof *lengths);
+  if (!lengths) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
+  uint64_t seed = b->rng;
+  clbt_table *table = decode_table(b, b->device, requests, lengths);
+  cl_mem qsl, positions;
+  decode_batch(b, requests, lengths, &qsl, &positions);
+  clbt_export_request request = {.num_reqs = requests,
+                                 .query_start_loc = qsl,
+                                 .positions = positions,
+                                 .num_tokens = requests};
+  double empty_us = 0;
+  double call = time_export(b, table, &request, &empty_us);
+  double host = time_host_export(b, table, requests, lengths);
+  b->rng = seed; /* the same rows on the profiling queue */
+  clbt_table *profiled = decode_table(b, b->profiled, requests, lengths);
+  double device = device_time_export(b, profiled, &request);
+  clbt_table_destroy(profiled);
+  clbt_table_destroy(table);
+  clReleaseMemObject(qsl);
+  clReleaseMemObject(positions);
+  free(lengths);
+  char name[32];
+  snprintf(name, sizeof name, "decode-%u", (unsigned)requests);
+  report *record = bench_record(section, name);
+  report_number(record, "call_us", call, 1);
+  report_number(record, "empty_us", empty_us, 1);
+  report_number(record, "call_over_empty", call / empty_us, 2);
+  report_number(record, "device_us", device, 2);
+  report_number(record, "host_build_us", host, 1);
+}
+
+void bench_export(bench *b) {
+  if (!bench_selected(b, "export")) return;
+  char caption[240];
+  snprintf(caption, sizeof caption,
+           "FlashInfer's and OpenVINO's page tables for a decode batch, rows "
+           "of %d-%d blocks of %d; medians of %u runs, microseconds; call = "
+           "enqueue to completion; host_build = the CSR arrays built on the "
+           "host from the host rows",
+           EXPORT_MIN_BLOCKS, EXPORT_MAX_BLOCKS, EXPORT_BLOCK,
+           (unsigned)b->options.runs);
+  report *section = bench_section(b, "export", caption);
+  export_case(b, section, 256);
+  export_case(b, section, 1024);
+}
