@@ -75,6 +75,12 @@
  * follow them as uint arguments, in CLBT_GROUP_CONSTANTS's order (the
  * export works per request, so they need not fold).
  */
+/*
+ * The export's work-groups each copy the page ids of at most this many
+ * requests (the host launches enough of them): r, r + groups, ...
+ */
+#define CLBT_EXPORT_MAX_OWN_REQUESTS 1024
+
 #define CLBT_EXPORT_FIRST_ARGUMENT(X) X(NUM_REQS, uint, num_reqs)
 #define CLBT_EXPORT_ARGUMENTS(X)                         \
   X(NUM_REQS_PADDED, uint, num_reqs_padded)              \

@@ -12,9 +12,12 @@
  * order (cl/slot_mapping.cl's slot_of), so the local length alone says how
  * many pages it reads and how full the last one is.
  *
- * One work-group: each work-item takes a contiguous run of requests, counts
- * their pages, the work-group scans the counts in local memory, then each
- * work-item writes its requests' entries at their offsets.
+ * Every work-group scans all the requests' page counts in local memory
+ * (each work-item takes a contiguous run of requests): cheap, and it spares
+ * a second launch. Work-group 0 writes the per-request arrays; each
+ * work-group then copies the page ids of its own requests (r = group id,
+ * + number of groups, ...), all its work-items on one request at a time,
+ * so that neighbouring work-items copy neighbouring ids.
  */
 #define FIRST_PARAMETER(NAME, type, name) type name
 #define PARAMETER(NAME, type, name) , type name
@@ -112,6 +115,8 @@ __kernel void clbt_export(CLBT_EXPORT_FIRST_ARGUMENT(FIRST_PARAMETER)
                               CLBT_EXPORT_ARGUMENTS(PARAMETER)
                                   CLBT_GROUP_CONSTANTS(CONSTANT_PARAMETER, 0)) {
   __local uint sums[MAX_ITEMS];
+  __local uint own_offset[CLBT_EXPORT_MAX_OWN_REQUESTS];
+  __local uint own_pages[CLBT_EXPORT_MAX_OWN_REQUESTS];
   group_constants g = {kv_block_size, blocks_per_kv_block, cp_world_size,
                        cp_rank, cp_interleave_size};
   ulong kernel_block_size = g.kv_block_size / g.blocks_per_kv_block;
@@ -129,16 +134,21 @@ __kernel void clbt_export(CLBT_EXPORT_FIRST_ARGUMENT(FIRST_PARAMETER)
   for (uint r = begin; r < end; ++r) pages += EXPORT_OF(r).pages;
   uint offset = exclusive_scan(pages, sums);
 
-  if (get_local_id(0) == 0) {
+  uint groups = get_num_groups(0), me = get_group_id(0);
+  bool writer = me == 0;
+  if (writer && get_local_id(0) == 0) {
     indptr[0] = 0;
     subsequence_begins[0] = query_start_loc[0];
   }
   uint rejected = 0;
   for (uint r = begin; r < end; ++r) {
     request_export e = EXPORT_OF(r);
-    __global const int *row = rows + (ulong)r * row_stride;
-    for (uint p = 0; p < e.pages; ++p) indices[offset + p] = row[p];
+    if (r % groups == me) {
+      own_offset[r / groups] = offset;
+      own_pages[r / groups] = e.pages;
+    }
     offset += e.pages;
+    if (!writer) continue;
     indptr[r + 1] = (int)offset;
     last_page_len[r] = e.last_page_len;
     past_lens[r] = e.past_len;
@@ -146,4 +156,12 @@ __kernel void clbt_export(CLBT_EXPORT_FIRST_ARGUMENT(FIRST_PARAMETER)
     rejected += e.rejected;
   }
   if (rejected) atomic_add(rejected_tokens, rejected);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint owned = me < num_reqs_padded ? (num_reqs_padded - 1 - me) / groups + 1
+                                    : 0;
+  for (uint k = 0; k < owned; ++k) {
+    __global const int *row = rows + (ulong)(me + k * groups) * row_stride;
+    for (uint p = get_local_id(0); p < own_pages[k]; p += get_local_size(0))
+      indices[own_offset[k] + p] = row[p];
+  }
 }

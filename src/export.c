@@ -69,8 +69,8 @@ static clbt_status make_exporter(clbt_table *group) {
                                         sizeof kernel_max_group,
                                         &kernel_max_group, NULL),
                status, fail);
-  /* One item's worth asks for one work-group: every count meets in the
-     work-group's scan. */
+  /* One item's worth asks for one work-group's size; the number of
+     work-groups is the batch's (launch_export). */
   clbt__geometry(group->device, kernel_max_group, 1, &launch->global_size,
                  &launch->local_size);
   return CLBT_SUCCESS;
@@ -118,6 +118,20 @@ static clbt_status check_pages(const clbt_table *group) {
   return CLBT_SUCCESS;
 }
 
+/*
+ * Work-groups for a batch: each copies the ids of a few requests on a GPU,
+ * where every work-group also scans all the counts (cheap beside the copy
+ * it spreads); on a CPU, whose work-groups pay a large fixed cost, as few as
+ * CLBT_EXPORT_MAX_OWN_REQUESTS allows.
+ */
+static size_t export_groups(const clbt_table *group, cl_uint padded) {
+  size_t per_group = group->device->properties.type & CL_DEVICE_TYPE_CPU
+                         ? CLBT_EXPORT_MAX_OWN_REQUESTS
+                         : 8;
+  size_t groups = (padded + per_group - 1) / per_group;
+  return groups ? groups : 1;
+}
+
 static clbt_status launch_export(clbt_table *group,
                                  const clbt_export_request *request,
                                  cl_uint num_events, const cl_event *wait_list,
@@ -139,9 +153,10 @@ static clbt_status launch_export(clbt_table *group,
   clbt_status status = clbt__set_kernel_args(launch->kernel, args,
                                              sizeof args / sizeof args[0]);
   if (status) return status;
+  size_t global = export_groups(group, padded) * launch->local_size;
   CLBT__CL_TRY(clEnqueueNDRangeKernel(group->device->queue, launch->kernel, 1,
-                                      NULL, &launch->global_size,
-                                      &launch->local_size, num_events,
+                                      NULL, &global, &launch->local_size,
+                                      num_events,
                                       wait_list, event),
                status, done);
 done:
