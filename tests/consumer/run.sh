@@ -15,11 +15,14 @@ cmake -S "$here" -B "$scratch/cmake" -DCMAKE_PREFIX_PATH="$prefix"
 cmake --build "$scratch/cmake"
 "$scratch/cmake/serving_loop_shared" --steps 20
 "$scratch/cmake/serving_loop_static" --steps 20
-if ! ldd "$scratch/cmake/serving_loop_shared" | grep -q "$prefix/.*libclbt.so"; then
+# grep reads all of ldd's output (no -q): under pipefail, a grep that quits
+# at its first match can fail the pipeline by killing ldd with SIGPIPE.
+if ! ldd "$scratch/cmake/serving_loop_shared" |
+    grep "$prefix/.*libclbt.so" > /dev/null; then
   echo "serving_loop_shared does not load $prefix's libclbt.so" >&2
   exit 1
 fi
-if ldd "$scratch/cmake/serving_loop_static" | grep -q libclbt; then
+if ldd "$scratch/cmake/serving_loop_static" | grep libclbt > /dev/null; then
   echo "serving_loop_static loads a shared libclbt" >&2
   exit 1
 fi
