@@ -51,7 +51,8 @@ static clbt_status bind_group(cl_kernel kernel, const clbt_table *group) {
   return clbt__set_kernel_args(kernel, args, sizeof args / sizeof args[0]);
 }
 
-/* The group's export kernel, bound, in one work-group (the scan's). */
+/* The group's export kernel, bound, and its work-group size; how many
+   work-groups is each batch's (export_groups). */
 static clbt_status make_exporter(clbt_table *group) {
   clbt__launch *launch = &group->exporter;
   cl_program program;
