@@ -1,7 +1,6 @@
 /* The flat JSON object reader (see flat_json.h). */
 #include "flat_json.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,8 +147,9 @@ bool flat_json_uint32(const char *document, const char *key, uint32_t *value,
   if (*p.at) return fail(&p, "text after the object");
   if (found == 0) return fail(&p, "no \"%s\"", key);
   if (found > 1) return fail(&p, "\"%s\" appears %d times", key, found);
+  /* In range first, so that the conversion is defined; then whole. */
   if (!number_found || number < 0 || number > UINT32_MAX ||
-      floor(number) != number)
+      (double)(uint32_t)number != number)
     return fail(&p, "\"%s\" is not a whole number in [0, %u]", key,
                 (unsigned)UINT32_MAX);
   *value = (uint32_t)number;
