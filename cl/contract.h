@@ -40,8 +40,10 @@
  */
 
 /*
- * clbt_slot_mapping's arguments before the groups', X(NAME, type, name).
- * The kernel computes a step: the slot mappings and the gather.
+ * The arguments of the launch kernels before the groups', X(NAME, type,
+ * name): clbt_slot_mapping, which computes a step (the slot mappings and
+ * the gather), and clbt_commit_scatter, which takes the same arguments and
+ * reads only the packet and the groups' buffers.
  */
 #define CLBT_SLOT_MAPPING_FIRST_ARGUMENT(X) X(NUM_REQS, uint, num_reqs)
 #define CLBT_SLOT_MAPPING_ARGUMENTS(X)              \
@@ -53,7 +55,19 @@
   X(IDX_MAPPING, __global const int *, idx_mapping) \
   X(HAS_IDX_MAPPING, uint, has_idx_mapping)         \
   X(MAX_NUM_REQS, uint, max_num_reqs)               \
-  X(GATHERED_REQS, uint, gathered_reqs)
+  X(GATHERED_REQS, uint, gathered_reqs)             \
+  X(PACKET, __global const uint *, packet)          \
+  X(PACKET_AT, ulong, packet_at)                    \
+  X(HAS_PACKET, uint, has_packet)                   \
+  X(VERSION, uint, version)
+
+/*
+ * A commit packet of a launch's groups, in 32-bit words: per group g, the
+ * count of its length pairs and of its cell triples (2 words each), then
+ * each group's section in order: its (row, length) pairs, then its (row,
+ * column, block id) triples. The host checked every row and column.
+ */
+#define CLBT_PACKET_HEADER_WORDS_PER_GROUP 2
 
 /*
  * Then, per group g, X(g, NAME, type, name): the group's one buffer and the
@@ -82,25 +96,6 @@
 #define CLBT_GATHER_RECORD_ROW 0
 #define CLBT_GATHER_RECORD_VERSION 1
 #define CLBT_GATHER_RECORD_EXTENT 2
-
-/*
- * clbt_commit_scatter's arguments, X(NAME, type, name), then per group g
- * of the launch X(g, NAME, type, name). One launch scatters the changes of
- * up to CLBT_MAX_LAUNCH_GROUPS groups from one packet.
- */
-#define CLBT_COMMIT_SCATTER_FIRST_ARGUMENT(X) \
-  X(PACKET, __global const uint *, packet)
-#define CLBT_COMMIT_SCATTER_ARGUMENTS(X)      \
-  X(VERSION, uint, version)
-#define CLBT_COMMIT_SCATTER_GROUP_ARGUMENTS(X, g) \
-  X(g, PACKET_AT, ulong, packet_at)               \
-  X(g, NUM_LENGTHS, uint, num_lengths)            \
-  X(g, NUM_CELLS, uint, num_cells)                \
-  X(g, STORAGE, __global int *, storage)          \
-  X(g, ROWS_AT, ulong, rows_at)                   \
-  X(g, ROW_STRIDE, uint, row_stride)              \
-  X(g, ROW_LENGTHS_AT, ulong, row_lengths_at)     \
-  X(g, ROW_VERSIONS_AT, ulong, row_versions_at)
 
 /*
  * clbt_export's arguments, X(NAME, type, name); the group's constants

@@ -196,6 +196,52 @@ static inline long slot_of(long position, __global const int *row,
     if (row_outside) ++rejected_##g;                                        \
   }
 
+/*
+ * A commit packet's section of one group (cl/contract.h has the layout):
+ * each row's length and version, and each changed cell. The work-items
+ * from `first` on take every `stride`-th item; items are counted in 64 bits
+ * so that nothing wraps.
+ */
+static void apply_section(__global const uint *section, uint num_lengths,
+                          uint num_cells, __global int *rows, uint row_stride,
+                          __global int *row_lengths,
+                          __global uint *row_versions, uint version,
+                          ulong first, ulong stride) {
+  ulong items = (ulong)num_lengths + num_cells;
+  __global const uint *cells = section + 2 * (ulong)num_lengths;
+  for (ulong i = first; i < items; i += stride) {
+    if (i < num_lengths) {
+      uint row = section[2 * i];
+      row_lengths[row] = (int)section[2 * i + 1];
+      row_versions[row] = version;
+    } else {
+      __global const uint *cell = cells + 3 * (i - num_lengths);
+      rows[(ulong)cell[0] * row_stride + cell[1]] = (int)cell[2];
+    }
+  }
+}
+
+/* Group g's section, after the header and the sections before it. */
+#define APPLY_SECTION(g)                                                    \
+  {                                                                         \
+    uint num_lengths = packet_of_launch[2 * g];                             \
+    uint num_cells = packet_of_launch[2 * g + 1];                           \
+    apply_section(packet_of_launch + section_at, num_lengths, num_cells,    \
+                  storage_##g + rows_at_##g, row_stride_##g,                \
+                  storage_##g + row_lengths_at_##g,                         \
+                  (__global uint *)(storage_##g + row_versions_at_##g),     \
+                  version, first, stride);                                  \
+    section_at += 2 * (ulong)num_lengths + 3 * (ulong)num_cells;            \
+  }
+
+#define APPLY_PACKET(first, stride)                                   \
+  {                                                                   \
+    __global const uint *packet_of_launch = packet + packet_at;       \
+    ulong section_at = CLBT_PACKET_HEADER_WORDS_PER_GROUP *           \
+                       (ulong)CLBT_NUM_GROUPS;                        \
+    CLBT_FOR_EACH_GROUP(APPLY_SECTION)                                \
+  }
+
 /* A position whose row is outside the table is counted, once. */
 #define GATHER_POSITION(g)                                                 \
   if (row_outside && get_local_id(0) == 0) ++rejected_##g;                \
@@ -253,12 +299,35 @@ static void gather_position(uint b, int row, __global const int *rows,
   barrier(CLK_LOCAL_MEM_FENCE);
 }
 
+/*
+ * The commit scatter: applies a packet to the groups' committed rows, the
+ * whole grid sharing the items. A commit uses it when its packet is too
+ * large for every work-group of the step kernel to apply on its own.
+ */
+__kernel void clbt_commit_scatter(
+    CLBT_SLOT_MAPPING_FIRST_ARGUMENT(FIRST_PARAMETER)
+    CLBT_SLOT_MAPPING_ARGUMENTS(PARAMETER)
+    CLBT_FOR_EACH_GROUP(GROUP_PARAMETERS)) {
+  ulong first = get_global_id(0), stride = get_global_size(0);
+  APPLY_PACKET(first, stride)
+}
+
 __kernel void clbt_slot_mapping(
     CLBT_SLOT_MAPPING_FIRST_ARGUMENT(FIRST_PARAMETER)
     CLBT_SLOT_MAPPING_ARGUMENTS(PARAMETER)
     CLBT_FOR_EACH_GROUP(GROUP_PARAMETERS)) {
   __local int well_formed;
   __local uint plan[5];
+  /*
+   * A small packet is applied here, by every work-group on its own: each
+   * then reads rows it wrote itself, and where two work-groups write one
+   * word they write the same value. This spares the step a scatter launch.
+   */
+  if (has_packet) {
+    ulong first = get_local_id(0), stride = get_local_size(0);
+    APPLY_PACKET(first, stride)
+    barrier(CLK_GLOBAL_MEM_FENCE);
+  }
   bool batch_ok = batch_is_well_formed(query_start_loc, num_reqs, num_tokens,
                                        qsl_cache, &well_formed);
 #if CLBT_QSL_IN_LOCAL

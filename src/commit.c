@@ -188,9 +188,9 @@ done:
   return status;
 }
 
-/* Lengths first, then cells, as cl/commit_scatter.cl reads a section. */
-static void pack(const clbt_table *group, const clbt__commit_plan *plan,
-                 uint32_t *section) {
+/* Lengths first, then cells, as cl/slot_mapping.cl reads a section. */
+static void pack_section(const clbt_table *group,
+                         const clbt__commit_plan *plan, uint32_t *section) {
   const clbt__changes *changes = &group->changes;
   uint32_t *cell = section + 2 * (size_t)plan->pending.rows;
   for (uint32_t i = 0; i < changes->num_listed; ++i) {
@@ -208,74 +208,61 @@ static void pack(const clbt_table *group, const clbt__commit_plan *plan,
   }
 }
 
-/* The arguments of clbt_commit_scatter by name (cl/contract.h). */
-enum {
-#define ARGUMENT(NAME, type, name) SCATTER_ARG_##NAME,
-  CLBT_COMMIT_SCATTER_FIRST_ARGUMENT(ARGUMENT)
-  CLBT_COMMIT_SCATTER_ARGUMENTS(ARGUMENT)
-#undef ARGUMENT
-  SCATTER_ARGS_BEFORE_GROUPS
-};
-enum {
-#define GROUP_ARGUMENT(g, NAME, type, name) SCATTER_GROUP_ARG_##NAME,
-  CLBT_COMMIT_SCATTER_GROUP_ARGUMENTS(GROUP_ARGUMENT, 0)
-#undef GROUP_ARGUMENT
-  SCATTER_ARGS_PER_GROUP
-};
-
-/* Group g's section of this commit's packet (empty: nothing to scatter). */
-static clbt_status set_section(cl_kernel scatter, uint32_t g,
-                               const clbt__commit_plan *plan) {
-  bool scatters = plan->mode == CLBT_COMMIT_SCATTER;
-  cl_ulong packet_at = scatters ? plan->packet_at : 0;
-  cl_uint num_lengths = scatters ? plan->pending.rows : 0;
-  cl_uint num_cells = scatters ? (cl_uint)plan->pending.cells : 0;
-  cl_uint first = SCATTER_ARGS_BEFORE_GROUPS + g * SCATTER_ARGS_PER_GROUP;
-  const clbt__kernel_arg args[] = {
-      {first + SCATTER_GROUP_ARG_PACKET_AT, sizeof packet_at, &packet_at},
-      {first + SCATTER_GROUP_ARG_NUM_LENGTHS, sizeof num_lengths, &num_lengths},
-      {first + SCATTER_GROUP_ARG_NUM_CELLS, sizeof num_cells, &num_cells}};
-  return clbt__set_kernel_args(scatter, args, sizeof args / sizeof args[0]);
-}
-
-/* The storage and offsets of group g, which stay from call to call. */
-clbt_status clbt__bind_scatter_group(cl_kernel scatter, uint32_t g,
-                                     const clbt_table *group) {
-  cl_uint first = SCATTER_ARGS_BEFORE_GROUPS + g * SCATTER_ARGS_PER_GROUP;
-  cl_uint row_stride = group->layout.width;
-  const cl_ulong *at = group->region_words;
-  const clbt__kernel_arg args[] = {
-      {first + SCATTER_GROUP_ARG_STORAGE, sizeof(cl_mem), &group->storage},
-      {first + SCATTER_GROUP_ARG_ROWS_AT, sizeof(cl_ulong), &at[CLBT__ROWS]},
-      {first + SCATTER_GROUP_ARG_ROW_STRIDE, sizeof row_stride, &row_stride},
-      {first + SCATTER_GROUP_ARG_ROW_LENGTHS_AT, sizeof(cl_ulong),
-       &at[CLBT__ROW_LENGTHS]},
-      {first + SCATTER_GROUP_ARG_ROW_VERSIONS_AT, sizeof(cl_ulong),
-       &at[CLBT__ROW_VERSIONS]}};
-  return clbt__set_kernel_args(scatter, args, sizeof args / sizeof args[0]);
-}
-
-/* One launch's scatter: its groups' sections of the uploaded packet. */
-static clbt_status scatter_launch(clbt__launch *launch,
-                                  const clbt__commit_plan *plans,
-                                  const clbt__staging *slot, uint32_t version,
-                                  clbt__sequence *sequence) {
-  clbt_device *device = launch->groups[0]->device;
-  size_t items = 0, global, local, kernel_max_group = 0;
-  cl_event scattered = NULL;
-  clbt_status status = clbt__set_kernel_args(
-        launch->scatter,
-        (const clbt__kernel_arg[]){
-            {SCATTER_ARG_PACKET, sizeof(cl_mem), &slot->buffer},
-            {SCATTER_ARG_VERSION, sizeof version, &version}},
-        2);
-  for (uint32_t g = 0; !status && g < launch->num_groups; ++g) {
-    status = set_section(launch->scatter, g, &plans[g]);
-    if (plans[g].mode == CLBT_COMMIT_SCATTER) {
-      size_t group_items = plans[g].pending.rows + plans[g].pending.cells;
-      if (group_items > items) items = group_items;
-    }
+/* A launch's part of the packet: each group's counts, then its sections
+   (cl/contract.h); a group that does not scatter has none. */
+static void pack_launch(const clbt__launch *launch,
+                        const clbt__commit_plan *plans, uint32_t *part) {
+  for (uint32_t g = 0; g < launch->num_groups; ++g) {
+    bool scatters = plans[g].mode == CLBT_COMMIT_SCATTER;
+    part[2 * g] = scatters ? plans[g].pending.rows : 0;
+    part[2 * g + 1] = scatters ? (uint32_t)plans[g].pending.cells : 0;
+    if (scatters) pack_section(launch->groups[g], &plans[g],
+                               part + plans[g].packet_at);
   }
+}
+
+/* Whether any of a launch's groups scatters. */
+static bool launch_scatters(const clbt__launch *launch,
+                            const clbt__commit_plan *plans) {
+  for (uint32_t g = 0; g < launch->num_groups; ++g)
+    if (plans[g].mode == CLBT_COMMIT_SCATTER) return true;
+  return false;
+}
+
+/* The items of a launch's scatter: its largest group's lengths and cells. */
+static size_t launch_items(const clbt__launch *launch,
+                           const clbt__commit_plan *plans) {
+  size_t items = 0;
+  for (uint32_t g = 0; g < launch->num_groups; ++g)
+    if (plans[g].mode == CLBT_COMMIT_SCATTER &&
+        plans[g].pending.rows + plans[g].pending.cells > items)
+      items = plans[g].pending.rows + plans[g].pending.cells;
+  return items;
+}
+
+/*
+ * A packet that every work-group of a step kernel applies on its own
+ * (cl/slot_mapping.cl) when it has at most this many items a group: a few
+ * passes of a work-group, cheaper than a scatter launch of its own.
+ */
+#define CLBT__FOLDED_ITEMS 512
+
+/* Whether a scattering launch's part goes to its step kernel (folded). */
+static bool folds(const clbt__launch *launch, const clbt__commit_plan *plans,
+                  bool fold) {
+  return fold && launch->kernel &&
+         launch_items(launch, plans) <= CLBT__FOLDED_ITEMS;
+}
+
+/* One launch's scatter kernel over its part of the uploaded packet. */
+static clbt_status scatter_launch(clbt__launch *launch, size_t items,
+                                  cl_mem packet, cl_ulong packet_at,
+                                  uint32_t version, clbt__sequence *sequence) {
+  clbt_device *device = launch->groups[0]->device;
+  size_t global, local, kernel_max_group = 0;
+  cl_event scattered = NULL;
+  clbt_status status =
+      clbt__launch_set_packet(launch->scatter, &packet, packet_at, version);
   if (status) return status;
   CLBT__CL_TRY(clGetKernelWorkGroupInfo(launch->scatter, device->id,
                                         CL_KERNEL_WORK_GROUP_SIZE,
@@ -291,36 +278,33 @@ done:
   return status;
 }
 
-/* Whether any of a launch's groups scatters. */
-static bool launch_scatters(const clbt__launch *launch,
-                            const clbt__commit_plan *plans) {
-  for (uint32_t g = 0; g < launch->num_groups; ++g)
-    if (plans[g].mode == CLBT_COMMIT_SCATTER) return true;
-  return false;
-}
-
 /*
- * Every scattering group's section in one packet and one upload, then one
- * scatter per launch that has such a group. The slot's readers are the
- * upload and the last scatter: the queue is in order.
+ * Every scattering launch's part of one packet, in one upload; then per
+ * launch a scatter kernel, or, when folding is asked and the part is small,
+ * nothing: the launch's next step kernel applies it (launch->packet). The
+ * slot's readers are the upload and the last scatter; a folded packet's
+ * last reader is the step kernel, which the caller adds (*folded).
  */
 static clbt_status commit_scatters(clbt__launch *launches,
-                                   uint32_t num_launches, clbt__commit_plan *plans,
-                                   size_t words, uint32_t version,
-                                   clbt__sequence *sequence) {
+                                   uint32_t num_launches,
+                                   clbt__commit_plan *plans, size_t words,
+                                   uint32_t version, bool fold,
+                                   clbt__sequence *sequence,
+                                   clbt__staging **folded) {
   clbt_table *first = launches[0].groups[0];
   clbt__staging *slot = NULL;
   cl_uint num_events;
   const cl_event *wait_list;
   cl_event uploaded = NULL;
+  bool scattered = false;
   clbt_status status =
       clbt__staging_acquire(&first->engine->staging, first->device->context,
                             words, true, &slot);
   if (status) return status;
-  for (uint32_t l = 0, p = 0; l < num_launches; ++l)
-    for (uint32_t g = 0; g < launches[l].num_groups; ++g, ++p)
-      if (plans[p].mode == CLBT_COMMIT_SCATTER)
-        pack(launches[l].groups[g], &plans[p], slot->packet + plans[p].packet_at);
+  for (uint32_t l = 0, p = 0; l < num_launches; p += launches[l++].num_groups)
+    if (launch_scatters(&launches[l], &plans[p]))
+      pack_launch(&launches[l], &plans[p],
+                  slot->packet + launches[l].packet_at);
   clbt__sequence_next(sequence, &num_events, &wait_list);
   CLBT__CL_TRY(clEnqueueWriteBuffer(first->device->queue, slot->buffer,
                                     CL_FALSE, 0, words * sizeof(uint32_t),
@@ -329,30 +313,50 @@ static clbt_status commit_scatters(clbt__launch *launches,
                status, done);
   clbt__staging_add_reader(slot, uploaded);
   for (uint32_t l = 0, p = 0; !status && l < num_launches;
-       p += launches[l].num_groups, ++l)
-    if (launch_scatters(&launches[l], &plans[p]))
-      status = scatter_launch(&launches[l], &plans[p], slot, version, sequence);
-  if (!status)
+       p += launches[l++].num_groups) {
+    clbt__launch *launch = &launches[l];
+    if (!launch_scatters(launch, &plans[p])) continue;
+    size_t items = launch_items(launch, &plans[p]);
+    if (folds(launch, &plans[p], fold)) {
+      launch->packet = slot->buffer;
+      launch->packet_version = version;
+      *folded = slot;
+      continue;
+    }
+    status = scatter_launch(launch, items, slot->buffer, launch->packet_at,
+                            version, sequence);
+    scattered = !status;
+  }
+  /* The queue is in order: the last scatter ends after the others. */
+  if (!status && scattered && !*folded) {
     CLBT__CL_TRY(clRetainEvent(sequence->last), status, done);
-  clbt__staging_add_reader(slot, sequence->last);
+    clbt__staging_add_reader(slot, sequence->last);
+  }
 done:
   return status;
 }
 
-/* Plans every group's commit; nothing is enqueued when one cannot go. */
+/*
+ * Plans every group's commit, and where each launch's part of the packet
+ * starts (packet_at); nothing is enqueued when one cannot go.
+ */
 static clbt_status plan_commit(clbt__launch *launches, uint32_t num_launches,
                                uint32_t num_reqs, clbt__commit_plan *plans,
-                               size_t *scatter_words) {
-  *scatter_words = 0;
-  for (uint32_t l = 0, p = 0; l < num_launches; ++l)
-    for (uint32_t g = 0; g < launches[l].num_groups; ++g, ++p) {
-      clbt_status status = plan_group(launches[l].groups[g], num_reqs, &plans[p]);
+                               size_t *words) {
+  *words = 0;
+  for (uint32_t l = 0, p = 0; l < num_launches; p += launches[l++].num_groups) {
+    size_t part = CLBT_PACKET_HEADER_WORDS_PER_GROUP * launches[l].num_groups;
+    for (uint32_t g = 0; g < launches[l].num_groups; ++g) {
+      clbt__commit_plan *plan = &plans[p + g];
+      clbt_status status = plan_group(launches[l].groups[g], num_reqs, plan);
       if (status) return status;
-      plans[p].packet_at = *scatter_words;
-      if (plans[p].mode == CLBT_COMMIT_SCATTER)
-        *scatter_words += (size_t)packet_words(plans[p].pending.rows,
-                                               plans[p].pending.cells);
+      plan->packet_at = part;
+      if (plan->mode == CLBT_COMMIT_SCATTER)
+        part += (size_t)packet_words(plan->pending.rows, plan->pending.cells);
     }
+    launches[l].packet_at = *words;
+    if (launch_scatters(&launches[l], &plans[p])) *words += part;
+  }
   return CLBT_SUCCESS;
 }
 
@@ -380,20 +384,23 @@ static void mark_stale(clbt__launch *launches, uint32_t num_launches) {
 }
 
 clbt_status clbt__commit(clbt__launch *launches, uint32_t num_launches,
-                         uint32_t num_reqs, clbt__sequence *sequence) {
+                         uint32_t num_reqs, bool fold,
+                         clbt__sequence *sequence, clbt__staging **folded) {
   clbt_multi_table *engine = launches[0].groups[0]->engine;
   clbt__commit_plan *plans = engine->commit_plans;
   bool upload_failed = false;
-  size_t scatter_words = 0;
+  size_t words = 0;
+  *folded = NULL;
   clbt_status status = clbt__staging_reap(&engine->staging, &upload_failed);
   if (status) return status;
   /* The pool is the engine's: any of its groups may have lost a packet. */
   if (upload_failed) mark_stale(engine->launches, engine->num_launches);
-  status = plan_commit(launches, num_launches, num_reqs, plans, &scatter_words);
+  status = plan_commit(launches, num_launches, num_reqs, plans, &words);
   /* Every kernel first, so that a failure to make one enqueues nothing. */
   for (uint32_t l = 0, p = 0; !status && l < num_launches;
-       p += launches[l].num_groups, ++l)
-    if (launch_scatters(&launches[l], &plans[p]))
+       p += launches[l++].num_groups)
+    if (launch_scatters(&launches[l], &plans[p]) &&
+        !folds(&launches[l], &plans[p], fold))
       status = clbt__launch_scatter(&launches[l]);
   if (status) return status;
   uint32_t version = clbt__next_version(launches[0].groups[0]);
@@ -402,10 +409,11 @@ clbt_status clbt__commit(clbt__launch *launches, uint32_t num_launches,
       if (plans[p].mode == CLBT_COMMIT_WHOLE)
         status = commit_whole(launches[l].groups[g], plans[p].rows, version,
                               sequence);
-  if (!status && scatter_words > 0)
-    status = commit_scatters(launches, num_launches, plans, scatter_words,
-                             version, sequence);
+  if (!status && words > 0)
+    status = commit_scatters(launches, num_launches, plans, words, version,
+                             fold, sequence, folded);
   if (status) {
+    clbt__unfold(launches, num_launches);
     mark_stale(launches, num_launches);
     return status;
   }
@@ -413,4 +421,13 @@ clbt_status clbt__commit(clbt__launch *launches, uint32_t num_launches,
     for (uint32_t g = 0; g < launches[l].num_groups; ++g, ++p)
       settle(launches[l].groups[g], &plans[p]);
   return CLBT_SUCCESS;
+}
+
+void clbt__unfold(clbt__launch *launches, uint32_t num_launches) {
+  for (uint32_t l = 0; l < num_launches; ++l) launches[l].packet = NULL;
+}
+
+void clbt__commit_lost(clbt__launch *launches, uint32_t num_launches) {
+  clbt__unfold(launches, num_launches);
+  mark_stale(launches, num_launches);
 }

@@ -60,7 +60,6 @@ void clbt__programs_release(clbt_device *device);
 /* The kernel sources in cl/. */
 typedef enum clbt__source {
   CLBT__SOURCE_SLOT_MAPPING,
-  CLBT__SOURCE_COMMIT_SCATTER,
   CLBT__SOURCE_EXPORT
 } clbt__source;
 

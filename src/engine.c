@@ -133,13 +133,14 @@ clbt_status clbt__launches_of(clbt_table *group, clbt_multi_table *engine,
   return status;
 }
 
-clbt_status clbt__run_launches(const clbt__launch *launches,
+clbt_status clbt__run_launches(clbt__launch *launches,
                               uint32_t num_launches,
                               const clbt__step_batch *step,
                               clbt__sequence *sequence, bool want_event) {
   clbt_status status = CLBT_SUCCESS;
   for (uint32_t l = 0; !status && l < num_launches; ++l) {
-    if (!step->gathered_reqs && !clbt__launch_maps_tokens(&launches[l]))
+    if (!step->gathered_reqs && !launches[l].packet &&
+        !clbt__launch_maps_tokens(&launches[l]))
       continue;
     cl_uint num_events;
     const cl_event *wait_list;
@@ -182,6 +183,7 @@ clbt_status clbt__enqueue_commit(clbt_table *group, clbt_multi_table *engine,
   if (!status) status = clbt__launches_of(group, engine, &launches, &count);
   if (status) return status;
   clbt__sequence sequence = {group->device->queue, num_events, wait_list, NULL};
-  status = clbt__commit(launches, count, num_reqs, &sequence);
+  clbt__staging *folded = NULL;
+  status = clbt__commit(launches, count, num_reqs, false, &sequence, &folded);
   return clbt__sequence_end(&sequence, status, event);
 }

@@ -37,8 +37,7 @@ typedef struct clbt__table_layout {
 clbt_status clbt__table_layout_init(const clbt_table_config *config,
                                     clbt__table_layout *layout);
 
-/* The most groups one launch serves (cl/slot_mapping.cl,
-   cl/commit_scatter.cl). */
+/* The most groups one launch serves (cl/slot_mapping.cl). */
 #define CLBT__MAX_LAUNCH_GROUPS CLBT_MAX_LAUNCH_GROUPS
 
 /* A slot-mapping batch as the caller gave it. */
@@ -62,6 +61,11 @@ typedef struct clbt__launch {
   clbt_table *const *groups; /* num_groups of them, not owned */
   uint32_t num_groups;
   cl_kernel scatter;         /* NULL until the first scatter commit */
+  /* A commit's packet that the next step kernel applies itself (folded),
+     or NULL (commit.c). */
+  cl_mem packet;
+  cl_ulong packet_at;        /* where the launch's part starts, words */
+  cl_uint packet_version;
 } clbt__launch;
 
 /*
@@ -100,6 +104,13 @@ void clbt__launch_release(clbt__launch *launch);
 
 /* The commit scatter kernel of a launch's groups, made on first use. */
 clbt_status clbt__launch_scatter(clbt__launch *launch);
+
+/*
+ * Sets the packet a launch kernel applies (NULL: none), where the launch's
+ * part of it starts, and the version its rows get.
+ */
+clbt_status clbt__launch_set_packet(cl_kernel kernel, const cl_mem *packet,
+                                    cl_ulong packet_at, cl_uint version);
 
 /*
  * Checks a slot-mapping call's arguments against a table's bounds and
@@ -326,11 +337,11 @@ clbt_status clbt__launches_of(clbt_table *group, clbt_multi_table *engine,
                               clbt__launch **launches, uint32_t *count);
 
 /*
- * Enqueues the step kernel of each launch with work (a gather, or a group
- * that maps tokens) in the sequence; with want_event the sequence keeps
- * the last one's event.
+ * Enqueues the step kernel of each launch with work (a gather, a folded
+ * packet, or a group that maps tokens) in the sequence; with want_event
+ * the sequence keeps the last one's event.
  */
-clbt_status clbt__run_launches(const clbt__launch *launches,
+clbt_status clbt__run_launches(clbt__launch *launches,
                               uint32_t num_launches,
                               const clbt__step_batch *step,
                               clbt__sequence *sequence, bool want_event);
@@ -392,16 +403,6 @@ void clbt__changes_mark(clbt_table *table, uint32_t row, uint32_t low,
 /* Forgets every change (after clear, which resets both sides). */
 void clbt__changes_reset(clbt__changes *changes, uint32_t max_num_reqs);
 
-
-/*
- * Commits rows [0, num_reqs) of every group of the launches, each the way
- * its mode picks, or every row of a group whose device copy is stale: the
- * scatter commits of all groups share one upload and one kernel per
- * launch. A failure leaves the groups stale.
- */
-clbt_status clbt__commit(clbt__launch *launches, uint32_t num_launches,
-                         uint32_t num_reqs, clbt__sequence *sequence);
-
 /*
  * How a commit of `rows` listed rows and `cells` changed cells, among
  * num_reqs rows of `width`, travels in `mode`: SCATTER or WHOLE, or
@@ -412,12 +413,28 @@ clbt_status clbt__commit_choose(clbt_commit_mode mode, uint32_t num_reqs,
                                 uint32_t width, uint64_t rows, uint64_t cells,
                                 clbt_commit_mode *chosen);
 
+/*
+ * Commits rows [0, num_reqs) of every group of the launches, each the way
+ * its mode picks, or every row of a group whose device copy is stale: the
+ * scatter commits of all groups share one upload and one kernel per
+ * launch. With fold, a launch whose part of the packet is small gets no
+ * scatter: its next step kernel applies it (launch->packet), and *folded is
+ * the staging slot that kernel must be added to as a reader. A failure
+ * leaves the groups stale.
+ */
+clbt_status clbt__commit(clbt__launch *launches, uint32_t num_launches,
+                         uint32_t num_reqs, bool fold,
+                         clbt__sequence *sequence, clbt__staging **folded);
+
+/* Forgets the folded packets of the launches (their kernels ran). */
+void clbt__unfold(clbt__launch *launches, uint32_t num_launches);
+
+/* After a folded commit whose step kernels were not enqueued: the groups
+   are stale, their packets forgotten. */
+void clbt__commit_lost(clbt__launch *launches, uint32_t num_launches);
+
 /* A new version for the rows a commit or clear writes. */
 uint32_t clbt__next_version(clbt_table *group);
-
-/* Binds group g's storage and offsets to a launch's scatter kernel. */
-clbt_status clbt__bind_scatter_group(cl_kernel scatter, uint32_t g,
-                                     const clbt_table *group);
 
 /* ---- staging (staging.c) ------------------------------------------------ */
 

@@ -1,7 +1,7 @@
 /*
- * Launches: the step kernel of cl/slot_mapping.cl specialised for 1..8
- * groups (one table, or eight groups of a multi-group table) and their
- * commit scatter kernel, bound to their buffers, with a geometry chosen for
+ * Launches: the kernels of cl/slot_mapping.cl specialised for 1..8 groups
+ * (one table, or eight groups of a multi-group table), the step kernel and
+ * the commit scatter, bound to their buffers, with a geometry chosen for
  * the device.
  */
 #include "engine.h"
@@ -122,37 +122,78 @@ clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *tables,
                                           : CLBT_SUCCESS;
 }
 
-clbt_status clbt__launch_build(clbt__launch *launch) {
-  if (launch->kernel) return CLBT_SUCCESS;
+/* A step's batch arguments. */
+static clbt_status set_batch(cl_kernel kernel, const clbt__step_batch *step) {
+  const clbt__batch *batch = &step->batch;
+  cl_uint has_idx_mapping = step->idx_mapping != NULL;
+  const clbt__kernel_arg args[] = {
+      {ARG_NUM_REQS, sizeof batch->num_reqs, &batch->num_reqs},
+      {ARG_NUM_TOKENS, sizeof batch->num_tokens, &batch->num_tokens},
+      {ARG_QUERY_START_LOC, sizeof(cl_mem),
+       batch->query_start_loc ? &batch->query_start_loc : NULL},
+      {ARG_POSITIONS, sizeof(cl_mem),
+       batch->positions ? &batch->positions : NULL},
+      {ARG_IDX_MAPPING, sizeof(cl_mem),
+       step->idx_mapping ? &step->idx_mapping : NULL},
+      {ARG_HAS_IDX_MAPPING, sizeof has_idx_mapping, &has_idx_mapping},
+      {ARG_GATHERED_REQS, sizeof step->gathered_reqs, &step->gathered_reqs}};
+  return clbt__set_kernel_args(kernel, args, sizeof args / sizeof args[0]);
+}
+
+static const clbt__step_batch empty_batch = {{0, NULL, NULL, 0}, NULL, 0};
+
+/*
+ * One of the launch's kernels, with every argument that stays from call to
+ * call bound: the bounds, the local cache and each group's buffer.
+ */
+static clbt_status make_kernel(const clbt__launch *launch, const char *name,
+                               cl_kernel *out) {
   const clbt__group_spec *specs[CLBT__MAX_LAUNCH_GROUPS];
   cl_program program;
   cl_int error = CL_SUCCESS;
-  size_t kernel_max_group = 0;
   clbt_table *const *tables = launch->groups;
-  uint32_t num_tables = launch->num_groups;
   clbt_device *device = tables[0]->device;
   cl_uint max_tokens = tables[0]->layout.max_num_batched_tokens;
   cl_uint max_num_reqs = tables[0]->layout.max_num_reqs;
   /* A zero-sized local argument is invalid; the global variant ignores it. */
   size_t cache_bytes = qsl_cache_bytes(device, max_num_reqs);
-  for (uint32_t g = 0; g < num_tables; ++g) specs[g] = &tables[g]->layout.spec;
-  clbt_status status = clbt__launch_program(device, specs, num_tables,
+  for (uint32_t g = 0; g < launch->num_groups; ++g)
+    specs[g] = &tables[g]->layout.spec;
+  clbt_status status = clbt__launch_program(device, specs, launch->num_groups,
                                             max_num_reqs, &program);
   if (status) return status;
-  launch->kernel = clCreateKernel(program, "clbt_slot_mapping", &error);
-  CLBT__CL_CHECK(error, "clCreateKernel", status, fail);
-  CLBT__CL_TRY(clSetKernelArg(launch->kernel, ARG_MAX_NUM_TOKENS,
-                              sizeof max_tokens, &max_tokens),
+  cl_kernel kernel = clCreateKernel(program, name, &error);
+  CLBT__CL_CHECK(error, "clCreateKernel", status, done);
+  CLBT__CL_TRY(clSetKernelArg(kernel, ARG_MAX_NUM_TOKENS, sizeof max_tokens,
+                              &max_tokens),
                status, fail);
-  CLBT__CL_TRY(clSetKernelArg(launch->kernel, ARG_MAX_NUM_REQS,
-                              sizeof max_num_reqs, &max_num_reqs),
+  CLBT__CL_TRY(clSetKernelArg(kernel, ARG_MAX_NUM_REQS, sizeof max_num_reqs,
+                              &max_num_reqs),
                status, fail);
-  CLBT__CL_TRY(clSetKernelArg(launch->kernel, ARG_QSL_CACHE,
+  CLBT__CL_TRY(clSetKernelArg(kernel, ARG_QSL_CACHE,
                               cache_bytes ? cache_bytes : sizeof(cl_int), NULL),
                status, fail);
-  for (uint32_t g = 0; g < num_tables && !status; ++g)
-    status = bind_group(launch->kernel, g, tables[g]);
+  for (uint32_t g = 0; g < launch->num_groups && !status; ++g)
+    status = bind_group(kernel, g, tables[g]);
+  /* An empty batch until a call says otherwise: the scatter reads none. */
+  if (!status) status = set_batch(kernel, &empty_batch);
+  if (!status) status = clbt__launch_set_packet(kernel, NULL, 0, 0);
   if (status) goto fail;
+  *out = kernel;
+  return CLBT_SUCCESS;
+fail:
+  clReleaseKernel(kernel);
+done:
+  return status;
+}
+
+clbt_status clbt__launch_build(clbt__launch *launch) {
+  if (launch->kernel) return CLBT_SUCCESS;
+  clbt_device *device = launch->groups[0]->device;
+  size_t max_tokens = launch->groups[0]->layout.max_num_batched_tokens;
+  size_t kernel_max_group = 0;
+  clbt_status status = make_kernel(launch, "clbt_slot_mapping", &launch->kernel);
+  if (status) return status;
   CLBT__CL_TRY(clGetKernelWorkGroupInfo(launch->kernel, device->id,
                                         CL_KERNEL_WORK_GROUP_SIZE,
                                         sizeof kernel_max_group,
@@ -160,11 +201,12 @@ clbt_status clbt__launch_build(clbt__launch *launch) {
                status, fail);
   /* Every slot of every group is written by every call; the gather takes
      the work-groups this makes. */
-  clbt__geometry(device, kernel_max_group, (size_t)max_tokens * num_tables,
+  clbt__geometry(device, kernel_max_group, max_tokens * launch->num_groups,
                  &launch->global_size, &launch->local_size);
   return CLBT_SUCCESS;
 fail:
-  clbt__launch_release(launch);
+  clReleaseKernel(launch->kernel);
+  launch->kernel = NULL;
   return status;
 }
 
@@ -177,25 +219,18 @@ void clbt__launch_release(clbt__launch *launch) {
 
 clbt_status clbt__launch_scatter(clbt__launch *launch) {
   if (launch->scatter) return CLBT_SUCCESS;
-  char options[32];
-  cl_program program;
-  cl_int error = CL_SUCCESS;
-  snprintf(options, sizeof options, "-DCLBT_NUM_GROUPS=%u",
-           (unsigned)launch->num_groups);
-  clbt_status status = clbt__program_get(
-      launch->groups[0]->device, CLBT__SOURCE_COMMIT_SCATTER, options,
-      &program);
-  if (status) return status;
-  cl_kernel scatter = clCreateKernel(program, "clbt_commit_scatter", &error);
-  if (error) return clbt__cl_fail(error, "clCreateKernel");
-  for (uint32_t g = 0; !status && g < launch->num_groups; ++g)
-    status = clbt__bind_scatter_group(scatter, g, launch->groups[g]);
-  if (status) {
-    clReleaseKernel(scatter);
-    return status;
-  }
-  launch->scatter = scatter;
-  return CLBT_SUCCESS;
+  return make_kernel(launch, "clbt_commit_scatter", &launch->scatter);
+}
+
+clbt_status clbt__launch_set_packet(cl_kernel kernel, const cl_mem *packet,
+                                    cl_ulong packet_at, cl_uint version) {
+  cl_uint has_packet = packet != NULL;
+  const clbt__kernel_arg args[] = {
+      {ARG_PACKET, sizeof(cl_mem), packet},
+      {ARG_PACKET_AT, sizeof packet_at, &packet_at},
+      {ARG_HAS_PACKET, sizeof has_packet, &has_packet},
+      {ARG_VERSION, sizeof version, &version}};
+  return clbt__set_kernel_args(kernel, args, sizeof args / sizeof args[0]);
 }
 
 clbt_status clbt__launch_enqueue(const clbt__launch *launch,
@@ -203,20 +238,11 @@ clbt_status clbt__launch_enqueue(const clbt__launch *launch,
                                  const clbt__step_batch *step,
                                  cl_uint num_events, const cl_event *wait_list,
                                  cl_event *event) {
-  const clbt__batch *batch = &step->batch;
-  cl_uint has_idx_mapping = step->idx_mapping != NULL;
-  const clbt__kernel_arg args[] = {
-      {ARG_NUM_REQS, sizeof batch->num_reqs, &batch->num_reqs},
-      {ARG_NUM_TOKENS, sizeof batch->num_tokens, &batch->num_tokens},
-      {ARG_QUERY_START_LOC, sizeof(cl_mem), &batch->query_start_loc},
-      {ARG_POSITIONS, sizeof(cl_mem),
-       batch->positions ? &batch->positions : NULL},
-      {ARG_IDX_MAPPING, sizeof(cl_mem),
-       step->idx_mapping ? &step->idx_mapping : NULL},
-      {ARG_HAS_IDX_MAPPING, sizeof has_idx_mapping, &has_idx_mapping},
-      {ARG_GATHERED_REQS, sizeof step->gathered_reqs, &step->gathered_reqs}};
-  clbt_status status = clbt__set_kernel_args(launch->kernel, args,
-                                             sizeof args / sizeof args[0]);
+  clbt_status status = set_batch(launch->kernel, step);
+  if (!status)
+    status = clbt__launch_set_packet(
+        launch->kernel, launch->packet ? &launch->packet : NULL,
+        launch->packet_at, launch->packet_version);
   if (status) return status;
   CLBT__CL_TRY(clEnqueueNDRangeKernel(queue, launch->kernel, 1, NULL,
                                       &launch->global_size,

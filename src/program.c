@@ -13,8 +13,6 @@
 /* The kernels in cl/, embedded at build time (cmake/embed_source.cmake). */
 extern const char clbt__slot_mapping_source[];
 extern const size_t clbt__slot_mapping_source_length;
-extern const char clbt__commit_scatter_source[];
-extern const size_t clbt__commit_scatter_source_length;
 extern const char clbt__export_source[];
 extern const size_t clbt__export_source_length;
 
@@ -26,9 +24,6 @@ static const struct {
     [CLBT__SOURCE_SLOT_MAPPING] = {clbt__slot_mapping_source,
                                    &clbt__slot_mapping_source_length,
                                    "slot_mapping.cl"},
-    [CLBT__SOURCE_COMMIT_SCATTER] = {clbt__commit_scatter_source,
-                                     &clbt__commit_scatter_source_length,
-                                     "commit_scatter.cl"},
     [CLBT__SOURCE_EXPORT] = {clbt__export_source, &clbt__export_source_length,
                              "export.cl"},
 };

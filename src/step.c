@@ -55,6 +55,29 @@ static clbt_status check_step(const clbt_table *group, const clbt_step *step,
   return status;
 }
 
+/*
+ * The step kernels, after a commit whose small packets they apply
+ * themselves (folded): the last kernel reads the packet last, so its event
+ * joins the packet's readers. If they cannot be enqueued the packets never
+ * arrive, and the groups are stale.
+ */
+static clbt_status run_kernels(clbt__launch *launches, uint32_t count,
+                               const clbt__step_batch *kernels,
+                               clbt__sequence *sequence, clbt__staging *folded,
+                               bool want_event) {
+  clbt_status status = clbt__run_launches(launches, count, kernels, sequence,
+                                          want_event || folded);
+  if (!status && folded)
+    CLBT__CL_TRY(clRetainEvent(sequence->last), status, done);
+  if (!status && folded) clbt__staging_add_reader(folded, sequence->last);
+done:
+  if (status && folded)
+    clbt__commit_lost(launches, count);
+  else
+    clbt__unfold(launches, count);
+  return status;
+}
+
 clbt_status clbt__enqueue_step(clbt_table *group, clbt_multi_table *engine,
                                const clbt_step *given, cl_uint num_events,
                                const cl_event *wait_list, cl_event *event) {
@@ -80,10 +103,11 @@ clbt_status clbt__enqueue_step(clbt_table *group, clbt_multi_table *engine,
       batch, step.idx_mapping,
       step.flags & CLBT_STEP_GATHER ? padded_reqs(&step) : 0};
   clbt__sequence sequence = {group->device->queue, num_events, wait_list, NULL};
-  status = clbt__commit(launches, count, group->layout.max_num_reqs, &sequence);
-  if (!status)
-    status = clbt__run_launches(launches, count, &kernels, &sequence,
-                                event && !exports);
+  clbt__staging *folded = NULL;
+  status = clbt__commit(launches, count, group->layout.max_num_reqs, true,
+                        &sequence, &folded);
+  if (!status) status = run_kernels(launches, count, &kernels, &sequence,
+                                    folded, event && !exports);
   if (!status && exports) {
     cl_event exported = NULL;
     clbt__sequence_next(&sequence, &num_events, &wait_list);
