@@ -519,6 +519,11 @@ typedef struct clbt_table_config {
   uint32_t cp_rank;                /**< below cp_world_size */
   uint32_t cp_interleave_size;     /**< 0: 1. Must divide block_size. */
   clbt_slot_mode slot_mode;        /**< 0: CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT */
+  uint32_t zero_gathered_tails;    /**< since 0.3. Nonzero: a gathered row's
+                                      entries past its committed length
+                                      are 0; 0: they keep what earlier
+                                      gathers left there, as vLLM's do
+                                      (clbt_step) */
 } clbt_table_config;
 
 /**
@@ -832,6 +837,10 @@ typedef struct clbt_export_request {
   uint32_t num_tokens;      /**< tokens in the batch */
   cl_mem seq_lens;          /**< int32[num_reqs] KV lengths, or NULL: each
                                request's last scheduled position + 1 */
+  cl_mem idx_mapping;       /**< since 0.3: int32[num_reqs], batch request
+                               -> row (request slot); a negative entry is a
+                               padding request, with no pages; NULL: request
+                               r is row r (clbt_step) */
 } clbt_export_request;
 
 /**
@@ -887,6 +896,113 @@ CLBT_API clbt_status clbt_table_export_buffers(const clbt_table *table,
                                                clbt_export_buffers *out);
 
 /* ------------------------------------------------------------------------ */
+/* The serving step: persistent rows, the gather, one call per step          */
+/* ------------------------------------------------------------------------ */
+
+/** clbt_step.flags: also gather each batch request's row (see clbt_step). */
+#define CLBT_STEP_GATHER 1u
+/** clbt_step.flags: also export the page tables (clbt_table_enqueue_export)
+    for this batch, through the same idx_mapping. */
+#define CLBT_STEP_EXPORT 2u
+
+/**
+ * One serving step (docs/guide.md, "Two ways to keep rows"). Rows are
+ * either kept in batch order (vLLM's v1 model: idx_mapping NULL, request r
+ * is row r) or are persistent request slots that never move (vLLM's Model
+ * Runner V2: idx_mapping[r] names request r's row; a negative entry is a
+ * padding request). A step commits what the row operations changed, then
+ * computes the slot mapping of every token-mapping group through
+ * idx_mapping and, with CLBT_STEP_GATHER, builds each group's input block
+ * table in batch order (clbt_table_gathered_rows): row b < num_reqs is row
+ * idx_mapping[b]'s committed entries, rows num_reqs .. num_reqs_padded - 1
+ * and padding requests' rows are 0. An idx_mapping entry not below
+ * max_num_reqs gives the pad slot id to its tokens and a zero gathered row,
+ * and adds 1 per step to the group's rejected-token counter.
+ * Zero-initialise it with CLBT_STEP_INIT and set the fields you use; it can
+ * grow as the configs do (struct_size).
+ */
+typedef struct clbt_step {
+  uint32_t struct_size;     /**< 0 (the 0.3 layout) or sizeof(clbt_step) */
+  uint32_t flags;           /**< CLBT_STEP_GATHER | CLBT_STEP_EXPORT */
+  uint32_t num_reqs;        /**< requests in the batch */
+  uint32_t num_reqs_padded; /**< gathered and exported entries, >= num_reqs
+                               and at most max_num_reqs; 0: num_reqs */
+  uint32_t num_tokens;      /**< tokens in the batch */
+  cl_mem query_start_loc;   /**< required: int32[num_reqs + 1] */
+  cl_mem positions;         /**< int64[num_tokens]; NULL when num_tokens 0 */
+  cl_mem idx_mapping;       /**< int32[num_reqs], or NULL: the identity */
+  cl_mem seq_lens;          /**< with CLBT_STEP_EXPORT: as in
+                               clbt_export_request */
+} clbt_step;
+
+/** A clbt_step with this header's struct_size, all else 0. */
+#define CLBT_STEP_INIT CLBT__SIZED(clbt_step)
+
+/**
+ * Enqueues a whole serving step for the table: the commit of every row's
+ * changes (every row, not only rows below num_reqs: a persistent slot can
+ * be anywhere), then one launch that computes the slot mapping and, with
+ * CLBT_STEP_GATHER, the gather, then with CLBT_STEP_EXPORT the export. A
+ * steady step (the same idx_mapping, a few rows changed) moves only the
+ * changed rows' entries into the gathered table. The first command waits
+ * for wait_list; *event (when not NULL) completes with the last. Nothing
+ * waits for the device. A CLBT_SLOT_MODE_NONE table commits and gathers.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, step or
+ * query_start_loc, or NULL positions with num_tokens > 0;
+ * CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
+ * CLBT_INVALID_ARGUMENT for unknown flags, num_reqs_padded below num_reqs,
+ * or an inconsistent wait list; CLBT_TOO_MANY_REQUESTS;
+ * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH; what
+ * a commit or an export fails with; or an OpenCL error. After a failure
+ * the next commit or step rewrites the device rows from the host.
+ */
+CLBT_API clbt_status clbt_table_enqueue_step(clbt_table *table,
+                                             const clbt_step *step,
+                                             cl_uint num_events,
+                                             const cl_event *wait_list,
+                                             cl_event *event);
+
+/**
+ * The table's gathered input block table, int32 [max_num_reqs][width]
+ * row-major, at an address fixed for the table's life (a recorded graph
+ * may read it): rows [0, num_reqs_padded) are written by a step with
+ * CLBT_STEP_GATHER. Zero until the first. NULL for NULL.
+ */
+CLBT_API cl_mem clbt_table_gathered_rows(const clbt_table *table);
+
+/**
+ * A step computed on the host from the host rows: the reference of
+ * clbt_table_enqueue_step's slot mapping and gather. The pointers are the
+ * host forms of clbt_step's buffers; each output may be NULL to skip it.
+ */
+typedef struct clbt_host_step {
+  uint32_t struct_size;     /**< 0 (the 0.3 layout) or sizeof */
+  uint32_t flags;           /**< CLBT_STEP_GATHER: fill gathered_rows */
+  uint32_t num_reqs;
+  uint32_t num_reqs_padded; /**< 0: num_reqs */
+  uint32_t num_tokens;
+  const int32_t *query_start_loc; /**< required: [num_reqs + 1] */
+  const int64_t *positions;       /**< [num_tokens] */
+  const int32_t *idx_mapping;     /**< [num_reqs], or NULL: the identity */
+  int64_t *slot_mapping;    /**< out: [max_num_batched_tokens], or NULL */
+  int32_t *gathered_rows;   /**< in and out: [max_num_reqs][width], the
+                               gathered table before the step (entries past
+                               a row's length are kept unless the table
+                               zeroes gathered tails), or NULL */
+} clbt_host_step;
+
+/** A clbt_host_step with this header's struct_size, all else 0. */
+#define CLBT_HOST_STEP_INIT CLBT__SIZED(clbt_host_step)
+
+/**
+ * Computes a step on the host (see clbt_host_step). Fails as
+ * clbt_table_enqueue_step does for the same arguments. A
+ * CLBT_SLOT_MODE_NONE table leaves slot_mapping untouched.
+ */
+CLBT_API clbt_status clbt_table_compute_step_host(const clbt_table *table,
+                                                  const clbt_host_step *step);
+
+/* ------------------------------------------------------------------------ */
 /* Several KV-cache groups                                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -906,6 +1022,7 @@ typedef struct clbt_group_config {
   clbt_slot_mode slot_mode;   /**< 0: CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT */
   uint32_t cp_replicated;     /**< nonzero: this group's cache is whole on
                                  every CP rank, so it is not sharded */
+  uint32_t zero_gathered_tails; /**< since 0.3; as in clbt_table_config */
 } clbt_group_config;
 
 /** A clbt_group_config with this header's struct_size, all else 0. */
@@ -1066,6 +1183,20 @@ CLBT_API clbt_status clbt_multi_table_enqueue_slot_mapping(
 CLBT_API clbt_status clbt_multi_table_enqueue_export(
     clbt_multi_table *table, const clbt_export_request *request,
     cl_uint num_events, const cl_event *wait_list, cl_event *event);
+
+/**
+ * clbt_table_enqueue_step for every group: one upload and one scatter
+ * kernel commit the changes of every group that has any (a group rewritten
+ * WHOLE takes its own writes), and one launch per CLBT_MAX_LAUNCH_GROUPS
+ * token-mapping groups computes their slot mappings and every group's
+ * gather. NONE groups are gathered and have no slot mapping or export.
+ * Fails as the single-table call does.
+ */
+CLBT_API clbt_status clbt_multi_table_enqueue_step(clbt_multi_table *table,
+                                                   const clbt_step *step,
+                                                   cl_uint num_events,
+                                                   const cl_event *wait_list,
+                                                   cl_event *event);
 
 /**
  * Clears every group (clbt_table_clear), all or nothing on the host: when a
