@@ -31,6 +31,7 @@ typedef struct clbt__table_layout {
   uint32_t max_num_reqs;
   uint32_t max_num_batched_tokens;
   clbt_slot_mode slot_mode;
+  uint32_t zero_gathered_tails; /* nonzero: gathered tails are zeroed */
 } clbt__table_layout;
 
 /* Checks a config and derives the table's layout from it. */
@@ -239,6 +240,16 @@ clbt_status clbt__check_buffer(const clbt_table *table, cl_mem buffer,
 /* Checks a batch's sizes against a table's bounds. */
 clbt_status clbt__check_batch(const clbt_table *table, uint32_t num_reqs,
                               uint32_t num_tokens);
+
+/*
+ * Checks a padded request count, named `name`, against num_reqs (0 means
+ * num_reqs) and the table's max_num_reqs.
+ */
+clbt_status clbt__check_padding(const clbt_table *table, const char *name,
+                                uint32_t num_reqs, uint32_t padded);
+
+/* Checks that a step's flags are CLBT_STEP_* flags. */
+clbt_status clbt__check_step_flags(uint32_t flags);
 
 /* ---- the engine (engine.c) ---------------------------------------------- */
 

@@ -84,6 +84,7 @@ clbt_status clbt__table_layout_init(const clbt_table_config *config,
   layout->max_num_reqs = config->max_num_reqs;
   layout->max_num_batched_tokens = config->max_num_batched_tokens;
   layout->slot_mode = config->slot_mode;
+  layout->zero_gathered_tails = config->zero_gathered_tails;
   return check_sizes(layout);
 }
 

@@ -40,6 +40,7 @@ static clbt_status group_config(const clbt_multi_table_config *config,
       .cp_rank = sharded ? config->cp_rank : 0,
       .cp_interleave_size = sharded ? config->cp_interleave_size : 1,
       .slot_mode = group->slot_mode,
+      .zero_gathered_tails = group->zero_gathered_tails,
   };
   return CLBT_SUCCESS;
 }
