@@ -150,6 +150,7 @@ typedef enum function {
   DEVICE_BUILD_OPTIONS, DEVICE_SET_CACHE_DIR, DEVICE_CACHE_DIR,
   BLOCK_TABLE_WIDTH, TABLE_TRUNCATE_ROW, MULTI_TRUNCATE_ROW,
   TABLE_ENQUEUE_EXPORT, MULTI_ENQUEUE_EXPORT, TABLE_EXPORT_BUFFERS,
+  TABLE_STEP_HOST,
   NUM_FUNCTIONS
 } function;
 
@@ -176,7 +177,7 @@ static const char *const function_names[] = {
     "clbt_device_cache_dir", "clbt_block_table_width",
     "clbt_table_truncate_row", "clbt_multi_table_truncate_row",
     "clbt_table_enqueue_export", "clbt_multi_table_enqueue_export",
-    "clbt_table_export_buffers"};
+    "clbt_table_export_buffers", "clbt_table_compute_step_host"};
 _Static_assert(sizeof function_names / sizeof function_names[0] ==
                    NUM_FUNCTIONS,
                "one name per function, in the enum's order");
@@ -222,6 +223,9 @@ typedef struct bad_input {
   bool seq_lens_given;  /* an export's lengths: buffer seq_lens */
   buffer seq_lens;
   bool none_table;      /* the call is made on a CLBT_SLOT_MODE_NONE table */
+  uint32_t flags;       /* a step's flags, besides CLBT_STEP_GATHER */
+  uint32_t struct_size; /* a step's; 0: its sizeof */
+  bool later_field;     /* a step struct grown by a field set to 1 */
 } bad_input;
 
 #define IDS(...) ((const int32_t[]){__VA_ARGS__})
@@ -680,6 +684,40 @@ static const bad_input cases[] = {
         .null = NULL_OUT),
     BAD(TABLE_EXPORT_BUFFERS, "a NONE table", CLBT_INVALID_ARGUMENT,
         "CLBT_SLOT_MODE_NONE", .none_table = true),
+
+    /* The host step: batches of .a requests padded to .b. */
+    BAD(TABLE_STEP_HOST, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE, .a = 1, .num_tokens = 1),
+    BAD(TABLE_STEP_HOST, "NULL step", CLBT_NULL_ARGUMENT, "step is NULL",
+        .null = NULL_REQUEST, .a = 1, .num_tokens = 1),
+    BAD(TABLE_STEP_HOST, "struct_size below 0.3's", CLBT_INVALID_CONFIG,
+        "step: struct_size is 8; clbt reads 0 (the layout of 0.3) or 64 to "
+        "4096",
+        .struct_size = 8, .a = 1, .num_tokens = 1),
+    BAD(TABLE_STEP_HOST, "a field of a later version", CLBT_INVALID_CONFIG,
+        "step sets byte 64 of its 72, past the 64 bytes clbt",
+        .later_field = true, .a = 1, .num_tokens = 1),
+    BAD(TABLE_STEP_HOST, "NULL query_start_loc", CLBT_NULL_ARGUMENT,
+        "step->query_start_loc is NULL", .null = NULL_QUERY_START_LOC, .a = 1,
+        .num_tokens = 1),
+    BAD(TABLE_STEP_HOST, "NULL positions with num_tokens > 0",
+        CLBT_NULL_ARGUMENT, "step->positions is NULL with num_tokens 2",
+        .null = NULL_POSITIONS, .a = 1, .num_tokens = 2),
+    BAD(TABLE_STEP_HOST, "an unknown flag", CLBT_INVALID_ARGUMENT,
+        "step->flags 0x5 sets bits 0x4 that are no CLBT_STEP_* flag",
+        .flags = 4, .a = 1, .num_tokens = 1),
+    BAD(TABLE_STEP_HOST, "num_reqs above max_num_reqs",
+        CLBT_TOO_MANY_REQUESTS, "num_reqs 5 exceeds max_num_reqs 4", .a = 5),
+    BAD(TABLE_STEP_HOST, "num_tokens above max_num_batched_tokens",
+        CLBT_TOO_MANY_TOKENS, "num_tokens 9 exceeds max_num_batched_tokens 8",
+        .a = 1, .num_tokens = 9),
+    BAD(TABLE_STEP_HOST, "num_reqs_padded below num_reqs",
+        CLBT_INVALID_ARGUMENT, "step->num_reqs_padded 1 is below num_reqs 2",
+        .a = 2, .b = 1, .num_tokens = 2),
+    BAD(TABLE_STEP_HOST, "num_reqs_padded = max_num_reqs + 1",
+        CLBT_TOO_MANY_REQUESTS,
+        "step->num_reqs_padded 5 exceeds max_num_reqs 4", .a = 2, .b = 5,
+        .num_tokens = 2),
     BAD(MULTI_MOVE_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
         .null = NULL_HANDLE),
     BAD(MULTI_MOVE_ROW, "src out of range", CLBT_ROW_OUT_OF_RANGE,
@@ -946,6 +984,7 @@ typedef struct outputs {
   uint32_t count, width;
   char selector[CLBT_SELECTOR_SIZE];
   int64_t slots[8];
+  int32_t gathered[4 * 12]; /* the table's max_num_reqs x width */
   clbt_commit_info commit;
   clbt_export_buffers export;
 } outputs;
@@ -1226,8 +1265,41 @@ static clbt_status call_export(const bad_input *c, const fixture *f,
   return status;
 }
 
+/*
+ * The host step: .a requests padded to .b, with a gather, writing into
+ * out; its struct as the case sizes it.
+ */
+static clbt_status call_step_host(const bad_input *c, const fixture *f,
+                                  outputs *out) {
+  static const int32_t qsl[5] = {0, 1, 1, 1, 1}, idx[4] = {0, 1, 2, 3};
+  static const int64_t positions[8] = {0};
+  struct {
+    clbt_host_step step;
+    uint64_t later;
+  } grown;
+  memset(&grown, 0, sizeof grown);
+  clbt_host_step *step = &grown.step;
+  step->struct_size = c->later_field   ? (uint32_t)sizeof grown
+                      : c->struct_size ? c->struct_size
+                                       : (uint32_t)sizeof *step;
+  grown.later = c->later_field;
+  step->flags = CLBT_STEP_GATHER | c->flags;
+  step->num_reqs = c->a;
+  step->num_reqs_padded = c->b;
+  step->num_tokens = c->num_tokens;
+  step->query_start_loc = c->null == NULL_QUERY_START_LOC ? NULL : qsl;
+  step->positions = c->null == NULL_POSITIONS ? NULL : positions;
+  step->idx_mapping = idx;
+  step->slot_mapping = out->slots;
+  step->gathered_rows = out->gathered;
+  return clbt_table_compute_step_host(c->null == NULL_HANDLE ? NULL : f->table,
+                                      c->null == NULL_REQUEST ? NULL : step);
+}
+
 static clbt_status call(const bad_input *c, const fixture *f, outputs *out) {
   switch (c->function) {
+  case TABLE_STEP_HOST:
+    return call_step_host(c, f, out);
   case TABLE_ENQUEUE_EXPORT: case MULTI_ENQUEUE_EXPORT:
   case TABLE_EXPORT_BUFFERS:
     return call_export(c, f, out);
