@@ -444,12 +444,11 @@ static uint32_t position_range(const subject *s, const batch *b, uint32_t r) {
   return (uint32_t)(tokens + tokens / 8 + 2);
 }
 
-static void random_batch(batch *b, const subject *s) {
-  b->num_reqs = below(s->max_reqs + 1);
+/* Padding, and the tokens of b->num_reqs requests reading rows through
+   b's idx_mapping: ragged, now and then malformed. */
+static void random_tokens(batch *b, const subject *s) {
   b->num_reqs_padded =
       chance(25) ? 0 : b->num_reqs + below(s->max_reqs - b->num_reqs + 1);
-  b->gather = chance(85);
-  random_idx(b, s);
   b->qsl[0] = chance(10) ? (int32_t)below(3) : 0;
   for (uint32_t r = 0; r < b->num_reqs; ++r) {
     uint32_t room = s->max_tokens - (uint32_t)b->qsl[r];
@@ -468,6 +467,13 @@ static void random_batch(batch *b, const subject *s) {
       b->positions[t] = (int64_t)below(100);
   if (b->num_reqs && chance(4)) /* out of order: no token is mapped */
     b->qsl[below(b->num_reqs + 1)] = (int32_t)s->max_tokens + 1;
+}
+
+static void random_batch(batch *b, const subject *s) {
+  b->num_reqs = below(s->max_reqs + 1);
+  b->gather = chance(85);
+  random_idx(b, s);
+  random_tokens(b, s);
 }
 
 /* ---- comparing ----------------------------------------------------------- */
@@ -583,11 +589,245 @@ START_TEST(host_reference_agrees_with_the_model) {
 }
 END_TEST
 
+/* ---- (b) the device step against the model ------------------------------- */
+
+/* A step's device inputs. */
+typedef struct device_batch {
+  cl_mem qsl, positions, idx;
+} device_batch;
+
+static device_batch device_batch_create(const subject *s) {
+  device_batch d = {clbt_test_buffer((s->max_reqs + 1) * sizeof(int32_t), NULL),
+                    clbt_test_buffer(s->max_tokens * sizeof(int64_t), NULL),
+                    clbt_test_buffer(s->max_reqs * sizeof(int32_t), NULL)};
+  return d;
+}
+
+static void device_batch_release(device_batch *d) {
+  clReleaseMemObject(d->qsl);
+  clReleaseMemObject(d->positions);
+  clReleaseMemObject(d->idx);
+}
+
+/*
+ * Before a fresh table's first gather: its gathered tables are zero, as
+ * created; then poison goes where the rules say this step writes (whole
+ * rows, or a live row's first `length` entries when tails are kept), and
+ * the model holds the same.
+ */
+static void poison_first_gather(subject *s, const batch *b) {
+  uint32_t padded = b->num_reqs_padded ? b->num_reqs_padded : b->num_reqs;
+  for (uint32_t g = 0; g < s->num_groups; ++g) {
+    model *m = &s->models[g];
+    size_t bytes = (size_t)s->max_reqs * m->width * sizeof(int32_t);
+    cl_mem gathered = clbt_table_gathered_rows(s->groups[g]);
+    ck_assert_ptr_nonnull(gathered);
+    clbt_test_read(gathered, bytes, m->gathered);
+    for (size_t i = 0; i < (size_t)s->max_reqs * m->width; ++i)
+      ck_assert_msg(m->gathered[i] == 0, "group %u: gathered[%zu] is %d at "
+                    "creation", (unsigned)g, i, (int)m->gathered[i]);
+    for (uint32_t p = 0; b->gather && p < padded; ++p) {
+      int64_t row = p < b->num_reqs ? request_row(b, p) : -1;
+      bool live = row >= 0 && row < s->max_reqs;
+      uint32_t written = live && !m->zero_tails
+                             ? m->count[row] * m->per_block
+                             : m->width;
+      for (uint32_t e = 0; e < written; ++e)
+        m->gathered[(size_t)p * m->width + e] = POISON32;
+    }
+    clbt_test_write(gathered, bytes, m->gathered);
+  }
+}
+
+/* The step on the device: the whole table's, or (group_by_group) each
+   group's own. */
+static void enqueue_step(subject *s, const clbt_step *step,
+                         bool group_by_group) {
+  cl_event done = NULL;
+  if (s->multi && !group_by_group)
+    clbt_assert_ok(clbt_multi_table_enqueue_step(s->multi, step, 0, NULL,
+                                                 &done));
+  else
+    for (uint32_t g = 0; g < s->num_groups; ++g)
+      clbt_assert_ok(clbt_table_enqueue_step(
+          s->groups[g], step, 0, NULL, g + 1 == s->num_groups ? &done : NULL));
+  ck_assert_int_eq(clWaitForEvents(1, &done), CL_SUCCESS);
+  clReleaseEvent(done);
+}
+
+/*
+ * One device step with poisoned slot mappings, then every group's slots,
+ * gathered rows and rejected-token count against the model.
+ */
+static void device_step(subject *s, const batch *b, const device_batch *d,
+                        const char *name, bool group_by_group) {
+  clbt_test_write(d->qsl, (b->num_reqs + 1) * sizeof(int32_t), b->qsl);
+  if (b->num_tokens)
+    clbt_test_write(d->positions, b->num_tokens * sizeof(int64_t),
+                    b->positions);
+  if (b->has_idx && b->num_reqs)
+    clbt_test_write(d->idx, b->num_reqs * sizeof(int32_t), b->idx);
+  for (uint32_t g = 0; g < s->num_groups; ++g)
+    clbt_test_poison(clbt_table_slot_mapping(s->groups[g]), s->max_tokens);
+  clbt_step step = CLBT_STEP_INIT;
+  step.flags = b->gather ? CLBT_STEP_GATHER : 0;
+  step.num_reqs = b->num_reqs;
+  step.num_reqs_padded = b->num_reqs_padded;
+  step.num_tokens = b->num_tokens;
+  step.query_start_loc = d->qsl;
+  step.positions = b->num_tokens ? d->positions : NULL;
+  step.idx_mapping = b->has_idx ? d->idx : NULL;
+  enqueue_step(s, &step, group_by_group);
+
+  int64_t *slots = malloc(s->max_tokens * sizeof *slots);
+  int64_t *expected = malloc(s->max_tokens * sizeof *expected);
+  int32_t *gathered = malloc(s->max_reqs * 64 * sizeof *gathered);
+  ck_assert(slots && expected && gathered);
+  for (uint32_t g = 0; g < s->num_groups; ++g) {
+    model *m = &s->models[g];
+    char what[160];
+    snprintf(what, sizeof what, "%s, group %u, device", name, (unsigned)g);
+    for (uint32_t t = 0; t < s->max_tokens; ++t) expected[t] = CLBT_TEST_POISON;
+    model_step(m, b, expected, s->max_tokens);
+    clbt_test_read(clbt_table_slot_mapping(s->groups[g]),
+                   s->max_tokens * sizeof *slots, slots);
+    assert_slots(slots, expected, s->max_tokens, what, b);
+    ck_assert_uint_le(m->width, 64);
+    clbt_test_read(clbt_table_gathered_rows(s->groups[g]),
+                   (size_t)s->max_reqs * m->width * sizeof *gathered,
+                   gathered);
+    assert_gathered(gathered, m, what, b);
+    uint32_t rejected = 0;
+    clbt_assert_ok(clbt_table_read_rejected_tokens(s->groups[g], &rejected));
+    ck_assert_msg(rejected == m->rejected,
+                  "%s: %u rejected tokens, the model says %u", what,
+                  (unsigned)rejected, (unsigned)m->rejected);
+  }
+  free(slots);
+  free(expected);
+  free(gathered);
+}
+
+/* A commit whose wait list fails: nothing it carried reaches the device. */
+static void failed_commit(subject *s) {
+  cl_int error = CL_SUCCESS;
+  cl_event gate =
+      clCreateUserEvent(clbt_device_context(clbt_test_device()), &error);
+  ck_assert_int_eq(error, CL_SUCCESS);
+  clbt_assert_ok(s->multi ? clbt_multi_table_enqueue_commit(
+                                s->multi, s->max_reqs, 1, &gate, NULL)
+                          : clbt_table_enqueue_commit(s->single, s->max_reqs,
+                                                      1, &gate, NULL));
+  ck_assert_int_eq(clSetUserEventStatus(gate, -1), CL_SUCCESS);
+  clFinish(clbt_device_queue(clbt_test_device())); /* may report the error */
+  clReleaseEvent(gate);
+}
+
+/* Serving: the batch's requests, each in its own row (request slot). */
+typedef struct serving {
+  uint32_t active[64], num_active;
+  bool used[64];
+} serving;
+
+/* A request arrives into a free row, at the batch's end. */
+static void arrive(subject *s, serving *v) {
+  uint32_t row = below(s->max_reqs);
+  while (v->used[row]) row = (row + 1) % s->max_reqs;
+  v->used[row] = true;
+  v->active[v->num_active++] = row;
+  update_row(s, row, 3, true);
+}
+
+/* The request at batch position p leaves: its row is cleared and freed,
+   and the last request takes its position. */
+static void leave(subject *s, serving *v, uint32_t p) {
+  clear_row(s, v->active[p]);
+  v->used[v->active[p]] = false;
+  v->active[p] = v->active[--v->num_active];
+}
+
+/* What changes between two steps of a serving loop. */
+static void serving_changes(subject *s, serving *v) {
+  for (uint32_t p = 0; p < v->num_active; ++p) /* decode */
+    if (chance(30)) update_row(s, v->active[p], 1, false);
+  if (v->num_active && chance(25)) leave(s, v, below(v->num_active));
+  while (v->num_active < s->max_reqs && chance(v->num_active ? 30 : 90))
+    arrive(s, v);
+  if (v->num_active > 1 && chance(20)) { /* idx entries move */
+    uint32_t a = below(v->num_active), b = below(v->num_active);
+    uint32_t kept = v->active[a];
+    v->active[a] = v->active[b];
+    v->active[b] = kept;
+  }
+  if (v->num_active && chance(10)) truncate_row(s, v->active[below(v->num_active)]);
+  if (chance(3)) clear_all(s);
+  if (chance(6)) failed_commit(s);
+}
+
+/* The batch: every active request, now and then a stray entry. */
+static void serving_batch(batch *b, const subject *s, const serving *v,
+                          bool steady) {
+  b->num_reqs = v->num_active;
+  b->has_idx = true;
+  b->gather = steady || chance(90);
+  for (uint32_t p = 0; p < v->num_active; ++p)
+    b->idx[p] = !steady && chance(5) ? stray_entry(s) : (int32_t)v->active[p];
+  random_tokens(b, s);
+}
+
+/*
+ * Serving loops on the device, scenario by scenario on the first and last
+ * ranks: requests arrive into free rows and leave (clear_row), rows grow
+ * and are truncated, batch positions swap, the table is cleared, commits
+ * fail; steady steps repeat the last idx_mapping. The first gather is
+ * poisoned where it writes; every later one is checked against the
+ * model's carried gathered tables, slot mappings are poisoned every step,
+ * rejected-token counts compared every step.
+ */
+START_TEST(device_steps_agree_with_the_model) {
+  seed_random("step, device");
+  uint64_t steps = 0;
+  for (uint32_t i = 0; i < NUM_SCENARIOS; ++i) {
+    const scenario *sc = &scenarios[i];
+    uint32_t last = scenario_ranks(sc) - 1;
+    for (uint32_t rank = 0; rank <= last; rank += last ? last : 1) {
+      subject s;
+      subject_create(&s, sc, rank, NULL);
+      batch b;
+      batch_alloc(&b, &s);
+      device_batch d = device_batch_create(&s);
+      serving v = {.num_active = 0};
+      ck_assert_uint_le(s.max_reqs, 64);
+      for (uint32_t k = 0; k < 40; ++k, ++steps) {
+        bool steady = k && chance(30);
+        if (!steady) serving_changes(&s, &v);
+        else if (v.num_active) update_row(&s, v.active[below(v.num_active)], 1,
+                                          false);
+        serving_batch(&b, &s, &v, steady);
+        if (k == 0) poison_first_gather(&s, &b);
+        device_step(&s, &b, &d, sc->name, s.multi && chance(20));
+        /* Now and then a random batch, idx_mapping and all. */
+        if (chance(15)) {
+          random_batch(&b, &s);
+          device_step(&s, &b, &d, sc->name, false);
+        }
+      }
+      device_batch_release(&d);
+      batch_free(&b);
+      subject_free(&s);
+    }
+  }
+  printf("step, device: %" PRIu64 " serving steps agree with the model\n",
+         steps);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("step");
   TCase *tc = tcase_create("step");
   tcase_set_timeout(tc, 0);
   tcase_add_test(tc, host_reference_agrees_with_the_model);
+  tcase_add_test(tc, device_steps_agree_with_the_model);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }
