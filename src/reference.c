@@ -113,7 +113,7 @@ static void gather_rows(const clbt_table *table, const clbt_host_step *step,
         b < step->num_reqs ? row_of(table, step->idx_mapping, b, &length)
                            : NULL;
     uint32_t zero_until =
-        row && !layout->zero_gathered_tails ? length : layout->width;
+        row && !layout->spec.zero_gathered_tails ? length : layout->width;
     if (row) memcpy(out, row, length * sizeof *out);
     memset(out + length, 0, (zero_until - length) * sizeof *out);
   }

@@ -232,25 +232,28 @@ static const scenario scenarios[] = {
                 .max_num_blocks_per_req = 3, .max_num_batched_tokens = 16,
                 .slot_mode = CLBT_SLOT_MODE_NONE}},
     {"groups: hybrid, NONE, replicated; CP 2, interleave 16",
-     .multi = {SIZED(clbt_multi_table_config), .max_num_reqs = 6, .max_num_batched_tokens = 96,
-               .num_groups = 4, .cp_world_size = 2, .cp_interleave_size = 16},
+     .multi = {SIZED(clbt_multi_table_config), .max_num_reqs = 6,
+               .max_num_batched_tokens = 96, .num_groups = 4,
+               .cp_world_size = 2, .cp_interleave_size = 16},
      .groups = {GROUP(.block_size = 16, .max_num_blocks = 4),
                 GROUP(.block_size = 32, .kernel_block_size = 16,
-                      .max_num_blocks = 3, .zero_gathered_tails = 1),
+                      .max_num_blocks = 3),
                 GROUP(.block_size = 16, .max_num_blocks = 2,
                       .slot_mode = CLBT_SLOT_MODE_NONE),
                 GROUP(.block_size = 64, .max_num_blocks = 2,
                       .cp_replicated = 1)}},
-    {"groups: replicated, NONE with zero tails; CP 4, interleave 1",
-     .multi = {SIZED(clbt_multi_table_config), .max_num_reqs = 5, .max_num_batched_tokens = 128,
-               .num_groups = 3, .cp_world_size = 4, .cp_interleave_size = 1},
+    {"groups: replicated, NONE; zero tails; CP 4, interleave 1",
+     .multi = {SIZED(clbt_multi_table_config), .max_num_reqs = 5,
+               .max_num_batched_tokens = 128, .num_groups = 3,
+               .cp_world_size = 4, .cp_interleave_size = 1,
+               .zero_gathered_tails = 1},
      .groups = {GROUP(.block_size = 32, .kernel_block_size = 8,
                       .max_num_blocks = 5),
                 GROUP(.block_size = 16, .max_num_blocks = 4,
                       .cp_replicated = 1),
                 GROUP(.block_size = 64, .kernel_block_size = 32,
-                      .max_num_blocks = 2, .slot_mode = CLBT_SLOT_MODE_NONE,
-                      .zero_gathered_tails = 1)}},
+                      .max_num_blocks = 2,
+                      .slot_mode = CLBT_SLOT_MODE_NONE)}},
 };
 enum { NUM_SCENARIOS = sizeof scenarios / sizeof scenarios[0] };
 
@@ -294,7 +297,7 @@ static void subject_create(subject *s, const scenario *sc, uint32_t rank,
       model_shape(&s->models[g], group->block_size, group->kernel_block_size,
                   group->slot_mode, !group->cp_replicated,
                   config.cp_world_size, rank, config.cp_interleave_size,
-                  group->zero_gathered_tails);
+                  config.zero_gathered_tails);
     }
   } else {
     clbt_table_config config = sc->single;
