@@ -96,4 +96,11 @@ clbt_status clbt__step_read(const clbt_step *given, clbt_step *out);
 clbt_group_config clbt__group_config_at(const clbt_multi_table_config *config,
                                         uint32_t g);
 
+/*
+ * The same for a host step (clbt_table_compute_step_host), whose first
+ * layout is 0.3's; CLBT_NULL_ARGUMENT names it "step".
+ */
+clbt_status clbt__host_step_read(const clbt_host_step *given,
+                                 clbt_host_step *out);
+
 #endif /* CLBT_BASE_H */

@@ -66,3 +66,25 @@ clbt_status clbt__check_batch_arguments(const clbt_table *table,
   if (!status) status = clbt__check_wait_list(num_events, wait_list);
   return status;
 }
+
+clbt_status clbt__check_padding(const clbt_table *table, const char *name,
+                                uint32_t num_reqs, uint32_t padded) {
+  if (padded && padded < num_reqs)
+    return clbt__fail(CLBT_INVALID_ARGUMENT, "%s %u is below num_reqs %u",
+                      name, (unsigned)padded, (unsigned)num_reqs);
+  if (padded > table->layout.max_num_reqs)
+    return clbt__fail(CLBT_TOO_MANY_REQUESTS, "%s %u exceeds max_num_reqs %u",
+                      name, (unsigned)padded,
+                      (unsigned)table->layout.max_num_reqs);
+  return CLBT_SUCCESS;
+}
+
+clbt_status clbt__check_step_flags(uint32_t flags) {
+  const uint32_t known = CLBT_STEP_GATHER | CLBT_STEP_EXPORT;
+  if (flags & ~known)
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "step->flags 0x%x has bits other than CLBT_STEP_GATHER "
+                      "and CLBT_STEP_EXPORT",
+                      (unsigned)flags);
+  return CLBT_SUCCESS;
+}

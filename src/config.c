@@ -1,7 +1,8 @@
 /*
  * Reading a caller's config structs. Each public config struct starts with
  * struct_size, the size of the struct in the caller's header (0: the
- * layout of 0.2, the first with the field). A caller's struct is read into
+ * layout of 0.2, the first with the field, or of the version that brought
+ * the struct, 0.3 for the step's). A caller's struct is read into
  * the layout this library declares: the fields the caller's version has
  * are copied and those it lacks get their default, 0; bytes past what this
  * library knows must be 0, since they would set fields of a later version.
@@ -25,6 +26,8 @@
 #define CLBT__GROUP_CONFIG_0_2 CLBT__END_OF(clbt_group_config, cp_replicated)
 #define CLBT__MULTI_TABLE_CONFIG_0_2 \
   CLBT__END_OF(clbt_multi_table_config, groups)
+/* And as 0.3 declared those that came with it. */
+#define CLBT__HOST_STEP_0_3 CLBT__END_OF(clbt_host_step, gathered_rows)
 
 /* A struct_size above this is not a size (an uninitialised field, say). */
 #define CLBT__MAX_STRUCT_SIZE 4096
@@ -43,21 +46,26 @@ CLBT__CHECK_LAYOUT(clbt_table_config, zero_gathered_tails);
 CLBT__CHECK_LAYOUT(clbt_group_config, cp_replicated);
 CLBT__CHECK_LAYOUT(clbt_multi_table_config, zero_gathered_tails);
 CLBT__CHECK_LAYOUT(clbt_step, seq_lens);
+CLBT__CHECK_LAYOUT(clbt_host_step, gathered_rows);
 
 /* clbt_step as 0.3, its first version, declared it. Frozen. */
 #define CLBT__STEP_0_3 CLBT__END_OF(clbt_step, seq_lens)
 
-/* The size a caller's struct has, from its struct_size; name is its path. */
-static clbt_status size_of(const void *given, size_t base, const char *name,
-                           size_t *size) {
+/*
+ * The size a caller's struct has, from its struct_size; name is its path,
+ * since the version whose layout struct_size 0 stands for.
+ */
+static clbt_status size_of(const void *given, size_t base, const char *since,
+                           const char *name, size_t *size) {
   uint32_t declared;
   memcpy(&declared, given, sizeof declared);
   *size = declared ? declared : base;
   if (*size < base || *size > CLBT__MAX_STRUCT_SIZE)
     return clbt__fail(CLBT_INVALID_CONFIG,
                       "%s: struct_size is %u; clbt reads 0 (the layout of "
-                      "0.2) or %zu to %d",
-                      name, (unsigned)declared, base, CLBT__MAX_STRUCT_SIZE);
+                      "%s) or %zu to %d",
+                      name, (unsigned)declared, since, base,
+                      CLBT__MAX_STRUCT_SIZE);
   return CLBT_SUCCESS;
 }
 
@@ -84,9 +92,10 @@ static void copy_known(void *out, size_t own, const void *given,
 }
 
 /* Sizes, checks and copies one struct. */
-static clbt_status read_struct(const void *given, size_t base, size_t own,
+static clbt_status read_struct(const void *given, size_t base,
+                               const char *since, size_t own,
                                const char *name, void *out, size_t *size) {
-  clbt_status status = size_of(given, base, name, size);
+  clbt_status status = size_of(given, base, since, name, size);
   if (!status) status = check_unknown_fields(given, *size, own, name);
   if (!status) copy_known(out, own, given, *size);
   return status;
@@ -96,8 +105,8 @@ clbt_status clbt__table_config_read(const clbt_table_config *given,
                                     clbt_table_config *out) {
   size_t size;
   if (!given) return clbt__fail(CLBT_NULL_ARGUMENT, "config is NULL");
-  return read_struct(given, CLBT__TABLE_CONFIG_0_2, sizeof *out, "config",
-                     out, &size);
+  return read_struct(given, CLBT__TABLE_CONFIG_0_2, "0.2", sizeof *out,
+                     "config", out, &size);
 }
 
 /* Group g of an array whose elements are `stride` bytes apart. */
@@ -118,7 +127,8 @@ static clbt_status check_groups(const clbt_multi_table_config *config) {
     snprintf(name, sizeof name, "config->groups[%u]", (unsigned)g);
     const void *group = group_at(config, g, stride);
     size_t size;
-    clbt_status status = size_of(group, CLBT__GROUP_CONFIG_0_2, name, &size);
+    clbt_status status =
+        size_of(group, CLBT__GROUP_CONFIG_0_2, "0.2", name, &size);
     if (status) return status;
     if (g == 0) stride = size;
     if (size != stride)
@@ -137,7 +147,7 @@ clbt_status clbt__multi_table_config_read(const clbt_multi_table_config *given,
                                           clbt_multi_table_config *out) {
   size_t size;
   if (!given) return clbt__fail(CLBT_NULL_ARGUMENT, "config is NULL");
-  clbt_status status = read_struct(given, CLBT__MULTI_TABLE_CONFIG_0_2,
+  clbt_status status = read_struct(given, CLBT__MULTI_TABLE_CONFIG_0_2, "0.2",
                                    sizeof *out, "config", out, &size);
   /* A NULL or empty array is the caller's to report. */
   if (!status && out->groups) status = check_groups(out);
@@ -149,7 +159,7 @@ clbt_group_config clbt__group_config_at(const clbt_multi_table_config *config,
   size_t stride;
   clbt_group_config group;
   /* Checked by clbt__multi_table_config_read: cannot fail. */
-  size_of(config->groups, CLBT__GROUP_CONFIG_0_2, "config->groups[0]",
+  size_of(config->groups, CLBT__GROUP_CONFIG_0_2, "0.2", "config->groups[0]",
           &stride);
   copy_known(&group, sizeof group, group_at(config, g, stride), stride);
   return group;
@@ -158,5 +168,14 @@ clbt_group_config clbt__group_config_at(const clbt_multi_table_config *config,
 clbt_status clbt__step_read(const clbt_step *given, clbt_step *out) {
   size_t size;
   if (!given) return clbt__fail(CLBT_NULL_ARGUMENT, "step is NULL");
-  return read_struct(given, CLBT__STEP_0_3, sizeof *out, "step", out, &size);
+  return read_struct(given, CLBT__STEP_0_3, "0.3", sizeof *out, "step", out,
+                     &size);
+}
+
+clbt_status clbt__host_step_read(const clbt_host_step *given,
+                                 clbt_host_step *out) {
+  size_t size;
+  if (!given) return clbt__fail(CLBT_NULL_ARGUMENT, "step is NULL");
+  return read_struct(given, CLBT__HOST_STEP_0_3, "0.3", sizeof *out, "step",
+                     out, &size);
 }

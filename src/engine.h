@@ -283,6 +283,16 @@ clbt_status clbt__check_buffer(const clbt_table *table, cl_mem buffer,
 clbt_status clbt__check_batch(const clbt_table *table, uint32_t num_reqs,
                               uint32_t num_tokens);
 
+/*
+ * Checks a padded request count, named `name`, against num_reqs (0 means
+ * num_reqs) and the table's max_num_reqs.
+ */
+clbt_status clbt__check_padding(const clbt_table *table, const char *name,
+                                uint32_t num_reqs, uint32_t padded);
+
+/* Checks that a step's flags are CLBT_STEP_* flags. */
+clbt_status clbt__check_step_flags(uint32_t flags);
+
 /* ---- the engine (engine.c) ---------------------------------------------- */
 
 /* The listed rows below a commit's bound: how many, and their changed

@@ -87,21 +87,14 @@ fail:
 static clbt_status check_request(const clbt_table *group,
                                  const clbt_export_request *request,
                                  cl_uint num_events, const cl_event *wait_list) {
-  uint32_t padded = request->num_reqs_padded;
   const clbt__batch batch = {request->num_reqs, request->query_start_loc,
                              request->positions, request->num_tokens};
   clbt_status status =
       clbt__check_batch_arguments(group, &batch, num_events, wait_list);
   if (status) return status;
-  if (padded && padded < request->num_reqs)
-    return clbt__fail(CLBT_INVALID_ARGUMENT,
-                      "request->num_reqs_padded %u is below num_reqs %u",
-                      (unsigned)padded, (unsigned)request->num_reqs);
-  if (padded > group->layout.max_num_reqs)
-    return clbt__fail(CLBT_TOO_MANY_REQUESTS,
-                      "request->num_reqs_padded %u exceeds max_num_reqs %u",
-                      (unsigned)padded, (unsigned)group->layout.max_num_reqs);
-  if (request->seq_lens)
+  status = clbt__check_padding(group, "request->num_reqs_padded",
+                               request->num_reqs, request->num_reqs_padded);
+  if (!status && request->seq_lens)
     status = clbt__check_buffer(group, request->seq_lens, "request->seq_lens",
                                 (size_t)request->num_reqs * sizeof(int32_t),
                                 "num_reqs", request->num_reqs);

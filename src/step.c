@@ -8,8 +8,6 @@
  */
 #include "engine.h"
 
-#define CLBT__STEP_FLAGS (CLBT_STEP_GATHER | CLBT_STEP_EXPORT)
-
 /* The positions a step gathers: num_reqs_padded, or num_reqs for 0. */
 static uint32_t padded_reqs(const clbt_step *step) {
   return step->num_reqs_padded ? step->num_reqs_padded : step->num_reqs;
@@ -30,25 +28,13 @@ static clbt_export_request export_request(const clbt_step *step) {
 static clbt_status check_step(const clbt_table *group, const clbt_step *step,
                               const clbt__batch *batch, cl_uint num_events,
                               const cl_event *wait_list) {
-  if (step->flags & ~CLBT__STEP_FLAGS)
-    return clbt__fail(CLBT_INVALID_ARGUMENT,
-                      "step->flags 0x%x has bits other than CLBT_STEP_GATHER "
-                      "and CLBT_STEP_EXPORT",
-                      (unsigned)step->flags);
-  clbt_status status =
-      clbt__check_batch_arguments(group, batch, num_events, wait_list);
-  if (status) return status;
-  if (padded_reqs(step) < step->num_reqs)
-    return clbt__fail(CLBT_INVALID_ARGUMENT,
-                      "step->num_reqs_padded %u is below num_reqs %u",
-                      (unsigned)step->num_reqs_padded,
-                      (unsigned)step->num_reqs);
-  if (padded_reqs(step) > group->layout.max_num_reqs)
-    return clbt__fail(CLBT_TOO_MANY_REQUESTS,
-                      "step->num_reqs_padded %u exceeds max_num_reqs %u",
-                      (unsigned)step->num_reqs_padded,
-                      (unsigned)group->layout.max_num_reqs);
-  if (step->idx_mapping)
+  clbt_status status = clbt__check_step_flags(step->flags);
+  if (!status)
+    status = clbt__check_batch_arguments(group, batch, num_events, wait_list);
+  if (!status)
+    status = clbt__check_padding(group, "step->num_reqs_padded",
+                                 step->num_reqs, step->num_reqs_padded);
+  if (!status && step->idx_mapping)
     status = clbt__check_buffer(group, step->idx_mapping, "step->idx_mapping",
                                 (size_t)step->num_reqs * sizeof(int32_t),
                                 "num_reqs", step->num_reqs);

@@ -1,7 +1,9 @@
 /*
  * The randomised self-test (see selftest.h). Each round draws a table
  * configuration, then alternates bursts of random row operations (some of
- * them invalid on purpose) with commits and slot-mapping calls. The oracles
+ * them invalid on purpose) with commits, slot-mapping calls and serving
+ * steps (clbt_*_enqueue_step: the commit of every row, the slot mapping
+ * through a random idx_mapping and the gather). The oracles
  * are independent of the code under test: a plain model of the rows, kept
  * here as block_table.py keeps them, and the library's host reference,
  * which the worked examples in tests/ pin to hand-derived values.
@@ -118,11 +120,13 @@ typedef struct subject {
   uint32_t block_sizes[MAX_GROUPS];
   uint32_t cp_world_size;
   uint32_t max_reqs, max_tokens;
-  cl_mem query_start_loc, positions;
+  cl_mem query_start_loc, positions, idx_mapping;
   /* host scratch, sized for the largest call */
-  int32_t *host_qsl;
+  int32_t *host_qsl, *host_idx;
   int64_t *host_positions, *expected, *actual;
   int32_t *device_rows;
+  /* each group's gathered table as the host reference has it */
+  int32_t *gathered[MAX_GROUPS];
 } subject;
 
 typedef struct selftest_round {
@@ -205,7 +209,10 @@ static void subject_free(subject *s) {
   for (uint32_t g = 0; g < s->num_groups; ++g) model_free(&s->models[g]);
   if (s->query_start_loc) clReleaseMemObject(s->query_start_loc);
   if (s->positions) clReleaseMemObject(s->positions);
+  if (s->idx_mapping) clReleaseMemObject(s->idx_mapping);
+  for (uint32_t g = 0; g < s->num_groups; ++g) free(s->gathered[g]);
   free(s->host_qsl);
+  free(s->host_idx);
   free(s->host_positions);
   free(s->expected);
   free(s->actual);
@@ -214,7 +221,9 @@ static void subject_free(subject *s) {
 }
 
 static bool allocate_scratch(selftest_round *run, subject *s) {
-  cl_int error_qsl = CL_SUCCESS, error_positions = CL_SUCCESS;
+  cl_int error_qsl = CL_SUCCESS, error_positions = CL_SUCCESS,
+         error_idx = CL_SUCCESS;
+  bool gathered = true;
   cl_context context = clbt_device_context(run->device);
   size_t widest = 0;
   for (uint32_t g = 0; g < s->num_groups; ++g)
@@ -225,6 +234,16 @@ static bool allocate_scratch(selftest_round *run, subject *s) {
   s->positions = clCreateBuffer(context, CL_MEM_READ_ONLY,
                                 s->max_tokens * sizeof(int64_t), NULL,
                                 &error_positions);
+  s->idx_mapping = clCreateBuffer(context, CL_MEM_READ_ONLY,
+                                  s->max_reqs * sizeof(int32_t), NULL,
+                                  &error_idx);
+  /* Zero, as a table's gathered rows are at its creation. */
+  for (uint32_t g = 0; g < s->num_groups; ++g) {
+    s->gathered[g] = calloc((size_t)s->max_reqs * s->models[g].width,
+                            sizeof *s->gathered[g]);
+    gathered = gathered && s->gathered[g];
+  }
+  s->host_idx = malloc(s->max_reqs * sizeof *s->host_idx);
   s->host_qsl = malloc((s->max_reqs + 1) * sizeof *s->host_qsl);
   s->host_positions = malloc(s->max_tokens * sizeof *s->host_positions);
   s->expected = malloc(s->max_tokens * sizeof *s->expected);
@@ -232,10 +251,11 @@ static bool allocate_scratch(selftest_round *run, subject *s) {
   s->device_rows = malloc(s->max_reqs * widest * sizeof *s->device_rows);
   return check(run,
                error_qsl == CL_SUCCESS && error_positions == CL_SUCCESS &&
+                   error_idx == CL_SUCCESS && gathered && s->host_idx &&
                    s->host_qsl && s->host_positions && s->expected &&
                    s->actual && s->device_rows,
-               "allocating the test's buffers failed (%d, %d)", error_qsl,
-               error_positions);
+               "allocating the test's buffers failed (%d, %d, %d)", error_qsl,
+               error_positions, error_idx);
 }
 
 /* Creates this round's table: single or multi-group, at random. */
@@ -453,17 +473,22 @@ static bool commit(selftest_round *run, subject *s, uint32_t num_reqs) {
                clbt_status_name(status)) && ok;
 }
 
-/* Tokens a row of group 0 spans, times a little more, so some miss it. */
-static uint32_t position_range(const subject *s, uint32_t row) {
+/* Tokens a row of group 0 spans, times a little more, so some miss it;
+   a row out of range spans a block's worth. */
+static uint32_t position_range(const subject *s, int64_t row) {
   const model *m = &s->models[0];
-  uint64_t kv_blocks = (m->lengths[row] + m->per_block - 1) / m->per_block;
+  uint64_t length = row >= 0 && row < s->max_reqs ? m->lengths[row] : 1;
+  uint64_t kv_blocks = (length + m->per_block - 1) / m->per_block;
   uint64_t tokens = kv_blocks * s->block_sizes[0] * s->cp_world_size;
   return (uint32_t)(tokens + tokens / 8 + 2);
 }
 
-/* A ragged batch of committed rows; now and then a malformed one. */
+/*
+ * A ragged batch of committed rows, request r reading row idx[r] (idx
+ * NULL: row r); now and then a malformed one.
+ */
 static uint32_t random_batch(selftest_round *run, subject *s, uint32_t committed,
-                             uint32_t *num_tokens) {
+                             const int32_t *idx, uint32_t *num_tokens) {
   uint32_t num_reqs = below(&run->rng, committed + 1);
   uint32_t budget = s->max_tokens;
   int32_t *qsl = s->host_qsl;
@@ -474,7 +499,8 @@ static uint32_t random_batch(selftest_round *run, subject *s, uint32_t committed
     uint32_t count = chance(&run->rng, 50) ? 1 : below(&run->rng, room / 2 + 2);
     if (count > room) count = room;
     qsl[r + 1] = qsl[r] + (int32_t)count;
-    uint32_t start = below(&run->rng, position_range(s, r));
+    uint32_t start =
+        below(&run->rng, position_range(s, idx ? idx[r] : (int64_t)r));
     for (int32_t t = qsl[r]; t < qsl[r + 1]; ++t)
       s->host_positions[t] = (int64_t)start + (t - qsl[r]);
     if (count && chance(&run->rng, 3))
@@ -510,34 +536,42 @@ static bool upload_batch(selftest_round *run, subject *s, uint32_t num_reqs,
   return check(run, error == CL_SUCCESS, "uploading a batch: %d", error);
 }
 
+/* Group g's device slots equal s->expected, element by element. */
+static bool compare_group_slots(selftest_round *run, subject *s, uint32_t g,
+                                const char *call, uint32_t num_reqs,
+                                uint32_t num_tokens) {
+  cl_int error = clEnqueueReadBuffer(
+      clbt_device_queue(run->device), clbt_table_slot_mapping(s->groups[g]),
+      CL_TRUE, 0, s->max_tokens * sizeof(int64_t), s->actual, 0, NULL, NULL);
+  bool ok = check(run, error == CL_SUCCESS, "reading slots: %d", error);
+  for (uint32_t t = 0; t < s->max_tokens && ok; ++t)
+    ok = check(run, s->actual[t] == s->expected[t],
+               "%s, group %" PRIu32 ", %" PRIu32 " requests, %" PRIu32
+               " tokens: slot[%" PRIu32 "] is %" PRId64
+               ", the reference says %" PRId64,
+               call, g, num_reqs, num_tokens, t, s->actual[t],
+               s->expected[t]);
+  return ok;
+}
+
 /* Every group's device slots equal the host reference's, element by element. */
 static bool compare_slots(selftest_round *run, subject *s, uint32_t num_reqs,
                           uint32_t num_tokens) {
-  cl_command_queue queue = clbt_device_queue(run->device);
   bool ok = true;
   for (uint32_t g = 0; g < s->num_groups && ok; ++g) {
     for (uint32_t t = 0; t < s->max_tokens; ++t) s->expected[t] = POISON;
     clbt_status status = clbt_table_compute_slot_mapping_host(
         s->groups[g], num_reqs, s->host_qsl, s->host_positions, num_tokens,
         s->expected);
-    cl_int error = clEnqueueReadBuffer(
-        queue, clbt_table_slot_mapping(s->groups[g]), CL_TRUE, 0,
-        s->max_tokens * sizeof(int64_t), s->actual, 0, NULL, NULL);
     ok = expect_success(run, status, "compute_slot_mapping_host") &&
-         check(run, error == CL_SUCCESS, "reading slots: %d", error);
-    for (uint32_t t = 0; t < s->max_tokens && ok; ++t)
-      ok = check(run, s->actual[t] == s->expected[t],
-                 "group %" PRIu32 ", %" PRIu32 " requests, %" PRIu32
-                 " tokens: slot[%" PRIu32 "] is %" PRId64 ", the reference says %"
-                 PRId64,
-                 g, num_reqs, num_tokens, t, s->actual[t], s->expected[t]);
+         compare_group_slots(run, s, g, "slot mapping", num_reqs, num_tokens);
   }
   return ok;
 }
 
 static bool slot_mapping(selftest_round *run, subject *s, uint32_t committed) {
   uint32_t num_tokens = 0;
-  uint32_t num_reqs = random_batch(run, s, committed, &num_tokens);
+  uint32_t num_reqs = random_batch(run, s, committed, NULL, &num_tokens);
   if (!upload_batch(run, s, num_reqs, num_tokens)) return false;
   clbt_status status = CLBT_SUCCESS;
   if (s->single)
@@ -555,17 +589,132 @@ static bool slot_mapping(selftest_round *run, subject *s, uint32_t committed) {
          compare_slots(run, s, num_reqs, num_tokens);
 }
 
+/* ---- the serving step ---------------------------------------------------- */
+
+/*
+ * idx_mapping for a step: the identity (false: none is passed), a
+ * permutation of the rows, or one with negative, repeated and out-of-range
+ * entries.
+ */
+static bool random_idx(selftest_round *run, subject *s, uint32_t num_reqs) {
+  if (chance(&run->rng, 20)) return false;
+  int32_t *idx = s->host_idx;
+  for (uint32_t r = 0; r < s->max_reqs; ++r) idx[r] = (int32_t)r;
+  for (uint32_t r = s->max_reqs; r-- > 1;) {
+    uint32_t other = below(&run->rng, r + 1);
+    int32_t kept = idx[r];
+    idx[r] = idx[other];
+    idx[other] = kept;
+  }
+  bool strays = chance(&run->rng, 60);
+  for (uint32_t r = 0; strays && r < num_reqs; ++r) {
+    if (chance(&run->rng, 15))
+      idx[r] = chance(&run->rng, 50)
+                   ? -1 - (int32_t)below(&run->rng, 3)
+                   : (int32_t)(s->max_reqs + below(&run->rng, 3));
+    else if (r && chance(&run->rng, 15))
+      idx[r] = idx[below(&run->rng, r)];
+  }
+  return true;
+}
+
+/* Each group's device gathered rows equal the host reference's. */
+static bool compare_gathered(selftest_round *run, subject *s,
+                             uint32_t num_reqs) {
+  bool ok = true;
+  for (uint32_t g = 0; g < s->num_groups && ok; ++g) {
+    size_t cells = (size_t)s->max_reqs * s->models[g].width;
+    cl_int error = clEnqueueReadBuffer(
+        clbt_device_queue(run->device), clbt_table_gathered_rows(s->groups[g]),
+        CL_TRUE, 0, cells * sizeof(int32_t), s->device_rows, 0, NULL, NULL);
+    ok = check(run, error == CL_SUCCESS, "reading gathered rows: %d", error);
+    for (size_t i = 0; i < cells && ok; ++i)
+      ok = check(run, s->device_rows[i] == s->gathered[g][i],
+                 "step, group %" PRIu32 ", %" PRIu32 " requests: gathered[%zu]"
+                 "[%zu] is %" PRId32 ", the reference says %" PRId32,
+                 g, num_reqs, i / s->models[g].width, i % s->models[g].width,
+                 s->device_rows[i], s->gathered[g][i]);
+  }
+  return ok;
+}
+
+/* The host reference of a step, every group; the gather into s->gathered. */
+static bool step_reference(selftest_round *run, subject *s,
+                           clbt_host_step *host) {
+  bool ok = true;
+  for (uint32_t g = 0; g < s->num_groups && ok; ++g) {
+    for (uint32_t t = 0; t < s->max_tokens; ++t) s->expected[t] = POISON;
+    host->slot_mapping = s->expected;
+    host->gathered_rows = s->gathered[g];
+    ok = expect_success(run, clbt_table_compute_step_host(s->groups[g], host),
+                        "compute_step_host") &&
+         compare_group_slots(run, s, g, "step", host->num_reqs,
+                             host->num_tokens);
+  }
+  return ok;
+}
+
+/*
+ * A step through a random idx_mapping, with the gather most of the time:
+ * the commit of every row, then every group's slots and gathered rows
+ * against the host reference, which reads the host rows the commit moved.
+ */
+static bool serving_step(selftest_round *run, subject *s) {
+  uint32_t num_reqs = below(&run->rng, s->max_reqs + 1), num_tokens = 0;
+  const int32_t *idx = random_idx(run, s, num_reqs) ? s->host_idx : NULL;
+  num_reqs = random_batch(run, s, num_reqs, idx, &num_tokens);
+  clbt_step device = CLBT_STEP_INIT;
+  device.flags = chance(&run->rng, 80) ? CLBT_STEP_GATHER : 0;
+  device.num_reqs = num_reqs;
+  device.num_reqs_padded =
+      num_reqs + below(&run->rng, s->max_reqs - num_reqs + 1);
+  device.num_tokens = num_tokens;
+  device.query_start_loc = s->query_start_loc;
+  device.positions = num_tokens ? s->positions : NULL;
+  device.idx_mapping = idx ? s->idx_mapping : NULL;
+  cl_int error = CL_SUCCESS;
+  if (idx && num_reqs)
+    error = clEnqueueWriteBuffer(clbt_device_queue(run->device),
+                                 s->idx_mapping, CL_TRUE, 0,
+                                 num_reqs * sizeof(int32_t), idx, 0, NULL,
+                                 NULL);
+  if (!check(run, error == CL_SUCCESS, "uploading idx_mapping: %d", error) ||
+      !upload_batch(run, s, num_reqs, num_tokens))
+    return false;
+  cl_event done = NULL;
+  clbt_status status =
+      s->multi ? clbt_multi_table_enqueue_step(s->multi, &device, 0, NULL, &done)
+               : clbt_table_enqueue_step(s->single, &device, 0, NULL, &done);
+  ++run->result->steps;
+  if (!expect_success(run, status, "enqueue_step")) return false;
+  error = clWaitForEvents(1, &done);
+  clReleaseEvent(done);
+  clbt_host_step host = CLBT_HOST_STEP_INIT;
+  host.flags = device.flags;
+  host.num_reqs = num_reqs;
+  host.num_reqs_padded = device.num_reqs_padded;
+  host.num_tokens = num_tokens;
+  host.query_start_loc = s->host_qsl;
+  host.positions = s->host_positions;
+  host.idx_mapping = idx;
+  return check(run, error == CL_SUCCESS, "waiting for a step: %d", error) &&
+         step_reference(run, s, &host) && compare_gathered(run, s, num_reqs);
+}
+
 static clbt_status run_round(selftest_round *run) {
   subject s;
   bool ok = subject_create(run, &s);
   for (uint32_t step = 0; step < run->options->steps_per_round && ok; ++step) {
     uint32_t operations = 1 + below(&run->rng, 40);
     for (uint32_t i = 0; i < operations && ok; ++i) ok = row_operation(run, &s);
+    /* A step commits every row itself, before or after a commit. */
+    if (ok && chance(&run->rng, 50)) ok = serving_step(run, &s);
     uint32_t committed = below(&run->rng, s.max_reqs + 1);
     ok = ok && commit(run, &s, committed);
     uint32_t calls = 1 + below(&run->rng, 3);
     for (uint32_t i = 0; i < calls && ok; ++i)
       ok = slot_mapping(run, &s, committed);
+    ok = ok && serving_step(run, &s);
   }
   subject_free(&s);
   return ok ? CLBT_SUCCESS : CLBT_INVALID_ARGUMENT;

@@ -1,7 +1,8 @@
 /*
- * The randomised self-test: row operations, commits and slot mappings on a
- * device, each checked against a plain model of the rows and against the
- * host reference. Used by `clbt selftest` and by tests/test_differential.c.
+ * The randomised self-test: row operations, commits, slot mappings and
+ * serving steps on a device, each checked against a plain model of the
+ * rows and against the host reference. Used by `clbt selftest` and by
+ * tests/test_differential.c.
  */
 #ifndef SUPPORT_SELFTEST_H
 #define SUPPORT_SELFTEST_H
@@ -23,6 +24,7 @@ typedef struct selftest_result {
   uint64_t row_operations;   /* valid and invalid, each checked */
   uint64_t commits;
   uint64_t slot_mappings;    /* device calls compared with the reference */
+  uint64_t steps;            /* serving steps (idx_mapping, gather) likewise */
 } selftest_result;
 
 /*

@@ -150,6 +150,7 @@ typedef enum function {
   DEVICE_BUILD_OPTIONS, DEVICE_SET_CACHE_DIR, DEVICE_CACHE_DIR,
   BLOCK_TABLE_WIDTH, TABLE_TRUNCATE_ROW, MULTI_TRUNCATE_ROW,
   TABLE_ENQUEUE_EXPORT, MULTI_ENQUEUE_EXPORT, TABLE_EXPORT_BUFFERS,
+  TABLE_STEP_HOST, TABLE_ENQUEUE_STEP, MULTI_ENQUEUE_STEP,
   NUM_FUNCTIONS
 } function;
 
@@ -176,7 +177,8 @@ static const char *const function_names[] = {
     "clbt_device_cache_dir", "clbt_block_table_width",
     "clbt_table_truncate_row", "clbt_multi_table_truncate_row",
     "clbt_table_enqueue_export", "clbt_multi_table_enqueue_export",
-    "clbt_table_export_buffers"};
+    "clbt_table_export_buffers", "clbt_table_compute_step_host",
+    "clbt_table_enqueue_step", "clbt_multi_table_enqueue_step"};
 _Static_assert(sizeof function_names / sizeof function_names[0] ==
                    NUM_FUNCTIONS,
                "one name per function, in the enum's order");
@@ -222,6 +224,10 @@ typedef struct bad_input {
   bool seq_lens_given;  /* an export's lengths: buffer seq_lens */
   buffer seq_lens;
   bool none_table;      /* the call is made on a CLBT_SLOT_MODE_NONE table */
+  uint32_t flags;       /* a step's flags, besides CLBT_STEP_GATHER */
+  uint32_t struct_size; /* a step's; 0: its sizeof */
+  bool later_field;     /* a step struct grown by a field set to 1 */
+  buffer idx_mapping;   /* a device step's (GOOD: the fixture's) */
 } bad_input;
 
 #define IDS(...) ((const int32_t[]){__VA_ARGS__})
@@ -680,6 +686,99 @@ static const bad_input cases[] = {
         .null = NULL_OUT),
     BAD(TABLE_EXPORT_BUFFERS, "a NONE table", CLBT_INVALID_ARGUMENT,
         "CLBT_SLOT_MODE_NONE", .none_table = true),
+
+    /* The host step: batches of .a requests padded to .b. */
+    BAD(TABLE_STEP_HOST, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE, .a = 1, .num_tokens = 1),
+    BAD(TABLE_STEP_HOST, "NULL step", CLBT_NULL_ARGUMENT, "step is NULL",
+        .null = NULL_REQUEST, .a = 1, .num_tokens = 1),
+    BAD(TABLE_STEP_HOST, "struct_size below 0.3's", CLBT_INVALID_CONFIG,
+        "step: struct_size is 8; clbt reads 0 (the layout of 0.3) or 64 to "
+        "4096",
+        .struct_size = 8, .a = 1, .num_tokens = 1),
+    BAD(TABLE_STEP_HOST, "a field of a later version", CLBT_INVALID_CONFIG,
+        "step sets byte 64 of its 72, past the 64 bytes clbt",
+        .later_field = true, .a = 1, .num_tokens = 1),
+    BAD(TABLE_STEP_HOST, "NULL query_start_loc", CLBT_NULL_ARGUMENT,
+        "step->query_start_loc is NULL", .null = NULL_QUERY_START_LOC, .a = 1,
+        .num_tokens = 1),
+    BAD(TABLE_STEP_HOST, "NULL positions with num_tokens > 0",
+        CLBT_NULL_ARGUMENT, "step->positions is NULL with num_tokens 2",
+        .null = NULL_POSITIONS, .a = 1, .num_tokens = 2),
+    BAD(TABLE_STEP_HOST, "an unknown flag", CLBT_INVALID_ARGUMENT,
+        "step->flags 0x5 has bits other than CLBT_STEP_GATHER and "
+        "CLBT_STEP_EXPORT",
+        .flags = 4, .a = 1, .num_tokens = 1),
+    BAD(TABLE_STEP_HOST, "num_reqs above max_num_reqs",
+        CLBT_TOO_MANY_REQUESTS, "num_reqs 5 exceeds max_num_reqs 4", .a = 5),
+    BAD(TABLE_STEP_HOST, "num_tokens above max_num_batched_tokens",
+        CLBT_TOO_MANY_TOKENS, "num_tokens 9 exceeds max_num_batched_tokens 8",
+        .a = 1, .num_tokens = 9),
+    BAD(TABLE_STEP_HOST, "num_reqs_padded below num_reqs",
+        CLBT_INVALID_ARGUMENT, "step->num_reqs_padded 1 is below num_reqs 2",
+        .a = 2, .b = 1, .num_tokens = 2),
+    BAD(TABLE_STEP_HOST, "num_reqs_padded = max_num_reqs + 1",
+        CLBT_TOO_MANY_REQUESTS,
+        "step->num_reqs_padded 5 exceeds max_num_reqs 4", .a = 2, .b = 5,
+        .num_tokens = 2),
+    /* The device step, likewise. */
+    BAD(TABLE_ENQUEUE_STEP, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE, .a = 1, .num_tokens = 1),
+    BAD(TABLE_ENQUEUE_STEP, "NULL step", CLBT_NULL_ARGUMENT, "step is NULL",
+        .null = NULL_REQUEST, .a = 1, .num_tokens = 1),
+    BAD(TABLE_ENQUEUE_STEP, "struct_size below 0.3's", CLBT_INVALID_CONFIG,
+        "struct_size is 8", .struct_size = 8, .a = 1, .num_tokens = 1),
+    BAD(TABLE_ENQUEUE_STEP, "a field of a later version", CLBT_INVALID_CONFIG,
+        "step sets byte", .later_field = true, .a = 1, .num_tokens = 1),
+    BAD(TABLE_ENQUEUE_STEP, "NULL query_start_loc", CLBT_NULL_ARGUMENT,
+        "query_start_loc is NULL", .null = NULL_QUERY_START_LOC, .a = 1,
+        .num_tokens = 1),
+    BAD(TABLE_ENQUEUE_STEP, "NULL positions with num_tokens > 0",
+        CLBT_NULL_ARGUMENT, "positions is NULL with num_tokens 3",
+        .null = NULL_POSITIONS, .a = 1, .num_tokens = 3),
+    BAD(TABLE_ENQUEUE_STEP, "an unknown flag", CLBT_INVALID_ARGUMENT,
+        "step->flags 0x5 has bits other than", .flags = 4, .a = 1, .num_tokens = 1),
+    BAD(TABLE_ENQUEUE_STEP, "num_reqs above max_num_reqs",
+        CLBT_TOO_MANY_REQUESTS, "num_reqs 5 exceeds max_num_reqs 4", .a = 5),
+    BAD(TABLE_ENQUEUE_STEP, "num_tokens above max_num_batched_tokens",
+        CLBT_TOO_MANY_TOKENS, "num_tokens 9 exceeds max_num_batched_tokens 8",
+        .a = 1, .num_tokens = 9),
+    BAD(TABLE_ENQUEUE_STEP, "num_reqs_padded below num_reqs",
+        CLBT_INVALID_ARGUMENT, "num_reqs_padded 1 is below num_reqs 2", .a = 2,
+        .b = 1, .num_tokens = 2),
+    BAD(TABLE_ENQUEUE_STEP, "num_reqs_padded = max_num_reqs + 1",
+        CLBT_TOO_MANY_REQUESTS, "num_reqs_padded 5 exceeds max_num_reqs 4",
+        .a = 2, .b = 5, .num_tokens = 2),
+    BAD(TABLE_ENQUEUE_STEP, "query_start_loc too small", CLBT_BUFFER_TOO_SMALL,
+        "query_start_loc holds 8 bytes; num_reqs 2 needs 12", .a = 2,
+        .num_tokens = 2, .query_start_loc = TOO_SMALL),
+    BAD(TABLE_ENQUEUE_STEP, "idx_mapping too small for num_reqs",
+        CLBT_BUFFER_TOO_SMALL, "idx_mapping holds 8 bytes; num_reqs 3 needs 12",
+        .a = 3, .num_tokens = 3, .idx_mapping = TOO_SMALL),
+    BAD(TABLE_ENQUEUE_STEP, "idx_mapping of another context",
+        CLBT_CONTEXT_MISMATCH, "idx_mapping belongs to another OpenCL context",
+        .a = 1, .num_tokens = 1, .idx_mapping = FOREIGN),
+    BAD(TABLE_ENQUEUE_STEP, "positions of another context",
+        CLBT_CONTEXT_MISMATCH, "positions belongs to another OpenCL context",
+        .a = 1, .num_tokens = 1, .positions = FOREIGN),
+    BAD(TABLE_ENQUEUE_STEP, "wait list NULL with events",
+        CLBT_INVALID_ARGUMENT, "wait_list is NULL with num_events 2", .a = 1,
+        .num_tokens = 1, .num_events = 2),
+    BAD(MULTI_ENQUEUE_STEP, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE, .a = 1, .num_tokens = 1),
+    BAD(MULTI_ENQUEUE_STEP, "NULL step", CLBT_NULL_ARGUMENT, "step is NULL",
+        .null = NULL_REQUEST, .a = 1, .num_tokens = 1),
+    BAD(MULTI_ENQUEUE_STEP, "an unknown flag", CLBT_INVALID_ARGUMENT,
+        "step->flags 0x5 has bits other than", .flags = 4, .a = 1, .num_tokens = 1),
+    BAD(MULTI_ENQUEUE_STEP, "num_reqs_padded = max_num_reqs + 1",
+        CLBT_TOO_MANY_REQUESTS, "num_reqs_padded 5 exceeds max_num_reqs 4",
+        .a = 2, .b = 5, .num_tokens = 2),
+    BAD(MULTI_ENQUEUE_STEP, "idx_mapping too small for num_reqs",
+        CLBT_BUFFER_TOO_SMALL, "idx_mapping holds 8 bytes; num_reqs 3 needs 12",
+        .a = 3, .num_tokens = 3, .idx_mapping = TOO_SMALL),
+    BAD(MULTI_ENQUEUE_STEP, "wait list without events",
+        CLBT_INVALID_ARGUMENT, "wait_list is not NULL with num_events 0", .a = 1,
+        .num_tokens = 1, .wait_list = true),
     BAD(MULTI_MOVE_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
         .null = NULL_HANDLE),
     BAD(MULTI_MOVE_ROW, "src out of range", CLBT_ROW_OUT_OF_RANGE,
@@ -946,6 +1045,7 @@ typedef struct outputs {
   uint32_t count, width;
   char selector[CLBT_SELECTOR_SIZE];
   int64_t slots[8];
+  int32_t gathered[4 * 12]; /* the table's max_num_reqs x width */
   clbt_commit_info commit;
   clbt_export_buffers export;
 } outputs;
@@ -1226,8 +1326,70 @@ static clbt_status call_export(const bad_input *c, const fixture *f,
   return status;
 }
 
+/*
+ * A step struct of `type` (clbt_step or clbt_host_step, whose first fields
+ * are alike) inside a struct one field larger, which the case sets when it
+ * asks for a later version's field; its sizes and flags as the case sets
+ * them, .a requests padded to .b with a gather.
+ */
+#define GROWN_STEP(type, grown, c)                                          \
+  struct {                                                                  \
+    type step;                                                              \
+    uint64_t later;                                                         \
+  } grown;                                                                  \
+  memset(&grown, 0, sizeof grown);                                          \
+  grown.step.struct_size = (uint32_t)((c)->later_field   ? sizeof grown     \
+                                      : (c)->struct_size ? (c)->struct_size \
+                                                         : sizeof(type));   \
+  grown.later = (c)->later_field;                                           \
+  grown.step.flags = CLBT_STEP_GATHER | (c)->flags;                         \
+  grown.step.num_reqs = (c)->a;                                             \
+  grown.step.num_reqs_padded = (c)->b;                                      \
+  grown.step.num_tokens = (c)->num_tokens
+
+/* The device step, through the fixture's buffers or those the case picks. */
+static clbt_status call_step(const bad_input *c, const fixture *f) {
+  static const cl_event no_events[3] = {NULL, NULL, NULL};
+  GROWN_STEP(clbt_step, grown, c);
+  grown.step.query_start_loc =
+      c->null == NULL_QUERY_START_LOC
+          ? NULL
+          : pick_buffer(f, c->query_start_loc, false);
+  grown.step.positions =
+      c->null == NULL_POSITIONS ? NULL : pick_buffer(f, c->positions, true);
+  grown.step.idx_mapping = pick_buffer(f, c->idx_mapping, false);
+  const clbt_step *given = c->null == NULL_REQUEST ? NULL : &grown.step;
+  const cl_event *wait_list = c->wait_list ? no_events : NULL;
+  if (c->function == MULTI_ENQUEUE_STEP)
+    return clbt_multi_table_enqueue_step(
+        c->null == NULL_HANDLE ? NULL : f->multi, given, c->num_events,
+        wait_list, NULL);
+  return clbt_table_enqueue_step(c->null == NULL_HANDLE ? NULL : f->table,
+                                 given, c->num_events, wait_list, NULL);
+}
+
+/* The host step, writing into out. */
+static clbt_status call_step_host(const bad_input *c, const fixture *f,
+                                  outputs *out) {
+  static const int32_t qsl[5] = {0, 1, 1, 1, 1}, idx[4] = {0, 1, 2, 3};
+  static const int64_t positions[8] = {0};
+  GROWN_STEP(clbt_host_step, grown, c);
+  grown.step.query_start_loc = c->null == NULL_QUERY_START_LOC ? NULL : qsl;
+  grown.step.positions = c->null == NULL_POSITIONS ? NULL : positions;
+  grown.step.idx_mapping = idx;
+  grown.step.slot_mapping = out->slots;
+  grown.step.gathered_rows = out->gathered;
+  return clbt_table_compute_step_host(
+      c->null == NULL_HANDLE ? NULL : f->table,
+      c->null == NULL_REQUEST ? NULL : &grown.step);
+}
+
 static clbt_status call(const bad_input *c, const fixture *f, outputs *out) {
   switch (c->function) {
+  case TABLE_STEP_HOST:
+    return call_step_host(c, f, out);
+  case TABLE_ENQUEUE_STEP: case MULTI_ENQUEUE_STEP:
+    return call_step(c, f);
   case TABLE_ENQUEUE_EXPORT: case MULTI_ENQUEUE_EXPORT:
   case TABLE_EXPORT_BUFFERS:
     return call_export(c, f, out);
@@ -1279,11 +1441,18 @@ static void read_settings(settings *into) {
 }
 
 /* The device side no refused call may touch: outputs still poisoned,
-   rejected-token counters still 0. */
+   rejected-token counters and gathered rows still 0. */
 static void check_device_outputs(const fixture *f, const char *context) {
   for (uint32_t i = 0; i < FIXTURE_TABLES; ++i) {
     int64_t slots[8];
+    int32_t gathered[4 * 12];
     uint32_t rejected = 1;
+    size_t cells = 4 * (size_t)clbt_table_width(fixture_table(f, i));
+    clbt_test_read(clbt_table_gathered_rows(fixture_table(f, i)),
+                   cells * sizeof *gathered, gathered);
+    for (size_t e = 0; e < cells; ++e)
+      ck_assert_msg(gathered[e] == 0, "%s: table %u gathered[%zu] was written",
+                    context, i, e);
     clbt_test_read(clbt_table_slot_mapping(fixture_table(f, i)), sizeof slots,
                    slots);
     clbt_test_read(clbt_table_rejected_tokens(fixture_table(f, i)),

@@ -11,10 +11,12 @@
 #include "selftest.h"
 
 static const char description[] =
-    "Runs randomised row operations, commits and slot mappings (single and\n"
-    "multi-group tables, hybrid blocks, context parallelism, NONE groups,\n"
-    "ragged and malformed batches) on the selected device and compares each\n"
-    "result with the host reference; failures are described on stderr.\n"
+    "Runs randomised row operations, commits, slot mappings and serving\n"
+    "steps (single and multi-group tables, hybrid blocks, context\n"
+    "parallelism, NONE groups, ragged and malformed batches, idx_mapping\n"
+    "with negative, repeated and out-of-range entries, the gather) on the\n"
+    "selected device and compares each result with the host reference;\n"
+    "failures are described on stderr.\n"
     "Exits 0 only when nothing failed.\n";
 
 /* The device as the report shows it; NULL when none could be opened. */
@@ -78,6 +80,7 @@ int command_selftest(int argc, char **argv) {
   report_uint(root, "row_operations", result.row_operations);
   report_uint(root, "commits", result.commits);
   report_uint(root, "slot_mappings", result.slot_mappings);
+  report_uint(root, "steps", result.steps);
   report_uint(root, "passed", result.passed);
   report_uint(root, "failed", failed);
   cli_emit(root, as_json, error);
