@@ -88,7 +88,7 @@ int command_bench(int argc, char **argv) {
   int parsed = cli_parse(&command, argc, argv);
   if (parsed != CLI_PARSED) return parsed;
 
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < BENCH_MAX_CALLS; ++i) {
     b.samples[i] = malloc(b.options.runs * sizeof(double));
     if (!b.samples[i]) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
   }
@@ -108,6 +108,6 @@ int command_bench(int argc, char **argv) {
   bool written =
       !b.options.json_path || write_json(b.root, b.options.json_path);
   report_free(b.root);
-  for (int i = 0; i < 4; ++i) free(b.samples[i]);
+  for (int i = 0; i < BENCH_MAX_CALLS; ++i) free(b.samples[i]);
   return mismatches || !written ? 1 : 0;
 }
