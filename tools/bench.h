@@ -53,7 +53,7 @@ typedef struct bench {
   /* the figures the targets are set for; negative: not measured */
   double decode_call_over_empty, tokens_call_over_host_plus_empty;
   double commit_bytes_over_seed, commit_over_small_write;
-  double four_groups_over_one;
+  double four_groups_over_one, step_over_empty;
 } bench;
 
 /* ---- the harness (bench_harness.c) ----------------------------------------
@@ -143,6 +143,7 @@ void bench_commit(bench *b);         /* bench_commit.c */
 void bench_multi_group(bench *b);    /* bench_multi_group.c */
 void bench_row_operations(bench *b); /* bench_row_operations.c */
 void bench_export(bench *b);         /* bench_export.c */
+void bench_step(bench *b);           /* bench_step.c */
 /* Returns the number of slots that differ from the Triton kernel's. */
 size_t bench_triton_compare(bench *b); /* bench_triton.c */
 
