@@ -300,12 +300,13 @@ static void check_model(const bench *b, const step_model *m) {
     const clbt_table *group = clbt_multi_table_group(m->table, g);
     const int32_t *host = clbt_table_host_data(group);
     uint32_t width = clbt_table_width(group), size = m->shape->block_sizes[g];
-    size_t gathered_bytes = (size_t)m->shape->requests * width * sizeof(int32_t);
+    size_t gathered_bytes =
+        (size_t)m->shape->requests * width * sizeof(int32_t);
     int32_t *gathered = m->persistent ? malloc(gathered_bytes) : NULL;
     if (m->persistent && !gathered)
       bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
-    read_back(b, clbt_table_slot_mapping(group), STEP_MAX_TOKENS * sizeof *slots,
-              slots);
+    read_back(b, clbt_table_slot_mapping(group),
+              STEP_MAX_TOKENS * sizeof *slots, slots);
     if (gathered)
       read_back(b, clbt_table_gathered_rows(group), gathered_bytes, gathered);
     for (uint32_t t = 0; t < STEP_MAX_TOKENS; ++t) {
@@ -339,7 +340,7 @@ static void check_model(const bench *b, const step_model *m) {
   free(slots);
 }
 
-/* ---- the steps ------------------------------------------------------------ */
+/* ---- the steps ----------------------------------------------------------- */
 
 /* Why a step misses 1.3x the floor, from what was measured beside it. */
 static void miss_reason(char *reason, size_t size, double step, double still,
@@ -406,7 +407,7 @@ static void step_case_run(bench *b, report *section, report *targets,
   if (step / empty > b->step_over_empty) b->step_over_empty = step / empty;
 }
 
-/* ---- the full gather ------------------------------------------------------ */
+/* ---- the full gather ----------------------------------------------------- */
 
 static void run_copy(bench *b, void *context, cl_event *event) {
   cl_mem *buffers = context;
