@@ -1044,6 +1044,10 @@ typedef struct clbt_multi_table_config {
   const clbt_group_config *groups; /**< required: num_groups entries, each
                                       as large as groups[0].struct_size
                                       says */
+  clbt_commit_mode commit_mode;    /**< since 0.3: every group's commit
+                                      mode at creation; 0: AUTO */
+  uint32_t zero_gathered_tails;    /**< since 0.3: as in clbt_table_config,
+                                      for every group */
 } clbt_multi_table_config;
 
 /** A clbt_multi_table_config with this header's struct_size, all else 0. */
