@@ -35,11 +35,11 @@
 #include "example.h"
 #include "scheduler.h"
 
-/* Two KV-cache groups; the first zeroes its gathered rows past their
-   length, the second leaves there what earlier steps gathered, as vLLM. */
+/* Two KV-cache groups. Their gathered rows keep, past a row's length, what
+   earlier steps gathered there, as vLLM's do; 1 zeroes them. */
 #define NUM_GROUPS 2
 static const uint32_t block_sizes[NUM_GROUPS] = {16, 32};
-static const uint32_t zero_tails[NUM_GROUPS] = {1, 0};
+#define ZERO_TAILS 0
 #define POOL_TOKENS 768
 #define MAX_WIDTH (MAX_MODEL_LEN / 16)
 
@@ -68,13 +68,13 @@ static void engine_start(engine *e) {
     groups[g] = (clbt_group_config)CLBT_GROUP_CONFIG_INIT;
     groups[g].block_size = block_sizes[g];
     groups[g].max_num_blocks = MAX_MODEL_LEN / block_sizes[g];
-    groups[g].zero_gathered_tails = zero_tails[g];
   }
   clbt_multi_table_config config = CLBT_MULTI_TABLE_CONFIG_INIT;
   config.max_num_reqs = MAX_REQS;
   config.max_num_batched_tokens = MAX_TOKENS;
   config.num_groups = NUM_GROUPS;
   config.groups = groups;
+  config.zero_gathered_tails = ZERO_TAILS;
   check(clbt_multi_table_create(e->device, &config, &e->table),
         "clbt_multi_table_create");
   e->query_start_loc = create_buffer(e->device, sizeof(int32_t) * (MAX_REQS + 1));
@@ -142,7 +142,7 @@ static void gather_model(gathered_model *m, const scheduler *s,
         length = s->running[i].num_blocks[g];
         memcpy(row, s->running[i].blocks[g], length * sizeof *row);
       }
-      if (i >= s->num_running || zero_tails[g])
+      if (i >= s->num_running || ZERO_TAILS)
         memset(row + length, 0, (m->width[g] - length) * sizeof *row);
     }
 }

@@ -114,7 +114,7 @@ static void shuffle(bench *b, uint32_t *values, uint32_t count) {
 }
 
 /*
- * A table on device with the case's groups (zero_tails for every group)
+ * A table on device with the case's groups (zero_gathered_tails for all)
  * and requests rows: rows 0 .. requests - 1 in the v1 model, random request
  * slots of max_num_reqs in the persistent one; committed, with the batch's
  * buffers: one token per request, at the end of its row as first filled.
@@ -128,13 +128,13 @@ static step_model *model_create(bench *b, clbt_device *device,
     groups[g] = (clbt_group_config)CLBT_GROUP_CONFIG_INIT;
     groups[g].block_size = shape->block_sizes[g];
     groups[g].max_num_blocks = shape->max_blocks[g];
-    groups[g].zero_gathered_tails = zero_tails;
   }
   clbt_multi_table_config config = CLBT_MULTI_TABLE_CONFIG_INIT;
   config.max_num_reqs = STEP_MAX_REQS;
   config.max_num_batched_tokens = STEP_MAX_TOKENS;
   config.num_groups = shape->num_groups;
   config.groups = groups;
+  config.zero_gathered_tails = zero_tails;
   uint32_t *slots = malloc(STEP_MAX_REQS * sizeof *slots);
   int32_t *starts = malloc((shape->requests + 1) * sizeof *starts);
   if (!m || !slots || !starts) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);

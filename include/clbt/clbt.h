@@ -1022,7 +1022,6 @@ typedef struct clbt_group_config {
   clbt_slot_mode slot_mode;   /**< 0: CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT */
   uint32_t cp_replicated;     /**< nonzero: this group's cache is whole on
                                  every CP rank, so it is not sharded */
-  uint32_t zero_gathered_tails; /**< since 0.3; as in clbt_table_config */
 } clbt_group_config;
 
 /** A clbt_group_config with this header's struct_size, all else 0. */
