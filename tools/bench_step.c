@@ -348,21 +348,18 @@ static void check_model(const step_model *m) {
 
 /* ---- the steps ----------------------------------------------------------- */
 
-/* Why a step misses 1.3x the floor, from what was measured beside it. */
-static void miss_reason(char *reason, size_t size, double step, double still,
-                        double empty, double host, double limit) {
-  if (still / empty > limit)
-    snprintf(reason, size,
-             "a step with no row changes already takes %.1f us (%.2fx the "
-             "floor of %.1f us): the launches, not the commit; the host's "
-             "share of a step is %.1f us",
-             still, still / empty, empty, host);
-  else
-    snprintf(reason, size,
-             "committing the changed rows adds %.1f us to a step with none "
-             "(%.1f us, %.2fx the floor of %.1f us); the host's share of a "
-             "step is %.1f us",
-             step - still, still, still / empty, empty, host);
+/* Why a step misses its target, from what was measured beside it: the
+   step with no row changes against the floor, what the changes add, and
+   the host's share. */
+static void miss_reason(char *reason, size_t size, bool persistent,
+                        double step, double still, double empty,
+                        double host) {
+  snprintf(reason, size,
+           "a step with no row changes takes %.1f us (%.2fx the floor of "
+           "%.1f us); committing%s the changed rows adds %.1f us; the host's "
+           "share of the step is %.1f us",
+           still, still / empty, empty, persistent ? " and gathering" : "",
+           step - still, host);
 }
 
 /* Times one case in one model and adds its record and its target's. */
@@ -403,7 +400,7 @@ static void step_case_run(bench *b, report *section, report *targets,
   } else {
     snprintf(verdict, sizeof verdict, "missed by %.0f%%",
              (step / empty / limit - 1) * 100);
-    miss_reason(reason, sizeof reason, step, still, empty, host, limit);
+    miss_reason(reason, sizeof reason, persistent, step, still, empty, host);
   }
   report *target = bench_record(targets, name);
   report_number(target, "step_over_empty", step / empty, 2);
