@@ -454,7 +454,8 @@ int main(int argc, char **argv) {
                            ? MAX_REQS
                            : POOL_TOKENS / size};
   }
-  if (!scheduler_init(&s, seed, NUM_GROUPS, groups, e.table))
+  if (!scheduler_init(&s, seed, SCHEDULER_BATCH_ROWS, NUM_GROUPS, groups,
+                      e.table))
     check(CLBT_INVALID_CONFIG, "scheduler_init");
 
   verdict v[NUM_CHECKS] = {{0}};

@@ -39,11 +39,24 @@ static void fill_pool(scheduler *s, uint32_t g) {
   }
 }
 
-bool scheduler_init(scheduler *s, uint64_t seed, uint32_t num_groups,
-                    const scheduler_group *groups, clbt_multi_table *table) {
+/* Every request slot is free, in a shuffled order: slots are anywhere. */
+static void free_every_slot(scheduler *s) {
+  for (s->num_free_slots = 0; s->num_free_slots < MAX_REQS; ++s->num_free_slots)
+    s->free_slots[s->num_free_slots] = s->num_free_slots;
+  for (uint32_t i = MAX_REQS - 1; i > 0; --i) {
+    uint32_t j = random_below(s, i + 1), slot = s->free_slots[i];
+    s->free_slots[i] = s->free_slots[j];
+    s->free_slots[j] = slot;
+  }
+}
+
+bool scheduler_init(scheduler *s, uint64_t seed, scheduler_rows rows,
+                    uint32_t num_groups, const scheduler_group *groups,
+                    clbt_multi_table *table) {
   if (num_groups == 0 || num_groups > SCHEDULER_MAX_GROUPS) return false;
-  *s = (scheduler){.table = table, .num_groups = num_groups,
+  *s = (scheduler){.table = table, .rows = rows, .num_groups = num_groups,
                    .random = seed * 2654435761u + 1};
+  if (rows == SCHEDULER_REQUEST_SLOTS) free_every_slot(s);
   for (uint32_t g = 0; g < num_groups; ++g) {
     if (groups[g].block_tokens < SCHEDULER_MIN_BLOCK_TOKENS ||
         groups[g].pool_blocks == 0 || groups[g].pool_blocks > SCHEDULER_MAX_POOL)
@@ -63,7 +76,8 @@ static bool fits(const scheduler *s, uint32_t total_len) {
   return true;
 }
 
-/* New requests arrive: up to two per step, each in the next free row. */
+/* New requests arrive: up to two per step, each at the end of the batch, in
+   the next free row (batch rows) or a free slot (request slots). */
 static clbt_status admit(scheduler *s, uint32_t *admitted) {
   uint32_t arrivals = random_below(s, 3);
   for (*admitted = 0; *admitted < arrivals && s->num_running < MAX_REQS;
@@ -71,21 +85,25 @@ static clbt_status admit(scheduler *s, uint32_t *admitted) {
     uint32_t prompt_len = 1 + random_below(s, 120);
     uint32_t total_len = prompt_len + 1 + random_below(s, 40);
     if (!fits(s, total_len)) break;
-    uint32_t row = s->num_running++;
-    s->running[row] = (request){.id = s->next_id++,
-                                .prompt_len = prompt_len,
-                                .total_len = total_len};
+    uint32_t slot = s->rows == SCHEDULER_REQUEST_SLOTS
+                        ? s->free_slots[--s->num_free_slots]
+                        : s->num_running;
+    s->running[s->num_running++] = (request){.id = s->next_id++,
+                                             .prompt_len = prompt_len,
+                                             .total_len = total_len,
+                                             .slot = slot};
     /* add_row replaces whatever the row held; the blocks come later. */
     const int32_t *no_ids[SCHEDULER_MAX_GROUPS] = {NULL};
     const size_t no_counts[SCHEDULER_MAX_GROUPS] = {0};
     clbt_status status =
-        clbt_multi_table_add_row(s->table, row, no_ids, no_counts);
+        clbt_multi_table_add_row(s->table, slot, no_ids, no_counts);
     if (status) return status;
   }
   return CLBT_SUCCESS;
 }
 
-/* Finished requests give back their blocks; the last row fills the hole. */
+/* Finished requests give back their blocks (and slots); the batch's last
+   request fills the hole, its row moved along with batch rows. */
 static clbt_status finish(scheduler *s, step_summary *summary) {
   for (uint32_t row = 0; row < s->num_running;) {
     request *r = &s->running[row];
@@ -96,12 +114,17 @@ static clbt_status finish(scheduler *s, step_summary *summary) {
     for (uint32_t g = 0; g < s->num_groups; ++g)
       for (uint32_t b = 0; b < r->num_blocks[g]; ++b)
         s->free_blocks[g][s->num_free[g]++] = r->blocks[g][b];
-    clbt_status status = clbt_multi_table_clear_row(s->table, row);
+    clbt_status status = clbt_multi_table_clear_row(s->table, r->slot);
+    if (s->rows == SCHEDULER_REQUEST_SLOTS)
+      s->free_slots[s->num_free_slots++] = r->slot;
     uint32_t last = --s->num_running;
     if (!status && row != last) {
-      status = clbt_multi_table_move_row(s->table, last, row);
       s->running[row] = s->running[last];
-      ++summary->moved;
+      if (s->rows == SCHEDULER_BATCH_ROWS) {
+        status = clbt_multi_table_move_row(s->table, last, row);
+        s->running[row].slot = row;
+        ++summary->moved;
+      }
     }
     if (status) return status;
     ++summary->finished;
@@ -120,7 +143,7 @@ static clbt_status grow(scheduler *s, uint32_t row, uint32_t tokens) {
       ids[g] = &id;
       counts[g] = 1;
       clbt_status status =
-          clbt_multi_table_append_row(s->table, row, ids, counts);
+          clbt_multi_table_append_row(s->table, r->slot, ids, counts);
       if (status) return status;
       r->blocks[g][r->num_blocks[g]++] = id;
     }

@@ -4,11 +4,17 @@
  * Requests arrive, their prompt tokens are scheduled (chunked to the step's
  * token budget) and then one generated token per step; each request's KV
  * cache grows a block at a time as its tokens arrive; finished requests give
- * their blocks back, and the last row moves into a finished one's so that
- * the batch stays dense. Every decision is mirrored into a clbt multi-group
- * table as it is made (add_row, append_row, clear_row, move_row), as an
- * engine's worker does, and the scheduler keeps its own account of every
- * request's blocks: what the examples check clbt's slots against.
+ * their blocks back, and the last request of the batch takes a finished
+ * one's place so that the batch stays dense. Its rows are kept one of two
+ * ways (scheduler_rows): in batch order, as vLLM's v1 worker keeps them (the
+ * last row moves into the finished one's), or in persistent request slots,
+ * as vLLM's Model Runner V2 keeps them (a finished request's slot is
+ * cleared and goes back to a free list; no row moves, and the batch names
+ * each request's slot through an idx_mapping). Every decision is mirrored
+ * into a clbt multi-group table as it is made (add_row, append_row,
+ * clear_row, move_row), as an engine's worker does, and the scheduler keeps
+ * its own account of every request's blocks: what the examples check clbt's
+ * slots against.
  *
  * It is deterministic: the same seed and groups give the same steps, which
  * is what lets every rank of examples/context_parallel_mpi.c replay it.
@@ -38,17 +44,26 @@ typedef struct scheduler_group {
   uint32_t pool_blocks; /* the group's KV cache, at most SCHEDULER_MAX_POOL */
 } scheduler_group;
 
+/* How the scheduler keeps its rows (see above). */
+typedef enum scheduler_rows {
+  SCHEDULER_BATCH_ROWS,   /* row r holds the batch's request r */
+  SCHEDULER_REQUEST_SLOTS /* a request keeps its slot until it finishes */
+} scheduler_rows;
+
 typedef struct request {
   uint32_t id, prompt_len, total_len;
+  uint32_t slot; /* its row of the table (its batch index in batch rows) */
   uint32_t computed;  /* tokens whose KV is in the cache */
   uint32_t scheduled; /* tokens this step */
   uint32_t num_blocks[SCHEDULER_MAX_GROUPS];
   int32_t blocks[SCHEDULER_MAX_GROUPS][SCHEDULER_MAX_BLOCKS];
 } request;
 
-/* The scheduler's state; running[r] is the request in block-table row r. */
+/* The scheduler's state; running[r] is the batch's request r. */
 typedef struct scheduler {
   clbt_multi_table *table; /* where every decision is mirrored */
+  scheduler_rows rows;
+  uint32_t free_slots[MAX_REQS], num_free_slots; /* request slots */
   uint32_t num_groups;
   scheduler_group groups[SCHEDULER_MAX_GROUPS];
   request running[MAX_REQS];
@@ -66,18 +81,21 @@ typedef struct batch {
   uint32_t num_tokens;
 } batch;
 
-/* What a step did to the rows. */
+/* What a step did: requests that finished, rows moved (batch rows only),
+   requests admitted. */
 typedef struct step_summary {
   uint32_t finished, moved, admitted;
 } step_summary;
 
 /*
  * Starts a scheduler with nothing running and every block of each group
- * free, mirroring into table (num_groups groups, as the table has).
- * Returns false when the groups exceed the limits above.
+ * free (and, with request slots, every slot, in a shuffled order), keeping
+ * rows as rows says and mirroring into table (num_groups groups, as the
+ * table has). Returns false when the groups exceed the limits above.
  */
-bool scheduler_init(scheduler *s, uint64_t seed, uint32_t num_groups,
-                    const scheduler_group *groups, clbt_multi_table *table);
+bool scheduler_init(scheduler *s, uint64_t seed, scheduler_rows rows,
+                    uint32_t num_groups, const scheduler_group *groups,
+                    clbt_multi_table *table);
 
 /*
  * Decides one step: finishes requests (clearing and moving rows), admits

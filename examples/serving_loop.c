@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define EXAMPLE_NAME "serving_loop"
+#include "example.h"
 #include "scheduler.h"
 
 /* Two KV-cache groups with their own block sizes, as hybrid models have;
@@ -58,17 +60,6 @@ typedef struct totals {
   uint64_t tokens, slots_checked, wrong, finished;
 } totals;
 
-static void check(clbt_status status, const char *what) {
-  if (status == CLBT_SUCCESS) return;
-  fprintf(stderr, "serving_loop: %s failed: %s: %s\n", what,
-          clbt_status_name(status), clbt_last_error());
-  exit(EXIT_FAILURE);
-}
-
-static void check_cl(cl_int error, const char *what) {
-  check(error == CL_SUCCESS ? CLBT_SUCCESS : (clbt_status)error, what);
-}
-
 /* What each token stores in the KV cache: its request and its position. */
 static void token_values(const scheduler *s, const batch *b,
                          int64_t *values) {
@@ -79,28 +70,6 @@ static void token_values(const scheduler *s, const batch *b,
 }
 
 /* ---- the device side ---------------------------------------------------- */
-
-static cl_mem create_buffer(engine *e, size_t bytes) {
-  cl_int error = CL_SUCCESS;
-  cl_mem buffer = clCreateBuffer(clbt_device_context(e->device),
-                                 CL_MEM_READ_WRITE, bytes, NULL, &error);
-  check_cl(error, "clCreateBuffer");
-  return buffer;
-}
-
-static void write_buffer(engine *e, cl_mem buffer, size_t bytes,
-                         const void *data) {
-  if (bytes == 0) return;
-  check_cl(clEnqueueWriteBuffer(clbt_device_queue(e->device), buffer, CL_TRUE,
-                                0, bytes, data, 0, NULL, NULL),
-           "clEnqueueWriteBuffer");
-}
-
-static void read_buffer(engine *e, cl_mem buffer, size_t bytes, void *data) {
-  check_cl(clEnqueueReadBuffer(clbt_device_queue(e->device), buffer, CL_TRUE,
-                               0, bytes, data, 0, NULL, NULL),
-           "clEnqueueReadBuffer");
-}
 
 static void engine_start(engine *e) {
   check(clbt_device_open(NULL, &e->device), "clbt_device_open");
@@ -126,12 +95,12 @@ static void engine_start(engine *e) {
            "clBuildProgram");
   e->write_kv = clCreateKernel(e->program, "write_kv", &error);
   check_cl(error, "clCreateKernel");
-  e->query_start_loc = create_buffer(e, sizeof(int32_t) * (MAX_REQS + 1));
-  e->positions = create_buffer(e, sizeof(int64_t) * MAX_TOKENS);
-  e->values = create_buffer(e, sizeof(int64_t) * MAX_TOKENS);
+  e->query_start_loc = create_buffer(e->device, sizeof(int32_t) * (MAX_REQS + 1));
+  e->positions = create_buffer(e->device, sizeof(int64_t) * MAX_TOKENS);
+  e->values = create_buffer(e->device, sizeof(int64_t) * MAX_TOKENS);
   for (uint32_t g = 0; g < NUM_GROUPS; ++g)
     e->caches[g] =
-        create_buffer(e, sizeof(int64_t) * POOL_TOKENS);
+        create_buffer(e->device, sizeof(int64_t) * POOL_TOKENS);
 }
 
 static void engine_stop(engine *e) {
@@ -167,10 +136,10 @@ static void write_kv_cache(engine *e, uint32_t g, cl_uint num_tokens) {
 static void run_step(engine *e, uint32_t num_reqs, const batch *b,
                      const int64_t *values) {
   check(clbt_multi_table_commit(e->table, num_reqs), "commit");
-  write_buffer(e, e->query_start_loc, sizeof(int32_t) * (num_reqs + 1),
+  write_buffer(e->device, e->query_start_loc, sizeof(int32_t) * (num_reqs + 1),
                b->query_start_loc);
-  write_buffer(e, e->positions, sizeof(int64_t) * b->num_tokens, b->positions);
-  write_buffer(e, e->values, sizeof(int64_t) * b->num_tokens, values);
+  write_buffer(e->device, e->positions, sizeof(int64_t) * b->num_tokens, b->positions);
+  write_buffer(e->device, e->values, sizeof(int64_t) * b->num_tokens, values);
   check(clbt_multi_table_compute_slot_mapping(e->table, num_reqs,
                                               e->query_start_loc, e->positions,
                                               b->num_tokens),
@@ -191,8 +160,8 @@ static uint64_t check_group(engine *e, const scheduler *s,
                             const int64_t *values, uint32_t g, totals *t) {
   static int64_t slots[MAX_TOKENS], cache[POOL_TOKENS];
   clbt_table *table = clbt_multi_table_group(e->table, g);
-  read_buffer(e, clbt_table_slot_mapping(table), sizeof slots, slots);
-  read_buffer(e, e->caches[g], sizeof cache, cache);
+  read_buffer(e->device, clbt_table_slot_mapping(table), sizeof slots, slots);
+  read_buffer(e->device, e->caches[g], sizeof cache, cache);
   uint64_t wrong = 0;
   uint32_t token = 0, size = block_sizes[g];
   for (uint32_t row = 0; row < s->num_running; ++row) {
@@ -211,33 +180,11 @@ static uint64_t check_group(engine *e, const scheduler *s,
 
 /* ---- the loop ----------------------------------------------------------- */
 
-static bool parse_arguments(int argc, char **argv, uint32_t *steps,
-                            uint64_t *seed, bool *verbose) {
-  for (int i = 1; i < argc; ++i) {
-    char *end = NULL;
-    if (strcmp(argv[i], "--verbose") == 0) {
-      *verbose = true;
-    } else if (i + 1 < argc && strcmp(argv[i], "--steps") == 0) {
-      *steps = (uint32_t)strtoul(argv[++i], &end, 10);
-      if (*end || *steps == 0) return false;
-    } else if (i + 1 < argc && strcmp(argv[i], "--seed") == 0) {
-      *seed = strtoull(argv[++i], &end, 10);
-      if (*end) return false;
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
 int main(int argc, char **argv) {
   uint32_t steps = 50;
   uint64_t seed = 1;
   bool verbose = false;
-  if (!parse_arguments(argc, argv, &steps, &seed, &verbose)) {
-    fprintf(stderr, "usage: serving_loop [--steps N] [--seed N] [--verbose]\n");
-    return 2;
-  }
+  if (!parse_arguments(argc, argv, &steps, &seed, &verbose)) return 2;
   static scheduler s;
   static batch b;
   static int64_t values[MAX_TOKENS];
@@ -248,7 +195,8 @@ int main(int argc, char **argv) {
   for (uint32_t g = 0; g < NUM_GROUPS; ++g)
     groups[g] = (scheduler_group){.block_tokens = block_sizes[g],
                                   .pool_blocks = POOL_TOKENS / block_sizes[g]};
-  if (!scheduler_init(&s, seed, NUM_GROUPS, groups, e.table)) {
+  if (!scheduler_init(&s, seed, SCHEDULER_BATCH_ROWS, NUM_GROUPS, groups,
+                      e.table)) {
     fprintf(stderr, "serving_loop: the groups exceed the scheduler's limits\n");
     return EXIT_FAILURE;
   }

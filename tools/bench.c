@@ -19,7 +19,9 @@ static const char description[] =
     "against an empty kernel on the same queue and against the host loop, for\n"
     "the batch shapes of vLLM's slot-mapping benchmark; commits of a steady\n"
     "decode step against vLLM's whole copy of the rows; one launch for 1, 2\n"
-    "and 4 groups against group by group; and host row operations per second.\n"
+    "and 4 groups against group by group; host row operations per second;\n"
+    "the attention export; and a whole serving step in the v1 and the\n"
+    "persistent model, with the gather, against an empty kernel.\n"
     "Medians of N runs, ratios from interleaved runs; each ratio the project\n"
     "sets a target for is checked at the end.\n";
 
@@ -46,6 +48,8 @@ static void add_targets(bench *b) {
          b->commit_over_small_write, 2.0);
   target(section, "4 groups in one launch / one group's call, worse batch",
          b->four_groups_over_one, 1.3);
+  target(section, "whole step / empty kernel, worst case and model",
+         b->step_over_empty, 1.3);
 }
 
 /* Writes the report as JSON to path; false (with a message) if it cannot. */
@@ -66,13 +70,14 @@ int command_bench(int argc, char **argv) {
              .tokens_call_over_host_plus_empty = -1,
              .commit_bytes_over_seed = -1,
              .commit_over_small_write = -1,
-             .four_groups_over_one = -1};
+             .four_groups_over_one = -1,
+             .step_over_empty = -1};
   const cli_option options[] = {
       {"--runs", "N", "runs per figure, of which the median (default 300)",
        CLI_COUNT, &b.options.runs, 1, 1000000},
       {"--only", "NAMES",
        "comma-separated shape names, or completion, commit,\n"
-       "multi-group, row-operations",
+       "multi-group, row-operations, export, step",
        CLI_TEXT, &b.options.only, 0, 0},
       {"--json", "FILE", "also write every figure as JSON", CLI_TEXT,
        &b.options.json_path, 0, 0},
@@ -88,7 +93,7 @@ int command_bench(int argc, char **argv) {
   int parsed = cli_parse(&command, argc, argv);
   if (parsed != CLI_PARSED) return parsed;
 
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < BENCH_MAX_CALLS; ++i) {
     b.samples[i] = malloc(b.options.runs * sizeof(double));
     if (!b.samples[i]) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
   }
@@ -100,6 +105,7 @@ int command_bench(int argc, char **argv) {
   bench_multi_group(&b);
   bench_row_operations(&b);
   bench_export(&b);
+  bench_step(&b);
   bench_plot(&b);
   size_t mismatches = bench_triton_compare(&b);
   add_targets(&b);
@@ -108,6 +114,6 @@ int command_bench(int argc, char **argv) {
   bool written =
       !b.options.json_path || write_json(b.root, b.options.json_path);
   report_free(b.root);
-  for (int i = 0; i < 4; ++i) free(b.samples[i]);
+  for (int i = 0; i < BENCH_MAX_CALLS; ++i) free(b.samples[i]);
   return mismatches || !written ? 1 : 0;
 }

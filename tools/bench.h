@@ -19,6 +19,8 @@
 
 /* Rows as wide as a context of this many tokens. */
 #define BENCH_MAX_MODEL_LEN 131072
+/* Calls one bench_time interleaves at most. */
+#define BENCH_MAX_CALLS 4
 
 /* A batch shape, named as vLLM's Triton slot-mapping kernel's benchmark
    (tools/gpu_bench.sh) names it, so that figures compare by name. */
@@ -46,12 +48,12 @@ typedef struct bench {
   cl_program empty_program;
   cl_kernel empty;
   uint64_t rng;
-  double *samples[4]; /* scratch, runs each */
+  double *samples[BENCH_MAX_CALLS]; /* scratch, runs each */
   report *root;       /* the result */
   /* the figures the targets are set for; negative: not measured */
   double decode_call_over_empty, tokens_call_over_host_plus_empty;
   double commit_bytes_over_seed, commit_over_small_write;
-  double four_groups_over_one;
+  double four_groups_over_one, step_over_empty;
 } bench;
 
 /* ---- the harness (bench_harness.c) ----------------------------------------
@@ -75,12 +77,35 @@ void bench_check(clbt_status status, const char *what);
 void bench_check_cl(cl_int error, const char *what);
 void bench_finish(const bench *b);
 
-/* The empty kernel: enqueue to completion (clFinish), and its device time. */
-double bench_time_empty_kernel(const bench *b);
-double bench_empty_device_time(const bench *b);
 /* A command's time on the device: waits for it, reads its profiling
    event, and releases the event. */
 double bench_device_time_us(cl_event event);
+
+/* What bench_time measures of a call, in microseconds. */
+typedef enum bench_measure {
+  BENCH_TO_COMPLETION, /* the call and clFinish of the timed queue */
+  BENCH_ENQUEUE_ONLY,  /* the call alone; clFinish follows, untimed */
+  BENCH_HOST,          /* the call alone, which enqueues nothing */
+  BENCH_DEVICE         /* the device time of the command whose profiling
+                          event the call sets */
+} bench_measure;
+
+/* One call bench_time runs: run(b, context, event) enqueues it; event is
+   NULL unless measure is BENCH_DEVICE, where run must set it. */
+typedef struct bench_call {
+  void (*run)(bench *b, void *context, cl_event *event);
+  void *context;
+  bench_measure measure;
+} bench_call;
+
+/* Runs the calls in turn, options.runs times (interleaved: a noisy machine
+   moves them alike); medians[i] gets call i's median. */
+void bench_time(bench *b, size_t count, const bench_call *calls,
+                double *medians);
+
+/* A bench_call's run: the empty kernel, on the timed queue, or on the
+   profiling queue when event is not NULL. */
+void bench_run_empty(bench *b, void *context, cl_event *event);
 
 /* Every row full of random KV blocks, the same blocks for the same seed. */
 clbt_table *bench_full_table(bench *b, clbt_device *device,
@@ -118,6 +143,7 @@ void bench_commit(bench *b);         /* bench_commit.c */
 void bench_multi_group(bench *b);    /* bench_multi_group.c */
 void bench_row_operations(bench *b); /* bench_row_operations.c */
 void bench_export(bench *b);         /* bench_export.c */
+void bench_step(bench *b);           /* bench_step.c */
 /* Returns the number of slots that differ from the Triton kernel's. */
 size_t bench_triton_compare(bench *b); /* bench_triton.c */
 

@@ -67,31 +67,34 @@ static int32_t host_export(const clbt_table *table, uint32_t requests,
   return indptr[requests];
 }
 
-/* The export's call and the empty kernel's, interleaved. */
-static double time_export(bench *b, clbt_table *table,
-                          const clbt_export_request *request,
-                          double *empty_us) {
-  for (uint32_t i = 0; i < b->options.runs; ++i) {
-    double start = bench_now_us();
-    bench_check(clbt_table_enqueue_export(table, request, 0, NULL, NULL),
-                "export");
-    bench_finish(b);
-    b->samples[0][i] = bench_now_us() - start;
-    b->samples[1][i] = bench_time_empty_kernel(b);
-  }
-  *empty_us = bench_median(b->samples[1], b->options.runs);
-  return bench_median(b->samples[0], b->options.runs);
+/* What an export call needs: the table (or its twin on the profiling
+   queue) and the request. */
+typedef struct export_call {
+  clbt_table *table, *profiled;
+  const clbt_export_request *request;
+} export_call;
+
+static void run_export(bench *b, void *context, cl_event *event) {
+  (void)b;
+  const export_call *c = context;
+  bench_check(clbt_table_enqueue_export(event ? c->profiled : c->table,
+                                        c->request, 0, NULL, event),
+              "export");
 }
 
-static double device_time_export(bench *b, clbt_table *table,
-                                 const clbt_export_request *request) {
-  for (uint32_t i = 0; i < b->options.runs; ++i) {
-    cl_event event = NULL;
-    bench_check(clbt_table_enqueue_export(table, request, 0, NULL, &event),
-                "export");
-    b->samples[0][i] = bench_device_time_us(event);
-  }
-  return bench_median(b->samples[0], b->options.runs);
+/* The host build's arguments and outputs. */
+typedef struct host_export_call {
+  const clbt_table *table;
+  uint32_t requests;
+  const uint32_t *lengths;
+  int32_t *indptr, *indices, *last_page_len, pages;
+} host_export_call;
+
+static void run_host_export(bench *b, void *context, cl_event *event) {
+  (void)b, (void)event;
+  host_export_call *c = context;
+  c->pages = host_export(c->table, c->requests, c->lengths, c->indptr,
+                         c->indices, c->last_page_len);
 }
 
 /* The host build's time; *pages gets its total, which the device's indptr
@@ -99,22 +102,20 @@ static double device_time_export(bench *b, clbt_table *table,
 static double time_host_export(bench *b, const clbt_table *table,
                                uint32_t requests, const uint32_t *lengths,
                                int32_t *pages) {
-  int32_t *indptr = malloc((requests + 1) * sizeof *indptr);
-  int32_t *indices = malloc((size_t)requests * EXPORT_MAX_BLOCKS *
-                            sizeof *indices);
-  int32_t *last_page_len = malloc(requests * sizeof *last_page_len);
-  if (!indptr || !indices || !last_page_len)
+  host_export_call c = {
+      table, requests, lengths, malloc((requests + 1) * sizeof(int32_t)),
+      malloc((size_t)requests * EXPORT_MAX_BLOCKS * sizeof(int32_t)),
+      malloc(requests * sizeof(int32_t)), 0};
+  if (!c.indptr || !c.indices || !c.last_page_len)
     bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
-  for (uint32_t i = 0; i < b->options.runs; ++i) {
-    double start = bench_now_us();
-    *pages = host_export(table, requests, lengths, indptr, indices,
-                         last_page_len);
-    b->samples[0][i] = bench_now_us() - start;
-  }
-  free(indptr);
-  free(indices);
-  free(last_page_len);
-  return bench_median(b->samples[0], b->options.runs);
+  const bench_call call = {run_host_export, &c, BENCH_HOST};
+  double us;
+  bench_time(b, 1, &call, &us);
+  *pages = c.pages;
+  free(c.indptr);
+  free(c.indices);
+  free(c.last_page_len);
+  return us;
 }
 
 /* Times the export of one decode batch and adds its record. */
@@ -129,8 +130,12 @@ static void export_case(bench *b, report *section, uint32_t requests) {
                                  .query_start_loc = qsl,
                                  .positions = positions,
                                  .num_tokens = requests};
-  double empty_us = 0;
-  double call = time_export(b, table, &request, &empty_us);
+  export_call c = {table, NULL, &request};
+  const bench_call calls[] = {{run_export, &c, BENCH_TO_COMPLETION},
+                              {bench_run_empty, NULL, BENCH_TO_COMPLETION}};
+  double call_and_empty[2];
+  bench_time(b, 2, calls, call_and_empty);
+  double call = call_and_empty[0], empty_us = call_and_empty[1];
   int32_t host_pages = 0, device_pages = -1;
   double host = time_host_export(b, table, requests, lengths, &host_pages);
   clbt_export_buffers buffers;
@@ -146,9 +151,11 @@ static void export_case(bench *b, report *section, uint32_t requests) {
     exit(1);
   }
   b->rng = seed; /* the same rows on the profiling queue */
-  clbt_table *profiled = decode_table(b, b->profiled, requests, lengths);
-  double device = device_time_export(b, profiled, &request);
-  clbt_table_destroy(profiled);
+  c.profiled = decode_table(b, b->profiled, requests, lengths);
+  const bench_call device_call = {run_export, &c, BENCH_DEVICE};
+  double device;
+  bench_time(b, 1, &device_call, &device);
+  clbt_table_destroy(c.profiled);
   clbt_table_destroy(table);
   clReleaseMemObject(qsl);
   clReleaseMemObject(positions);

@@ -72,16 +72,6 @@ void bench_finish(const bench *b) {
   bench_check_cl(clFinish(b->queue), "clFinish");
 }
 
-double bench_time_empty_kernel(const bench *b) {
-  size_t one = 1;
-  double start = bench_now_us();
-  bench_check_cl(clEnqueueNDRangeKernel(b->queue, b->empty, 1, NULL, &one, &one,
-                                        0, NULL, NULL),
-                 "empty kernel");
-  bench_finish(b);
-  return bench_now_us() - start;
-}
-
 double bench_device_time_us(cl_event event) {
   cl_ulong start = 0, end = 0;
   bench_check_cl(clWaitForEvents(1, &event), "clWaitForEvents");
@@ -95,13 +85,42 @@ double bench_device_time_us(cl_event event) {
   return (double)(end - start) / 1e3;
 }
 
-double bench_empty_device_time(const bench *b) {
+void bench_run_empty(bench *b, void *context, cl_event *event) {
+  (void)context;
   size_t one = 1;
-  cl_event event = NULL;
-  bench_check_cl(clEnqueueNDRangeKernel(b->profiling_queue, b->empty, 1, NULL,
-                                        &one, &one, 0, NULL, &event),
+  bench_check_cl(clEnqueueNDRangeKernel(event ? b->profiling_queue : b->queue,
+                                        b->empty, 1, NULL, &one, &one, 0, NULL,
+                                        event),
                  "empty kernel");
-  return bench_device_time_us(event);
+}
+
+/* One sample of call: its time in microseconds, as its measure says. */
+static double time_call(bench *b, const bench_call *call) {
+  if (call->measure == BENCH_DEVICE) {
+    cl_event event = NULL;
+    call->run(b, call->context, &event);
+    return bench_device_time_us(event);
+  }
+  double start = bench_now_us();
+  call->run(b, call->context, NULL);
+  if (call->measure == BENCH_TO_COMPLETION) bench_finish(b);
+  double us = bench_now_us() - start;
+  if (call->measure == BENCH_ENQUEUE_ONLY) bench_finish(b);
+  return us;
+}
+
+void bench_time(bench *b, size_t count, const bench_call *calls,
+                double *medians) {
+  if (count > BENCH_MAX_CALLS) {
+    fprintf(stderr, "clbt bench: %zu calls to interleave, at most %d\n", count,
+            BENCH_MAX_CALLS);
+    exit(1);
+  }
+  for (uint64_t i = 0; i < b->options.runs; ++i)
+    for (size_t c = 0; c < count; ++c)
+      b->samples[c][i] = time_call(b, &calls[c]);
+  for (size_t c = 0; c < count; ++c)
+    medians[c] = bench_median(b->samples[c], b->options.runs);
 }
 
 /* ---- tables and batches -------------------------------------------------- */

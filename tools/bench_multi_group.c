@@ -29,19 +29,35 @@ static clbt_multi_table *full_multi_table(
   return table;
 }
 
-/* The median device time of one multi-group launch (profiling queue). */
-static double multi_device_time(bench *b, clbt_multi_table *table,
-                                const bench_batch *batch) {
-  for (uint32_t i = 0; i < b->options.runs; ++i) {
-    cl_event event = NULL;
-    bench_check(
-        clbt_multi_table_enqueue_slot_mapping(
-            table, batch->num_reqs, batch->query_start_loc_buffer,
-            batch->positions_buffer, batch->num_tokens, 0, NULL, &event),
-        "multi slot mapping");
-    b->samples[0][i] = bench_device_time_us(event);
-  }
-  return bench_median(b->samples[0], b->options.runs);
+/* What the calls below need: the table, its group count, the batch. */
+typedef struct multi_group_call {
+  clbt_multi_table *table;
+  uint32_t num_groups;
+  const bench_batch *batch;
+} multi_group_call;
+
+/* Every group's slot mapping in one launch. */
+static void run_one_launch(bench *b, void *context, cl_event *event) {
+  (void)b;
+  const multi_group_call *c = context;
+  bench_check(clbt_multi_table_enqueue_slot_mapping(
+                  c->table, c->batch->num_reqs,
+                  c->batch->query_start_loc_buffer,
+                  c->batch->positions_buffer, c->batch->num_tokens, 0, NULL,
+                  event),
+              "multi slot mapping");
+}
+
+/* The same, group by group. */
+static void run_group_by_group(bench *b, void *context, cl_event *event) {
+  (void)b, (void)event;
+  const multi_group_call *c = context;
+  for (uint32_t g = 0; g < c->num_groups; ++g)
+    bench_check(clbt_table_compute_slot_mapping(
+                    clbt_multi_table_group(c->table, g), c->batch->num_reqs,
+                    c->batch->query_start_loc_buffer,
+                    c->batch->positions_buffer, c->batch->num_tokens),
+                "group slot mapping");
 }
 
 /*
@@ -63,12 +79,11 @@ void bench_multi_group(bench *b) {
     const char *name;
     uint32_t tokens_per_request;
   } batches[] = {{"decode-256", 1}, {"mixed-256-in-8192", 32}};
-  uint32_t runs = b->options.runs;
   char caption[200];
   snprintf(caption, sizeof caption,
            "medians of %u runs, microseconds, enqueue to completion; device: "
            "one launch on the profiling queue",
-           (unsigned)runs);
+           (unsigned)b->options.runs);
   report *section = bench_section(b, "multi_group", caption);
   for (size_t k = 0; k < sizeof batches / sizeof batches[0]; ++k) {
     bench_batch batch = bench_make_batch(b, 256, batches[k].tokens_per_request);
@@ -78,31 +93,19 @@ void bench_multi_group(bench *b) {
                                         .max_num_batched_tokens = 16384,
                                         .num_groups = counts[c],
                                         .groups = group_menu};
-      clbt_multi_table *table = full_multi_table(b, b->device, &config);
-      for (uint32_t i = 0; i < runs; ++i) {
-        double start = bench_now_us();
-        bench_check(clbt_multi_table_compute_slot_mapping(
-                        table, 256, batch.query_start_loc_buffer,
-                        batch.positions_buffer, batch.num_tokens),
-                    "multi slot mapping");
-        bench_finish(b);
-        b->samples[0][i] = bench_now_us() - start;
-        start = bench_now_us();
-        for (uint32_t g = 0; g < counts[c]; ++g)
-          bench_check(clbt_table_compute_slot_mapping(
-                          clbt_multi_table_group(table, g), 256,
-                          batch.query_start_loc_buffer, batch.positions_buffer,
-                          batch.num_tokens),
-                      "group slot mapping");
-        bench_finish(b);
-        b->samples[1][i] = bench_now_us() - start;
-      }
-      double together = bench_median(b->samples[0], runs);
-      double apart = bench_median(b->samples[1], runs);
-      clbt_multi_table_destroy(table);
-      table = full_multi_table(b, b->profiled, &config);
-      double device = multi_device_time(b, table, &batch);
-      clbt_multi_table_destroy(table);
+      multi_group_call call = {full_multi_table(b, b->device, &config),
+                               counts[c], &batch};
+      const bench_call calls[] = {
+          {run_one_launch, &call, BENCH_TO_COMPLETION},
+          {run_group_by_group, &call, BENCH_TO_COMPLETION},
+          {run_one_launch, &call, BENCH_DEVICE}};
+      double medians[3];
+      bench_time(b, 2, calls, medians);
+      clbt_multi_table_destroy(call.table);
+      call.table = full_multi_table(b, b->profiled, &config);
+      bench_time(b, 1, calls + 2, medians + 2);
+      clbt_multi_table_destroy(call.table);
+      double together = medians[0], apart = medians[1], device = medians[2];
       if (counts[c] == 1) one_group_us = together;
       char name[64];
       snprintf(name, sizeof name, "%s-groups-%u", batches[k].name,

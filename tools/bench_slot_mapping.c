@@ -15,6 +15,34 @@ typedef struct call_times {
   double call, empty, host, device, empty_device;
 } call_times;
 
+/* What the calls below need: the table (or its twin on the profiling
+   queue), the batch, and the host loop's output. */
+typedef struct slot_mapping_call {
+  clbt_table *table, *profiled;
+  const bench_batch *batch;
+  int64_t *host;
+} slot_mapping_call;
+
+static void run_slot_mapping(bench *b, void *context, cl_event *event) {
+  (void)b;
+  const slot_mapping_call *c = context;
+  bench_check(clbt_table_enqueue_slot_mapping(
+                  event ? c->profiled : c->table, c->batch->num_reqs,
+                  c->batch->query_start_loc_buffer,
+                  c->batch->positions_buffer, c->batch->num_tokens, 0, NULL,
+                  event),
+              "clbt_table_enqueue_slot_mapping");
+}
+
+static void run_host_loop(bench *b, void *context, cl_event *event) {
+  (void)b, (void)event;
+  const slot_mapping_call *c = context;
+  bench_check(clbt_table_compute_slot_mapping_host(
+                  c->table, c->batch->num_reqs, c->batch->query_start_loc,
+                  c->batch->positions, c->batch->num_tokens, c->host),
+              "clbt_table_compute_slot_mapping_host");
+}
+
 /*
  * Slot mapping, the empty kernel and the host loop, interleaved; then the
  * device times of the kernel (on `profiled`, the same table on the
@@ -24,43 +52,24 @@ static call_times time_slot_mapping(bench *b, clbt_table *table,
                                     clbt_table *profiled,
                                     const bench_batch *batch,
                                     uint32_t max_tokens) {
-  uint32_t runs = b->options.runs;
-  int64_t *host = malloc(max_tokens * sizeof *host);
-  if (!host) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
-  call_times times;
-  for (uint32_t i = 0; i < runs; ++i) {
-    double start = bench_now_us();
-    bench_check(clbt_table_compute_slot_mapping(
-                    table, batch->num_reqs, batch->query_start_loc_buffer,
-                    batch->positions_buffer, batch->num_tokens),
-                "clbt_table_compute_slot_mapping");
-    bench_finish(b);
-    b->samples[0][i] = bench_now_us() - start;
-    b->samples[1][i] = bench_time_empty_kernel(b);
-    start = bench_now_us();
-    bench_check(clbt_table_compute_slot_mapping_host(
-                    table, batch->num_reqs, batch->query_start_loc,
-                    batch->positions, batch->num_tokens, host),
-                "clbt_table_compute_slot_mapping_host");
-    b->samples[2][i] = bench_now_us() - start;
-  }
-  times.call = bench_median(b->samples[0], runs);
-  times.empty = bench_median(b->samples[1], runs);
-  times.host = bench_median(b->samples[2], runs);
-  for (uint32_t i = 0; i < runs; ++i) {
-    cl_event event = NULL;
-    bench_check(
-        clbt_table_enqueue_slot_mapping(
-            profiled, batch->num_reqs, batch->query_start_loc_buffer,
-            batch->positions_buffer, batch->num_tokens, 0, NULL, &event),
-        "clbt_table_enqueue_slot_mapping");
-    b->samples[0][i] = bench_device_time_us(event);
-    b->samples[1][i] = bench_empty_device_time(b);
-  }
-  times.device = bench_median(b->samples[0], runs);
-  times.empty_device = bench_median(b->samples[1], runs);
-  free(host);
-  return times;
+  slot_mapping_call c = {table, profiled, batch,
+                         malloc(max_tokens * sizeof(int64_t))};
+  if (!c.host) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
+  const bench_call calls[] = {
+      {run_slot_mapping, &c, BENCH_TO_COMPLETION},
+      {bench_run_empty, NULL, BENCH_TO_COMPLETION},
+      {run_host_loop, &c, BENCH_HOST},
+      {run_slot_mapping, &c, BENCH_DEVICE},
+      {bench_run_empty, NULL, BENCH_DEVICE}};
+  double medians[5];
+  bench_time(b, 3, calls, medians);
+  bench_time(b, 2, calls + 3, medians + 3);
+  free(c.host);
+  return (call_times){.call = medians[0],
+                      .empty = medians[1],
+                      .host = medians[2],
+                      .device = medians[3],
+                      .empty_device = medians[4]};
 }
 
 void bench_slot_mapping(bench *b) {

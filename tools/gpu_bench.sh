@@ -3,13 +3,18 @@
 #
 #   tools/gpu_bench.sh ANCHOR OUT_DIR [RUNS]
 #
-# ANCHOR is shared/anchors/triton_slot_mapping.py (needs torch and triton).
+# ANCHOR is shared/anchors/triton_slot_mapping.py (needs torch and triton);
+# the seed's whole step, seed_step.py, is taken from the same directory.
 # Registers NVIDIA's OpenCL driver, builds clbt without the tests, checks it
 # with the selftest on the GPU, runs the Triton anchor (which dumps its
-# inputs and outputs), then clbt bench on the same shapes, comparing slot
-# ids with the Triton kernel's. Everything printed lands in OUT_DIR.
+# inputs and outputs) and the seed's step, then clbt bench on the same
+# shapes, comparing slot ids with the Triton kernel's, and prints clbt's
+# step beside the seed's (tools/compare_step.py). Everything printed lands
+# in OUT_DIR.
 set -euo pipefail
 anchor=$1 out=$2 runs=${3:-2000}
+seed_step=$(dirname "$anchor")/seed_step.py
+[ -f "$seed_step" ] || { echo "gpu_bench.sh: no $seed_step beside the anchor" >&2; exit 2; }
 mkdir -p "$out" /tmp/vendors
 echo /usr/lib/libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd
 cp /etc/OpenCL/vendors/pocl.icd /tmp/vendors/ 2>/dev/null || true
@@ -21,5 +26,9 @@ cmake --build build-gpu -j"$(nproc)" >> "$out/build.txt" 2>&1
 ./build-gpu/clbt selftest --seed 1 --rounds 40 | tee "$out/selftest.txt"
 python3 "$anchor" --out /tmp/triton --iters "$runs" | tee "$out/triton.txt"
 python3 tools/triton_floor.py --iters "$runs" | tee -a "$out/triton.txt"
+python3 "$seed_step" --iters "$runs" --json "$out/seed_step.json" |
+  tee "$out/seed_step.txt"
 ./build-gpu/clbt bench --runs "$runs" --json "$out/bench.json" \
   --plot "$out/plot.dat" --compare /tmp/triton | tee "$out/bench.txt"
+python3 tools/compare_step.py "$out/seed_step.json" "$out/bench.json" |
+  tee "$out/step.txt"
