@@ -127,6 +127,9 @@
   X(PAST_LENS_AT, ulong, past_lens_at)                   \
   X(SUBSEQUENCE_BEGINS_AT, ulong, subsequence_begins_at)
 
+/* The largest work-group the host launches (src/queue.c, clbt__geometry). */
+#define CLBT_MAX_WORK_GROUP_SIZE 256
+
 /*
  * In a kernel built for CLBT_NUM_GROUPS groups (1..8): X(g) for each g,
  * to expand a per-group list or statement.

@@ -5,7 +5,7 @@
  * element of the fixed-size output; request r reads row idx_mapping[r]
  * (or row r), as Model Runner V2's kernel does. Its gather copies each
  * batch request's committed row into the group's gathered table, in batch
- * order (gather_position). One launch serves up to eight KV-cache groups:
+ * order (plan_position). One launch serves up to eight KV-cache groups:
  * each token's request is found once and mapped in every group.
  *
  * It differs from vLLM's kernel in two ways that make it safe on any input:
@@ -242,61 +242,90 @@ static void apply_section(__global const uint *section, uint num_lengths,
     CLBT_FOR_EACH_GROUP(APPLY_SECTION)                                \
   }
 
-/* A position whose row is outside the table is counted, once. */
-#define GATHER_POSITION(g)                                                 \
-  if (row_outside && get_local_id(0) == 0) ++rejected_##g;                \
-  gather_position(b, row, rows_##g, row_stride_##g, row_lengths_##g,       \
-                  (__global const uint *)(storage_##g + row_versions_at_##g), \
-                  storage_##g + gathered_at_##g,                           \
-                  (__global uint *)(storage_##g + gather_records_at_##g),  \
-                  GROUP_CONSTANTS(g).zero_gathered_tails != 0, plan);
+/* The gather of group g over the positions, a chunk at a time. */
+#define GATHER_GROUP(g)                                                     \
+  for (uint start = get_group_id(0) * chunk; start < gathered_reqs;         \
+       start += get_num_groups(0) * chunk) {                                \
+    uint count = min(chunk, gathered_reqs - start);                         \
+    if (get_local_id(0) < count)                                            \
+      rejected_##g += plan_position(                                        \
+          start + get_local_id(0), num_reqs, idx_mapping, has_idx_mapping,  \
+          max_num_reqs, row_lengths_##g,                                    \
+          (__global const uint *)(storage_##g + row_versions_at_##g),       \
+          (__global uint *)(storage_##g + gather_records_at_##g),           \
+          GROUP_CONSTANTS(g).zero_gathered_tails != 0, &plans[get_local_id(0)]); \
+    barrier(CLK_LOCAL_MEM_FENCE);                                           \
+    copy_positions(start, count, plans, rows_##g, row_stride_##g,           \
+                   storage_##g + gathered_at_##g);                          \
+    barrier(CLK_LOCAL_MEM_FENCE);                                           \
+  }
 
 #define ADD_COUNT(g) \
   if (rejected_##g) atomic_add(rejected_tokens_##g, rejected_##g);
 
 /*
- * The gather of one position b of a group's gathered table (work-group
- * wide: every work-item calls it with the same b). It holds the committed
- * row `row`'s live entries, or nothing when row is -1 (padding, or a row
- * outside the table). A record per position says which row it holds, at
- * which version, and how far it may be nonzero, so a position whose row
- * and version are unchanged is left alone: a steady step moves only what
- * changed. Entries past the row's length are zeroed up to that extent when
- * the group asks (zero_gathered_tails); a padding row is zeroed whole.
+ * The gather. Position b of a group's gathered table holds the committed
+ * row that batch request b reads, its live entries, or nothing for a
+ * padding request or a row outside the table (which is counted). A record
+ * per position says which row it holds, at which version, and how far it
+ * may be nonzero, so a position whose row and version are unchanged is left
+ * alone: a steady step moves only what changed. Entries past the row's
+ * length are zeroed up to that extent when the group asks
+ * (zero_gathered_tails); a padding row is zeroed whole.
+ *
+ * A work-group takes a chunk of positions at a time: each of its work-items
+ * plans one position (its reads of the record, version and length run side
+ * by side), then all of them copy the chunk's changed rows, neighbouring
+ * work-items neighbouring entries.
  */
-static void gather_position(uint b, int row, __global const int *rows,
-                            uint row_stride, __global const int *row_lengths,
-                            __global const uint *row_versions,
-                            __global int *gathered, __global uint *records,
-                            bool zero_tails, __local uint *plan) {
+typedef struct gather_plan {
+  int row;       /* -1: none */
+  uint copied;   /* entries [0, copied) come from the row */
+  uint written;  /* entries [copied, written) become 0 */
+} gather_plan;
+
+/* Plans position b and updates its record; returns 1 when b's row is
+   outside the table. */
+static uint plan_position(uint b, uint num_reqs,
+                          __global const int *idx_mapping,
+                          uint has_idx_mapping, uint max_num_reqs,
+                          __global const int *row_lengths,
+                          __global const uint *row_versions,
+                          __global uint *records, bool zero_tails,
+                          __local gather_plan *plan) {
+  int row = b < num_reqs ? row_of(idx_mapping, has_idx_mapping, b) : -1;
+  bool outside = row >= (int)max_num_reqs;
+  row = outside ? -1 : max(row, -1);
   __global uint *record = records + (ulong)b * CLBT_GATHER_RECORD_WORDS;
-  /* plan: entries to copy, entries to write (the rest zeroed), the new
-     extent, the row's version, and whether anything changed. */
-  if (get_local_id(0) == 0) {
-    uint version = row >= 0 ? row_versions[row] : 0;
-    uint length = row >= 0 ? (uint)row_lengths[row] : 0;
-    uint extent = record[CLBT_GATHER_RECORD_EXTENT];
-    bool changed = (int)record[CLBT_GATHER_RECORD_ROW] != row ||
-                   (row >= 0 && record[CLBT_GATHER_RECORD_VERSION] != version);
-    bool zeroes = zero_tails || row < 0;
-    plan[0] = changed ? length : 0;
-    plan[1] = !changed ? 0 : zeroes ? max(extent, length) : length;
-    plan[2] = zeroes ? length : max(extent, length);
-    plan[3] = version;
-    plan[4] = changed;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  uint copied = plan[0], written = plan[1];
-  __global int *out = gathered + (ulong)b * row_stride;
-  __global const int *in = rows + (ulong)max(row, 0) * row_stride;
-  for (uint j = get_local_id(0); j < written; j += get_local_size(0))
-    out[j] = j < copied ? in[j] : 0;
-  if (get_local_id(0) == 0 && plan[4]) {
+  uint version = row >= 0 ? row_versions[row] : 0;
+  uint length = row >= 0 ? (uint)row_lengths[row] : 0;
+  uint extent = record[CLBT_GATHER_RECORD_EXTENT];
+  bool changed = (int)record[CLBT_GATHER_RECORD_ROW] != row ||
+                 (row >= 0 && record[CLBT_GATHER_RECORD_VERSION] != version);
+  bool zeroes = zero_tails || row < 0;
+  plan->row = row;
+  plan->copied = changed ? length : 0;
+  plan->written = !changed ? 0 : zeroes ? max(extent, length) : length;
+  if (changed) {
     record[CLBT_GATHER_RECORD_ROW] = (uint)row;
-    record[CLBT_GATHER_RECORD_VERSION] = plan[3];
-    record[CLBT_GATHER_RECORD_EXTENT] = plan[2];
+    record[CLBT_GATHER_RECORD_VERSION] = version;
+    record[CLBT_GATHER_RECORD_EXTENT] = zeroes ? length : max(extent, length);
   }
-  barrier(CLK_LOCAL_MEM_FENCE);
+  return outside ? 1 : 0;
+}
+
+/* Copies the planned rows of positions [start, start + count). */
+static void copy_positions(uint start, uint count,
+                           __local const gather_plan *plans,
+                           __global const int *rows, uint row_stride,
+                           __global int *gathered) {
+  for (uint p = 0; p < count; ++p) {
+    gather_plan plan = plans[p];
+    __global int *out = gathered + (ulong)(start + p) * row_stride;
+    __global const int *in = rows + (ulong)max(plan.row, 0) * row_stride;
+    for (uint j = get_local_id(0); j < plan.written; j += get_local_size(0))
+      out[j] = j < plan.copied ? in[j] : 0;
+  }
 }
 
 /*
@@ -317,7 +346,7 @@ __kernel void clbt_slot_mapping(
     CLBT_SLOT_MAPPING_ARGUMENTS(PARAMETER)
     CLBT_FOR_EACH_GROUP(GROUP_PARAMETERS)) {
   __local int well_formed;
-  __local uint plan[5];
+  __local gather_plan plans[CLBT_MAX_WORK_GROUP_SIZE];
   /*
    * A small packet is applied here, by every work-group on its own: each
    * then reads rows it wrote itself, and where two work-groups write one
@@ -362,13 +391,9 @@ __kernel void clbt_slot_mapping(
   end += num_tokens;
   CLBT_FOR_EACH_GROUP(PAD_TOKENS)
 
-  /* The gather: each work-group takes whole positions, so that its
-     work-items copy neighbouring entries. */
-  for (uint b = get_group_id(0); b < gathered_reqs; b += get_num_groups(0)) {
-    int row = b < num_reqs ? row_of(idx_mapping, has_idx_mapping, b) : -1;
-    bool row_outside = row >= (int)max_num_reqs;
-    row = row_outside ? -1 : max(row, -1);
-    CLBT_FOR_EACH_GROUP(GATHER_POSITION)
-  }
+  /* The gather: chunks of positions spread over every work-group. */
+  uint per_group = (gathered_reqs + get_num_groups(0) - 1) / get_num_groups(0);
+  uint chunk = clamp(per_group, 1u, (uint)get_local_size(0));
+  CLBT_FOR_EACH_GROUP(GATHER_GROUP)
   CLBT_FOR_EACH_GROUP(ADD_COUNT)
 }

@@ -4,13 +4,16 @@
  * marker for a call that has nothing to enqueue.
  */
 #include "devices.h"
+#include "../cl/contract.h"
 
 /* Work a CPU work-group takes before another compute unit joins. */
 #define CLBT__CPU_ITEMS_PER_GROUP 32768
 
 void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
                     size_t items, size_t *global_size, size_t *local_size) {
-  size_t limit = kernel_max_group < 256 ? kernel_max_group : 256;
+  size_t limit = kernel_max_group < CLBT_MAX_WORK_GROUP_SIZE
+                     ? kernel_max_group
+                     : CLBT_MAX_WORK_GROUP_SIZE;
   size_t local = 1;
   while (local * 2 <= limit) local *= 2;
   size_t groups = (items + local - 1) / local;
