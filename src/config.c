@@ -39,8 +39,8 @@
                      sizeof(((type *)NULL)->struct_size) == 4 &&         \
                      CLBT__END_OF(type, last) == sizeof(type),           \
                  #type " starts with struct_size and ends with " #last)
-CLBT__CHECK_LAYOUT(clbt_table_config, slot_mode);
-CLBT__CHECK_LAYOUT(clbt_group_config, cp_replicated);
+CLBT__CHECK_LAYOUT(clbt_table_config, zero_gathered_tails);
+CLBT__CHECK_LAYOUT(clbt_group_config, zero_gathered_tails);
 CLBT__CHECK_LAYOUT(clbt_multi_table_config, groups);
 
 /* The size a caller's struct has, from its struct_size; name is its path. */
