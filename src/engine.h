@@ -40,12 +40,19 @@ clbt_status clbt__table_layout_init(const clbt_table_config *config,
 /* The most groups one slot-mapping launch serves (cl/slot_mapping.cl). */
 #define CLBT__MAX_LAUNCH_GROUPS CLBT_MAX_LAUNCH_GROUPS
 
-/* A slot-mapping batch as the caller gave it. */
+/*
+ * A batch as the caller gave it: a slot mapping's, an export's (and a
+ * step's, which does both). The fields after num_tokens are 0 or NULL
+ * where a call has no such argument.
+ */
 typedef struct clbt__batch {
   uint32_t num_reqs;
-  cl_mem query_start_loc; /* int32[num_reqs + 1] */
-  cl_mem positions;       /* int64[num_tokens]; NULL when num_tokens is 0 */
+  cl_mem query_start_loc;   /* int32[num_reqs + 1] */
+  cl_mem positions;         /* int64[num_tokens]; NULL when num_tokens is 0 */
   uint32_t num_tokens;
+  uint32_t num_reqs_padded; /* 0: num_reqs */
+  cl_mem seq_lens;          /* int32[num_reqs], or NULL */
+  cl_mem idx_mapping;       /* int32[num_reqs], or NULL: the identity */
 } clbt__batch;
 
 /* One slot-mapping kernel bound to the buffers of 1..8 tables. */
@@ -54,6 +61,15 @@ typedef struct clbt__launch {
   size_t global_size;
   size_t local_size;
 } clbt__launch;
+
+/*
+ * A group's export kernel, bound to the group's buffer, and its
+ * work-group size; how many work-groups is each batch's (export.c).
+ */
+typedef struct clbt__exporter {
+  cl_kernel kernel;
+  size_t local_size;
+} clbt__exporter;
 
 /*
  * Builds (or finds) the slot-mapping program for 1..8 group specs of tables
@@ -73,8 +89,8 @@ clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *tables,
 void clbt__launch_release(clbt__launch *launch);
 
 /*
- * Checks a slot-mapping call's arguments against a table's bounds and
- * context, and its wait list.
+ * Checks a batch's arguments against a table's bounds and context (the
+ * optional buffers when given), and the wait list.
  */
 clbt_status clbt__check_batch_arguments(const clbt_table *table,
                                         const clbt__batch *batch,
@@ -158,7 +174,7 @@ struct clbt_table {
                               beyond what changes lists: the next commit
                               rewrites every row */
   cl_kernel scatter;       /* NULL until the first scatter commit */
-  clbt__launch exporter;  /* the export kernel, built on the first export */
+  clbt__exporter exporter; /* built on the first export */
   clbt_commit_mode commit_mode;
   clbt_commit_info last_commit;
   cl_mem storage;
@@ -240,6 +256,13 @@ clbt_status clbt__check_buffer(const clbt_table *table, cl_mem buffer,
 clbt_status clbt__check_batch(const clbt_table *table, uint32_t num_reqs,
                               uint32_t num_tokens);
 
+/*
+ * Checks a padded request count, named `name`, against num_reqs (0 means
+ * num_reqs) and the table's max_num_reqs.
+ */
+clbt_status clbt__check_padding(const clbt_table *table, const char *name,
+                                uint32_t num_reqs, uint32_t padded);
+
 /* ---- the engine (engine.c) ---------------------------------------------- */
 
 /*
@@ -280,17 +303,22 @@ clbt_status clbt__enqueue_slot_mapping(clbt_table *group,
 
 /* ---- the attention export (export.c) ------------------------------------ */
 
+/* The batch of an export request. */
+clbt__batch clbt__export_batch(const clbt_export_request *request);
+
 /*
- * Checks an export request against group (all of an engine's groups share
- * their bounds and context) and enqueues the export of every token-mapping
+ * Checks a batch against group (all of an engine's groups share their
+ * bounds and context) and enqueues the export of every token-mapping
  * group of engine, or, with engine NULL, of group alone (which must map
  * tokens).
  */
 clbt_status clbt__enqueue_export(clbt_table *group,
                                  const clbt_multi_table *engine,
-                                 const clbt_export_request *request,
-                                 cl_uint num_events, const cl_event *wait_list,
-                                 cl_event *event);
+                                 const clbt__batch *batch, cl_uint num_events,
+                                 const cl_event *wait_list, cl_event *event);
+
+/* Releases a group's export kernel, if built. */
+void clbt__exporter_release(clbt__exporter *exporter);
 
 /* ---- commits (commit.c) -------------------------------------------------- */
 
