@@ -1,7 +1,8 @@
 /*
  * The randomised self-test: row operations, commits and slot mappings on a
  * device, each checked against a plain model of the rows and against the
- * host reference. Used by `clbt selftest` and by tests/test_differential.c.
+ * host reference, and the export's round trip (tokens written through the
+ * slot mapping, read back through the exported page tables). Used by `clbt selftest` and by tests/test_differential.c.
  */
 #ifndef SUPPORT_SELFTEST_H
 #define SUPPORT_SELFTEST_H
@@ -23,6 +24,8 @@ typedef struct selftest_result {
   uint64_t row_operations;   /* valid and invalid, each checked */
   uint64_t commits;
   uint64_t slot_mappings;    /* device calls compared with the reference */
+  uint64_t exports;          /* batches exported through idx_mapping and
+                                read back through both layouts */
 } selftest_result;
 
 /*

@@ -14,7 +14,10 @@ static const char description[] =
     "Runs randomised row operations, commits and slot mappings (single and\n"
     "multi-group tables, hybrid blocks, context parallelism, NONE groups,\n"
     "ragged and malformed batches) on the selected device and compares each\n"
-    "result with the host reference; failures are described on stderr.\n"
+    "result with the host reference, then writes tokens through the slot\n"
+    "mapping and reads them back through the exported page tables (rows in\n"
+    "request slots, read through idx_mapping); failures are described on\n"
+    "stderr.\n"
     "Exits 0 only when nothing failed.\n";
 
 /* The device as the report shows it; NULL when none could be opened. */
@@ -78,6 +81,7 @@ int command_selftest(int argc, char **argv) {
   report_uint(root, "row_operations", result.row_operations);
   report_uint(root, "commits", result.commits);
   report_uint(root, "slot_mappings", result.slot_mappings);
+  report_uint(root, "exports", result.exports);
   report_uint(root, "passed", result.passed);
   report_uint(root, "failed", failed);
   cli_emit(root, as_json, error);
