@@ -28,7 +28,9 @@
   X(g, blocks_per_kv_block) /* kernel blocks per KV-manager block */ \
   X(g, cp_world_size)       /* context-parallel ranks, 1: none */    \
   X(g, cp_rank)             /* this rank, below cp_world_size */     \
-  X(g, cp_interleave_size)  /* tokens dealt to a rank at a time */
+  X(g, cp_interleave_size)  /* tokens dealt to a rank at a time */ \
+  X(g, maps_tokens)         /* 1: a slot mapping; 0: a NONE group */ \
+  X(g, zero_gathered_tails) /* 1: the gather zeroes entries past a row */
 
 /*
  * Each kernel's arguments come as its first one, then the rest, so that a
@@ -37,14 +39,21 @@
  * a list built that way, where PoCL's did not.
  */
 
-/* clbt_slot_mapping's arguments before the groups', X(NAME, type, name). */
+/*
+ * clbt_slot_mapping's arguments before the groups', X(NAME, type, name).
+ * The kernel computes a step: the slot mappings and the gather.
+ */
 #define CLBT_SLOT_MAPPING_FIRST_ARGUMENT(X) X(NUM_REQS, uint, num_reqs)
 #define CLBT_SLOT_MAPPING_ARGUMENTS(X)              \
   X(NUM_TOKENS, uint, num_tokens)                   \
   X(MAX_NUM_TOKENS, uint, max_num_tokens)           \
   X(QUERY_START_LOC, __global const int *, query_start_loc) \
   X(POSITIONS, __global const long *, positions)    \
-  X(QSL_CACHE, __local int *, qsl_cache)
+  X(QSL_CACHE, __local int *, qsl_cache)            \
+  X(IDX_MAPPING, __global const int *, idx_mapping) \
+  X(HAS_IDX_MAPPING, uint, has_idx_mapping)         \
+  X(MAX_NUM_REQS, uint, max_num_reqs)               \
+  X(GATHERED_REQS, uint, gathered_reqs)
 
 /*
  * Then, per group g, X(g, NAME, type, name): the group's one buffer and the
@@ -57,18 +66,41 @@
   X(g, ROW_STRIDE, uint, row_stride)            \
   X(g, ROW_LENGTHS_AT, ulong, row_lengths_at)   \
   X(g, SLOTS_AT, ulong, slots_at)               \
-  X(g, REJECTED_TOKENS_AT, ulong, rejected_tokens_at)
+  X(g, REJECTED_TOKENS_AT, ulong, rejected_tokens_at) \
+  X(g, ROW_VERSIONS_AT, ulong, row_versions_at) \
+  X(g, GATHERED_AT, ulong, gathered_at)         \
+  X(g, GATHER_RECORDS_AT, ulong, gather_records_at)
 
-/* clbt_commit_scatter's arguments, X(NAME, type, name). */
+/*
+ * A gather record, per position of the gathered table: the row it holds
+ * (-1: none), that row's version when it was copied, and how many leading
+ * entries may be nonzero. The gather copies a position again only when
+ * its row or the row's version changed; every commit gives the rows it
+ * writes a new version (src/commit.c).
+ */
+#define CLBT_GATHER_RECORD_WORDS 3
+#define CLBT_GATHER_RECORD_ROW 0
+#define CLBT_GATHER_RECORD_VERSION 1
+#define CLBT_GATHER_RECORD_EXTENT 2
+
+/*
+ * clbt_commit_scatter's arguments, X(NAME, type, name), then per group g
+ * of the launch X(g, NAME, type, name). One launch scatters the changes of
+ * up to CLBT_MAX_LAUNCH_GROUPS groups from one packet.
+ */
 #define CLBT_COMMIT_SCATTER_FIRST_ARGUMENT(X) \
   X(PACKET, __global const uint *, packet)
 #define CLBT_COMMIT_SCATTER_ARGUMENTS(X)      \
-  X(NUM_LENGTHS, uint, num_lengths)           \
-  X(NUM_CELLS, uint, num_cells)               \
-  X(STORAGE, __global int *, storage)         \
-  X(ROWS_AT, ulong, rows_at)                  \
-  X(ROW_STRIDE, uint, row_stride)             \
-  X(ROW_LENGTHS_AT, ulong, row_lengths_at)
+  X(VERSION, uint, version)
+#define CLBT_COMMIT_SCATTER_GROUP_ARGUMENTS(X, g) \
+  X(g, PACKET_AT, ulong, packet_at)               \
+  X(g, NUM_LENGTHS, uint, num_lengths)            \
+  X(g, NUM_CELLS, uint, num_cells)                \
+  X(g, STORAGE, __global int *, storage)          \
+  X(g, ROWS_AT, ulong, rows_at)                   \
+  X(g, ROW_STRIDE, uint, row_stride)              \
+  X(g, ROW_LENGTHS_AT, ulong, row_lengths_at)     \
+  X(g, ROW_VERSIONS_AT, ulong, row_versions_at)
 
 /*
  * clbt_export's arguments, X(NAME, type, name); the group's constants
@@ -102,5 +134,31 @@
   X(LAST_PAGE_LEN_AT, ulong, last_page_len_at)           \
   X(PAST_LENS_AT, ulong, past_lens_at)                   \
   X(SUBSEQUENCE_BEGINS_AT, ulong, subsequence_begins_at)
+
+/*
+ * In a kernel built for CLBT_NUM_GROUPS groups (1..8): X(g) for each g,
+ * to expand a per-group list or statement.
+ */
+#ifdef CLBT_NUM_GROUPS
+#if CLBT_NUM_GROUPS == 1
+#define CLBT_FOR_EACH_GROUP(X) X(0)
+#elif CLBT_NUM_GROUPS == 2
+#define CLBT_FOR_EACH_GROUP(X) X(0) X(1)
+#elif CLBT_NUM_GROUPS == 3
+#define CLBT_FOR_EACH_GROUP(X) X(0) X(1) X(2)
+#elif CLBT_NUM_GROUPS == 4
+#define CLBT_FOR_EACH_GROUP(X) X(0) X(1) X(2) X(3)
+#elif CLBT_NUM_GROUPS == 5
+#define CLBT_FOR_EACH_GROUP(X) X(0) X(1) X(2) X(3) X(4)
+#elif CLBT_NUM_GROUPS == 6
+#define CLBT_FOR_EACH_GROUP(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#elif CLBT_NUM_GROUPS == 7
+#define CLBT_FOR_EACH_GROUP(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6)
+#elif CLBT_NUM_GROUPS == 8
+#define CLBT_FOR_EACH_GROUP(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#else
+#error "CLBT_NUM_GROUPS must be 1..8"
+#endif
+#endif
 
 #endif /* CLBT_CONTRACT_H */

@@ -1,14 +1,17 @@
 /*
- * The slot-mapping kernel: gives each token of a batch the KV-cache slot it
- * writes, block_id * kernel_block_size + offset, as vLLM's
+ * The step kernel. Its slot mapping gives each token of a batch the
+ * KV-cache slot it writes, block_id * kernel_block_size + offset, as vLLM's
  * _compute_slot_mapping_kernel does, and CLBT_PAD_SLOT_ID to every other
- * element of the fixed-size output. One launch serves up to eight KV-cache
- * groups: each token's request is found once and mapped in every group.
+ * element of the fixed-size output; request r reads row idx_mapping[r]
+ * (or row r), as Model Runner V2's kernel does. Its gather copies each
+ * batch request's committed row into the group's gathered table, in batch
+ * order (gather_position). One launch serves up to eight KV-cache groups:
+ * each token's request is found once and mapped in every group.
  *
  * It differs from vLLM's kernel in two ways that make it safe on any input:
  * it never reads a block outside the row's committed length (such a token
- * gets the pad id and is counted), and it checks query_start_loc before
- * trusting it.
+ * gets the pad id and is counted), nor a row outside the table, and it
+ * checks query_start_loc before trusting it.
  *
  * Work-items are token-parallel: each takes a contiguous run of tokens
  * (share), so the host can pick the launch geometry per device
@@ -26,26 +29,6 @@
  *   CLBT_GROUP_<g>          group g's constants, in the order of
  *                           CLBT_GROUP_CONSTANTS
  */
-
-#if CLBT_NUM_GROUPS == 1
-#define FOR_EACH_GROUP(X) X(0)
-#elif CLBT_NUM_GROUPS == 2
-#define FOR_EACH_GROUP(X) X(0) X(1)
-#elif CLBT_NUM_GROUPS == 3
-#define FOR_EACH_GROUP(X) X(0) X(1) X(2)
-#elif CLBT_NUM_GROUPS == 4
-#define FOR_EACH_GROUP(X) X(0) X(1) X(2) X(3)
-#elif CLBT_NUM_GROUPS == 5
-#define FOR_EACH_GROUP(X) X(0) X(1) X(2) X(3) X(4)
-#elif CLBT_NUM_GROUPS == 6
-#define FOR_EACH_GROUP(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#elif CLBT_NUM_GROUPS == 7
-#define FOR_EACH_GROUP(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6)
-#elif CLBT_NUM_GROUPS == 8
-#define FOR_EACH_GROUP(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-#else
-#error "CLBT_NUM_GROUPS must be 1..8"
-#endif
 
 /* Parameter lists from the contract's lists. */
 #define FIRST_PARAMETER(NAME, type, name) type name
@@ -112,6 +95,12 @@ static int find_request(QSL_SPACE const int *query_start_loc, uint num_reqs,
       high = middle - 1;
   }
   return low;
+}
+
+/* The row of batch request r: its idx_mapping entry, or r itself. */
+static int row_of(__global const int *idx_mapping, uint has_idx_mapping,
+                  uint r) {
+  return has_idx_mapping ? idx_mapping[r] : (int)r;
 }
 
 /*
@@ -184,27 +173,92 @@ static inline long slot_of(long position, __global const int *row,
 
 #define DECLARE_COUNT(g) uint rejected_##g = 0;
 
-#define REJECT_TOKENS(g) rejected_##g += end - begin;
+#define MAPS_TOKENS(g) (GROUP_CONSTANTS(g).maps_tokens != 0)
 
-#define PAD_TOKENS(g)                        \
-  for (uint token = begin; token < end; ++token) \
-    slots_##g[token] = CLBT_PAD_SLOT_ID;
+#define REJECT_TOKENS(g) \
+  if (MAPS_TOKENS(g)) rejected_##g += end - begin;
 
-#define MAP_TOKEN(g)                                                      \
-  slots_##g[token] =                                                      \
-      owned ? slot_of(position, rows_##g + (ulong)request * row_stride_##g, \
-                      (uint)row_lengths_##g[request], &rejected_##g,      \
-                      GROUP_CONSTANTS(g))                                 \
-            : CLBT_PAD_SLOT_ID;
+#define PAD_TOKENS(g)                              \
+  if (MAPS_TOKENS(g))                              \
+    for (uint token = begin; token < end; ++token) \
+      slots_##g[token] = CLBT_PAD_SLOT_ID;
+
+/* A token of a request whose row is outside the table is counted. */
+#define MAP_TOKEN(g)                                                        \
+  if (MAPS_TOKENS(g)) {                                                     \
+    if (row_in_table)                                                       \
+      slots_##g[token] =                                                    \
+          slot_of(position, rows_##g + (ulong)row * row_stride_##g,         \
+                  (uint)row_lengths_##g[row], &rejected_##g,                \
+                  GROUP_CONSTANTS(g));                                      \
+    else                                                                    \
+      slots_##g[token] = CLBT_PAD_SLOT_ID;                                  \
+    if (row_outside) ++rejected_##g;                                        \
+  }
+
+/* A position whose row is outside the table is counted, once. */
+#define GATHER_POSITION(g)                                                 \
+  if (row_outside && get_local_id(0) == 0) ++rejected_##g;                \
+  gather_position(b, row, rows_##g, row_stride_##g, row_lengths_##g,       \
+                  (__global const uint *)(storage_##g + row_versions_at_##g), \
+                  storage_##g + gathered_at_##g,                           \
+                  (__global uint *)(storage_##g + gather_records_at_##g),  \
+                  GROUP_CONSTANTS(g).zero_gathered_tails != 0, plan);
 
 #define ADD_COUNT(g) \
   if (rejected_##g) atomic_add(rejected_tokens_##g, rejected_##g);
 
+/*
+ * The gather of one position b of a group's gathered table (work-group
+ * wide: every work-item calls it with the same b). It holds the committed
+ * row `row`'s live entries, or nothing when row is -1 (padding, or a row
+ * outside the table). A record per position says which row it holds, at
+ * which version, and how far it may be nonzero, so a position whose row
+ * and version are unchanged is left alone: a steady step moves only what
+ * changed. Entries past the row's length are zeroed up to that extent when
+ * the group asks (zero_gathered_tails); a padding row is zeroed whole.
+ */
+static void gather_position(uint b, int row, __global const int *rows,
+                            uint row_stride, __global const int *row_lengths,
+                            __global const uint *row_versions,
+                            __global int *gathered, __global uint *records,
+                            bool zero_tails, __local uint *plan) {
+  __global uint *record = records + (ulong)b * CLBT_GATHER_RECORD_WORDS;
+  /* plan: entries to copy, entries to write (the rest zeroed), the new
+     extent, the row's version, and whether anything changed. */
+  if (get_local_id(0) == 0) {
+    uint version = row >= 0 ? row_versions[row] : 0;
+    uint length = row >= 0 ? (uint)row_lengths[row] : 0;
+    uint extent = record[CLBT_GATHER_RECORD_EXTENT];
+    bool changed = (int)record[CLBT_GATHER_RECORD_ROW] != row ||
+                   (row >= 0 && record[CLBT_GATHER_RECORD_VERSION] != version);
+    bool zeroes = zero_tails || row < 0;
+    plan[0] = changed ? length : 0;
+    plan[1] = !changed ? 0 : zeroes ? max(extent, length) : length;
+    plan[2] = zeroes ? length : max(extent, length);
+    plan[3] = version;
+    plan[4] = changed;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint copied = plan[0], written = plan[1];
+  __global int *out = gathered + (ulong)b * row_stride;
+  __global const int *in = rows + (ulong)max(row, 0) * row_stride;
+  for (uint j = get_local_id(0); j < written; j += get_local_size(0))
+    out[j] = j < copied ? in[j] : 0;
+  if (get_local_id(0) == 0 && plan[4]) {
+    record[CLBT_GATHER_RECORD_ROW] = (uint)row;
+    record[CLBT_GATHER_RECORD_VERSION] = plan[3];
+    record[CLBT_GATHER_RECORD_EXTENT] = plan[2];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+
 __kernel void clbt_slot_mapping(
     CLBT_SLOT_MAPPING_FIRST_ARGUMENT(FIRST_PARAMETER)
     CLBT_SLOT_MAPPING_ARGUMENTS(PARAMETER)
-    FOR_EACH_GROUP(GROUP_PARAMETERS)) {
+    CLBT_FOR_EACH_GROUP(GROUP_PARAMETERS)) {
   __local int well_formed;
+  __local uint plan[5];
   bool batch_ok = batch_is_well_formed(query_start_loc, num_reqs, num_tokens,
                                        qsl_cache, &well_formed);
 #if CLBT_QSL_IN_LOCAL
@@ -212,13 +266,13 @@ __kernel void clbt_slot_mapping(
 #else
   QSL_SPACE const int *qsl = query_start_loc;
 #endif
-  FOR_EACH_GROUP(GROUP_POINTERS)
-  FOR_EACH_GROUP(DECLARE_COUNT)
+  CLBT_FOR_EACH_GROUP(GROUP_POINTERS)
+  CLBT_FOR_EACH_GROUP(DECLARE_COUNT)
   uint begin, end;
   share(num_tokens, &begin, &end);
   if (!batch_ok) {
-    FOR_EACH_GROUP(REJECT_TOKENS)
-    FOR_EACH_GROUP(PAD_TOKENS)
+    CLBT_FOR_EACH_GROUP(REJECT_TOKENS)
+    CLBT_FOR_EACH_GROUP(PAD_TOKENS)
   } else if (begin < end) {
     /* One search per run; then the request advances with the tokens. */
     int request = find_request(qsl, num_reqs, (int)begin);
@@ -226,13 +280,26 @@ __kernel void clbt_slot_mapping(
       while (request < (int)num_reqs && qsl[request + 1] <= (int)token)
         ++request;
       bool owned = request >= 0 && request < (int)num_reqs;
-      long position = owned ? positions[token] : 0;
-      FOR_EACH_GROUP(MAP_TOKEN)
+      int row = owned ? row_of(idx_mapping, has_idx_mapping, (uint)request)
+                      : -1;
+      bool row_in_table = row >= 0 && row < (int)max_num_reqs;
+      bool row_outside = row >= (int)max_num_reqs;
+      long position = row_in_table ? positions[token] : 0;
+      CLBT_FOR_EACH_GROUP(MAP_TOKEN)
     }
   }
   share(max_num_tokens - num_tokens, &begin, &end);
   begin += num_tokens;
   end += num_tokens;
-  FOR_EACH_GROUP(PAD_TOKENS)
-  FOR_EACH_GROUP(ADD_COUNT)
+  CLBT_FOR_EACH_GROUP(PAD_TOKENS)
+
+  /* The gather: each work-group takes whole positions, so that its
+     work-items copy neighbouring entries. */
+  for (uint b = get_group_id(0); b < gathered_reqs; b += get_num_groups(0)) {
+    int row = b < num_reqs ? row_of(idx_mapping, has_idx_mapping, b) : -1;
+    bool row_outside = row >= (int)max_num_reqs;
+    row = row_outside ? -1 : max(row, -1);
+    CLBT_FOR_EACH_GROUP(GATHER_POSITION)
+  }
+  CLBT_FOR_EACH_GROUP(ADD_COUNT)
 }

@@ -89,6 +89,9 @@ clbt_status clbt__table_config_read(const clbt_table_config *given,
 clbt_status clbt__multi_table_config_read(const clbt_multi_table_config *given,
                                           clbt_multi_table_config *out);
 
+/* Reads a caller's clbt_step into this library's layout, as the configs. */
+clbt_status clbt__step_read(const clbt_step *given, clbt_step *out);
+
 /* Group g of a config read by clbt__multi_table_config_read, in our layout. */
 clbt_group_config clbt__group_config_at(const clbt_multi_table_config *config,
                                         uint32_t g);

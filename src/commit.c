@@ -1,15 +1,17 @@
 /*
  * Commits: the row operations record what they change (clbt__changes), and
- * a commit moves only that:
+ * a commit moves only that, per group:
  *
- *   SCATTER  one upload of a packet of changed cells and lengths, then a
- *            kernel that scatters it.
+ *   SCATTER  the group's section of one packet of changed cells and
+ *            lengths: one upload for every group of the commit, then one
+ *            kernel per eight groups that scatters it.
  *   WHOLE    rows [0, num_reqs) and their lengths in two writes, when the
  *            packet would be half their size or more.
  *
  * Both send a copy taken at commit time from a staging slot (staging.c), so
  * the host rows may change as soon as commit returns and nothing waits for
- * the device. Mapping the committed copy and writing cells in place was
+ * the device. Every row a commit writes gets the commit's version, which
+ * tells the gather (cl/slot_mapping.cl) which rows changed. Mapping the committed copy and writing cells in place was
  * measured too, on PoCL where it costs no copy: its blocking map made it
  * slower than SCATTER (docs/benchmarks.md).
  */
@@ -83,14 +85,9 @@ static void unlist_committed(clbt__changes *changes, uint32_t num_reqs) {
   changes->num_listed = kept;
 }
 
-/* The listed rows below num_reqs: how many, and their changed cells. */
-typedef struct pending {
-  uint32_t rows;
-  uint64_t cells;
-} pending;
-
-static pending count_pending(const clbt__changes *changes, uint32_t num_reqs) {
-  pending p = {0, 0};
+static clbt__pending count_pending(const clbt__changes *changes,
+                                  uint32_t num_reqs) {
+  clbt__pending p = {0, 0};
   for (uint32_t i = 0; i < changes->num_listed; ++i) {
     uint32_t row = changes->listed_rows[i];
     if (row >= num_reqs) continue;
@@ -126,62 +123,82 @@ clbt_status clbt__commit_choose(clbt_commit_mode mode, uint32_t num_reqs,
   return CLBT_SUCCESS;
 }
 
-/* Hands the caller its own reference to the commit's last command. */
-static clbt_status hand_back(cl_event last, cl_event *event) {
-  clbt_status status = CLBT_SUCCESS;
-  if (!event) return status;
-  CLBT__CL_TRY(clRetainEvent(last), status, done);
-  *event = last;
-done:
-  return status;
+
+/* A stale group is rewritten whole, every row, whatever the mode: its
+   changes no longer say what differs. */
+static clbt_status plan_group(const clbt_table *group, uint32_t num_reqs,
+                              clbt__commit_plan *plan) {
+  plan->rows = group->device_stale ? group->layout.max_num_reqs : num_reqs;
+  plan->pending = count_pending(&group->changes, plan->rows);
+  plan->mode = CLBT_COMMIT_WHOLE;
+  if (group->device_stale) return CLBT_SUCCESS;
+  if (plan->pending.rows == 0) {
+    plan->mode = CLBT_COMMIT_AUTO;
+    return CLBT_SUCCESS;
+  }
+  return clbt__commit_choose(group->commit_mode, plan->rows,
+                             group->layout.width, plan->pending.rows,
+                             plan->pending.cells, &plan->mode);
+}
+
+uint32_t clbt__next_version(clbt_table *group) {
+  return ++group->engine->version;
 }
 
 /*
- * Rows [0, num_reqs) and their lengths, from a snapshot in a staging
- * packet: two non-blocking writes, so the host rows may change at once.
+ * Rows [0, rows) and their lengths, from a snapshot in a staging packet:
+ * two non-blocking writes, so the host rows may change at once, and every
+ * row's version (the fill reads no host memory).
  */
-static clbt_status commit_whole(clbt_table *table, uint32_t num_reqs,
-                                cl_uint num_events, const cl_event *wait_list,
-                                cl_event *event) {
-  cl_command_queue queue = table->device->queue;
-  size_t cells = (size_t)num_reqs * table->layout.width;
-  size_t words = cells + num_reqs;
+static clbt_status commit_whole(clbt_table *group, uint32_t rows,
+                                uint32_t version, clbt__sequence *sequence) {
+  cl_command_queue queue = group->device->queue;
+  size_t cells = (size_t)rows * group->layout.width;
+  size_t words = cells + rows;
   clbt__staging *slot = NULL;
-  cl_event rows_written = NULL, lengths_written = NULL;
-  clbt_status status = clbt__staging_acquire(
-      &table->staging, table->device->context, words, false, &slot);
+  cl_uint num_events;
+  const cl_event *wait_list;
+  cl_event written = NULL;
+  clbt_status status =
+      clbt__staging_acquire(&group->engine->staging, group->device->context,
+                            words, false, &slot);
   if (status) return status;
-  memcpy(slot->packet, table->rows, cells * sizeof(int32_t));
-  memcpy(slot->packet + cells, table->row_lengths, num_reqs * sizeof(uint32_t));
-  CLBT__CL_TRY(clEnqueueWriteBuffer(queue, table->regions[CLBT__ROWS], CL_FALSE,
+  memcpy(slot->packet, group->rows, cells * sizeof(int32_t));
+  memcpy(slot->packet + cells, group->row_lengths, rows * sizeof(uint32_t));
+  clbt__sequence_next(sequence, &num_events, &wait_list);
+  CLBT__CL_TRY(clEnqueueWriteBuffer(queue, group->regions[CLBT__ROWS], CL_FALSE,
                                     0, cells * sizeof(int32_t), slot->packet,
-                                    num_events, wait_list, &rows_written),
+                                    num_events, wait_list, &written),
                status, done);
-  clbt__staging_add_reader(slot, rows_written);
-  CLBT__CL_TRY(clEnqueueWriteBuffer(queue, table->regions[CLBT__ROW_LENGTHS],
-                                    CL_FALSE, 0, num_reqs * sizeof(uint32_t),
-                                    slot->packet + cells, 0, NULL,
-                                    &lengths_written),
+  clbt__staging_add_reader(slot, written);
+  CLBT__CL_TRY(clEnqueueWriteBuffer(queue, group->regions[CLBT__ROW_LENGTHS],
+                                    CL_FALSE, 0, rows * sizeof(uint32_t),
+                                    slot->packet + cells, 0, NULL, &written),
                status, done);
-  clbt__staging_add_reader(slot, lengths_written);
-  status = hand_back(lengths_written, event);
-  table->last_commit = (clbt_commit_info){CLBT_COMMIT_WHOLE, num_reqs,
+  clbt__staging_add_reader(slot, written);
+  CLBT__CL_TRY(clEnqueueFillBuffer(queue, group->regions[CLBT__ROW_VERSIONS],
+                                   &version, sizeof version, 0,
+                                   group->layout.max_num_reqs * sizeof version,
+                                   0, NULL, &written),
+               status, done);
+  status = clbt__sequence_done(sequence, written, false);
+  group->last_commit = (clbt_commit_info){CLBT_COMMIT_WHOLE, rows,
                                           words * sizeof(uint32_t)};
 done:
   return status;
 }
 
-/* Lengths first, then cells, as cl/commit_scatter.cl reads them. */
-static void pack(const clbt_table *table, uint32_t num_reqs, const pending *p,
-                 uint32_t *packet) {
-  const clbt__changes *changes = &table->changes;
-  uint32_t *cell = packet + 2 * (size_t)p->rows;
+/* Lengths first, then cells, as cl/commit_scatter.cl reads a section. */
+static void pack(const clbt_table *group, const clbt__commit_plan *plan,
+                 uint32_t *section) {
+  const clbt__changes *changes = &group->changes;
+  uint32_t *cell = section + 2 * (size_t)plan->pending.rows;
   for (uint32_t i = 0; i < changes->num_listed; ++i) {
     uint32_t row = changes->listed_rows[i];
-    if (row >= num_reqs) continue;
-    *packet++ = row;
-    *packet++ = table->row_lengths[row];
-    const int32_t *data = table->rows + (size_t)row * table->layout.width;
+    if (row >= plan->rows) continue;
+    *section++ = row;
+    *section++ = group->row_lengths[row];
+    const int32_t *data = group->rows + (size_t)row * group->layout.width;
     for (uint32_t column = changes->low[row]; column < changes->high[row];
          ++column) {
       *cell++ = row;
@@ -191,122 +208,209 @@ static void pack(const clbt_table *table, uint32_t num_reqs, const pending *p,
   }
 }
 
-static clbt_status scatter_kernel(clbt_table *table) {
-  if (table->scatter) return CLBT_SUCCESS;
-  cl_program program;
-  cl_int error = CL_SUCCESS;
-  clbt_status status = clbt__program_get(
-      table->device, CLBT__SOURCE_COMMIT_SCATTER, "", &program);
-  if (status) return status;
-  table->scatter = clCreateKernel(program, "clbt_commit_scatter", &error);
-  if (error) return clbt__cl_fail(error, "clCreateKernel");
-  return CLBT_SUCCESS;
-}
-
 /* The arguments of clbt_commit_scatter by name (cl/contract.h). */
 enum {
 #define ARGUMENT(NAME, type, name) SCATTER_ARG_##NAME,
   CLBT_COMMIT_SCATTER_FIRST_ARGUMENT(ARGUMENT)
   CLBT_COMMIT_SCATTER_ARGUMENTS(ARGUMENT)
 #undef ARGUMENT
+  SCATTER_ARGS_BEFORE_GROUPS
+};
+enum {
+#define GROUP_ARGUMENT(g, NAME, type, name) SCATTER_GROUP_ARG_##NAME,
+  CLBT_COMMIT_SCATTER_GROUP_ARGUMENTS(GROUP_ARGUMENT, 0)
+#undef GROUP_ARGUMENT
+  SCATTER_ARGS_PER_GROUP
 };
 
-static clbt_status set_scatter_arguments(const clbt_table *table,
-                                         const clbt__staging *slot,
-                                         const pending *p) {
-  cl_uint num_lengths = (cl_uint)p->rows, num_cells = (cl_uint)p->cells;
-  cl_uint row_stride = table->layout.width;
-  const cl_ulong *at = table->region_words;
+/* Group g's section of this commit's packet (empty: nothing to scatter). */
+static clbt_status set_section(cl_kernel scatter, uint32_t g,
+                               const clbt__commit_plan *plan) {
+  bool scatters = plan->mode == CLBT_COMMIT_SCATTER;
+  cl_ulong packet_at = scatters ? plan->packet_at : 0;
+  cl_uint num_lengths = scatters ? plan->pending.rows : 0;
+  cl_uint num_cells = scatters ? (cl_uint)plan->pending.cells : 0;
+  cl_uint first = SCATTER_ARGS_BEFORE_GROUPS + g * SCATTER_ARGS_PER_GROUP;
   const clbt__kernel_arg args[] = {
-      {SCATTER_ARG_PACKET, sizeof(cl_mem), &slot->buffer},
-      {SCATTER_ARG_NUM_LENGTHS, sizeof num_lengths, &num_lengths},
-      {SCATTER_ARG_NUM_CELLS, sizeof num_cells, &num_cells},
-      {SCATTER_ARG_STORAGE, sizeof(cl_mem), &table->storage},
-      {SCATTER_ARG_ROWS_AT, sizeof(cl_ulong), &at[CLBT__ROWS]},
-      {SCATTER_ARG_ROW_STRIDE, sizeof row_stride, &row_stride},
-      {SCATTER_ARG_ROW_LENGTHS_AT, sizeof(cl_ulong), &at[CLBT__ROW_LENGTHS]}};
-  return clbt__set_kernel_args(table->scatter, args,
-                               sizeof args / sizeof args[0]);
+      {first + SCATTER_GROUP_ARG_PACKET_AT, sizeof packet_at, &packet_at},
+      {first + SCATTER_GROUP_ARG_NUM_LENGTHS, sizeof num_lengths, &num_lengths},
+      {first + SCATTER_GROUP_ARG_NUM_CELLS, sizeof num_cells, &num_cells}};
+  return clbt__set_kernel_args(scatter, args, sizeof args / sizeof args[0]);
 }
 
-/* Uploads the packet of changes and scatters it: two commands, no wait. */
-static clbt_status commit_scatter(clbt_table *table, uint32_t num_reqs,
-                                  const pending *p, cl_uint num_events,
-                                  const cl_event *wait_list, cl_event *event) {
-  cl_command_queue queue = table->device->queue;
-  size_t words = (size_t)packet_words(p->rows, p->cells);
-  size_t global, local, kernel_max_group = 0;
-  clbt__staging *slot = NULL;
-  cl_event uploaded = NULL, scattered = NULL;
-  clbt_status status = scatter_kernel(table);
-  if (!status)
-    status = clbt__staging_acquire(&table->staging, table->device->context,
-                                   words, true, &slot);
-  if (!status) status = set_scatter_arguments(table, slot, p);
+/* The storage and offsets of group g, which stay from call to call. */
+clbt_status clbt__bind_scatter_group(cl_kernel scatter, uint32_t g,
+                                     const clbt_table *group) {
+  cl_uint first = SCATTER_ARGS_BEFORE_GROUPS + g * SCATTER_ARGS_PER_GROUP;
+  cl_uint row_stride = group->layout.width;
+  const cl_ulong *at = group->region_words;
+  const clbt__kernel_arg args[] = {
+      {first + SCATTER_GROUP_ARG_STORAGE, sizeof(cl_mem), &group->storage},
+      {first + SCATTER_GROUP_ARG_ROWS_AT, sizeof(cl_ulong), &at[CLBT__ROWS]},
+      {first + SCATTER_GROUP_ARG_ROW_STRIDE, sizeof row_stride, &row_stride},
+      {first + SCATTER_GROUP_ARG_ROW_LENGTHS_AT, sizeof(cl_ulong),
+       &at[CLBT__ROW_LENGTHS]},
+      {first + SCATTER_GROUP_ARG_ROW_VERSIONS_AT, sizeof(cl_ulong),
+       &at[CLBT__ROW_VERSIONS]}};
+  return clbt__set_kernel_args(scatter, args, sizeof args / sizeof args[0]);
+}
+
+/* One launch's scatter: its groups' sections of the uploaded packet. */
+static clbt_status scatter_launch(clbt__launch *launch,
+                                  const clbt__commit_plan *plans,
+                                  const clbt__staging *slot, uint32_t version,
+                                  clbt__sequence *sequence) {
+  clbt_device *device = launch->groups[0]->device;
+  size_t items = 0, global, local, kernel_max_group = 0;
+  cl_event scattered = NULL;
+  clbt_status status = clbt__set_kernel_args(
+        launch->scatter,
+        (const clbt__kernel_arg[]){
+            {SCATTER_ARG_PACKET, sizeof(cl_mem), &slot->buffer},
+            {SCATTER_ARG_VERSION, sizeof version, &version}},
+        2);
+  for (uint32_t g = 0; !status && g < launch->num_groups; ++g) {
+    status = set_section(launch->scatter, g, &plans[g]);
+    if (plans[g].mode == CLBT_COMMIT_SCATTER) {
+      size_t group_items = plans[g].pending.rows + plans[g].pending.cells;
+      if (group_items > items) items = group_items;
+    }
+  }
   if (status) return status;
-  pack(table, num_reqs, p, slot->packet);
-  CLBT__CL_TRY(clGetKernelWorkGroupInfo(table->scatter, table->device->id,
+  CLBT__CL_TRY(clGetKernelWorkGroupInfo(launch->scatter, device->id,
                                         CL_KERNEL_WORK_GROUP_SIZE,
                                         sizeof kernel_max_group,
                                         &kernel_max_group, NULL),
                status, done);
-  clbt__geometry(table->device, kernel_max_group, p->rows + p->cells, &global,
-                 &local);
-  CLBT__CL_TRY(clEnqueueWriteBuffer(queue, slot->buffer, CL_FALSE, 0,
-                                    words * sizeof(uint32_t), slot->packet,
-                                    num_events, wait_list, &uploaded),
+  clbt__geometry(device, kernel_max_group, items, &global, &local);
+  CLBT__CL_TRY(clEnqueueNDRangeKernel(device->queue, launch->scatter, 1, NULL,
+                                      &global, &local, 0, NULL, &scattered),
                status, done);
-  clbt__staging_add_reader(slot, uploaded);
-  CLBT__CL_TRY(clEnqueueNDRangeKernel(queue, table->scatter, 1, NULL, &global,
-                                      &local, 0, NULL, &scattered),
-               status, done);
-  clbt__staging_add_reader(slot, scattered);
-  status = hand_back(scattered, event);
-  table->last_commit = (clbt_commit_info){CLBT_COMMIT_SCATTER, p->rows,
-                                          words * sizeof(uint32_t)};
+  status = clbt__sequence_done(sequence, scattered, false);
 done:
   return status;
 }
 
-/* Nothing to move: still honour the wait list and hand back an event. */
-static clbt_status commit_nothing(clbt_table *table, cl_uint num_events,
-                                  const cl_event *wait_list, cl_event *event) {
-  table->last_commit = (clbt_commit_info){CLBT_COMMIT_AUTO, 0, 0};
-  return clbt__enqueue_marker(table->device->queue, num_events, wait_list,
-                              event);
+/* Whether any of a launch's groups scatters. */
+static bool launch_scatters(const clbt__launch *launch,
+                            const clbt__commit_plan *plans) {
+  for (uint32_t g = 0; g < launch->num_groups; ++g)
+    if (plans[g].mode == CLBT_COMMIT_SCATTER) return true;
+  return false;
 }
 
 /*
- * A stale device copy (an earlier upload failed, or a call failed after
- * changing the device) is rewritten whole, every row, whatever the mode:
- * the changes no longer say what differs.
+ * Every scattering group's section in one packet and one upload, then one
+ * scatter per launch that has such a group. The slot's readers are the
+ * upload and the last scatter: the queue is in order.
  */
-clbt_status clbt__commit(clbt_table *table, uint32_t num_reqs,
-                         cl_uint num_events, const cl_event *wait_list,
-                         cl_event *event) {
-  bool upload_failed = false;
-  clbt_status status = clbt__staging_reap(&table->staging, &upload_failed);
+static clbt_status commit_scatters(clbt__launch *launches,
+                                   uint32_t num_launches, clbt__commit_plan *plans,
+                                   size_t words, uint32_t version,
+                                   clbt__sequence *sequence) {
+  clbt_table *first = launches[0].groups[0];
+  clbt__staging *slot = NULL;
+  cl_uint num_events;
+  const cl_event *wait_list;
+  cl_event uploaded = NULL;
+  clbt_status status =
+      clbt__staging_acquire(&first->engine->staging, first->device->context,
+                            words, true, &slot);
   if (status) return status;
-  if (upload_failed) table->device_stale = true;
-  uint32_t rows = table->device_stale ? table->layout.max_num_reqs : num_reqs;
-  pending p = count_pending(&table->changes, rows);
-  clbt_commit_mode mode = CLBT_COMMIT_WHOLE;
-  if (!table->device_stale) {
-    if (p.rows == 0) return commit_nothing(table, num_events, wait_list, event);
-    status = clbt__commit_choose(table->commit_mode, rows, table->layout.width,
-                                 p.rows, p.cells, &mode);
-    if (status) return status;
-  }
-  if (mode == CLBT_COMMIT_SCATTER)
-    status = commit_scatter(table, rows, &p, num_events, wait_list, event);
-  else
-    status = commit_whole(table, rows, num_events, wait_list, event);
-  table->device_stale = status != CLBT_SUCCESS;
-  if (!status) unlist_committed(&table->changes, rows);
+  for (uint32_t l = 0, p = 0; l < num_launches; ++l)
+    for (uint32_t g = 0; g < launches[l].num_groups; ++g, ++p)
+      if (plans[p].mode == CLBT_COMMIT_SCATTER)
+        pack(launches[l].groups[g], &plans[p], slot->packet + plans[p].packet_at);
+  clbt__sequence_next(sequence, &num_events, &wait_list);
+  CLBT__CL_TRY(clEnqueueWriteBuffer(first->device->queue, slot->buffer,
+                                    CL_FALSE, 0, words * sizeof(uint32_t),
+                                    slot->packet, num_events, wait_list,
+                                    &uploaded),
+               status, done);
+  clbt__staging_add_reader(slot, uploaded);
+  for (uint32_t l = 0, p = 0; !status && l < num_launches;
+       p += launches[l].num_groups, ++l)
+    if (launch_scatters(&launches[l], &plans[p]))
+      status = scatter_launch(&launches[l], &plans[p], slot, version, sequence);
+  if (!status)
+    CLBT__CL_TRY(clRetainEvent(sequence->last), status, done);
+  clbt__staging_add_reader(slot, sequence->last);
+done:
   return status;
 }
 
-void clbt__commit_release(clbt_table *table) {
-  clbt__staging_pool_free(&table->staging);
-  if (table->scatter) clReleaseKernel(table->scatter);
+/* Plans every group's commit; nothing is enqueued when one cannot go. */
+static clbt_status plan_commit(clbt__launch *launches, uint32_t num_launches,
+                               uint32_t num_reqs, clbt__commit_plan *plans,
+                               size_t *scatter_words) {
+  *scatter_words = 0;
+  for (uint32_t l = 0, p = 0; l < num_launches; ++l)
+    for (uint32_t g = 0; g < launches[l].num_groups; ++g, ++p) {
+      clbt_status status = plan_group(launches[l].groups[g], num_reqs, &plans[p]);
+      if (status) return status;
+      plans[p].packet_at = *scatter_words;
+      if (plans[p].mode == CLBT_COMMIT_SCATTER)
+        *scatter_words += (size_t)packet_words(plans[p].pending.rows,
+                                               plans[p].pending.cells);
+    }
+  return CLBT_SUCCESS;
+}
+
+/* What a commit that enqueued everything leaves: synced rows unlisted. */
+static void settle(clbt_table *group, const clbt__commit_plan *plan) {
+  group->device_stale = false;
+  if (plan->mode == CLBT_COMMIT_AUTO) {
+    group->last_commit = (clbt_commit_info){CLBT_COMMIT_AUTO, 0, 0};
+    return;
+  }
+  if (plan->mode == CLBT_COMMIT_SCATTER)
+    group->last_commit = (clbt_commit_info){
+        CLBT_COMMIT_SCATTER, plan->pending.rows,
+        packet_words(plan->pending.rows, plan->pending.cells) *
+            sizeof(uint32_t)};
+  unlist_committed(&group->changes, plan->rows);
+}
+
+/* Marks every group stale: after a failure, or a packet that never
+   arrived, the changes no longer say what differs. */
+static void mark_stale(clbt__launch *launches, uint32_t num_launches) {
+  for (uint32_t l = 0; l < num_launches; ++l)
+    for (uint32_t g = 0; g < launches[l].num_groups; ++g)
+      launches[l].groups[g]->device_stale = true;
+}
+
+clbt_status clbt__commit(clbt__launch *launches, uint32_t num_launches,
+                         uint32_t num_reqs, clbt__sequence *sequence) {
+  clbt_multi_table *engine = launches[0].groups[0]->engine;
+  clbt__commit_plan *plans = engine->commit_plans;
+  bool upload_failed = false;
+  size_t scatter_words = 0;
+  clbt_status status = clbt__staging_reap(&engine->staging, &upload_failed);
+  if (status) return status;
+  /* The pool is the engine's: any of its groups may have lost a packet. */
+  if (upload_failed) mark_stale(engine->launches, engine->num_launches);
+  status = plan_commit(launches, num_launches, num_reqs, plans, &scatter_words);
+  /* Every kernel first, so that a failure to make one enqueues nothing. */
+  for (uint32_t l = 0, p = 0; !status && l < num_launches;
+       p += launches[l].num_groups, ++l)
+    if (launch_scatters(&launches[l], &plans[p]))
+      status = clbt__launch_scatter(&launches[l]);
+  if (status) return status;
+  uint32_t version = clbt__next_version(launches[0].groups[0]);
+  for (uint32_t l = 0, p = 0; !status && l < num_launches; ++l)
+    for (uint32_t g = 0; !status && g < launches[l].num_groups; ++g, ++p)
+      if (plans[p].mode == CLBT_COMMIT_WHOLE)
+        status = commit_whole(launches[l].groups[g], plans[p].rows, version,
+                              sequence);
+  if (!status && scatter_words > 0)
+    status = commit_scatters(launches, num_launches, plans, scatter_words,
+                             version, sequence);
+  if (status) {
+    mark_stale(launches, num_launches);
+    return status;
+  }
+  for (uint32_t l = 0, p = 0; l < num_launches; ++l)
+    for (uint32_t g = 0; g < launches[l].num_groups; ++g, ++p)
+      settle(launches[l].groups[g], &plans[p]);
+  return CLBT_SUCCESS;
 }

@@ -40,8 +40,12 @@
                      CLBT__END_OF(type, last) == sizeof(type),           \
                  #type " starts with struct_size and ends with " #last)
 CLBT__CHECK_LAYOUT(clbt_table_config, zero_gathered_tails);
-CLBT__CHECK_LAYOUT(clbt_group_config, zero_gathered_tails);
-CLBT__CHECK_LAYOUT(clbt_multi_table_config, groups);
+CLBT__CHECK_LAYOUT(clbt_group_config, cp_replicated);
+CLBT__CHECK_LAYOUT(clbt_multi_table_config, zero_gathered_tails);
+CLBT__CHECK_LAYOUT(clbt_step, seq_lens);
+
+/* clbt_step as 0.3, its first version, declared it. Frozen. */
+#define CLBT__STEP_0_3 CLBT__END_OF(clbt_step, seq_lens)
 
 /* The size a caller's struct has, from its struct_size; name is its path. */
 static clbt_status size_of(const void *given, size_t base, const char *name,
@@ -149,4 +153,10 @@ clbt_group_config clbt__group_config_at(const clbt_multi_table_config *config,
           &stride);
   copy_known(&group, sizeof group, group_at(config, g, stride), stride);
   return group;
+}
+
+clbt_status clbt__step_read(const clbt_step *given, clbt_step *out) {
+  size_t size;
+  if (!given) return clbt__fail(CLBT_NULL_ARGUMENT, "step is NULL");
+  return read_struct(given, CLBT__STEP_0_3, sizeof *out, "step", out, &size);
 }

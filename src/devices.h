@@ -66,7 +66,8 @@ typedef enum clbt__source {
 
 /*
  * The bytes a source's specific options take at most, with their NUL: eight
- * groups of five numbers of at most ten digits and the rest take about 630.
+ * groups of five numbers of at most ten digits and two flags, and the rest,
+ * take about 660.
  * With clbt's common options and the device's build options they fit in
  * CLBT_PROGRAM_OPTIONS_SIZE (program.c checks).
  */
@@ -118,6 +119,36 @@ clbt_status clbt__check_wait_list(cl_uint num_events,
  */
 clbt_status clbt__enqueue_marker(cl_command_queue queue, cl_uint num_events,
                                  const cl_event *wait_list, cl_event *event);
+
+/*
+ * Commands enqueued in order on one queue as one call: the first waits
+ * for the caller's wait list, and the last one's event is what the call
+ * hands back.
+ */
+typedef struct clbt__sequence {
+  cl_command_queue queue;
+  cl_uint num_events;        /* the caller's wait list, until a command */
+  const cl_event *wait_list; /* takes it */
+  cl_event last;             /* the last command's event, owned; or NULL */
+} clbt__sequence;
+
+/* Takes the wait list for the next command: the caller's, once. */
+void clbt__sequence_next(clbt__sequence *sequence, cl_uint *num_events,
+                         const cl_event **wait_list);
+/*
+ * Records the event of the command just enqueued; the sequence takes the
+ * reference, or with shared a reference of its own.
+ */
+clbt_status clbt__sequence_done(clbt__sequence *sequence, cl_event event,
+                                bool shared);
+/*
+ * Ends the sequence of a call that ends in status. On success, hands the
+ * caller (when event is not NULL) the last command's event, or a marker
+ * after the wait list when nothing was enqueued. Releases what it holds
+ * either way, and returns status or the marker's failure.
+ */
+clbt_status clbt__sequence_end(clbt__sequence *sequence, clbt_status status,
+                               cl_event *event);
 
 /* ---- the on-disk program cache (binary_cache.c) ------------------------- */
 

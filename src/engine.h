@@ -37,7 +37,8 @@ typedef struct clbt__table_layout {
 clbt_status clbt__table_layout_init(const clbt_table_config *config,
                                     clbt__table_layout *layout);
 
-/* The most groups one slot-mapping launch serves (cl/slot_mapping.cl). */
+/* The most groups one launch serves (cl/slot_mapping.cl,
+   cl/commit_scatter.cl). */
 #define CLBT__MAX_LAUNCH_GROUPS CLBT_MAX_LAUNCH_GROUPS
 
 /*
@@ -55,11 +56,19 @@ typedef struct clbt__batch {
   cl_mem idx_mapping;       /* int32[num_reqs], or NULL: the identity */
 } clbt__batch;
 
-/* One slot-mapping kernel bound to the buffers of 1..8 tables. */
+/*
+ * The kernels of 1..8 groups, bound to their buffers: the step kernel
+ * (slot mappings and gather) and, from the first scatter commit on, the
+ * commit scatter. An engine launches its groups eight at a time; a group
+ * of a multi-group table used on its own has a launch of its own.
+ */
 typedef struct clbt__launch {
   cl_kernel kernel;
   size_t global_size;
   size_t local_size;
+  clbt_table *const *groups; /* num_groups of them, not owned */
+  uint32_t num_groups;
+  cl_kernel scatter;         /* NULL until the first scatter commit */
 } clbt__launch;
 
 /*
@@ -72,8 +81,17 @@ typedef struct clbt__exporter {
 } clbt__exporter;
 
 /*
- * Builds (or finds) the slot-mapping program for 1..8 group specs of tables
- * with max_num_reqs rows.
+ * A step as the engine runs it: a batch (whose idx_mapping names the rows
+ * it reads) and how many positions it gathers (0: none).
+ */
+typedef struct clbt__step_batch {
+  clbt__batch batch;
+  uint32_t gathered_reqs;
+} clbt__step_batch;
+
+/*
+ * Builds (or finds) the step program for 1..8 group specs of tables with
+ * max_num_reqs rows.
  */
 clbt_status clbt__launch_program(clbt_device *device,
                                  const clbt__group_spec *const *specs,
@@ -81,12 +99,22 @@ clbt_status clbt__launch_program(clbt_device *device,
                                  cl_program *program);
 
 /*
- * Builds (or finds) the program for these tables' specs and binds their
- * buffers. The tables share max_num_reqs and max_num_batched_tokens.
+ * A launch of these tables, which share max_num_reqs and
+ * max_num_batched_tokens and outlive it. Its step kernel is built now when
+ * a table maps tokens, else on the first gather (clbt__launch_build): a
+ * table of NONE groups builds nothing until it gathers.
  */
 clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *tables,
                               uint32_t num_tables);
+/* Builds (or finds) the step program of the launch's tables and binds their
+   buffers, unless the kernel is there. */
+clbt_status clbt__launch_build(clbt__launch *launch);
+/* Whether a launch has a group that maps tokens. */
+bool clbt__launch_maps_tokens(const clbt__launch *launch);
 void clbt__launch_release(clbt__launch *launch);
+
+/* The commit scatter kernel of a launch's groups, made on first use. */
+clbt_status clbt__launch_scatter(clbt__launch *launch);
 
 /*
  * Checks a batch's arguments against a table's bounds and context (the
@@ -97,11 +125,12 @@ clbt_status clbt__check_batch_arguments(const clbt_table *table,
                                         cl_uint num_events,
                                         const cl_event *wait_list);
 
-/* Enqueues a checked batch. */
+/* Enqueues a checked step. */
 clbt_status clbt__launch_enqueue(const clbt__launch *launch,
                                  cl_command_queue queue,
-                                 const clbt__batch *batch, cl_uint num_events,
-                                 const cl_event *wait_list, cl_event *event);
+                                 const clbt__step_batch *step,
+                                 cl_uint num_events, const cl_event *wait_list,
+                                 cl_event *event);
 
 /*
  * What the row operations changed since the last commit. Per row: the
@@ -153,6 +182,10 @@ typedef enum clbt__region {
   CLBT__ROW_LENGTHS,     /* int32 [max_num_reqs], committed lengths */
   CLBT__SLOTS,           /* int64 [max_num_batched_tokens], the output */
   CLBT__REJECTED_TOKENS, /* uint32, the rejected-token count */
+  CLBT__ROW_VERSIONS,    /* uint32 [max_num_reqs], each committed row's
+                            version: the commit that last wrote it */
+  CLBT__GATHERED,        /* int32 [max_num_reqs][width], the gather's output */
+  CLBT__GATHER_RECORDS,  /* uint32 [max_num_reqs][CLBT_GATHER_RECORD_WORDS] */
   /* The attention export (export.c), token-mapping groups only (empty in a
      NONE group), int32: */
   CLBT__EXPORT_INDPTR,   /* [max_num_reqs + 1] */
@@ -169,11 +202,9 @@ struct clbt_table {
   int32_t *rows;           /* [max_num_reqs][width] */
   uint32_t *row_lengths;   /* [max_num_reqs], kernel blocks */
   clbt__changes changes;
-  clbt__staging_pool staging;
   bool device_stale;       /* the device copy may differ from the host
                               beyond what changes lists: the next commit
                               rewrites every row */
-  cl_kernel scatter;       /* NULL until the first scatter commit */
   clbt__exporter exporter; /* built on the first export */
   clbt_commit_mode commit_mode;
   clbt_commit_info last_commit;
@@ -182,7 +213,7 @@ struct clbt_table {
   cl_ulong region_words[CLBT__NUM_REGIONS]; /* their offsets, 32-bit words */
   clbt_multi_table *engine; /* the engine the group belongs to */
   clbt__launch launch;     /* this group alone, built when a group of a
-                              multi-group table is mapped on its own */
+                              multi-group table is used on its own */
 };
 
 /*
@@ -265,6 +296,22 @@ clbt_status clbt__check_padding(const clbt_table *table, const char *name,
 
 /* ---- the engine (engine.c) ---------------------------------------------- */
 
+/* The listed rows below a commit's bound: how many, and their changed
+   cells. */
+typedef struct clbt__pending {
+  uint32_t rows;
+  uint64_t cells;
+} clbt__pending;
+
+/* How one group's commit travels. */
+typedef struct clbt__commit_plan {
+  clbt_commit_mode mode; /* CLBT_COMMIT_AUTO: nothing to move */
+  uint32_t rows;         /* rows [0, rows) are committed */
+  clbt__pending pending;
+  size_t packet_at;      /* its section of the scatter packet, words */
+} clbt__commit_plan;
+
+
 /*
  * Groups made, launched and freed together: a clbt_multi_table, or the one
  * group of a clbt_table, which then owns its engine (standalone).
@@ -272,9 +319,12 @@ clbt_status clbt__check_padding(const clbt_table *table, const char *name,
 struct clbt_multi_table {
   uint32_t num_groups;
   clbt_table **groups;
-  uint32_t num_launches;   /* one per eight token-mapping groups */
+  uint32_t num_launches;   /* one per eight groups */
   clbt__launch *launches;
   bool standalone;
+  clbt__staging_pool staging; /* every commit's packets */
+  uint32_t version;        /* the last version a commit gave rows */
+  clbt__commit_plan *commit_plans; /* [num_groups], a commit's scratch */
 };
 
 /* Creates num_groups groups of these checked layouts, and their launches. */
@@ -290,16 +340,51 @@ clbt_status clbt__engine_prepare(clbt_device *device,
                                  uint32_t num_groups);
 
 /*
+ * The launches a call on group works on: with engine, the engine's; with
+ * engine NULL, group's own (the engine's when it is standalone), built on
+ * first use.
+ */
+clbt_status clbt__launches_of(clbt_table *group, clbt_multi_table *engine,
+                              clbt__launch **launches, uint32_t *count);
+
+/*
+ * Enqueues the step kernel of each launch with work (a gather, or a group
+ * that maps tokens) in the sequence; with want_event the sequence keeps
+ * the last one's event.
+ */
+clbt_status clbt__run_launches(const clbt__launch *launches,
+                              uint32_t num_launches,
+                              const clbt__step_batch *step,
+                              clbt__sequence *sequence, bool want_event);
+
+/*
  * Checks a batch against group (all of an engine's groups share their
  * bounds and context) and enqueues its slot mapping: for every
  * token-mapping group of engine, or, with engine NULL, for group alone.
  */
 clbt_status clbt__enqueue_slot_mapping(clbt_table *group,
-                                       const clbt_multi_table *engine,
+                                       clbt_multi_table *engine,
                                        const clbt__batch *batch,
                                        cl_uint num_events,
                                        const cl_event *wait_list,
                                        cl_event *event);
+
+/*
+ * Checks num_reqs and the wait list and enqueues the commit of rows
+ * [0, num_reqs) of every group of engine or, with engine NULL, of group
+ * alone.
+ */
+clbt_status clbt__enqueue_commit(clbt_table *group, clbt_multi_table *engine,
+                                 uint32_t num_reqs, cl_uint num_events,
+                                 const cl_event *wait_list, cl_event *event);
+
+/*
+ * Checks a step against group and enqueues it, for every group of engine
+ * or, with engine NULL, for group alone (clbt_table_enqueue_step).
+ */
+clbt_status clbt__enqueue_step(clbt_table *group, clbt_multi_table *engine,
+                               const clbt_step *step, cl_uint num_events,
+                               const cl_event *wait_list, cl_event *event);
 
 /* ---- the attention export (export.c) ------------------------------------ */
 
@@ -310,8 +395,12 @@ clbt__batch clbt__export_batch(const clbt_export_request *request);
  * Checks a batch against group (all of an engine's groups share their
  * bounds and context) and enqueues the export of every token-mapping
  * group of engine, or, with engine NULL, of group alone (which must map
- * tokens).
+ * tokens). clbt__check_export makes the checks alone.
  */
+clbt_status clbt__check_export(clbt_table *group,
+                               const clbt_multi_table *engine,
+                               const clbt__batch *batch, cl_uint num_events,
+                               const cl_event *wait_list);
 clbt_status clbt__enqueue_export(clbt_table *group,
                                  const clbt_multi_table *engine,
                                  const clbt__batch *batch, cl_uint num_events,
@@ -330,13 +419,15 @@ void clbt__changes_mark(clbt_table *table, uint32_t row, uint32_t low,
 /* Forgets every change (after clear, which resets both sides). */
 void clbt__changes_reset(clbt__changes *changes, uint32_t max_num_reqs);
 
+
 /*
- * Commits a checked num_reqs the way the table's mode picks, or every row
- * when the device copy is stale. A failure leaves it stale.
+ * Commits rows [0, num_reqs) of every group of the launches, each the way
+ * its mode picks, or every row of a group whose device copy is stale: the
+ * scatter commits of all groups share one upload and one kernel per
+ * launch. A failure leaves the groups stale.
  */
-clbt_status clbt__commit(clbt_table *table, uint32_t num_reqs,
-                         cl_uint num_events, const cl_event *wait_list,
-                         cl_event *event);
+clbt_status clbt__commit(clbt__launch *launches, uint32_t num_launches,
+                         uint32_t num_reqs, clbt__sequence *sequence);
 
 /*
  * How a commit of `rows` listed rows and `cells` changed cells, among
@@ -348,8 +439,12 @@ clbt_status clbt__commit_choose(clbt_commit_mode mode, uint32_t num_reqs,
                                 uint32_t width, uint64_t rows, uint64_t cells,
                                 clbt_commit_mode *chosen);
 
-/* Releases the staging pool, waiting for its uploads, and the kernel. */
-void clbt__commit_release(clbt_table *table);
+/* A new version for the rows a commit or clear writes. */
+uint32_t clbt__next_version(clbt_table *group);
+
+/* Binds group g's storage and offsets to a launch's scatter kernel. */
+clbt_status clbt__bind_scatter_group(cl_kernel scatter, uint32_t g,
+                                     const clbt_table *group);
 
 /* ---- staging (staging.c) ------------------------------------------------ */
 

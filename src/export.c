@@ -161,22 +161,34 @@ static clbt_table *exported(clbt_table *group, const clbt_multi_table *engine,
   return maps_tokens(candidate) ? candidate : NULL;
 }
 
-clbt_status clbt__enqueue_export(clbt_table *group,
-                                 const clbt_multi_table *engine,
-                                 const clbt__batch *batch, cl_uint num_events,
-                                 const cl_event *wait_list, cl_event *event) {
+clbt_status clbt__check_export(clbt_table *group,
+                               const clbt_multi_table *engine,
+                               const clbt__batch *batch, cl_uint num_events,
+                               const cl_event *wait_list) {
   if (!engine && !maps_tokens(group))
     return clbt__fail(CLBT_INVALID_ARGUMENT,
                       "the table's slot_mode is CLBT_SLOT_MODE_NONE: its rows "
                       "hold states, not pages, and it has no export");
   clbt_status status =
       clbt__check_batch_arguments(group, batch, num_events, wait_list);
+  uint32_t count = engine ? engine->num_groups : 1;
+  for (uint32_t g = 0; !status && g < count; ++g)
+    if (exported(group, engine, g))
+      status = check_pages(exported(group, engine, g));
+  return status;
+}
+
+clbt_status clbt__enqueue_export(clbt_table *group,
+                                 const clbt_multi_table *engine,
+                                 const clbt__batch *batch, cl_uint num_events,
+                                 const cl_event *wait_list, cl_event *event) {
+  clbt_status status =
+      clbt__check_export(group, engine, batch, num_events, wait_list);
   uint32_t count = engine ? engine->num_groups : 1, first = count, last = 0;
-  for (uint32_t g = 0; !status && g < count; ++g) {
+  for (uint32_t g = 0; g < count; ++g) {
     if (!exported(group, engine, g)) continue;
     if (first == count) first = g;
     last = g;
-    status = check_pages(exported(group, engine, g));
   }
   if (status) return status;
   if (first == count)

@@ -81,6 +81,9 @@ clbt_status clbt__table_layout_init(const clbt_table_config *config,
       config->kernel_block_size ? config->kernel_block_size : config->block_size;
   layout->spec.kv_block_size = config->block_size;
   layout->spec.blocks_per_kv_block = config->block_size / layout->kernel_block_size;
+  layout->spec.maps_tokens =
+      config->slot_mode == CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT;
+  layout->spec.zero_gathered_tails = config->zero_gathered_tails != 0;
   layout->max_num_reqs = config->max_num_reqs;
   layout->max_num_batched_tokens = config->max_num_batched_tokens;
   layout->slot_mode = config->slot_mode;
@@ -125,6 +128,10 @@ static clbt_status plan_regions(const clbt_table *table, size_t *origins,
   sizes[CLBT__ROW_LENGTHS] = table->layout.max_num_reqs * sizeof(cl_int);
   sizes[CLBT__SLOTS] = table->layout.max_num_batched_tokens * sizeof(cl_long);
   sizes[CLBT__REJECTED_TOKENS] = sizeof(cl_uint);
+  sizes[CLBT__ROW_VERSIONS] = table->layout.max_num_reqs * sizeof(cl_uint);
+  sizes[CLBT__GATHERED] = rows_bytes(table);
+  sizes[CLBT__GATHER_RECORDS] = (size_t)table->layout.max_num_reqs *
+                                CLBT_GATHER_RECORD_WORDS * sizeof(cl_uint);
   export_sizes(table, sizes);
   size_t offset = 0;
   for (int r = 0; r < CLBT__NUM_REGIONS; ++r) {
@@ -201,7 +208,6 @@ clbt_status clbt__group_create(clbt_device *device,
 void clbt__group_destroy(clbt_table *table) {
   if (!table) return;
   clbt__launch_release(&table->launch);
-  clbt__commit_release(table);
   clbt__exporter_release(&table->exporter);
   for (int r = 0; r < CLBT__NUM_REGIONS; ++r)
     if (table->regions[r]) clReleaseMemObject(table->regions[r]);
@@ -215,11 +221,17 @@ void clbt__group_destroy(clbt_table *table) {
 
 clbt_status clbt__table_zero_device(clbt_table *table) {
   const cl_int zero = 0;
-  clbt_status status = clbt__group_fill(table, table->regions[CLBT__ROWS], &zero,
-                            sizeof zero, rows_bytes(table));
+  const cl_uint version = clbt__next_version(table);
+  size_t rows = table->layout.max_num_reqs;
+  clbt_status status = clbt__group_fill(table, table->regions[CLBT__ROWS],
+                                        &zero, sizeof zero, rows_bytes(table));
   if (!status)
-    status = clbt__group_fill(table, table->regions[CLBT__ROW_LENGTHS], &zero, sizeof zero,
-                  table->layout.max_num_reqs * sizeof(int32_t));
+    status = clbt__group_fill(table, table->regions[CLBT__ROW_LENGTHS], &zero,
+                              sizeof zero, rows * sizeof(int32_t));
+  /* Every row changed: the gather copies each again. */
+  if (!status)
+    status = clbt__group_fill(table, table->regions[CLBT__ROW_VERSIONS],
+                              &version, sizeof version, rows * sizeof version);
   /* The first fill may have run: the next commit rewrites every row. */
   if (status) table->device_stale = true;
   return status;

@@ -1,7 +1,8 @@
 /*
- * Slot-mapping launches: the kernel of cl/slot_mapping.cl specialised for
- * 1..8 tables (one table, or the token-mapping groups of a multi-group
- * table), bound to their buffers, with a geometry chosen for the device.
+ * Launches: the step kernel of cl/slot_mapping.cl specialised for 1..8
+ * groups (one table, or eight groups of a multi-group table) and their
+ * commit scatter kernel, bound to their buffers, with a geometry chosen for
+ * the device.
  */
 #include "engine.h"
 
@@ -88,7 +89,12 @@ static clbt_status bind_group(cl_kernel kernel, uint32_t g,
        &at[CLBT__ROW_LENGTHS]},
       {first + GROUP_ARG_SLOTS_AT, sizeof(cl_ulong), &at[CLBT__SLOTS]},
       {first + GROUP_ARG_REJECTED_TOKENS_AT, sizeof(cl_ulong),
-       &at[CLBT__REJECTED_TOKENS]}};
+       &at[CLBT__REJECTED_TOKENS]},
+      {first + GROUP_ARG_ROW_VERSIONS_AT, sizeof(cl_ulong),
+       &at[CLBT__ROW_VERSIONS]},
+      {first + GROUP_ARG_GATHERED_AT, sizeof(cl_ulong), &at[CLBT__GATHERED]},
+      {first + GROUP_ARG_GATHER_RECORDS_AT, sizeof(cl_ulong),
+       &at[CLBT__GATHER_RECORDS]}};
   return clbt__set_kernel_args(kernel, args, sizeof args / sizeof args[0]);
 }
 
@@ -102,15 +108,31 @@ clbt_status clbt__launch_program(clbt_device *device,
   return clbt__program_get(device, CLBT__SOURCE_SLOT_MAPPING, options, program);
 }
 
+bool clbt__launch_maps_tokens(const clbt__launch *launch) {
+  for (uint32_t g = 0; g < launch->num_groups; ++g)
+    if (launch->groups[g]->layout.spec.maps_tokens) return true;
+  return false;
+}
+
 clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *tables,
                               uint32_t num_tables) {
+  launch->groups = tables;
+  launch->num_groups = num_tables;
+  return clbt__launch_maps_tokens(launch) ? clbt__launch_build(launch)
+                                          : CLBT_SUCCESS;
+}
+
+clbt_status clbt__launch_build(clbt__launch *launch) {
+  if (launch->kernel) return CLBT_SUCCESS;
   const clbt__group_spec *specs[CLBT__MAX_LAUNCH_GROUPS];
   cl_program program;
   cl_int error = CL_SUCCESS;
   size_t kernel_max_group = 0;
+  clbt_table *const *tables = launch->groups;
+  uint32_t num_tables = launch->num_groups;
   clbt_device *device = tables[0]->device;
   cl_uint max_tokens = tables[0]->layout.max_num_batched_tokens;
-  uint32_t max_num_reqs = tables[0]->layout.max_num_reqs;
+  cl_uint max_num_reqs = tables[0]->layout.max_num_reqs;
   /* A zero-sized local argument is invalid; the global variant ignores it. */
   size_t cache_bytes = qsl_cache_bytes(device, max_num_reqs);
   for (uint32_t g = 0; g < num_tables; ++g) specs[g] = &tables[g]->layout.spec;
@@ -121,6 +143,9 @@ clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *tables,
   CLBT__CL_CHECK(error, "clCreateKernel", status, fail);
   CLBT__CL_TRY(clSetKernelArg(launch->kernel, ARG_MAX_NUM_TOKENS,
                               sizeof max_tokens, &max_tokens),
+               status, fail);
+  CLBT__CL_TRY(clSetKernelArg(launch->kernel, ARG_MAX_NUM_REQS,
+                              sizeof max_num_reqs, &max_num_reqs),
                status, fail);
   CLBT__CL_TRY(clSetKernelArg(launch->kernel, ARG_QSL_CACHE,
                               cache_bytes ? cache_bytes : sizeof(cl_int), NULL),
@@ -133,7 +158,8 @@ clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *tables,
                                         sizeof kernel_max_group,
                                         &kernel_max_group, NULL),
                status, fail);
-  /* Every slot of every group is written by every call. */
+  /* Every slot of every group is written by every call; the gather takes
+     the work-groups this makes. */
   clbt__geometry(device, kernel_max_group, (size_t)max_tokens * num_tables,
                  &launch->global_size, &launch->local_size);
   return CLBT_SUCCESS;
@@ -144,19 +170,51 @@ fail:
 
 void clbt__launch_release(clbt__launch *launch) {
   if (launch->kernel) clReleaseKernel(launch->kernel);
+  if (launch->scatter) clReleaseKernel(launch->scatter);
   launch->kernel = NULL;
+  launch->scatter = NULL;
+}
+
+clbt_status clbt__launch_scatter(clbt__launch *launch) {
+  if (launch->scatter) return CLBT_SUCCESS;
+  char options[32];
+  cl_program program;
+  cl_int error = CL_SUCCESS;
+  snprintf(options, sizeof options, "-DCLBT_NUM_GROUPS=%u",
+           (unsigned)launch->num_groups);
+  clbt_status status = clbt__program_get(
+      launch->groups[0]->device, CLBT__SOURCE_COMMIT_SCATTER, options,
+      &program);
+  if (status) return status;
+  cl_kernel scatter = clCreateKernel(program, "clbt_commit_scatter", &error);
+  if (error) return clbt__cl_fail(error, "clCreateKernel");
+  for (uint32_t g = 0; !status && g < launch->num_groups; ++g)
+    status = clbt__bind_scatter_group(scatter, g, launch->groups[g]);
+  if (status) {
+    clReleaseKernel(scatter);
+    return status;
+  }
+  launch->scatter = scatter;
+  return CLBT_SUCCESS;
 }
 
 clbt_status clbt__launch_enqueue(const clbt__launch *launch,
                                  cl_command_queue queue,
-                                 const clbt__batch *batch, cl_uint num_events,
-                                 const cl_event *wait_list, cl_event *event) {
+                                 const clbt__step_batch *step,
+                                 cl_uint num_events, const cl_event *wait_list,
+                                 cl_event *event) {
+  const clbt__batch *batch = &step->batch;
+  cl_uint has_idx_mapping = batch->idx_mapping != NULL;
   const clbt__kernel_arg args[] = {
       {ARG_NUM_REQS, sizeof batch->num_reqs, &batch->num_reqs},
       {ARG_NUM_TOKENS, sizeof batch->num_tokens, &batch->num_tokens},
       {ARG_QUERY_START_LOC, sizeof(cl_mem), &batch->query_start_loc},
       {ARG_POSITIONS, sizeof(cl_mem),
-       batch->positions ? &batch->positions : NULL}};
+       batch->positions ? &batch->positions : NULL},
+      {ARG_IDX_MAPPING, sizeof(cl_mem),
+       batch->idx_mapping ? &batch->idx_mapping : NULL},
+      {ARG_HAS_IDX_MAPPING, sizeof has_idx_mapping, &has_idx_mapping},
+      {ARG_GATHERED_REQS, sizeof step->gathered_reqs, &step->gathered_reqs}};
   clbt_status status = clbt__set_kernel_args(launch->kernel, args,
                                              sizeof args / sizeof args[0]);
   if (status) return status;

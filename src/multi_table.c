@@ -40,6 +40,7 @@ static clbt_status group_config(const clbt_multi_table_config *config,
       .cp_rank = sharded ? config->cp_rank : 0,
       .cp_interleave_size = sharded ? config->cp_interleave_size : 1,
       .slot_mode = group->slot_mode,
+      .zero_gathered_tails = config->zero_gathered_tails,
   };
   return CLBT_SUCCESS;
 }
@@ -52,6 +53,11 @@ static clbt_status check_config(const clbt_device *device,
                       "config->num_groups is 0; it must be >= 1");
   if (!config->groups)
     return clbt__fail(CLBT_NULL_ARGUMENT, "config->groups is NULL");
+  if (config->commit_mode < CLBT_COMMIT_AUTO ||
+      config->commit_mode > CLBT_COMMIT_SCATTER)
+    return clbt__fail(CLBT_INVALID_CONFIG,
+                      "config->commit_mode %d is not a clbt_commit_mode",
+                      (int)config->commit_mode);
   /* Checked here, not per group: groups that are not sharded ignore it. */
   uint32_t world = config->cp_world_size ? config->cp_world_size : 1;
   if (config->cp_rank >= world)
@@ -92,6 +98,8 @@ clbt_status clbt_multi_table_create(clbt_device *device,
   if (!status)
     status = clbt__engine_create(device, layouts, config->num_groups, false,
                                  out);
+  for (uint32_t g = 0; !status && g < config->num_groups; ++g)
+    (*out)->groups[g]->commit_mode = config->commit_mode;
   free(layouts);
   return status;
 }
@@ -226,15 +234,8 @@ clbt_status clbt_multi_table_enqueue_commit(clbt_multi_table *table,
                                             const cl_event *wait_list,
                                             cl_event *event) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
-  clbt_status status = clbt__check_batch(first_group(table), num_reqs, 0);
-  if (!status) status = clbt__check_wait_list(num_events, wait_list);
-  /* The queue is in order: the first group waits, the last one signals. */
-  for (uint32_t g = 0; !status && g < table->num_groups; ++g) {
-    bool first = g == 0, last = g + 1 == table->num_groups;
-    status = clbt__commit(table->groups[g], num_reqs, first ? num_events : 0,
-                          first ? wait_list : NULL, last ? event : NULL);
-  }
-  return status;
+  return clbt__enqueue_commit(first_group(table), table, num_reqs, num_events,
+                              wait_list, event);
 }
 
 clbt_status clbt_multi_table_commit(clbt_multi_table *table,
@@ -253,6 +254,16 @@ clbt_status clbt_multi_table_enqueue_slot_mapping(
                              .num_tokens = num_tokens};
   return clbt__enqueue_slot_mapping(first_group(table), table, &batch,
                                     num_events, wait_list, event);
+}
+
+clbt_status clbt_multi_table_enqueue_step(clbt_multi_table *table,
+                                          const clbt_step *step,
+                                          cl_uint num_events,
+                                          const cl_event *wait_list,
+                                          cl_event *event) {
+  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+  return clbt__enqueue_step(first_group(table), table, step, num_events,
+                            wait_list, event);
 }
 
 clbt_status clbt_multi_table_enqueue_export(clbt_multi_table *table,

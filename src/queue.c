@@ -55,3 +55,39 @@ clbt_status clbt__enqueue_marker(cl_command_queue queue, cl_uint num_events,
 done:
   return status;
 }
+
+void clbt__sequence_next(clbt__sequence *sequence, cl_uint *num_events,
+                         const cl_event **wait_list) {
+  *num_events = sequence->num_events;
+  *wait_list = sequence->wait_list;
+  sequence->num_events = 0;
+  sequence->wait_list = NULL;
+}
+
+clbt_status clbt__sequence_done(clbt__sequence *sequence, cl_event event,
+                                bool shared) {
+  clbt_status status = CLBT_SUCCESS;
+  if (shared) CLBT__CL_TRY(clRetainEvent(event), status, done);
+  if (sequence->last) clReleaseEvent(sequence->last);
+  sequence->last = event;
+done:
+  return status;
+}
+
+clbt_status clbt__sequence_end(clbt__sequence *sequence, clbt_status status,
+                               cl_event *event) {
+  cl_event last = sequence->last;
+  sequence->last = NULL;
+  if (status) {
+    if (last) clReleaseEvent(last);
+    return status;
+  }
+  if (!last)
+    return clbt__enqueue_marker(sequence->queue, sequence->num_events,
+                                sequence->wait_list, event);
+  if (event)
+    *event = last;
+  else
+    clReleaseEvent(last);
+  return CLBT_SUCCESS;
+}

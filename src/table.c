@@ -51,13 +51,8 @@ clbt_status clbt_table_enqueue_commit(clbt_table *table, uint32_t num_reqs,
                                       const cl_event *wait_list,
                                       cl_event *event) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
-  if (num_reqs > table->layout.max_num_reqs)
-    return clbt__fail(CLBT_TOO_MANY_REQUESTS,
-                      "num_reqs %u exceeds max_num_reqs %u", (unsigned)num_reqs,
-                      (unsigned)table->layout.max_num_reqs);
-  clbt_status status = clbt__check_wait_list(num_events, wait_list);
-  if (status) return status;
-  return clbt__commit(table, num_reqs, num_events, wait_list, event);
+  return clbt__enqueue_commit(table, NULL, num_reqs, num_events, wait_list,
+                              event);
 }
 
 clbt_status clbt_table_commit(clbt_table *table, uint32_t num_reqs) {
@@ -94,6 +89,14 @@ clbt_status clbt_table_enqueue_slot_mapping(
                              .num_tokens = num_tokens};
   return clbt__enqueue_slot_mapping(table, NULL, &batch, num_events,
                                     wait_list, event);
+}
+
+clbt_status clbt_table_enqueue_step(clbt_table *table, const clbt_step *step,
+                                    cl_uint num_events,
+                                    const cl_event *wait_list,
+                                    cl_event *event) {
+  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+  return clbt__enqueue_step(table, NULL, step, num_events, wait_list, event);
 }
 
 clbt_status clbt_table_enqueue_export(clbt_table *table,
@@ -179,6 +182,10 @@ cl_mem clbt_table_device_data(const clbt_table *table) {
 
 cl_mem clbt_table_device_row_lengths(const clbt_table *table) {
   return table ? table->regions[CLBT__ROW_LENGTHS] : NULL;
+}
+
+cl_mem clbt_table_gathered_rows(const clbt_table *table) {
+  return table ? table->regions[CLBT__GATHERED] : NULL;
 }
 
 cl_mem clbt_table_slot_mapping(const clbt_table *table) {

@@ -270,7 +270,8 @@ END_TEST
  * The longest program options there are fit CLBT_PROGRAM_OPTIONS_SIZE:
  * CLBT_MAX_LAUNCH_GROUPS groups whose five numbers have ten digits each
  * (block size 2^31, kernel blocks per block 2^30, CP world 4000000000,
- * rank 3999999999, interleave 2^30), and the longest build options.
+ * rank 3999999999, interleave 2^30) and whose two flags say it maps tokens
+ * and keeps gathered tails, and the longest build options.
  */
 START_TEST(longest_options_fit) {
   clbt_device *device = open_device();
@@ -291,7 +292,7 @@ START_TEST(longest_options_fit) {
   char options[CLBT_PROGRAM_OPTIONS_SIZE];
   newest_program_options(device, options);
   ck_assert_ptr_nonnull(strstr(options, "=2147483648,1073741824,4000000000,"
-                                        "3999999999,1073741824 "));
+                                        "3999999999,1073741824,1,0 "));
   ck_assert_ptr_nonnull(strstr(options, padding));
   free(padding);
   clbt_device_release(device);

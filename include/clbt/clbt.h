@@ -873,8 +873,9 @@ typedef struct clbt_export_buffers {
  * every rule). Request r reads row idx_mapping[r] when idx_mapping is
  * given. A request whose length is inconsistent, whose idx_mapping entry is
  * not below max_num_reqs, or that needs more pages than its committed row
- * holds gets no pages and adds 1 to the table's rejected-token counter. When event is not NULL it receives an event that
- * completes with the export; the caller releases it.
+ * holds gets no pages and adds 1 to the table's rejected-token counter.
+ * When event is not NULL it receives an event that completes with the
+ * export; the caller releases it.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, request or
  * query_start_loc, or NULL positions with num_tokens > 0;
  * CLBT_INVALID_ARGUMENT for a CLBT_SLOT_MODE_NONE table (it has no pages),
@@ -1023,7 +1024,6 @@ typedef struct clbt_group_config {
   clbt_slot_mode slot_mode;   /**< 0: CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT */
   uint32_t cp_replicated;     /**< nonzero: this group's cache is whole on
                                  every CP rank, so it is not sharded */
-  uint32_t zero_gathered_tails; /**< since 0.3; as in clbt_table_config */
 } clbt_group_config;
 
 /** A clbt_group_config with this header's struct_size, all else 0. */
@@ -1045,6 +1045,10 @@ typedef struct clbt_multi_table_config {
   const clbt_group_config *groups; /**< required: num_groups entries, each
                                       as large as groups[0].struct_size
                                       says */
+  clbt_commit_mode commit_mode;    /**< since 0.3: every group's commit
+                                      mode at creation; 0: AUTO */
+  uint32_t zero_gathered_tails;    /**< since 0.3: as in clbt_table_config,
+                                      for every group */
 } clbt_multi_table_config;
 
 /** A clbt_multi_table_config with this header's struct_size, all else 0. */
