@@ -116,6 +116,9 @@
   X(POSITIONS, __global const long *, positions)         \
   X(SEQ_LENS, __global const int *, seq_lens)            \
   X(HAS_SEQ_LENS, uint, has_seq_lens)                    \
+  X(IDX_MAPPING, __global const int *, idx_mapping)      \
+  X(HAS_IDX_MAPPING, uint, has_idx_mapping)              \
+  X(MAX_NUM_REQS, uint, max_num_reqs)                    \
   X(STORAGE, __global int *, storage)                    \
   X(ROWS_AT, ulong, rows_at)                             \
   X(ROW_STRIDE, uint, row_stride)                        \

@@ -6,8 +6,9 @@
  * block_indices_begins are the CSR indices and indptr). docs/semantics.md
  * has the rules; src/export.c launches it.
  *
- * A request's length is the last scheduled position + 1, or seq_lens[r]
- * when the caller gives them. With context parallelism its pages are the
+ * Batch request r reads row idx_mapping[r] (row r without idx_mapping; a
+ * negative entry is padding). Its length is the last scheduled position +
+ * 1, or seq_lens[r] when the caller gives them. With context parallelism its pages are the
  * rank's: the rank's tokens fill its kernel blocks densely in position
  * order (cl/slot_mapping.cl's slot_of), so the local length alone says how
  * many pages it reads and how full the last one is.
@@ -53,22 +54,36 @@ typedef struct request_export {
 } request_export;
 
 /*
- * Request r's length and pages. A request past num_reqs (padding) or with
- * no length has no pages; one whose query_start_loc entries are out of
- * order or range, whose length is negative, above INT32_MAX or below its
- * scheduled tokens, or whose pages run past its committed row is rejected:
- * no pages, counted.
+ * Batch request r's row: idx_mapping[r] (row r without one); -1 for a
+ * request past num_reqs, which is padding like a negative entry.
  */
-static request_export export_of(uint r, uint num_reqs, uint num_tokens,
+static int row_of(uint r, uint num_reqs, __global const int *idx_mapping,
+                  uint has_idx_mapping) {
+  if (r >= num_reqs) return -1;
+  return has_idx_mapping ? idx_mapping[r] : (int)r;
+}
+
+/*
+ * Request r's length and pages from its row. A padding request (a negative
+ * row) or one with no length has no pages; one whose row is not below
+ * max_num_reqs, whose query_start_loc entries are out of order or range,
+ * whose length is negative, above INT32_MAX or below its scheduled tokens,
+ * or whose pages run past its committed row is rejected: no pages,
+ * counted.
+ */
+static request_export export_of(uint r, int row, uint max_num_reqs,
+                                uint num_tokens,
                                 __global const int *query_start_loc,
                                 __global const long *positions,
                                 __global const int *seq_lens,
-                                uint has_seq_lens, uint row_length,
+                                uint has_seq_lens,
+                                __global const int *row_lengths,
                                 ulong kernel_block_size, group_constants g) {
   request_export e = {0, 1, 0, false};
-  if (r >= num_reqs) return e;
+  if (row < 0) return e;
   int begin = query_start_loc[r], end = query_start_loc[r + 1];
-  e.rejected = begin < 0 || end < begin || (uint)end > num_tokens;
+  e.rejected = (uint)row >= max_num_reqs || begin < 0 || end < begin ||
+               (uint)end > num_tokens;
   if (e.rejected) return e;
   long length = has_seq_lens ? (long)seq_lens[r]
                 : end > begin ? positions[end - 1] + 1
@@ -77,7 +92,7 @@ static request_export export_of(uint r, uint num_reqs, uint num_tokens,
   if (e.rejected) return e;
   ulong local_length = local_count((ulong)length, g);
   ulong pages = (local_length + kernel_block_size - 1) / kernel_block_size;
-  e.rejected = pages > row_length;
+  e.rejected = pages > (uint)row_lengths[row];
   if (e.rejected || pages == 0) return e;
   e.pages = (uint)pages;
   e.last_page_len = (int)(local_length - (pages - 1) * kernel_block_size);
@@ -106,9 +121,11 @@ static uint exclusive_scan(uint value, __local uint *sums) {
   return sums[id] - value;
 }
 
+#define ROW_OF(r) row_of(r, num_reqs, idx_mapping, has_idx_mapping)
 #define EXPORT_OF(r)                                                        \
-  export_of(r, num_reqs, num_tokens, query_start_loc, positions, seq_lens,  \
-            has_seq_lens, (uint)row_lengths[r], kernel_block_size, g)
+  export_of(r, ROW_OF(r), max_num_reqs, num_tokens, query_start_loc,        \
+            positions, seq_lens, has_seq_lens, row_lengths,                 \
+            kernel_block_size, g)
 
 /* Arguments: CLBT_EXPORT_ARGUMENTS, then the group's constants. */
 __kernel void clbt_export(CLBT_EXPORT_FIRST_ARGUMENT(FIRST_PARAMETER)
@@ -160,7 +177,9 @@ __kernel void clbt_export(CLBT_EXPORT_FIRST_ARGUMENT(FIRST_PARAMETER)
   uint owned = me < num_reqs_padded ? (num_reqs_padded - 1 - me) / groups + 1
                                     : 0;
   for (uint k = 0; k < owned; ++k) {
-    __global const int *row = rows + (ulong)(me + k * groups) * row_stride;
+    if (!own_pages[k]) continue;
+    ulong row_at = (ulong)ROW_OF(me + k * groups) * row_stride;
+    __global const int *row = rows + row_at;
     for (uint p = get_local_id(0); p < own_pages[k]; p += get_local_size(0))
       indices[own_offset[k] + p] = row[p];
   }

@@ -1,7 +1,8 @@
 /*
  * The checks of a batch's arguments against a table: its sizes against
  * the table's bounds, its buffers' sizes and context, and the wait list.
- * Every slot-mapping call, device or host, makes them before anything.
+ * Every slot-mapping and export call, device or host, makes them before
+ * anything.
  */
 #include "engine.h"
 
@@ -44,6 +45,15 @@ done:
   return status;
 }
 
+/* A per-request int32 buffer, when given: num_reqs entries. */
+static clbt_status check_per_request(const clbt_table *table, cl_mem buffer,
+                                     const char *name, uint32_t num_reqs) {
+  if (!buffer) return CLBT_SUCCESS;
+  return clbt__check_buffer(table, buffer, name,
+                            (size_t)num_reqs * sizeof(int32_t), "num_reqs",
+                            num_reqs);
+}
+
 clbt_status clbt__check_batch_arguments(const clbt_table *table,
                                         const clbt__batch *batch,
                                         cl_uint num_events,
@@ -56,6 +66,9 @@ clbt_status clbt__check_batch_arguments(const clbt_table *table,
   clbt_status status =
       clbt__check_batch(table, batch->num_reqs, batch->num_tokens);
   if (!status)
+    status = clbt__check_padding(table, "num_reqs_padded", batch->num_reqs,
+                                 batch->num_reqs_padded);
+  if (!status)
     status = clbt__check_buffer(table, batch->query_start_loc, "query_start_loc",
                           ((size_t)batch->num_reqs + 1) * sizeof(int32_t),
                           "num_reqs", batch->num_reqs);
@@ -63,6 +76,12 @@ clbt_status clbt__check_batch_arguments(const clbt_table *table,
     status = clbt__check_buffer(table, batch->positions, "positions",
                           (size_t)batch->num_tokens * sizeof(int64_t),
                           "num_tokens", batch->num_tokens);
+  if (!status)
+    status = check_per_request(table, batch->seq_lens, "seq_lens",
+                               batch->num_reqs);
+  if (!status)
+    status = check_per_request(table, batch->idx_mapping, "idx_mapping",
+                               batch->num_reqs);
   if (!status) status = clbt__check_wait_list(num_events, wait_list);
   return status;
 }

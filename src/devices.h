@@ -104,6 +104,10 @@ clbt_status clbt__set_kernel_args(cl_kernel kernel,
 void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
                     size_t items, size_t *global_size, size_t *local_size);
 
+/* clbt__geometry's work-group size, for a kernel that picks its own
+   number of work-groups. */
+size_t clbt__local_size(const clbt_device *device, size_t kernel_max_group);
+
 /* Checks an event wait list as clEnqueue* would, before anything runs. */
 clbt_status clbt__check_wait_list(cl_uint num_events,
                                   const cl_event *wait_list);

@@ -167,7 +167,7 @@ clbt_status clbt__enqueue_slot_mapping(clbt_table *group,
       clbt__check_batch_arguments(group, batch, num_events, wait_list);
   if (!status) status = clbt__launches_of(group, engine, &launches, &count);
   if (status) return status;
-  const clbt__step_batch step = {*batch, NULL, 0};
+  const clbt__step_batch step = {*batch, 0};
   clbt__sequence sequence = {group->device->queue, num_events, wait_list, NULL};
   status = clbt__run_launches(launches, count, &step, &sequence, event != NULL);
   return clbt__sequence_end(&sequence, status, event);

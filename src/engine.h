@@ -40,12 +40,19 @@ clbt_status clbt__table_layout_init(const clbt_table_config *config,
 /* The most groups one launch serves (cl/slot_mapping.cl). */
 #define CLBT__MAX_LAUNCH_GROUPS CLBT_MAX_LAUNCH_GROUPS
 
-/* A slot-mapping batch as the caller gave it. */
+/*
+ * A batch as the caller gave it: a slot mapping's, an export's (and a
+ * step's, which does both). The fields after num_tokens are 0 or NULL
+ * where a call has no such argument.
+ */
 typedef struct clbt__batch {
   uint32_t num_reqs;
-  cl_mem query_start_loc; /* int32[num_reqs + 1] */
-  cl_mem positions;       /* int64[num_tokens]; NULL when num_tokens is 0 */
+  cl_mem query_start_loc;   /* int32[num_reqs + 1] */
+  cl_mem positions;         /* int64[num_tokens]; NULL when num_tokens is 0 */
   uint32_t num_tokens;
+  uint32_t num_reqs_padded; /* 0: num_reqs */
+  cl_mem seq_lens;          /* int32[num_reqs], or NULL */
+  cl_mem idx_mapping;       /* int32[num_reqs], or NULL: the identity */
 } clbt__batch;
 
 /*
@@ -69,12 +76,20 @@ typedef struct clbt__launch {
 } clbt__launch;
 
 /*
- * A step as the engine runs it: a batch, the rows it reads (idx_mapping,
- * or NULL for the identity) and how many positions it gathers (0: none).
+ * A group's export kernel, bound to the group's buffer, and its
+ * work-group size; how many work-groups is each batch's (export.c).
+ */
+typedef struct clbt__exporter {
+  cl_kernel kernel;
+  size_t local_size;
+} clbt__exporter;
+
+/*
+ * A step as the engine runs it: a batch (whose idx_mapping names the rows
+ * it reads) and how many positions it gathers (0: none).
  */
 typedef struct clbt__step_batch {
   clbt__batch batch;
-  cl_mem idx_mapping;
   uint32_t gathered_reqs;
 } clbt__step_batch;
 
@@ -113,8 +128,8 @@ clbt_status clbt__launch_set_packet(cl_kernel kernel, const cl_mem *packet,
                                     cl_ulong packet_at, cl_uint version);
 
 /*
- * Checks a slot-mapping call's arguments against a table's bounds and
- * context, and its wait list.
+ * Checks a batch's arguments against a table's bounds and context (the
+ * optional buffers when given), and the wait list.
  */
 clbt_status clbt__check_batch_arguments(const clbt_table *table,
                                         const clbt__batch *batch,
@@ -201,7 +216,7 @@ struct clbt_table {
   bool device_stale;       /* the device copy may differ from the host
                               beyond what changes lists: the next commit
                               rewrites every row */
-  clbt__launch exporter;  /* the export kernel, built on the first export */
+  clbt__exporter exporter; /* built on the first export */
   clbt_commit_mode commit_mode;
   clbt_commit_info last_commit;
   cl_mem storage;
@@ -387,21 +402,26 @@ clbt_status clbt__enqueue_step(clbt_table *group, clbt_multi_table *engine,
 
 /* ---- the attention export (export.c) ------------------------------------ */
 
+/* The batch of an export request. */
+clbt__batch clbt__export_batch(const clbt_export_request *request);
+
 /*
- * Checks an export request against group (all of an engine's groups share
- * their bounds and context), and enqueues the export of every token-mapping
+ * Checks a batch against group (all of an engine's groups share their
+ * bounds and context) and enqueues the export of every token-mapping
  * group of engine, or, with engine NULL, of group alone (which must map
  * tokens). clbt__check_export makes the checks alone.
  */
 clbt_status clbt__check_export(clbt_table *group,
                                const clbt_multi_table *engine,
-                               const clbt_export_request *request,
-                               cl_uint num_events, const cl_event *wait_list);
+                               const clbt__batch *batch, cl_uint num_events,
+                               const cl_event *wait_list);
 clbt_status clbt__enqueue_export(clbt_table *group,
                                  const clbt_multi_table *engine,
-                                 const clbt_export_request *request,
-                                 cl_uint num_events, const cl_event *wait_list,
-                                 cl_event *event);
+                                 const clbt__batch *batch, cl_uint num_events,
+                                 const cl_event *wait_list, cl_event *event);
+
+/* Releases a group's export kernel, if built. */
+void clbt__exporter_release(clbt__exporter *exporter);
 
 /* ---- commits (commit.c) -------------------------------------------------- */
 

@@ -29,9 +29,11 @@ static bool maps_tokens(const clbt_table *group) {
 /* What stays the same from call to call: the group's buffer and spec. */
 static clbt_status bind_group(cl_kernel kernel, const clbt_table *group) {
   cl_uint row_stride = group->layout.width;
+  cl_uint max_num_reqs = group->layout.max_num_reqs;
   const cl_ulong *at = group->region_words;
   const clbt__group_spec *spec = &group->layout.spec;
   const clbt__kernel_arg args[] = {
+      {ARG_MAX_NUM_REQS, sizeof max_num_reqs, &max_num_reqs},
       {ARG_STORAGE, sizeof(cl_mem), &group->storage},
       {ARG_ROWS_AT, sizeof(cl_ulong), &at[CLBT__ROWS]},
       {ARG_ROW_STRIDE, sizeof row_stride, &row_stride},
@@ -51,54 +53,45 @@ static clbt_status bind_group(cl_kernel kernel, const clbt_table *group) {
   return clbt__set_kernel_args(kernel, args, sizeof args / sizeof args[0]);
 }
 
+void clbt__exporter_release(clbt__exporter *exporter) {
+  if (exporter->kernel) clReleaseKernel(exporter->kernel);
+  exporter->kernel = NULL;
+}
+
 /* The group's export kernel, bound, and its work-group size; how many
    work-groups is each batch's (export_groups). */
 static clbt_status make_exporter(clbt_table *group) {
-  clbt__launch *launch = &group->exporter;
+  clbt__exporter *exporter = &group->exporter;
   cl_program program;
   cl_int error = CL_SUCCESS;
   size_t kernel_max_group = 0;
   clbt_status status =
       clbt__program_get(group->device, CLBT__SOURCE_EXPORT, "", &program);
   if (status) return status;
-  launch->kernel = clCreateKernel(program, "clbt_export", &error);
+  exporter->kernel = clCreateKernel(program, "clbt_export", &error);
   CLBT__CL_CHECK(error, "clCreateKernel", status, fail);
-  status = bind_group(launch->kernel, group);
+  status = bind_group(exporter->kernel, group);
   if (status) goto fail;
-  CLBT__CL_TRY(clGetKernelWorkGroupInfo(launch->kernel, group->device->id,
+  CLBT__CL_TRY(clGetKernelWorkGroupInfo(exporter->kernel, group->device->id,
                                         CL_KERNEL_WORK_GROUP_SIZE,
                                         sizeof kernel_max_group,
                                         &kernel_max_group, NULL),
                status, fail);
-  /* One item's worth asks for one work-group's size; the number of
-     work-groups is the batch's (launch_export). */
-  clbt__geometry(group->device, kernel_max_group, 1, &launch->global_size,
-                 &launch->local_size);
+  exporter->local_size = clbt__local_size(group->device, kernel_max_group);
   return CLBT_SUCCESS;
 fail:
-  clbt__launch_release(launch);
+  clbt__exporter_release(exporter);
   return status;
 }
 
-/*
- * A request's sizes and buffers against the bounds and context the
- * engine's groups share.
- */
-static clbt_status check_request(const clbt_table *group,
-                                 const clbt_export_request *request,
-                                 cl_uint num_events, const cl_event *wait_list) {
-  const clbt__batch batch = {request->num_reqs, request->query_start_loc,
-                             request->positions, request->num_tokens};
-  clbt_status status =
-      clbt__check_batch_arguments(group, &batch, num_events, wait_list);
-  if (status) return status;
-  status = clbt__check_padding(group, "request->num_reqs_padded",
-                               request->num_reqs, request->num_reqs_padded);
-  if (!status && request->seq_lens)
-    status = clbt__check_buffer(group, request->seq_lens, "request->seq_lens",
-                                (size_t)request->num_reqs * sizeof(int32_t),
-                                "num_reqs", request->num_reqs);
-  return status;
+clbt__batch clbt__export_batch(const clbt_export_request *request) {
+  return (clbt__batch){.num_reqs = request->num_reqs,
+                       .query_start_loc = request->query_start_loc,
+                       .positions = request->positions,
+                       .num_tokens = request->num_tokens,
+                       .num_reqs_padded = request->num_reqs_padded,
+                       .seq_lens = request->seq_lens,
+                       .idx_mapping = request->idx_mapping};
 }
 
 /* A group's worst-case page count must fit the int32 indptr. */
@@ -126,32 +119,36 @@ static size_t export_groups(const clbt_table *group, cl_uint padded) {
   return groups ? groups : 1;
 }
 
-static clbt_status launch_export(clbt_table *group,
-                                 const clbt_export_request *request,
+/* A buffer argument that may be NULL: the kernel then reads its flag. */
+static const cl_mem *optional(const cl_mem *buffer) {
+  return *buffer ? buffer : NULL;
+}
+
+static clbt_status launch_export(clbt_table *group, const clbt__batch *batch,
                                  cl_uint num_events, const cl_event *wait_list,
                                  cl_event *event) {
-  clbt__launch *launch = &group->exporter;
-  cl_uint padded = request->num_reqs_padded ? request->num_reqs_padded
-                                            : request->num_reqs;
-  cl_uint has_seq_lens = request->seq_lens != NULL;
+  const clbt__exporter *exporter = &group->exporter;
+  cl_uint padded = batch->num_reqs_padded ? batch->num_reqs_padded
+                                          : batch->num_reqs;
+  cl_uint has_seq_lens = batch->seq_lens != NULL;
+  cl_uint has_idx_mapping = batch->idx_mapping != NULL;
   const clbt__kernel_arg args[] = {
-      {ARG_NUM_REQS, sizeof request->num_reqs, &request->num_reqs},
+      {ARG_NUM_REQS, sizeof batch->num_reqs, &batch->num_reqs},
       {ARG_NUM_REQS_PADDED, sizeof padded, &padded},
-      {ARG_NUM_TOKENS, sizeof request->num_tokens, &request->num_tokens},
-      {ARG_QUERY_START_LOC, sizeof(cl_mem), &request->query_start_loc},
-      {ARG_POSITIONS, sizeof(cl_mem),
-       request->positions ? &request->positions : NULL},
-      {ARG_SEQ_LENS, sizeof(cl_mem),
-       request->seq_lens ? &request->seq_lens : NULL},
-      {ARG_HAS_SEQ_LENS, sizeof has_seq_lens, &has_seq_lens}};
-  clbt_status status = clbt__set_kernel_args(launch->kernel, args,
+      {ARG_NUM_TOKENS, sizeof batch->num_tokens, &batch->num_tokens},
+      {ARG_QUERY_START_LOC, sizeof(cl_mem), &batch->query_start_loc},
+      {ARG_POSITIONS, sizeof(cl_mem), optional(&batch->positions)},
+      {ARG_SEQ_LENS, sizeof(cl_mem), optional(&batch->seq_lens)},
+      {ARG_HAS_SEQ_LENS, sizeof has_seq_lens, &has_seq_lens},
+      {ARG_IDX_MAPPING, sizeof(cl_mem), optional(&batch->idx_mapping)},
+      {ARG_HAS_IDX_MAPPING, sizeof has_idx_mapping, &has_idx_mapping}};
+  clbt_status status = clbt__set_kernel_args(exporter->kernel, args,
                                              sizeof args / sizeof args[0]);
   if (status) return status;
-  size_t global = export_groups(group, padded) * launch->local_size;
-  CLBT__CL_TRY(clEnqueueNDRangeKernel(group->device->queue, launch->kernel, 1,
-                                      NULL, &global, &launch->local_size,
-                                      num_events,
-                                      wait_list, event),
+  size_t global = export_groups(group, padded) * exporter->local_size;
+  CLBT__CL_TRY(clEnqueueNDRangeKernel(group->device->queue, exporter->kernel,
+                                      1, NULL, &global, &exporter->local_size,
+                                      num_events, wait_list, event),
                status, done);
 done:
   return status;
@@ -166,13 +163,14 @@ static clbt_table *exported(clbt_table *group, const clbt_multi_table *engine,
 
 clbt_status clbt__check_export(clbt_table *group,
                                const clbt_multi_table *engine,
-                               const clbt_export_request *request,
-                               cl_uint num_events, const cl_event *wait_list) {
+                               const clbt__batch *batch, cl_uint num_events,
+                               const cl_event *wait_list) {
   if (!engine && !maps_tokens(group))
     return clbt__fail(CLBT_INVALID_ARGUMENT,
                       "the table's slot_mode is CLBT_SLOT_MODE_NONE: its rows "
                       "hold states, not pages, and it has no export");
-  clbt_status status = check_request(group, request, num_events, wait_list);
+  clbt_status status =
+      clbt__check_batch_arguments(group, batch, num_events, wait_list);
   uint32_t count = engine ? engine->num_groups : 1;
   for (uint32_t g = 0; !status && g < count; ++g)
     if (exported(group, engine, g))
@@ -182,11 +180,10 @@ clbt_status clbt__check_export(clbt_table *group,
 
 clbt_status clbt__enqueue_export(clbt_table *group,
                                  const clbt_multi_table *engine,
-                                 const clbt_export_request *request,
-                                 cl_uint num_events, const cl_event *wait_list,
-                                 cl_event *event) {
+                                 const clbt__batch *batch, cl_uint num_events,
+                                 const cl_event *wait_list, cl_event *event) {
   clbt_status status =
-      clbt__check_export(group, engine, request, num_events, wait_list);
+      clbt__check_export(group, engine, batch, num_events, wait_list);
   uint32_t count = engine ? engine->num_groups : 1, first = count, last = 0;
   for (uint32_t g = 0; g < count; ++g) {
     if (!exported(group, engine, g)) continue;
@@ -204,7 +201,7 @@ clbt_status clbt__enqueue_export(clbt_table *group,
   }
   for (uint32_t g = first; !status && g <= last; ++g)
     if (exported(group, engine, g))
-      status = launch_export(exported(group, engine, g), request,
+      status = launch_export(exported(group, engine, g), batch,
                              g == first ? num_events : 0,
                              g == first ? wait_list : NULL,
                              g == last ? event : NULL);

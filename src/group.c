@@ -208,7 +208,7 @@ clbt_status clbt__group_create(clbt_device *device,
 void clbt__group_destroy(clbt_table *table) {
   if (!table) return;
   clbt__launch_release(&table->launch);
-  clbt__launch_release(&table->exporter);
+  clbt__exporter_release(&table->exporter);
   for (int r = 0; r < CLBT__NUM_REGIONS; ++r)
     if (table->regions[r]) clReleaseMemObject(table->regions[r]);
   if (table->storage) clReleaseMemObject(table->storage);

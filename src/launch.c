@@ -125,7 +125,7 @@ clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *tables,
 /* A step's batch arguments. */
 static clbt_status set_batch(cl_kernel kernel, const clbt__step_batch *step) {
   const clbt__batch *batch = &step->batch;
-  cl_uint has_idx_mapping = step->idx_mapping != NULL;
+  cl_uint has_idx_mapping = batch->idx_mapping != NULL;
   const clbt__kernel_arg args[] = {
       {ARG_NUM_REQS, sizeof batch->num_reqs, &batch->num_reqs},
       {ARG_NUM_TOKENS, sizeof batch->num_tokens, &batch->num_tokens},
@@ -134,13 +134,13 @@ static clbt_status set_batch(cl_kernel kernel, const clbt__step_batch *step) {
       {ARG_POSITIONS, sizeof(cl_mem),
        batch->positions ? &batch->positions : NULL},
       {ARG_IDX_MAPPING, sizeof(cl_mem),
-       step->idx_mapping ? &step->idx_mapping : NULL},
+       batch->idx_mapping ? &batch->idx_mapping : NULL},
       {ARG_HAS_IDX_MAPPING, sizeof has_idx_mapping, &has_idx_mapping},
       {ARG_GATHERED_REQS, sizeof step->gathered_reqs, &step->gathered_reqs}};
   return clbt__set_kernel_args(kernel, args, sizeof args / sizeof args[0]);
 }
 
-static const clbt__step_batch empty_batch = {{0, NULL, NULL, 0}, NULL, 0};
+static const clbt__step_batch empty_batch = {{0}, 0};
 
 /*
  * One of the launch's kernels, with every argument that stays from call to

@@ -248,7 +248,10 @@ clbt_status clbt_multi_table_enqueue_slot_mapping(
     cl_mem positions, uint32_t num_tokens, cl_uint num_events,
     const cl_event *wait_list, cl_event *event) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
-  const clbt__batch batch = {num_reqs, query_start_loc, positions, num_tokens};
+  const clbt__batch batch = {.num_reqs = num_reqs,
+                             .query_start_loc = query_start_loc,
+                             .positions = positions,
+                             .num_tokens = num_tokens};
   return clbt__enqueue_slot_mapping(first_group(table), table, &batch,
                                     num_events, wait_list, event);
 }
@@ -270,7 +273,8 @@ clbt_status clbt_multi_table_enqueue_export(clbt_multi_table *table,
                                             cl_event *event) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   if (!request) return clbt__fail(CLBT_NULL_ARGUMENT, "request is NULL");
-  return clbt__enqueue_export(first_group(table), table, request, num_events,
+  const clbt__batch batch = clbt__export_batch(request);
+  return clbt__enqueue_export(first_group(table), table, &batch, num_events,
                               wait_list, event);
 }
 

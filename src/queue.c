@@ -9,21 +9,29 @@
 /* Work a CPU work-group takes before another compute unit joins. */
 #define CLBT__CPU_ITEMS_PER_GROUP 32768
 
-void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
-                    size_t items, size_t *global_size, size_t *local_size) {
+/* PoCL pays a large fixed cost per work-group and runs each group's
+   work-items as a loop: work-groups of one work-item, walking long runs
+   with unit-stride loops that vectorise, are cheapest; a second one pays
+   only with tens of thousands of items (docs/benchmarks.md). */
+static bool is_cpu(const clbt_device *device) {
+  return device->properties.type & CL_DEVICE_TYPE_CPU;
+}
+
+size_t clbt__local_size(const clbt_device *device, size_t kernel_max_group) {
   size_t limit = kernel_max_group < CLBT_MAX_WORK_GROUP_SIZE
                      ? kernel_max_group
                      : CLBT_MAX_WORK_GROUP_SIZE;
   size_t local = 1;
-  while (local * 2 <= limit) local *= 2;
+  while (!is_cpu(device) && local * 2 <= limit) local *= 2;
+  return local;
+}
+
+void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
+                    size_t items, size_t *global_size, size_t *local_size) {
+  size_t local = clbt__local_size(device, kernel_max_group);
   size_t groups = (items + local - 1) / local;
-  /* PoCL pays a large fixed cost per work-group and runs each group's
-     work-items as a loop: work-groups of one work-item, walking long runs
-     with unit-stride loops that vectorise, are cheapest; a second one pays
-     only with tens of thousands of items (docs/benchmarks.md). */
-  if (device->properties.type & CL_DEVICE_TYPE_CPU) {
+  if (is_cpu(device)) {
     size_t units = device->properties.compute_units;
-    local = 1;
     groups = items / CLBT__CPU_ITEMS_PER_GROUP;
     groups = groups < 1 ? 1 : groups > units ? units : groups;
   }

@@ -13,32 +13,19 @@ static uint32_t padded_reqs(const clbt_step *step) {
   return step->num_reqs_padded ? step->num_reqs_padded : step->num_reqs;
 }
 
-/* The export of the step's batch, through the same idx_mapping. */
-static clbt_export_request export_request(const clbt_step *step) {
-  return (clbt_export_request){
+/*
+ * The step's batch: its slot mapping's and gather's, and its export's
+ * (seq_lens only then), all checked on one path.
+ */
+static clbt__batch batch_of(const clbt_step *step) {
+  return (clbt__batch){
       .num_reqs = step->num_reqs,
-      .num_reqs_padded = step->num_reqs_padded,
       .query_start_loc = step->query_start_loc,
       .positions = step->positions,
       .num_tokens = step->num_tokens,
-      .seq_lens = step->seq_lens,
+      .num_reqs_padded = step->num_reqs_padded,
+      .seq_lens = step->flags & CLBT_STEP_EXPORT ? step->seq_lens : NULL,
       .idx_mapping = step->idx_mapping};
-}
-
-static clbt_status check_step(const clbt_table *group, const clbt_step *step,
-                              const clbt__batch *batch, cl_uint num_events,
-                              const cl_event *wait_list) {
-  clbt_status status = clbt__check_step_flags(step->flags);
-  if (!status)
-    status = clbt__check_batch_arguments(group, batch, num_events, wait_list);
-  if (!status)
-    status = clbt__check_padding(group, "step->num_reqs_padded",
-                                 step->num_reqs, step->num_reqs_padded);
-  if (!status && step->idx_mapping)
-    status = clbt__check_buffer(group, step->idx_mapping, "step->idx_mapping",
-                                (size_t)step->num_reqs * sizeof(int32_t),
-                                "num_reqs", step->num_reqs);
-  return status;
 }
 
 /*
@@ -70,13 +57,14 @@ clbt_status clbt__enqueue_step(clbt_table *group, clbt_multi_table *engine,
   clbt_step step;
   clbt_status status = clbt__step_read(given, &step);
   if (status) return status;
-  const clbt__batch batch = {step.num_reqs, step.query_start_loc,
-                             step.positions, step.num_tokens};
-  const clbt_export_request request = export_request(&step);
+  const clbt__batch batch = batch_of(&step);
   bool exports = step.flags & CLBT_STEP_EXPORT;
-  status = check_step(group, &step, &batch, num_events, wait_list);
-  if (!status && exports)
-    status = clbt__check_export(group, engine, &request, num_events, wait_list);
+  status = clbt__check_step_flags(step.flags);
+  if (!status)
+    status = exports ? clbt__check_export(group, engine, &batch, num_events,
+                                          wait_list)
+                     : clbt__check_batch_arguments(group, &batch, num_events,
+                                                   wait_list);
   clbt__launch *launches = NULL;
   uint32_t count = 0;
   if (!status) status = clbt__launches_of(group, engine, &launches, &count);
@@ -86,8 +74,7 @@ clbt_status clbt__enqueue_step(clbt_table *group, clbt_multi_table *engine,
   if (status) return status;
 
   const clbt__step_batch kernels = {
-      batch, step.idx_mapping,
-      step.flags & CLBT_STEP_GATHER ? padded_reqs(&step) : 0};
+      batch, step.flags & CLBT_STEP_GATHER ? padded_reqs(&step) : 0};
   clbt__sequence sequence = {group->device->queue, num_events, wait_list, NULL};
   clbt__staging *folded = NULL;
   status = clbt__commit(launches, count, group->layout.max_num_reqs, true,
@@ -97,7 +84,7 @@ clbt_status clbt__enqueue_step(clbt_table *group, clbt_multi_table *engine,
   if (!status && exports) {
     cl_event exported = NULL;
     clbt__sequence_next(&sequence, &num_events, &wait_list);
-    status = clbt__enqueue_export(group, engine, &request, num_events,
+    status = clbt__enqueue_export(group, engine, &batch, num_events,
                                   wait_list, event ? &exported : NULL);
     if (!status && exported)
       status = clbt__sequence_done(&sequence, exported, false);

@@ -720,6 +720,555 @@ static clbt_status run_round(selftest_round *run) {
   return ok ? CLBT_SUCCESS : CLBT_INVALID_ARGUMENT;
 }
 
+/* ---- the export round trip --------------------------------------------- */
+
+/*
+ * Per round: a multi-group table per context-parallel rank (one of
+ * export_presets' group sets), requests of random lengths whose
+ * tokens are written into a paged cache per rank and group through the
+ * device's slot mapping, rows then moved to random request slots, and
+ * batches exported through idx_mapping (padding, repeated and
+ * out-of-range entries, padded batches, lengths given or not). Each
+ * entry's tokens are read back through the exported CSR and OpenVINO
+ * arrays and must be the values written at the positions the rank owns
+ * (vLLM's rule, position by position): nothing of the exporter's
+ * arithmetic is trusted.
+ */
+#define EXPORT_RANKS 2
+#define EXPORT_GROUPS 3
+#define EXPORT_IDS 4099 /* a prime: ids dealt as n * 37 mod it are distinct */
+#define EXPORT_MAX_LENGTH 200
+#define EXPORT_MAX_TOKENS 1024
+#define EXPORT_POISON 0x5A5A5A5A
+
+typedef struct export_world {
+  clbt_group_config groups[EXPORT_GROUPS];
+  uint32_t num_groups, cp_world_size, cp_interleave_size, max_reqs;
+  size_t max_width;  /* the widest group's, in kernel blocks */
+  clbt_multi_table *ranks[EXPORT_RANKS];
+  int32_t *cache[EXPORT_RANKS][EXPORT_GROUPS]; /* by slot; -1: unwritten */
+  size_t cache_slots[EXPORT_GROUPS];
+  uint32_t num_requests;
+  uint32_t *length;     /* [max_reqs]: request i's tokens, all written */
+  int32_t *request_at;  /* [max_reqs]: the request a row holds, or -1 */
+  uint32_t *row_of;     /* [max_reqs]: request i's row */
+  cl_mem qsl, positions, idx_mapping, seq_lens;
+  int32_t *host_qsl, *host_idx, *host_seq_lens;
+  int64_t *host_positions, *slots;
+  int32_t *indptr, *indices, *last_page_len, *past_lens, *begins;
+} export_world;
+
+static bool maps_tokens(const export_world *w, uint32_t g) {
+  return w->groups[g].slot_mode == CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT;
+}
+
+/* vLLM's rule: position p lives on the rank its interleave slice is dealt to. */
+static bool rank_owns(const export_world *w, uint32_t g, uint32_t rank,
+                      uint32_t p) {
+  uint32_t virtual_block = w->groups[g].block_size * w->cp_world_size;
+  return (p % virtual_block) / w->cp_interleave_size % w->cp_world_size ==
+         rank;
+}
+
+/* The value request i's token at position p is written with. */
+static int32_t token_value(uint32_t i, uint32_t p) {
+  return (int32_t)(i * 1000 + p);
+}
+
+static void export_world_free(export_world *w) {
+  for (uint32_t rank = 0; rank < EXPORT_RANKS; ++rank) {
+    clbt_multi_table_destroy(w->ranks[rank]);
+    for (uint32_t g = 0; g < EXPORT_GROUPS; ++g) free(w->cache[rank][g]);
+  }
+  cl_mem buffers[] = {w->qsl, w->positions, w->idx_mapping, w->seq_lens};
+  for (size_t b = 0; b < sizeof buffers / sizeof buffers[0]; ++b)
+    if (buffers[b]) clReleaseMemObject(buffers[b]);
+  void *arrays[] = {w->length,    w->request_at,     w->row_of,
+                    w->host_qsl,  w->host_idx,       w->host_seq_lens,
+                    w->host_positions, w->slots,     w->indptr,
+                    w->indices,   w->last_page_len,  w->past_lens,
+                    w->begins};
+  for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; ++a) free(arrays[a]);
+}
+
+/*
+ * A world's groups: one of a few presets, so that the slot-mapping
+ * programs they need are few and built once (each distinct set of group
+ * constants is a cold build); the batches are random. Together: kernel
+ * blocks of a half and a quarter of a block, CP with interleave 1 and 4,
+ * a NONE group, several groups of different block sizes.
+ */
+typedef struct export_preset {
+  uint32_t cp_world_size, cp_interleave_size, num_groups;
+  uint32_t block_size[EXPORT_GROUPS], kernel_block_size[EXPORT_GROUPS];
+  bool none_last; /* the last group is a NONE group */
+} export_preset;
+
+static const export_preset export_presets[] = {
+    {1, 1, 1, {16}, {16}, false},
+    {1, 1, 3, {32, 16, 64}, {16, 16, 64}, true},
+    {2, 4, 2, {16, 32}, {16, 8}, false},
+    {2, 1, 1, {64}, {32}, false},
+};
+
+static void export_config(rng *r, export_world *w) {
+  const export_preset *preset =
+      &export_presets[below(r, sizeof export_presets / sizeof export_presets[0])];
+  w->cp_world_size = preset->cp_world_size;
+  w->cp_interleave_size = preset->cp_interleave_size;
+  w->max_reqs = 1 + below(r, 256);
+  w->num_groups = preset->num_groups;
+  for (uint32_t g = 0; g < w->num_groups; ++g) {
+    clbt_group_config *group = &w->groups[g];
+    memset(group, 0, sizeof *group);
+    group->block_size = preset->block_size[g];
+    group->kernel_block_size = preset->kernel_block_size[g];
+    uint32_t span = group->block_size * w->cp_world_size;
+    group->max_num_blocks = (EXPORT_MAX_LENGTH + span - 1) / span;
+    group->slot_mode = preset->none_last && g + 1 == w->num_groups
+                           ? CLBT_SLOT_MODE_NONE
+                           : CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT;
+  }
+}
+
+static bool make_tables(selftest_round *run, export_world *w) {
+  bool ok = true;
+  for (uint32_t rank = 0; rank < w->cp_world_size && ok; ++rank) {
+    clbt_multi_table_config config = {
+        .max_num_reqs = w->max_reqs,
+        .max_num_batched_tokens = EXPORT_MAX_TOKENS,
+        .num_groups = w->num_groups, .groups = w->groups,
+        .cp_world_size = w->cp_world_size, .cp_rank = rank,
+        .cp_interleave_size = w->cp_interleave_size};
+    ok = expect_success(run, clbt_multi_table_create(run->device, &config,
+                                                     &w->ranks[rank]),
+                        "clbt_multi_table_create (export)");
+    for (uint32_t g = 0; g < w->num_groups && ok; ++g) {
+      size_t width = clbt_table_width(clbt_multi_table_group(w->ranks[rank], g));
+      if (width > w->max_width) w->max_width = width;
+      w->cache_slots[g] = (size_t)EXPORT_IDS * w->groups[g].block_size;
+      w->cache[rank][g] = malloc(w->cache_slots[g] * sizeof(int32_t));
+      ok = check(run, w->cache[rank][g] != NULL, "no memory for a cache");
+      if (ok)
+        memset(w->cache[rank][g], 0xFF, w->cache_slots[g] * sizeof(int32_t));
+    }
+  }
+  return ok;
+}
+
+static bool export_world_create(selftest_round *run, export_world *w) {
+  memset(w, 0, sizeof *w);
+  export_config(&run->rng, w);
+  if (!make_tables(run, w)) return false;
+  cl_context context = clbt_device_context(run->device);
+  size_t per_request = (w->max_reqs + 1) * sizeof(int32_t);
+  cl_int errors[4];
+  w->qsl = clCreateBuffer(context, CL_MEM_READ_ONLY, per_request, NULL,
+                          &errors[0]);
+  w->positions = clCreateBuffer(context, CL_MEM_READ_ONLY,
+                                EXPORT_MAX_TOKENS * sizeof(int64_t), NULL,
+                                &errors[1]);
+  w->idx_mapping = clCreateBuffer(context, CL_MEM_READ_ONLY, per_request, NULL,
+                                  &errors[2]);
+  w->seq_lens = clCreateBuffer(context, CL_MEM_READ_ONLY, per_request, NULL,
+                               &errors[3]);
+  size_t entries = w->max_reqs + 1;
+  w->length = calloc(entries, sizeof *w->length);
+  w->request_at = calloc(entries, sizeof *w->request_at);
+  w->row_of = calloc(entries, sizeof *w->row_of);
+  w->host_qsl = calloc(entries, sizeof *w->host_qsl);
+  w->host_idx = calloc(entries, sizeof *w->host_idx);
+  w->host_seq_lens = calloc(entries, sizeof *w->host_seq_lens);
+  w->host_positions = calloc(EXPORT_MAX_TOKENS, sizeof *w->host_positions);
+  w->slots = calloc(EXPORT_MAX_TOKENS, sizeof *w->slots);
+  w->indptr = calloc(entries, sizeof *w->indptr);
+  w->begins = calloc(entries, sizeof *w->begins);
+  w->last_page_len = calloc(entries, sizeof *w->last_page_len);
+  w->past_lens = calloc(entries, sizeof *w->past_lens);
+  w->indices = calloc(w->max_reqs * w->max_width, sizeof *w->indices);
+  bool made = w->length && w->request_at && w->row_of && w->host_qsl &&
+              w->host_idx && w->host_seq_lens && w->host_positions &&
+              w->slots && w->indptr && w->begins && w->last_page_len &&
+              w->past_lens && w->indices;
+  return check(run,
+               made && errors[0] == CL_SUCCESS && errors[1] == CL_SUCCESS &&
+                   errors[2] == CL_SUCCESS && errors[3] == CL_SUCCESS,
+               "allocating the export's buffers failed (%d %d %d %d)",
+               errors[0], errors[1], errors[2], errors[3]);
+}
+
+static bool write_buffer(selftest_round *run, cl_mem buffer, size_t size,
+                         const void *data) {
+  cl_int error = size ? clEnqueueWriteBuffer(clbt_device_queue(run->device),
+                                             buffer, CL_TRUE, 0, size, data, 0,
+                                             NULL, NULL)
+                      : CL_SUCCESS;
+  return check(run, error == CL_SUCCESS, "writing a buffer: %d", error);
+}
+
+static bool read_buffer(selftest_round *run, cl_mem buffer, size_t size,
+                        void *data) {
+  cl_int error = clEnqueueReadBuffer(clbt_device_queue(run->device), buffer,
+                                     CL_TRUE, 0, size, data, 0, NULL, NULL);
+  return check(run, error == CL_SUCCESS, "reading a buffer: %d", error);
+}
+
+static bool commit_ranks(selftest_round *run, export_world *w) {
+  bool ok = true;
+  for (uint32_t rank = 0; rank < w->cp_world_size && ok; ++rank)
+    ok = expect_success(run, clbt_multi_table_commit(w->ranks[rank],
+                                                     w->max_reqs),
+                        "clbt_multi_table_commit (export)");
+  return ok;
+}
+
+/* Requests 0..n-1 in rows 0..n-1, each with the blocks its length needs. */
+static bool add_requests(selftest_round *run, export_world *w) {
+  uint32_t dealt = 0;
+  bool ok = true;
+  w->num_requests = 1 + below(&run->rng, w->max_reqs);
+  for (uint32_t row = 0; row < w->max_reqs; ++row)
+    w->request_at[row] = row < w->num_requests ? (int32_t)row : -1;
+  for (uint32_t i = 0; i < w->num_requests && ok; ++i) {
+    int32_t ids[EXPORT_GROUPS][EXPORT_MAX_LENGTH];
+    const int32_t *lists[EXPORT_GROUPS];
+    size_t counts[EXPORT_GROUPS] = {0};
+    w->length[i] = 1 + below(&run->rng, EXPORT_MAX_LENGTH);
+    w->row_of[i] = i;
+    for (uint32_t g = 0; g < w->num_groups; ++g) {
+      uint32_t span = w->groups[g].block_size * w->cp_world_size;
+      counts[g] = maps_tokens(w, g) ? (w->length[i] + span - 1) / span : 1;
+      for (size_t k = 0; k < counts[g]; ++k)
+        ids[g][k] = (int32_t)((++dealt * 37u) % EXPORT_IDS);
+      lists[g] = ids[g];
+    }
+    for (uint32_t rank = 0; rank < w->cp_world_size && ok; ++rank)
+      ok = expect_success(run, clbt_multi_table_add_row(w->ranks[rank], i,
+                                                        lists, counts),
+                          "clbt_multi_table_add_row (export)");
+  }
+  return ok && commit_ranks(run, w);
+}
+
+/* Puts one slot-mapped token into each group's cache on a rank. */
+static bool cache_chunk(selftest_round *run, export_world *w, uint32_t rank,
+                        uint32_t first, uint32_t last) {
+  bool ok = true;
+  for (uint32_t g = 0; g < w->num_groups && ok; ++g) {
+    if (!maps_tokens(w, g)) continue;
+    cl_mem slots =
+        clbt_table_slot_mapping(clbt_multi_table_group(w->ranks[rank], g));
+    ok = read_buffer(run, slots,
+                     (size_t)w->host_qsl[last] * sizeof(int64_t), w->slots);
+    for (uint32_t i = first; i < last && ok; ++i)
+      for (int32_t t = w->host_qsl[i]; t < w->host_qsl[i + 1] && ok; ++t) {
+        int64_t slot = w->slots[t];
+        if (slot == CLBT_PAD_SLOT_ID) continue;
+        ok = check(run, slot >= 0 && (size_t)slot < w->cache_slots[g],
+                   "export: slot %" PRId64 " outside the cache", slot);
+        if (ok)
+          w->cache[rank][g][slot] =
+              token_value(i, (uint32_t)w->host_positions[t]);
+      }
+  }
+  return ok;
+}
+
+/* Maps requests [first, last)'s tokens on every rank into the caches. */
+static bool write_chunk(selftest_round *run, export_world *w, uint32_t first,
+                        uint32_t last) {
+  uint32_t tokens = 0;
+  for (uint32_t i = 0; i <= last; ++i) {
+    w->host_qsl[i] = (int32_t)tokens;
+    for (uint32_t p = 0; i >= first && i < last && p < w->length[i]; ++p)
+      w->host_positions[tokens++] = p;
+  }
+  bool ok = write_buffer(run, w->qsl, (last + 1) * sizeof(int32_t),
+                         w->host_qsl) &&
+            write_buffer(run, w->positions, tokens * sizeof(int64_t),
+                         w->host_positions);
+  for (uint32_t rank = 0; rank < w->cp_world_size && ok; ++rank)
+    ok = expect_success(run, clbt_multi_table_compute_slot_mapping(
+                                 w->ranks[rank], last, w->qsl, w->positions,
+                                 tokens),
+                        "clbt_multi_table_compute_slot_mapping (export)") &&
+         cache_chunk(run, w, rank, first, last);
+  return ok;
+}
+
+/* Every request's tokens, in batches of at most EXPORT_MAX_TOKENS. */
+static bool write_tokens(selftest_round *run, export_world *w) {
+  bool ok = true;
+  for (uint32_t first = 0; first < w->num_requests && ok;) {
+    uint32_t last = first, tokens = 0;
+    while (last < w->num_requests &&
+           tokens + w->length[last] <= EXPORT_MAX_TOKENS)
+      tokens += w->length[last++];
+    ok = write_chunk(run, w, first, last);
+    first = last;
+  }
+  return ok;
+}
+
+/* Moves the requests into random rows (request slots) by swaps, commits. */
+static bool scatter_rows(selftest_round *run, export_world *w) {
+  bool ok = true;
+  for (uint32_t i = 0; i < w->num_requests && ok; ++i) {
+    uint32_t target = below(&run->rng, w->max_reqs), from = w->row_of[i];
+    int32_t other = w->request_at[target];
+    for (uint32_t rank = 0; rank < w->cp_world_size && ok; ++rank)
+      ok = expect_success(run, clbt_multi_table_swap_row(w->ranks[rank], from,
+                                                         target),
+                          "clbt_multi_table_swap_row (export)");
+    w->request_at[from] = other;
+    if (other >= 0) w->row_of[other] = from;
+    w->request_at[target] = (int32_t)i;
+    w->row_of[i] = target;
+  }
+  return ok && commit_ranks(run, w);
+}
+
+/* The request an idx_mapping entry reads, or -1: padding, out of range or
+   an empty row, none of which has pages. */
+static int32_t entry_request(const export_world *w, int32_t entry) {
+  return entry >= 0 && (uint32_t)entry < w->max_reqs ? w->request_at[entry]
+                                                     : -1;
+}
+
+/* A random idx_mapping entry in place of request i's row. */
+static int32_t random_entry(rng *r, const export_world *w, uint32_t i,
+                            uint32_t filled) {
+  uint32_t draw = below(r, 100);
+  if (draw < 8) return -1 - (int32_t)below(r, 4);
+  if (draw < 12) return (int32_t)(w->max_reqs + below(r, 3));
+  if (draw < 14) return INT32_MAX;
+  if (draw < 20 && filled) return w->host_idx[below(r, filled)];
+  if (draw < 30) return (int32_t)below(r, w->max_reqs); /* maybe empty */
+  return (int32_t)w->row_of[i];
+}
+
+/*
+ * A random batch through idx_mapping; returns num_reqs. An entry reading a
+ * request schedules its last 1..4 tokens, any other entry one token at
+ * position 0. An entry drawn on an empty row reads the request's own row
+ * instead: the empty row would reject the token on the ranks that own
+ * position 0 only (tests/test_export.c has that case).
+ */
+static uint32_t random_slot_batch(selftest_round *run, export_world *w) {
+  uint32_t n = 0, tokens = 0;
+  for (uint32_t i = 0; i < w->num_requests; ++i) {
+    int32_t entry = random_entry(&run->rng, w, i, n);
+    if (entry >= 0 && (uint32_t)entry < w->max_reqs &&
+        w->request_at[entry] < 0)
+      entry = (int32_t)w->row_of[i];
+    w->host_idx[n++] = entry;
+  }
+  for (uint32_t k = n; k > 1; --k) { /* shuffle */
+    uint32_t j = below(&run->rng, k);
+    int32_t kept = w->host_idx[k - 1];
+    w->host_idx[k - 1] = w->host_idx[j];
+    w->host_idx[j] = kept;
+  }
+  for (uint32_t b = 0; b < n; ++b) {
+    int32_t i = entry_request(w, w->host_idx[b]);
+    uint32_t length = i >= 0 ? w->length[i] : 1;
+    uint32_t q = i >= 0 ? 1 + below(&run->rng, length < 4 ? length : 4) : 1;
+    w->host_qsl[b] = (int32_t)tokens;
+    w->host_seq_lens[b] = i >= 0 ? (int32_t)length : 7; /* ignored */
+    for (uint32_t k = 0; k < q; ++k)
+      w->host_positions[tokens++] = length - q + k;
+  }
+  w->host_qsl[n] = (int32_t)tokens;
+  return n;
+}
+
+/* Poisons a group's export, so that what the export does not write shows. */
+static bool poison_export(selftest_round *run, const clbt_table *group) {
+  clbt_export_buffers b;
+  const cl_int poison = EXPORT_POISON;
+  if (!expect_success(run, clbt_table_export_buffers(group, &b),
+                      "clbt_table_export_buffers"))
+    return false;
+  const cl_mem buffers[] = {b.paged_kv_indptr, b.paged_kv_indices,
+                            b.paged_kv_last_page_len, b.past_lens,
+                            b.subsequence_begins};
+  cl_int error = CL_SUCCESS;
+  for (size_t k = 0; k < 5 && error == CL_SUCCESS; ++k) {
+    size_t size = 0;
+    error = clGetMemObjectInfo(buffers[k], CL_MEM_SIZE, sizeof size, &size,
+                               NULL);
+    if (error == CL_SUCCESS)
+      error = clEnqueueFillBuffer(clbt_device_queue(run->device), buffers[k],
+                                  &poison, sizeof poison, 0, size, 0, NULL,
+                                  NULL);
+  }
+  return check(run, error == CL_SUCCESS, "poisoning an export: %d", error);
+}
+
+/* Reads a group's whole export on a rank into the world's arrays. */
+static bool read_export(selftest_round *run, export_world *w,
+                        const clbt_table *group, uint32_t *page_size) {
+  clbt_export_buffers b;
+  size_t entries = w->max_reqs * sizeof(int32_t);
+  bool ok = expect_success(run, clbt_table_export_buffers(group, &b),
+                           "clbt_table_export_buffers") &&
+            read_buffer(run, b.paged_kv_indptr, entries + sizeof(int32_t),
+                        w->indptr) &&
+            read_buffer(run, b.subsequence_begins, entries + sizeof(int32_t),
+                        w->begins) &&
+            read_buffer(run, b.paged_kv_last_page_len, entries,
+                        w->last_page_len) &&
+            read_buffer(run, b.past_lens, entries, w->past_lens) &&
+            read_buffer(run, b.paged_kv_indices,
+                        w->max_reqs * clbt_table_width(group) * sizeof(int32_t),
+                        w->indices);
+  *page_size = b.page_size;
+  return ok;
+}
+
+/* Entry b with no pages: padding, out of range, or past num_reqs. */
+static bool check_empty_entry(selftest_round *run, const export_world *w,
+                              uint32_t b) {
+  return check(run, w->indptr[b + 1] == w->indptr[b] &&
+                        w->last_page_len[b] == 1 && w->past_lens[b] == 0,
+               "export: entry %" PRIu32 " (idx %d) has pages [%d, %d), last "
+               "%d, past %d; want none, 1, 0",
+               b, w->host_idx[b], w->indptr[b], w->indptr[b + 1],
+               w->last_page_len[b], w->past_lens[b]);
+}
+
+/* Entry b reading request i: its tokens on this rank through both layouts. */
+static bool check_request_entry(selftest_round *run, const export_world *w,
+                                uint32_t g, uint32_t rank, uint32_t b,
+                                uint32_t i, uint32_t page) {
+  uint32_t length = w->length[i];
+  uint32_t q = (uint32_t)(w->host_qsl[b + 1] - w->host_qsl[b]);
+  uint32_t want = 0, query_owned = 0;
+  for (uint32_t p = 0; p < length; ++p)
+    if (rank_owns(w, g, rank, p)) {
+      ++want;
+      query_owned += p >= length - q;
+    }
+  int32_t pages = w->indptr[b + 1] - w->indptr[b];
+  int32_t last = w->last_page_len[b];
+  uint32_t got = pages > 0 ? (uint32_t)(pages - 1) * page + (uint32_t)last : 0;
+  bool ok = check(run, pages >= 0 && got == want && last >= 1 &&
+                           (uint32_t)last <= page &&
+                           (uint32_t)w->past_lens[b] + query_owned == want,
+                  "export: rank %" PRIu32 " group %" PRIu32 " entry %" PRIu32
+                  " (request %" PRIu32 ", length %" PRIu32 "): %d pages, "
+                  "last %d, past %d; want %" PRIu32 " tokens",
+                  rank, g, b, i, length, pages, last, w->past_lens[b], want);
+  size_t ids = EXPORT_IDS * (size_t)(w->groups[g].block_size / page);
+  for (uint32_t k = 0, p = 0; ok && k < want; ++p) {
+    if (!rank_owns(w, g, rank, p)) continue;
+    int32_t id = w->indices[w->indptr[b] + (int32_t)(k / page)];
+    int32_t value = id >= 0 && (size_t)id < ids
+                        ? w->cache[rank][g][(size_t)id * page + k % page]
+                        : INT32_MIN;
+    ok = check(run, value == token_value(i, p),
+               "export: rank %" PRIu32 " group %" PRIu32 " entry %" PRIu32
+               " token %" PRIu32 " reads %d, want %d",
+               rank, g, b, k, value, token_value(i, p));
+    ++k;
+  }
+  return ok;
+}
+
+/* A group's export of entries [0, padded) on a rank, n of them requests. */
+static bool check_group_export(selftest_round *run, export_world *w,
+                               uint32_t g, uint32_t rank, uint32_t n,
+                               uint32_t padded) {
+  const clbt_table *group = clbt_multi_table_group(w->ranks[rank], g);
+  uint32_t page = 0;
+  bool ok = read_export(run, w, group, &page) &&
+            check(run, w->indptr[0] == 0 && w->begins[0] == 0,
+                  "export: indptr[0] %d, subsequence_begins[0] %d",
+                  w->indptr[0], w->begins[0]);
+  for (uint32_t b = 0; b < padded && ok; ++b) {
+    int32_t i = b < n ? entry_request(w, w->host_idx[b]) : -1;
+    int32_t begin = w->host_qsl[b < n ? b + 1 : n];
+    ok = check(run, w->begins[b + 1] == begin,
+               "export: subsequence_begins[%" PRIu32 "] is %d, want %d",
+               b + 1, w->begins[b + 1], begin) &&
+         (i < 0 ? check_empty_entry(run, w, b)
+                : check_request_entry(run, w, g, rank, b, (uint32_t)i, page));
+  }
+  /* Nothing past the padded batch is written. */
+  size_t end = (size_t)w->indptr[padded];
+  return ok &&
+         check(run, padded == w->max_reqs ||
+                        (w->indptr[padded + 1] == EXPORT_POISON &&
+                         w->last_page_len[padded] == EXPORT_POISON),
+               "export: entry %" PRIu32 " past the padded batch is written",
+               padded) &&
+         check(run, end >= w->max_reqs * clbt_table_width(group) ||
+                        w->indices[end] == EXPORT_POISON,
+               "export: index %zu past the last page is written", end);
+}
+
+/* Exports a random batch on every rank and checks every token group. */
+static bool export_batch(selftest_round *run, export_world *w) {
+  uint32_t n = random_slot_batch(run, w);
+  uint32_t padded = n + below(&run->rng, w->max_reqs - n + 1);
+  uint32_t out_of_range = 0;
+  for (uint32_t b = 0; b < n; ++b)
+    out_of_range += w->host_idx[b] >= 0 &&
+                    (uint32_t)w->host_idx[b] >= w->max_reqs;
+  bool with_lengths = chance(&run->rng, 50);
+  clbt_export_request request = {
+      .num_reqs = n, .num_reqs_padded = padded, .query_start_loc = w->qsl,
+      .positions = w->positions, .num_tokens = (uint32_t)w->host_qsl[n],
+      .seq_lens = with_lengths ? w->seq_lens : NULL,
+      .idx_mapping = w->idx_mapping};
+  bool ok = write_buffer(run, w->qsl, (n + 1) * sizeof(int32_t), w->host_qsl) &&
+            write_buffer(run, w->positions,
+                         request.num_tokens * sizeof(int64_t),
+                         w->host_positions) &&
+            write_buffer(run, w->idx_mapping, n * sizeof(int32_t),
+                         w->host_idx) &&
+            write_buffer(run, w->seq_lens, n * sizeof(int32_t),
+                         w->host_seq_lens);
+  for (uint32_t rank = 0; rank < w->cp_world_size && ok; ++rank) {
+    uint32_t before[EXPORT_GROUPS] = {0}, after = 0;
+    for (uint32_t g = 0; g < w->num_groups && ok; ++g) {
+      clbt_table *group = clbt_multi_table_group(w->ranks[rank], g);
+      ok = !maps_tokens(w, g) ||
+           (poison_export(run, group) &&
+            expect_success(run, clbt_table_read_rejected_tokens(group,
+                                                                &before[g]),
+                           "clbt_table_read_rejected_tokens"));
+    }
+    ok = ok && expect_success(run, clbt_multi_table_enqueue_export(
+                                       w->ranks[rank], &request, 0, NULL, NULL),
+                              "clbt_multi_table_enqueue_export");
+    for (uint32_t g = 0; g < w->num_groups && ok; ++g) {
+      if (!maps_tokens(w, g)) continue;
+      ok = check_group_export(run, w, g, rank, n, padded) &&
+           expect_success(run, clbt_table_read_rejected_tokens(
+                                   clbt_multi_table_group(w->ranks[rank], g),
+                                   &after),
+                          "clbt_table_read_rejected_tokens") &&
+           check(run, after - before[g] == out_of_range,
+                 "export: rank %" PRIu32 " group %" PRIu32 " counted %" PRIu32
+                 " rejected entries, want %" PRIu32,
+                 rank, g, after - before[g], out_of_range);
+    }
+  }
+  ++run->result->exports;
+  return ok;
+}
+
+/* One export round: a world, its tokens, its rows in slots, three batches. */
+static clbt_status run_export_round(selftest_round *run) {
+  export_world w;
+  bool ok = export_world_create(run, &w) && add_requests(run, &w) &&
+            write_tokens(run, &w) && scatter_rows(run, &w);
+  for (int batch = 0; batch < 3 && ok; ++batch) ok = export_batch(run, &w);
+  export_world_free(&w);
+  return ok ? CLBT_SUCCESS : CLBT_INVALID_ARGUMENT;
+}
+
 clbt_status selftest_run(clbt_device *device, const selftest_options *options,
                          selftest_result *result) {
   clbt_status status = CLBT_SUCCESS;
@@ -729,6 +1278,8 @@ clbt_status selftest_run(clbt_device *device, const selftest_options *options,
     run.rng.state = (options->seed + 1) * 0x9E3779B97F4A7C15ull + round;
     if (run.rng.state == 0) run.rng.state = 1;
     clbt_status round_status = run_round(&run);
+    if (round_status != CLBT_SUCCESS) status = round_status;
+    round_status = run_export_round(&run);
     if (round_status != CLBT_SUCCESS) status = round_status;
   }
   return status;

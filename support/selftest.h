@@ -1,8 +1,9 @@
 /*
  * The randomised self-test: row operations, commits, slot mappings and
  * serving steps on a device, each checked against a plain model of the
- * rows and against the host reference. Used by `clbt selftest` and by
- * tests/test_differential.c.
+ * rows and against the host reference, and the export's round trip (tokens
+ * written through the slot mapping, read back through the exported page
+ * tables). Used by `clbt selftest` and by tests/test_differential.c.
  */
 #ifndef SUPPORT_SELFTEST_H
 #define SUPPORT_SELFTEST_H
@@ -25,6 +26,8 @@ typedef struct selftest_result {
   uint64_t commits;
   uint64_t slot_mappings;    /* device calls compared with the reference */
   uint64_t steps;            /* serving steps (idx_mapping, gather) likewise */
+  uint64_t exports;          /* batches exported through idx_mapping and
+                                read back through both layouts */
 } selftest_result;
 
 /*

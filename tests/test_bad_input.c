@@ -223,11 +223,13 @@ typedef struct bad_input {
   const uint32_t *row_counts[2];
   bool seq_lens_given;  /* an export's lengths: buffer seq_lens */
   buffer seq_lens;
+  bool idx_mapping_given; /* an export's rows: buffer idx_mapping */
+  buffer idx_mapping;
   bool none_table;      /* the call is made on a CLBT_SLOT_MODE_NONE table */
   uint32_t flags;       /* a step's flags, besides CLBT_STEP_GATHER */
   uint32_t struct_size; /* a step's; 0: its sizeof */
   bool later_field;     /* a step struct grown by a field set to 1 */
-  buffer idx_mapping;   /* a device step's (GOOD: the fixture's) */
+  buffer step_idx_mapping; /* a device step's (GOOD: the fixture's) */
 } bad_input;
 
 #define IDS(...) ((const int32_t[]){__VA_ARGS__})
@@ -662,11 +664,17 @@ static const bad_input cases[] = {
         CLBT_BUFFER_TOO_SMALL, "query_start_loc holds 8 bytes", .a = 2,
         .query_start_loc = TOO_SMALL),
     BAD(TABLE_ENQUEUE_EXPORT, "seq_lens too small", CLBT_BUFFER_TOO_SMALL,
-        "request->seq_lens holds 8 bytes; num_reqs 3 needs 12", .a = 3,
+        "seq_lens holds 8 bytes; num_reqs 3 needs 12", .a = 3,
         .seq_lens_given = true, .seq_lens = TOO_SMALL),
     BAD(TABLE_ENQUEUE_EXPORT, "seq_lens of another context",
-        CLBT_CONTEXT_MISMATCH, "request->seq_lens belongs to another", .a = 2,
+        CLBT_CONTEXT_MISMATCH, "seq_lens belongs to another", .a = 2,
         .seq_lens_given = true, .seq_lens = FOREIGN),
+    BAD(TABLE_ENQUEUE_EXPORT, "idx_mapping too small", CLBT_BUFFER_TOO_SMALL,
+        "idx_mapping holds 8 bytes; num_reqs 3 needs 12", .a = 3,
+        .idx_mapping_given = true, .idx_mapping = TOO_SMALL),
+    BAD(TABLE_ENQUEUE_EXPORT, "idx_mapping of another context",
+        CLBT_CONTEXT_MISMATCH, "idx_mapping belongs to another", .a = 2,
+        .idx_mapping_given = true, .idx_mapping = FOREIGN),
     BAD(TABLE_ENQUEUE_EXPORT, "wait list NULL with events",
         CLBT_INVALID_ARGUMENT, "wait_list is NULL with num_events 2", .a = 2,
         .num_events = 2),
@@ -677,6 +685,9 @@ static const bad_input cases[] = {
     BAD(MULTI_ENQUEUE_EXPORT, "num_reqs_padded = max_num_reqs + 1",
         CLBT_TOO_MANY_REQUESTS, "num_reqs_padded 5 exceeds max_num_reqs 4",
         .a = 2, .b = 5),
+    BAD(MULTI_ENQUEUE_EXPORT, "idx_mapping too small", CLBT_BUFFER_TOO_SMALL,
+        "idx_mapping holds 8 bytes; num_reqs 4 needs 16", .a = 4,
+        .idx_mapping_given = true, .idx_mapping = TOO_SMALL),
     BAD(MULTI_ENQUEUE_EXPORT, "wait list without events",
         CLBT_INVALID_ARGUMENT, "wait_list is not NULL with num_events 0",
         .a = 2, .wait_list = true),
@@ -754,10 +765,10 @@ static const bad_input cases[] = {
         .num_tokens = 2, .query_start_loc = TOO_SMALL),
     BAD(TABLE_ENQUEUE_STEP, "idx_mapping too small for num_reqs",
         CLBT_BUFFER_TOO_SMALL, "idx_mapping holds 8 bytes; num_reqs 3 needs 12",
-        .a = 3, .num_tokens = 3, .idx_mapping = TOO_SMALL),
+        .a = 3, .num_tokens = 3, .step_idx_mapping = TOO_SMALL),
     BAD(TABLE_ENQUEUE_STEP, "idx_mapping of another context",
         CLBT_CONTEXT_MISMATCH, "idx_mapping belongs to another OpenCL context",
-        .a = 1, .num_tokens = 1, .idx_mapping = FOREIGN),
+        .a = 1, .num_tokens = 1, .step_idx_mapping = FOREIGN),
     BAD(TABLE_ENQUEUE_STEP, "positions of another context",
         CLBT_CONTEXT_MISMATCH, "positions belongs to another OpenCL context",
         .a = 1, .num_tokens = 1, .positions = FOREIGN),
@@ -775,7 +786,7 @@ static const bad_input cases[] = {
         .a = 2, .b = 5, .num_tokens = 2),
     BAD(MULTI_ENQUEUE_STEP, "idx_mapping too small for num_reqs",
         CLBT_BUFFER_TOO_SMALL, "idx_mapping holds 8 bytes; num_reqs 3 needs 12",
-        .a = 3, .num_tokens = 3, .idx_mapping = TOO_SMALL),
+        .a = 3, .num_tokens = 3, .step_idx_mapping = TOO_SMALL),
     BAD(MULTI_ENQUEUE_STEP, "wait list without events",
         CLBT_INVALID_ARGUMENT, "wait_list is not NULL with num_events 0", .a = 1,
         .num_tokens = 1, .wait_list = true),
@@ -1308,7 +1319,10 @@ static clbt_status call_export(const bad_input *c, const fixture *f,
                        ? NULL
                        : pick_buffer(f, c->positions, true),
       .num_tokens = c->num_tokens,
-      .seq_lens = c->seq_lens_given ? pick_buffer(f, c->seq_lens, false) : NULL};
+      .seq_lens = c->seq_lens_given ? pick_buffer(f, c->seq_lens, false) : NULL,
+      .idx_mapping = c->idx_mapping_given
+                         ? pick_buffer(f, c->idx_mapping, false)
+                         : NULL};
   const clbt_export_request *req = c->null == NULL_REQUEST ? NULL : &request;
   const cl_event *wait_list = c->wait_list ? no_events : NULL;
   clbt_status status;
@@ -1357,7 +1371,7 @@ static clbt_status call_step(const bad_input *c, const fixture *f) {
           : pick_buffer(f, c->query_start_loc, false);
   grown.step.positions =
       c->null == NULL_POSITIONS ? NULL : pick_buffer(f, c->positions, true);
-  grown.step.idx_mapping = pick_buffer(f, c->idx_mapping, false);
+  grown.step.idx_mapping = pick_buffer(f, c->step_idx_mapping, false);
   const clbt_step *given = c->null == NULL_REQUEST ? NULL : &grown.step;
   const cl_event *wait_list = c->wait_list ? no_events : NULL;
   if (c->function == MULTI_ENQUEUE_STEP)

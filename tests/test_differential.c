@@ -21,15 +21,16 @@ START_TEST(device_agrees_with_the_reference) {
   selftest_result result = {0};
   clbt_assert_ok(selftest_run(clbt_test_device(), &options, &result));
   printf("differential: %" PRIu64 " row operations, %" PRIu64 " commits, %"
-         PRIu64 " slot mappings, %" PRIu64 " steps, %" PRIu64
-         " checks passed, %" PRIu64 " failed\n",
+         PRIu64 " slot mappings, %" PRIu64 " steps, %" PRIu64 " exports, %"
+         PRIu64 " checks passed, %" PRIu64 " failed\n",
          result.row_operations, result.commits, result.slot_mappings,
-         result.steps, result.passed, result.failed);
+         result.steps, result.exports, result.passed, result.failed);
   ck_assert_msg(result.failed == 0, "seed %" PRIu64 ": %" PRIu64 " checks failed",
                 seed, result.failed);
   ck_assert_uint_ge(result.row_operations, 5000);
   ck_assert_uint_ge(result.slot_mappings, 300);
   ck_assert_uint_ge(result.steps, 400);
+  ck_assert_uint_eq(result.exports, 3 * options.rounds);
 }
 END_TEST
 

@@ -293,13 +293,14 @@ static void read_pages(const int32_t *cache, const int32_t *pages,
 }
 
 /*
- * Request r's tokens through both layouts. It must read nothing when the
- * pages its tokens on this rank fill are more than its row holds; returns
- * whether it was so rejected.
+ * Batch request b's tokens through both layouts: those of the world's
+ * request r, whose row b reads. It must read nothing when the pages its
+ * tokens on this rank fill are more than its row holds; returns whether it
+ * was so rejected.
  */
 static bool check_request(const world *w, uint32_t g, uint32_t rank,
-                          const exported *e, const int32_t *qsl, uint32_t r,
-                          uint32_t length) {
+                          const exported *e, const int32_t *qsl, uint32_t b,
+                          uint32_t r, uint32_t length) {
   int32_t want[MAX_POSITIONS * 16], got[MAX_POSITIONS * 16];
   uint32_t page = e->page_size;
   uint32_t want_count = expected_tokens(w, g, rank, r, length, want);
@@ -308,52 +309,80 @@ static bool check_request(const world *w, uint32_t g, uint32_t rank,
   if (rejected) want_count = 0;
   const int32_t *cache = w->cache[rank][g];
   /* FlashInfer: pages from indptr, the last one cut by last_page_len. */
-  int32_t pages = e->indptr[r + 1] - e->indptr[r];
+  int32_t pages = e->indptr[b + 1] - e->indptr[b];
   ck_assert_int_ge(pages, 0);
   uint32_t csr_count =
-      pages ? (uint32_t)(pages - 1) * page + (uint32_t)e->last_page_len[r] : 0;
-  if (!pages) ck_assert_int_eq(e->last_page_len[r], 1);
-  else ck_assert_int_ge(e->last_page_len[r], 1);
-  ck_assert_int_le(e->last_page_len[r], (int32_t)page);
+      pages ? (uint32_t)(pages - 1) * page + (uint32_t)e->last_page_len[b] : 0;
+  if (!pages) ck_assert_int_eq(e->last_page_len[b], 1);
+  else ck_assert_int_ge(e->last_page_len[b], 1);
+  ck_assert_int_le(e->last_page_len[b], (int32_t)page);
   ck_assert_msg(csr_count == want_count,
-                "rank %u group %u request %u: %u tokens through CSR, want %u",
-                rank, g, r, csr_count, want_count);
-  read_pages(cache, e->indices + e->indptr[r], page, csr_count, got);
+                "rank %u group %u request %u (row of %u): %u tokens through "
+                "CSR, want %u",
+                rank, g, b, r, csr_count, want_count);
+  read_pages(cache, e->indices + e->indptr[b], page, csr_count, got);
   for (uint32_t i = 0; i < want_count; ++i)
     ck_assert_msg(got[i] == want[i],
                   "rank %u group %u request %u token %u: %d, want %d", rank, g,
-                  r, i, got[i], want[i]);
+                  b, i, got[i], want[i]);
   /* OpenVINO: past_lens, then the query's tokens this rank holds. */
-  ck_assert_int_eq(e->subsequence_begins[r], qsl[r]);
-  ck_assert_int_eq(e->subsequence_begins[r + 1], qsl[r + 1]);
-  uint32_t query = (uint32_t)(qsl[r + 1] - qsl[r]), query_owned = 0;
+  ck_assert_int_eq(e->subsequence_begins[b], qsl[b]);
+  ck_assert_int_eq(e->subsequence_begins[b + 1], qsl[b + 1]);
+  uint32_t query = (uint32_t)(qsl[b + 1] - qsl[b]), query_owned = 0;
   for (uint32_t p = length - query; !rejected && p < length; ++p)
     query_owned += owns(w, g, rank, p);
-  uint32_t ov_count = (uint32_t)e->past_lens[r] + query_owned;
-  ck_assert_msg(rejected ? e->past_lens[r] == 0 : ov_count == want_count,
+  uint32_t ov_count = (uint32_t)e->past_lens[b] + query_owned;
+  ck_assert_msg(rejected ? e->past_lens[b] == 0 : ov_count == want_count,
                 "rank %u group %u request %u: past %d + query %u, want %u",
-                rank, g, r, e->past_lens[r], query_owned, want_count);
-  read_pages(cache, e->indices + e->indptr[r], page, want_count, got);
+                rank, g, b, e->past_lens[b], query_owned, want_count);
+  read_pages(cache, e->indices + e->indptr[b], page, want_count, got);
   for (uint32_t i = 0; i < want_count; ++i) ck_assert_int_eq(got[i], want[i]);
   return rejected;
 }
 
-/* Checks a group's export on a rank; returns the requests it must reject. */
+/* What a batch request reads: a request's row, or no row; an empty row
+   (a request slot nobody holds) rejects the tokens scheduled on it. */
+enum { PADDING = -1, OUT_OF_RANGE = -2, EMPTY_SLOT = -3 };
+
+/* An exported batch: per request b, the world's request it reads (or
+   PADDING, OUT_OF_RANGE, EMPTY_SLOT) and its length. */
+typedef struct batch_view {
+  uint32_t num_reqs, num_reqs_padded;
+  const int32_t *qsl;
+  int32_t request[MAX_REQS];
+  uint32_t length[MAX_REQS];
+} batch_view;
+
+/*
+ * Checks a group's export on a rank; returns the requests it must reject
+ * (those whose row is too short, and those whose row is out of range).
+ */
 static uint32_t check_export(const world *w, uint32_t g, uint32_t rank,
-                             const schedule *s, const int32_t *qsl,
-                             const uint32_t *lengths) {
+                             const batch_view *v) {
   uint32_t rejected = 0;
   exported e =
       read_export(clbt_multi_table_group(w->ranks[rank], g), MAX_REQS);
-  uint32_t padded = s->num_reqs_padded ? s->num_reqs_padded : s->num_reqs;
+  uint32_t padded = v->num_reqs_padded ? v->num_reqs_padded : v->num_reqs;
+  const int32_t *qsl = v->qsl;
   ck_assert_int_eq(e.indptr[0], 0);
-  for (uint32_t r = 0; r < s->num_reqs; ++r)
-    rejected += check_request(w, g, rank, &e, qsl, r, lengths[r]);
-  for (uint32_t r = s->num_reqs; r < padded; ++r) {
-    ck_assert_int_eq(e.indptr[r + 1], e.indptr[r]);
-    ck_assert_int_eq(e.last_page_len[r], 1);
-    ck_assert_int_eq(e.past_lens[r], 0);
-    ck_assert_int_eq(e.subsequence_begins[r + 1], qsl[s->num_reqs]);
+  for (uint32_t b = 0; b < padded; ++b) {
+    if (b < v->num_reqs && v->request[b] >= 0) {
+      rejected += check_request(w, g, rank, &e, qsl, b,
+                                (uint32_t)v->request[b], v->length[b]);
+      continue;
+    }
+    /* Padding, in the batch or after it, and requests with no row. */
+    ck_assert_int_eq(e.indptr[b + 1], e.indptr[b]);
+    ck_assert_int_eq(e.last_page_len[b], 1);
+    ck_assert_int_eq(e.past_lens[b], 0);
+    ck_assert_int_eq(e.subsequence_begins[b + 1],
+                     qsl[b < v->num_reqs ? b + 1 : v->num_reqs]);
+    if (b >= v->num_reqs) continue;
+    /* An empty row is too short when this rank owns any of the length. */
+    uint32_t owned = 0;
+    for (uint32_t p = 0; p < v->length[b]; ++p) owned += owns(w, g, rank, p);
+    rejected += v->request[b] == OUT_OF_RANGE ||
+                (v->request[b] == EMPTY_SLOT && owned > 0);
   }
   /* Nothing past the padded batch is written. */
   if (padded < MAX_REQS) {
@@ -400,6 +429,29 @@ static uint32_t read_rejected(const world *w, uint32_t rank, uint32_t g) {
 }
 
 /*
+ * Exports a batch on every rank (the request's buffers are the caller's)
+ * and checks every token group's export and rejected-token count.
+ */
+static void export_and_check(world *w, const clbt_export_request *request,
+                             const batch_view *view) {
+  for (uint32_t rank = 0; rank < w->cp_world_size; ++rank) {
+    uint32_t before[MAX_GROUPS] = {0};
+    for (uint32_t g = 0; g < w->num_groups; ++g)
+      if (maps_tokens(w, g)) {
+        poison_export(clbt_multi_table_group(w->ranks[rank], g));
+        before[g] = read_rejected(w, rank, g);
+      }
+    clbt_assert_ok(
+        clbt_multi_table_enqueue_export(w->ranks[rank], request, 0, NULL, NULL));
+    for (uint32_t g = 0; g < w->num_groups; ++g) {
+      if (!maps_tokens(w, g)) continue;
+      uint32_t rejected = check_export(w, g, rank, view);
+      ck_assert_uint_eq(read_rejected(w, rank, g) - before[g], rejected);
+    }
+  }
+}
+
+/*
  * One step: grow the rows, commit, write the new tokens through the slot
  * mapping, export on every rank and read every request back.
  */
@@ -436,24 +488,117 @@ static void run_step(world *w, const schedule *s) {
       .num_reqs = s->num_reqs, .num_reqs_padded = s->num_reqs_padded,
       .query_start_loc = qsl_buffer, .positions = positions_buffer,
       .num_tokens = num_tokens, .seq_lens = lengths_buffer};
-  for (uint32_t rank = 0; rank < w->cp_world_size; ++rank) {
-    uint32_t before[MAX_GROUPS] = {0};
-    for (uint32_t g = 0; g < w->num_groups; ++g)
-      if (maps_tokens(w, g)) {
-        poison_export(clbt_multi_table_group(w->ranks[rank], g));
-        before[g] = read_rejected(w, rank, g);
-      }
-    clbt_assert_ok(
-        clbt_multi_table_enqueue_export(w->ranks[rank], &request, 0, NULL, NULL));
-    for (uint32_t g = 0; g < w->num_groups; ++g) {
-      if (!maps_tokens(w, g)) continue;
-      uint32_t rejected = check_export(w, g, rank, s, qsl, lengths);
-      ck_assert_uint_eq(read_rejected(w, rank, g) - before[g], rejected);
-    }
+  batch_view view = {s->num_reqs, s->num_reqs_padded, qsl, {0}, {0}};
+  for (uint32_t r = 0; r < s->num_reqs; ++r) {
+    view.request[r] = (int32_t)r;
+    view.length[r] = lengths[r];
   }
+  export_and_check(w, &request, &view);
   if (lengths_buffer) clReleaseMemObject(lengths_buffer);
   clReleaseMemObject(qsl_buffer);
   clReleaseMemObject(positions_buffer);
+}
+
+/* ---- the persistent model: rows in request slots, read through
+   idx_mapping ------------------------------------------------------------ */
+
+/*
+ * Where the world's requests 0..3 live: request 0 in slot 5, 1 in 2, 2 in
+ * 0, 3 in 3; slots 1 and 4 are empty. The moves that put them there
+ * (clbt_multi_table_move_row clears its source), undone in reverse.
+ */
+static const int32_t slot_of[4] = {5, 2, 0, 3};
+static const uint32_t to_slots[3][2] = {{0, 5}, {2, 0}, {1, 2}};
+
+static void move_rows(world *w, bool back) {
+  for (uint32_t rank = 0; rank < w->cp_world_size; ++rank)
+    for (uint32_t i = 0; i < 3; ++i) {
+      const uint32_t *move = to_slots[back ? 2 - i : i];
+      clbt_assert_ok(clbt_multi_table_move_row(w->ranks[rank], move[back],
+                                               move[!back]));
+    }
+}
+
+/* The world's request in slot `entry`, or what the entry is instead. */
+static int32_t request_in(int32_t entry) {
+  if (entry < 0) return PADDING;
+  if (entry >= MAX_REQS) return OUT_OF_RANGE;
+  for (int32_t r = 0; r < 4; ++r)
+    if (slot_of[r] == entry) return r;
+  return EMPTY_SLOT;
+}
+
+/* A batch in the persistent model: idx_mapping, and whether it passes
+   lengths (seq_lens, by batch request). */
+typedef struct slot_batch {
+  uint32_t num_reqs, num_reqs_padded;
+  int32_t idx_mapping[MAX_REQS];
+  bool seq_lens;
+} slot_batch;
+
+/*
+ * Exports a batch that reads the world's rows through idx_mapping: batch
+ * request b reading request r schedules its last 1 + b % 2 tokens (length:
+ * all r holds); the other entries schedule one token at position 0, which
+ * they must not read. Every request must read back what
+ * the slot mapping wrote for its request.
+ */
+static void export_slot_batch(world *w, const slot_batch *sb) {
+  int32_t qsl[MAX_REQS + 1] = {0}, seq_lens[MAX_REQS];
+  int64_t positions[MAX_REQS * 2];
+  batch_view view = {sb->num_reqs, sb->num_reqs_padded, qsl, {0}, {0}};
+  for (uint32_t b = 0; b < sb->num_reqs; ++b) {
+    int32_t r = request_in(sb->idx_mapping[b]);
+    uint32_t length = r >= 0 ? w->length[r] : 1;
+    uint32_t tokens = r >= 0 ? 1 + b % 2 : 1;
+    view.request[b] = r;
+    view.length[b] = length;
+    seq_lens[b] = r >= 0 ? (int32_t)length : 1000; /* padding: ignored */
+    qsl[b + 1] = qsl[b] + (int32_t)tokens;
+    for (uint32_t i = 0; i < tokens; ++i)
+      positions[qsl[b] + (int32_t)i] = length - tokens + i;
+  }
+  cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
+  cl_mem positions_buffer = clbt_test_buffer(sizeof positions, positions);
+  cl_mem idx_buffer = clbt_test_buffer(
+      sb->num_reqs * sizeof(int32_t), sb->idx_mapping);
+  cl_mem lengths_buffer =
+      clbt_test_buffer(sb->num_reqs * sizeof(int32_t), seq_lens);
+  clbt_export_request request = {
+      .num_reqs = sb->num_reqs, .num_reqs_padded = sb->num_reqs_padded,
+      .query_start_loc = qsl_buffer, .positions = positions_buffer,
+      .num_tokens = (uint32_t)qsl[sb->num_reqs],
+      .seq_lens = sb->seq_lens ? lengths_buffer : NULL,
+      .idx_mapping = idx_buffer};
+  export_and_check(w, &request, &view);
+  clReleaseMemObject(qsl_buffer);
+  clReleaseMemObject(positions_buffer);
+  clReleaseMemObject(idx_buffer);
+  clReleaseMemObject(lengths_buffer);
+}
+
+/*
+ * Padding entries, a request read twice, a padded batch, rows past
+ * max_num_reqs and an empty slot (rejected, counted), a request left out,
+ * lengths by batch request.
+ */
+static const slot_batch slot_batches[] = {
+    {5, 6, {2, -1, 5, 0, 5}, false},
+    {6, 0, {3, 7, -5, 2, 2, 0}, true},
+    {4, 5, {5, 3, INT32_MAX, 1}, false},
+};
+
+/*
+ * Moves the rows into their slots, commits every row, exports the slot
+ * batches, and moves the rows back for the steps that follow.
+ */
+static void export_through_slots(world *w) {
+  move_rows(w, false);
+  for (uint32_t rank = 0; rank < w->cp_world_size; ++rank)
+    clbt_assert_ok(clbt_multi_table_commit(w->ranks[rank], MAX_REQS));
+  for (size_t i = 0; i < sizeof slot_batches / sizeof slot_batches[0]; ++i)
+    export_slot_batch(w, &slot_batches[i]);
+  move_rows(w, true);
 }
 
 /* Every position of every request lives on exactly one rank. */
@@ -495,6 +640,7 @@ static void serve(uint32_t cp_world_size, uint32_t cp_interleave_size) {
   for (int decode = 0; decode < 12; ++decode)
     run_step(&w, &(schedule){.num_reqs = 4, .num_reqs_padded = 5,
                              .tokens = {1, 1, 1, 1}});
+  export_through_slots(&w);
   roll_back(&w, 0, w.length[0] - 9);
   roll_back(&w, 2, w.length[2] - 1);
   run_step(&w, &(schedule){.num_reqs = 4, .tokens = {1, 3, 1, 1}});
@@ -515,6 +661,7 @@ static void serve(uint32_t cp_world_size, uint32_t cp_interleave_size) {
                          (int32_t)(w.row_blocks[0][2] * span + 1), 40 * 64};
   run_step(&w, &(schedule){.num_reqs = 4, .tokens = {1, 0, 0, 1},
                            .seq_lens = too_long});
+  export_through_slots(&w);
   check_union(&w, 4);
   world_destroy(&w);
 }

@@ -15,8 +15,10 @@ static const char description[] =
     "steps (single and multi-group tables, hybrid blocks, context\n"
     "parallelism, NONE groups, ragged and malformed batches, idx_mapping\n"
     "with negative, repeated and out-of-range entries, the gather) on the\n"
-    "selected device and compares each result with the host reference;\n"
-    "failures are described on stderr.\n"
+    "selected device and compares each result with the host reference,\n"
+    "then writes tokens through the slot mapping and reads them back\n"
+    "through the exported page tables (rows in request slots, read through\n"
+    "idx_mapping); failures are described on stderr.\n"
     "Exits 0 only when nothing failed.\n";
 
 /* The device as the report shows it; NULL when none could be opened. */
@@ -81,6 +83,7 @@ int command_selftest(int argc, char **argv) {
   report_uint(root, "commits", result.commits);
   report_uint(root, "slot_mappings", result.slot_mappings);
   report_uint(root, "steps", result.steps);
+  report_uint(root, "exports", result.exports);
   report_uint(root, "passed", result.passed);
   report_uint(root, "failed", failed);
   cli_emit(root, as_json, error);

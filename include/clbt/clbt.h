@@ -870,10 +870,12 @@ typedef struct clbt_export_buffers {
  * (kernel blocks; with context parallelism, this rank's) as a CSR list
  * paged_kv_indices[indptr[r] .. indptr[r+1]), how many tokens its last
  * page holds, its past length and its query's begin (docs/semantics.md has
- * every rule). A request whose length is inconsistent or needs more pages
- * than its committed row holds gets no pages and adds 1 to the table's
- * rejected-token counter. When event is not NULL it receives an event that
- * completes with the export; the caller releases it.
+ * every rule). Request r reads row idx_mapping[r] when idx_mapping is
+ * given. A request whose length is inconsistent, whose idx_mapping entry is
+ * not below max_num_reqs, or that needs more pages than its committed row
+ * holds gets no pages and adds 1 to the table's rejected-token counter.
+ * When event is not NULL it receives an event that completes with the
+ * export; the caller releases it.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, request or
  * query_start_loc, or NULL positions with num_tokens > 0;
  * CLBT_INVALID_ARGUMENT for a CLBT_SLOT_MODE_NONE table (it has no pages),
