@@ -46,6 +46,7 @@ static inline void write_buffer(clbt_device *device, cl_mem buffer,
 
 static inline void read_buffer(clbt_device *device, cl_mem buffer,
                                size_t bytes, void *data) {
+  if (bytes == 0) return;
   check_cl(clEnqueueReadBuffer(clbt_device_queue(device), buffer, CL_TRUE, 0,
                                bytes, data, 0, NULL, NULL),
            "clEnqueueReadBuffer");

@@ -10,12 +10,15 @@
  * last request in the finished one's place. Each step the loop builds the
  * idx_mapping (batch index -> slot), pads the batch to a power of two as a
  * recorded graph would want, and makes one call,
- * clbt_multi_table_enqueue_step with CLBT_STEP_GATHER: the commit of what
- * changed, the slot mapping of every group through the idx_mapping, and the
- * gather of each group's input block table in batch order
- * (clbt_table_gathered_rows). It then checks every slot, and every entry of
- * every gathered table, against its own model of what they must hold, made
- * from the scheduler's account of the blocks.
+ * clbt_multi_table_enqueue_step with CLBT_STEP_GATHER | CLBT_STEP_EXPORT:
+ * the commit of what changed, the slot mapping of every group through the
+ * idx_mapping, the gather of each group's input block table in batch order
+ * (clbt_table_gathered_rows), and each group's page table for attention
+ * libraries that read pages, not rows (FlashInfer's CSR arrays and
+ * OpenVINO's, clbt_table_export_buffers). It then checks every slot, every
+ * entry of every gathered table and every exported entry against its own
+ * model of what they must hold, made from the scheduler's account of the
+ * blocks.
  *
  *   persistent_loop [--steps N] [--seed N] [--verbose]
  *
@@ -55,8 +58,18 @@ typedef struct gathered_model {
   int32_t rows[NUM_GROUPS][MAX_REQS][MAX_WIDTH];
 } gathered_model;
 
+/* What one group's export must write for the padded batch: FlashInfer's
+   paged_kv_indptr, paged_kv_indices and paged_kv_last_page_len, OpenVINO's
+   past_lens and subsequence_begins (docs/semantics.md, "Export"). */
+typedef struct export_model {
+  int32_t indptr[MAX_REQS + 1], indices[MAX_REQS * MAX_WIDTH];
+  int32_t last_page_len[MAX_REQS], past_lens[MAX_REQS];
+  int32_t subsequence_begins[MAX_REQS + 1];
+} export_model;
+
 typedef struct totals {
-  uint64_t tokens, slots_checked, entries_checked, wrong, finished;
+  uint64_t tokens, slots_checked, entries_checked, exported_checked, wrong,
+      finished;
 } totals;
 
 /* ---- the device side ---------------------------------------------------- */
@@ -98,8 +111,8 @@ static uint32_t padded_size(uint32_t num_reqs) {
   return padded;
 }
 
-/* The step: the batch's inputs, then one call for commit, slot mappings
-   and gathers of both groups; waits for its event. */
+/* The step: the batch's inputs, then one call for commit, slot mappings,
+   gathers and exports of both groups; waits for its event. */
 static void run_step(engine *e, const scheduler *s, const batch *b,
                      uint32_t num_reqs_padded) {
   int32_t idx_mapping[MAX_REQS];
@@ -111,13 +124,14 @@ static void run_step(engine *e, const scheduler *s, const batch *b,
   write_buffer(e->device, e->idx_mapping, sizeof(int32_t) * s->num_running,
                idx_mapping);
   clbt_step step = CLBT_STEP_INIT;
-  step.flags = CLBT_STEP_GATHER;
+  step.flags = CLBT_STEP_GATHER | CLBT_STEP_EXPORT;
   step.num_reqs = s->num_running;
   step.num_reqs_padded = num_reqs_padded;
   step.num_tokens = b->num_tokens;
   step.query_start_loc = e->query_start_loc;
   step.positions = e->positions;
   step.idx_mapping = e->idx_mapping;
+  step.seq_lens = NULL; /* the export's lengths: last position + 1 */
   cl_event done = NULL;
   check(clbt_multi_table_enqueue_step(e->table, &step, 0, NULL, &done),
         "clbt_multi_table_enqueue_step");
@@ -145,6 +159,36 @@ static void gather_model(gathered_model *m, const scheduler *s,
       if (i >= s->num_running || ZERO_TAILS)
         memset(row + length, 0, (m->width[g] - length) * sizeof *row);
     }
+}
+
+/*
+ * The export's rule applied to the model, for group g (pages are its
+ * blocks: no kernel_block_size, no context parallelism). Batch request i
+ * holds the KV of its computed tokens and of this step's; its pages are the
+ * first ceil(length / page) of its blocks, listed from indptr[i], the last
+ * holding the rest of its tokens (1 when it has none: FlashInfer reads 0 as
+ * a full page); its past length is what precedes this step's query. A
+ * request with no token this step and the padding requests have no pages;
+ * padding requests begin where the batch's tokens end.
+ */
+static void export_model_build(export_model *m, const scheduler *s,
+                               const batch *b, uint32_t g,
+                               uint32_t num_reqs_padded) {
+  uint32_t page = block_sizes[g];
+  m->indptr[0] = 0;
+  m->subsequence_begins[0] = b->query_start_loc[0];
+  for (uint32_t i = 0; i < num_reqs_padded; ++i) {
+    const request *r = i < s->num_running ? &s->running[i] : NULL;
+    uint32_t length = r && r->scheduled ? r->computed + r->scheduled : 0;
+    uint32_t pages = (length + page - 1) / page;
+    if (pages)
+      memcpy(&m->indices[m->indptr[i]], r->blocks[g], pages * sizeof(int32_t));
+    m->indptr[i + 1] = m->indptr[i] + (int32_t)pages;
+    m->last_page_len[i] = pages ? (int32_t)(length - (pages - 1) * page) : 1;
+    m->past_lens[i] = r ? (int32_t)(length - r->scheduled) : 0;
+    m->subsequence_begins[i + 1] =
+        b->query_start_loc[r ? i + 1 : s->num_running];
+  }
 }
 
 /* Group g's slot mapping against the scheduler's account: the token at
@@ -185,6 +229,37 @@ static uint64_t check_gathered(engine *e, const gathered_model *m, uint32_t g,
   return wrong;
 }
 
+/* The first count entries of an int32 buffer against expected. */
+static uint64_t check_ints(engine *e, cl_mem buffer, uint32_t count,
+                           const int32_t *expected, totals *t) {
+  static int32_t read[MAX_REQS * MAX_WIDTH];
+  read_buffer(e->device, buffer, count * sizeof *read, read);
+  uint64_t wrong = 0;
+  for (uint32_t i = 0; i < count; ++i) wrong += read[i] != expected[i];
+  t->exported_checked += count;
+  return wrong;
+}
+
+/* Group g's export buffers against the model, where the step wrote them:
+   entries [0, B] of the indptr and subsequence_begins, [0, B) of the
+   per-request arrays, [0, indptr[B]) of the indices (B: num_reqs_padded). */
+static uint64_t check_export(engine *e, const export_model *m, uint32_t g,
+                             uint32_t num_reqs_padded, totals *t) {
+  clbt_export_buffers out;
+  check(clbt_table_export_buffers(clbt_multi_table_group(e->table, g), &out),
+        "clbt_table_export_buffers");
+  uint32_t b = num_reqs_padded;
+  uint64_t wrong = out.page_size != block_sizes[g];
+  wrong += check_ints(e, out.paged_kv_indptr, b + 1, m->indptr, t);
+  wrong += check_ints(e, out.paged_kv_indices, (uint32_t)m->indptr[b],
+                      m->indices, t);
+  wrong += check_ints(e, out.paged_kv_last_page_len, b, m->last_page_len, t);
+  wrong += check_ints(e, out.past_lens, b, m->past_lens, t);
+  wrong += check_ints(e, out.subsequence_begins, b + 1,
+                      m->subsequence_begins, t);
+  return wrong;
+}
+
 /* ---- the loop ----------------------------------------------------------- */
 
 int main(int argc, char **argv) {
@@ -195,6 +270,7 @@ int main(int argc, char **argv) {
   static scheduler s;
   static batch b;
   static gathered_model model; /* zero, as the gathered tables start */
+  static export_model exported;
   engine e = {0};
   totals t = {0};
   engine_start(&e);
@@ -218,8 +294,11 @@ int main(int argc, char **argv) {
     run_step(&e, &s, &b, padded);
     gather_model(&model, &s, padded);
     uint64_t wrong = 0;
-    for (uint32_t g = 0; g < NUM_GROUPS; ++g)
-      wrong += check_slots(&e, &s, g, &t) + check_gathered(&e, &model, g, &t);
+    for (uint32_t g = 0; g < NUM_GROUPS; ++g) {
+      export_model_build(&exported, &s, &b, g, padded);
+      wrong += check_slots(&e, &s, g, &t) + check_gathered(&e, &model, g, &t) +
+               check_export(&e, &exported, g, padded, &t);
+    }
     scheduler_advance(&s);
     t.tokens += b.num_tokens;
     t.wrong += wrong;
@@ -236,10 +315,10 @@ int main(int argc, char **argv) {
   }
   engine_stop(&e);
   printf("persistent_loop: %u steps, %" PRIu64 " requests finished, %" PRIu64
-         " tokens, %" PRIu64 " slots and %" PRIu64
-         " gathered entries checked, %" PRIu64 " wrong\n",
+         " tokens, %" PRIu64 " slots, %" PRIu64 " gathered entries and %" PRIu64
+         " exported entries checked, %" PRIu64 " wrong\n",
          steps, t.finished, t.tokens, t.slots_checked, t.entries_checked,
-         t.wrong);
+         t.exported_checked, t.wrong);
   return t.wrong == 0 && t.tokens > 0 && t.finished > 0 ? EXIT_SUCCESS
                                                          : EXIT_FAILURE;
 }

@@ -3,8 +3,9 @@
  * updates, clbt_multi_table_enqueue_step, completion) on the shapes of the
  * seed's own step (shared/anchors/seed_step.py), in vLLM's v1 model (rows
  * in batch order, idx_mapping NULL) and in the persistent model (rows in
- * request slots, an idx_mapping, the gather), against an empty kernel's
- * call on the same queue; a churning step; the host's share of a step; and
+ * request slots, an idx_mapping, the gather; and the same with the export
+ * of FlashInfer's and OpenVINO's page tables inside the step), against an
+ * empty kernel's call on the same queue; a churning step; the host's share of a step; and
  * a full gather's device time against the device's copy bandwidth.
  */
 #include <stdio.h>
@@ -46,7 +47,24 @@ static const step_case gather_cases[] = {
      {8192, 8192, 4096, 2048}},
 };
 
-/* One table and the batch that drives it, in one of the two models. */
+/* How a case's rows are kept and what its step does: the v1 model, the
+   persistent model, and the persistent model with the export in the step. */
+typedef struct step_variant {
+  const char *name;
+  bool persistent; /* rows in request slots, read through an idx_mapping */
+  uint32_t flags;  /* clbt_step.flags */
+  const char *work; /* what the changed rows cost, for a missed target */
+} step_variant;
+
+static const step_variant step_variants[] = {
+    {"v1", false, 0, "their commit"},
+    {"persistent", true, CLBT_STEP_GATHER, "their commit and gather"},
+    {"persistent-export", true, CLBT_STEP_GATHER | CLBT_STEP_EXPORT,
+     "their commit and gather; the export, rebuilt every step, is in both "
+     "figures"},
+};
+
+/* One table and the batch that drives it, in one of the models. */
 typedef struct step_model {
   const step_case *shape;
   bool persistent;
@@ -120,8 +138,10 @@ static void shuffle(bench *b, uint32_t *values, uint32_t count) {
  * buffers: one token per request, at the end of its row as first filled.
  */
 static step_model *model_create(bench *b, clbt_device *device,
-                                const step_case *shape, bool persistent,
+                                const step_case *shape,
+                                const step_variant *variant,
                                 uint32_t zero_tails) {
+  bool persistent = variant->persistent;
   step_model *m = calloc(1, sizeof *m);
   clbt_group_config groups[STEP_MAX_GROUPS];
   for (uint32_t g = 0; g < shape->num_groups; ++g) {
@@ -178,10 +198,8 @@ static step_model *model_create(bench *b, clbt_device *device,
   m->step.num_reqs = m->step.num_tokens = shape->requests;
   m->step.query_start_loc = m->query_start_loc;
   m->step.positions = m->positions_buffer;
-  if (persistent) {
-    m->step.idx_mapping = m->idx_mapping;
-    m->step.flags = CLBT_STEP_GATHER;
-  }
+  m->step.flags = variant->flags;
+  if (persistent) m->step.idx_mapping = m->idx_mapping;
   bench_check(clbt_multi_table_commit(m->table, STEP_MAX_REQS), "commit");
   bench_check(clbt_multi_table_enqueue_step(m->table, &m->step, 0, NULL, NULL),
               "step");
@@ -292,11 +310,58 @@ static void read_back(const step_model *m, cl_mem buffer, size_t bytes,
                  "clEnqueueReadBuffer");
 }
 
+/* The first count int32 of a buffer, in memory the caller frees. */
+static int32_t *read_ints(const step_model *m, cl_mem buffer, size_t count) {
+  int32_t *data = malloc((count ? count : 1) * sizeof *data);
+  if (!data) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
+  if (count) read_back(m, buffer, count * sizeof *data, data);
+  return data;
+}
+
+/* Ends the process with what differs in group g's export of request r. */
+static void export_differs(const step_model *m, uint32_t g, uint32_t r,
+                           const char *what) {
+  fprintf(stderr, "clbt bench: %s: group %u's export of request %u: %s\n",
+          m->shape->name, (unsigned)g, (unsigned)r, what);
+  exit(1);
+}
+
+/* Group g's FlashInfer arrays after a step with CLBT_STEP_EXPORT: request
+   r's one token at position p makes it p + 1 tokens long, its pages the
+   first ceil((p + 1) / block size) of its row's blocks. */
+static void check_export(const step_model *m, uint32_t g) {
+  const clbt_table *group = clbt_multi_table_group(m->table, g);
+  const int32_t *host = clbt_table_host_data(group);
+  uint32_t width = clbt_table_width(group), size = m->shape->block_sizes[g];
+  uint32_t requests = m->shape->requests;
+  clbt_export_buffers out;
+  bench_check(clbt_table_export_buffers(group, &out), "export buffers");
+  int32_t *indptr = read_ints(m, out.paged_kv_indptr, requests + 1);
+  int32_t *last = read_ints(m, out.paged_kv_last_page_len, requests);
+  int32_t *indices = read_ints(m, out.paged_kv_indices,
+                               indptr[requests] > 0 ? indptr[requests] : 0);
+  for (uint32_t r = 0; r < requests; ++r) {
+    int64_t length = m->positions[r] + 1;
+    int32_t pages = (int32_t)((length + size - 1) / size);
+    if (indptr[r + 1] - indptr[r] != pages)
+      export_differs(m, g, r, "not as many pages as its tokens fill");
+    if (memcmp(&indices[indptr[r]], &host[(size_t)m->rows[r] * width],
+               (size_t)pages * sizeof(int32_t)) != 0)
+      export_differs(m, g, r, "pages that are not its row's blocks");
+    if (last[r] != length - (int64_t)(pages - 1) * size)
+      export_differs(m, g, r, "a wrong last page length");
+  }
+  free(indptr);
+  free(last);
+  free(indices);
+}
+
 /*
  * After a finished step: each group's slot mapping (a token past its row's
  * blocks gets -1), and in the persistent model its gathered rows up to
- * each row's length, against the host rows (which the step committed).
- * Ends the process at the first difference.
+ * each row's length, and with the export its page tables, against the
+ * host rows (which the step committed). Ends the process at the first
+ * difference.
  */
 static void check_model(const step_model *m) {
   int64_t *slots = malloc(STEP_MAX_TOKENS * sizeof *slots);
@@ -342,6 +407,7 @@ static void check_model(const step_model *m) {
       }
     }
     free(gathered);
+    if (m->step.flags & CLBT_STEP_EXPORT) check_export(m, g);
   }
   free(slots);
 }
@@ -351,22 +417,22 @@ static void check_model(const step_model *m) {
 /* Why a step misses its target, from what was measured beside it: the
    step with no row changes against the floor, what the changes add, and
    the host's share. */
-static void miss_reason(char *reason, size_t size, bool persistent,
+static void miss_reason(char *reason, size_t size, const char *work,
                         double step, double still, double empty,
                         double host) {
   snprintf(reason, size,
            "a step with no row changes takes %.1f us (%.2fx the floor of "
-           "%.1f us); committing%s the changed rows adds %.1f us; the host's "
-           "share of the step is %.1f us",
-           still, still / empty, empty, persistent ? " and gathering" : "",
-           step - still, host);
+           "%.1f us); the changed rows add %.1f us (%s); the host's share "
+           "of the step is %.1f us",
+           still, still / empty, empty, step - still, work, host);
 }
 
 /* Times one case in one model and adds its record and its target's. */
 static void step_case_run(bench *b, report *section, report *targets,
-                          const step_case *shape, bool persistent) {
+                          const step_case *shape,
+                          const step_variant *variant) {
   const double limit = 1.3;
-  step_model *m = model_create(b, b->device, shape, persistent, 0);
+  step_model *m = model_create(b, b->device, shape, variant, 0);
   const bench_call calls[] = {
       {run_steady, m, BENCH_TO_COMPLETION},
       {bench_run_empty, NULL, BENCH_TO_COMPLETION},
@@ -381,8 +447,7 @@ static void step_case_run(bench *b, report *section, report *targets,
   check_model(m);
   model_destroy(m);
   char name[64];
-  snprintf(name, sizeof name, "%s/%s", shape->name,
-           persistent ? "persistent" : "v1");
+  snprintf(name, sizeof name, "%s/%s", shape->name, variant->name);
   double step = us[0], empty = us[1], still = us[2], host = us[3];
   report *record = bench_record(section, name);
   report_number(record, "step_us", step, 1);
@@ -400,7 +465,8 @@ static void step_case_run(bench *b, report *section, report *targets,
   } else {
     snprintf(verdict, sizeof verdict, "missed by %.0f%%",
              (step / empty / limit - 1) * 100);
-    miss_reason(reason, sizeof reason, persistent, step, still, empty, host);
+    miss_reason(reason, sizeof reason, variant->work, step, still, empty,
+                host);
   }
   report *target = bench_record(targets, name);
   report_number(target, "step_over_empty", step / empty, 2);
@@ -460,7 +526,8 @@ static void gather_bytes(const step_model *m, uint64_t *live,
    the copy bandwidth. */
 static void gather_case_run(bench *b, report *section, const step_case *shape,
                             uint32_t zero_tails, double bandwidth) {
-  step_model *m = model_create(b, b->profiled, shape, true, zero_tails);
+  step_model *m =
+      model_create(b, b->profiled, shape, &step_variants[1], zero_tails);
   /* A second idx_mapping where every position names another slot. */
   int32_t *next = malloc(shape->requests * sizeof *next);
   if (!next) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
@@ -501,22 +568,24 @@ static void gather_case_run(bench *b, report *section, const step_case *shape,
 
 void bench_step(bench *b) {
   if (!bench_selected(b, "step")) return;
-  char caption[480];
+  char caption[560];
   snprintf(caption, sizeof caption,
            "a whole step (host row updates, clbt_multi_table_enqueue_step, "
            "clFinish), medians of %u runs, microseconds, beside an empty "
            "kernel's enqueue + clFinish; v1: rows in batch order, "
            "idx_mapping NULL; persistent: request slots, idx_mapping, "
-           "gather; no_changes: a step with no row updates; host: the step "
-           "enqueued, not waited for; churn: 1 request in %d leaves and "
-           "another takes its place",
+           "gather; persistent-export: the same with CLBT_STEP_EXPORT "
+           "(every group's page tables); no_changes: a step with no row "
+           "updates; host: the step enqueued, not waited for; churn: 1 "
+           "request in %d leaves and another takes its place",
            (unsigned)b->options.runs, STEP_LEAVES_ONE_IN);
   report *section = bench_section(b, "step", caption);
   report *targets = report_array(b->root, "step_targets");
   report_caption(targets, "a whole step <= 1.3x the empty kernel's call");
   for (size_t c = 0; c < sizeof step_cases / sizeof step_cases[0]; ++c)
-    for (int persistent = 0; persistent < 2; ++persistent)
-      step_case_run(b, section, targets, &step_cases[c], persistent);
+    for (size_t v = 0; v < sizeof step_variants / sizeof step_variants[0];
+         ++v)
+      step_case_run(b, section, targets, &step_cases[c], &step_variants[v]);
 
   double bandwidth = copy_bandwidth(b);
   snprintf(caption, sizeof caption,

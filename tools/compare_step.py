@@ -4,7 +4,8 @@
 
 SEED_JSON is what shared/anchors/seed_step.py --json writes (per case: step_us,
 host_us, ...); BENCH_JSON is what `clbt bench --json` writes (its "step"
-section: records named CASE/v1 and CASE/persistent with step_us and host_us).
+section: records named CASE/v1, CASE/persistent and CASE/persistent-export,
+the persistent step with the export in it, with step_us and host_us).
 Prints, per case and model, the two steps, clbt's over the seed's against the
 goal (1/20 or less), and the host's share of a step on each side. Exits 1 when
 a case is missing from either file.
@@ -13,7 +14,7 @@ import json
 import sys
 
 GOAL = 1 / 20
-MODELS = ("v1", "persistent")
+MODELS = ("v1", "persistent", "persistent-export")
 
 
 def main(argv):
@@ -35,13 +36,13 @@ def main(argv):
             verdict = "met" if ratio <= GOAL else f"missed by {(ratio / GOAL - 1) * 100:.0f}%"
             rows.append((case, model, theirs["step_us"], ours["step_us"], ratio, verdict,
                          theirs["host_us"], ours["host_us"]))
-    print(f"{'case':22} {'model':10} {'seed step':>10} {'clbt step':>10} {'clbt/seed':>10} "
+    print(f"{'case':22} {'model':17} {'seed step':>10} {'clbt step':>10} {'clbt/seed':>10} "
           f"{'goal 1/20':>14} {'seed host':>10} {'clbt host':>10}")
     for case, model, seed_us, clbt_us, ratio, verdict, seed_host, clbt_host in rows:
-        print(f"{case:22} {model:10} {seed_us:10.1f} {clbt_us:10.1f} {ratio:10.3f} "
+        print(f"{case:22} {model:17} {seed_us:10.1f} {clbt_us:10.1f} {ratio:10.3f} "
               f"{verdict:>14} {seed_host:10.1f} {clbt_host:10.1f}")
-    print("microseconds; step (medians) = row updates + commit + slot mapping (+ gather) "
-          "to completion; host = the same, not waited for (the seed's a mean, clbt's a median)")
+    print("microseconds; step (medians) = row updates + commit + slot mapping (+ gather, "
+          "+ export) to completion; host = the same, not waited for (the seed's a mean, clbt's a median)")
     if missing:
         print("not in " + argv[2] + ": " + ", ".join(missing), file=sys.stderr)
         return 1
