@@ -11,17 +11,20 @@
         slots = table.read_slot_mapping(num_tokens)
 
 clbt.vllm has the same classes shaped as vLLM's BlockTable and
-MultiGroupBlockTable. The package calls libclbt.so through ctypes;
+MultiGroupBlockTable, and BlockTables for the persistent model (Model
+Runner V2's request slots, over Table.step). The package calls libclbt.so through ctypes;
 clbt.library_path says which one it loaded (docs/python.md).
 """
 from . import _library
-from ._core import (PAD_SLOT_ID, CommitMode, Device, Error, Group, MultiTable, SlotMode,
-                    Table, devices)
+from ._core import (PAD_SLOT_ID, CommitMode, Device, Error, Export, Group, MultiTable,
+                    SlotMode, Table, devices)
+from ._library import STEP_EXPORT, STEP_GATHER
 from ._opencl import release_event
 
 library_path = _library.path
 Error.__module__ = __name__  # shown as clbt.Error
 __version__ = _library.lib.clbt_version_string().decode()
 
-__all__ = ["CommitMode", "Device", "Error", "Group", "MultiTable", "PAD_SLOT_ID", "SlotMode",
-           "Table", "devices", "library_path", "release_event"]
+__all__ = ["CommitMode", "Device", "Error", "Export", "Group", "MultiTable", "PAD_SLOT_ID",
+           "STEP_EXPORT", "STEP_GATHER", "SlotMode", "Table", "devices", "library_path",
+           "release_event"]

@@ -1,5 +1,6 @@
 """Devices and tables: the C library's handles as Python objects."""
 import array
+import collections
 import ctypes
 import enum
 import operator
@@ -8,7 +9,8 @@ from ctypes import byref, c_uint32, c_void_p
 import numpy as np
 
 from . import _opencl
-from ._library import CommitInfo, GroupConfig, MultiTableConfig, TableConfig, lib
+from ._library import (CommitInfo, ExportBuffers, ExportRequest, GroupConfig, HostStep,
+                       MultiTableConfig, Step, TableConfig, lib)
 
 PAD_SLOT_ID = -1
 _INVALID_ARGUMENT = -4002
@@ -16,6 +18,14 @@ _NULL_ARGUMENT = -4001
 _ROW_OUT_OF_RANGE = -4005
 _TOO_MANY_REQUESTS = -4008
 _TOO_MANY_TOKENS = -4009
+
+Export = collections.namedtuple("Export", (
+    "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len", "past_lens",
+    "subsequence_begins", "page_size"))
+Export.__doc__ = """A table's export (clbt_export_buffers): FlashInfer's
+paged_kv_indptr (OpenVINO's block_indices_begins), paged_kv_indices
+(block_indices), paged_kv_last_page_len, OpenVINO's past_lens and
+subsequence_begins, all int32, and page_size (kernel_block_size)."""
 
 
 class Error(Exception):
@@ -205,66 +215,91 @@ def pyopencl_object(kind, handle):
     return getattr(_opencl.pyopencl, kind).from_int_ptr(handle, retain=True)
 
 
+# The batch inputs a call may take as host arrays, with their C types.
+_BATCH_INPUTS = {"query_start_loc": _INT32, "positions": _INT64, "idx_mapping": _INT32,
+                 "seq_lens": _INT32}
+
+
+def _needed(name, num_reqs, count):
+    """The entries of a batch input a call reads: every position, and
+    num_reqs (+ 1) of the per-request arrays."""
+    if name == "positions":
+        return count
+    return num_reqs + (name == "query_start_loc")
+
+
 class _BatchInputs:
-    """Device copies of a batch's query_start_loc and positions given as
-    host arrays, kept per table and reused step to step. Two slots
-    alternate, each with its own host staging copy: a write reads the
-    staging copy after the call returns, so a slot is reused only once its
-    last write is done, and the caller may change its arrays at once."""
+    """Device copies of a batch's inputs given as host arrays, kept per
+    table and reused step to step. Two slots alternate, each with its own
+    host staging copies: a write reads its staging copy after the call
+    returns, so a slot is reused only once its last write is done, and the
+    caller may change its arrays at once."""
 
     def __init__(self, device, max_num_reqs, max_num_tokens):
         context = lib.clbt_device_context(device)
         self.queue = lib.clbt_device_queue(device)
+        capacity = {"query_start_loc": max_num_reqs + 1, "positions": max(max_num_tokens, 1),
+                    "idx_mapping": max(max_num_reqs, 1), "seq_lens": max(max_num_reqs, 1)}
         self.slots = []
-        for _ in range(2):
-            qsl = np.empty(max_num_reqs + 1, np.int32)
-            positions = np.empty(max(max_num_tokens, 1), np.int64)
-            self.slots.append([qsl, positions, _opencl.create_buffer(context, qsl.nbytes),
-                               _opencl.create_buffer(context, positions.nbytes), None])
         self.next = 0
+        try:
+            for _ in range(2):
+                slot = [{}, {}, None]  # staging, buffers, the last write's event
+                self.slots.append(slot)
+                for name, typecode in _BATCH_INPUTS.items():
+                    slot[0][name] = np.empty(capacity[name], _DTYPES[typecode])
+                    slot[1][name] = _opencl.create_buffer(context, slot[0][name].nbytes)
+        except Error:
+            self.release()
+            raise
 
-    def upload(self, num_reqs, query_start_loc, positions):
-        """Enqueues the writes; returns the two buffers and num_tokens."""
+    def upload(self, num_reqs, arrays):
+        """Enqueues the writes of arrays ({name: host values}); returns
+        ({name: buffer}, the number of positions, None without them)."""
         slot = self.slots[self.next]
         self.next ^= 1
-        qsl_host, positions_host, qsl, positions_buffer, written = slot
+        staging, buffers, written = slot
         if written is not None:
             _opencl.wait(written)
             _opencl.release_event(written)
-            slot[4] = None
-        qsl_source, _, qsl_count = _array(query_start_loc, _INT32, "query_start_loc")
-        source, _, num_tokens = _array(positions, _INT64, "positions")
-        # What the C call would refuse, refused before the staging copies
-        # are written past their ends.
-        if num_reqs + 1 > qsl_host.size:
-            raise Error(_TOO_MANY_REQUESTS, "num_reqs %d exceeds max_num_reqs %d" % (
-                num_reqs, qsl_host.size - 1))
-        if num_tokens > positions_host.size:
-            raise Error(_TOO_MANY_TOKENS, "num_tokens %d exceeds max_num_batched_tokens %d" % (
-                num_tokens, positions_host.size))
-        if qsl_count < num_reqs + 1:
-            raise Error(_INVALID_ARGUMENT, "query_start_loc holds %d values; num_reqs %d "
-                        "needs %d" % (qsl_count, num_reqs, num_reqs + 1))
-        qsl_host[:num_reqs + 1] = np.asarray(qsl_source)[:num_reqs + 1]
-        positions_host[:num_tokens] = source
+            slot[2] = None
+        sources, counts = {}, {}
+        for name, values in arrays.items():
+            held, _, count = _array(values, _BATCH_INPUTS[name], name)
+            needed = _needed(name, num_reqs, count)
+            # What the C call would refuse, refused before the staging
+            # copies are written past their ends.
+            if needed > staging[name].size:
+                if name == "positions":
+                    raise Error(_TOO_MANY_TOKENS, "num_tokens %d exceeds max_num_batched_tokens "
+                                "%d" % (count, staging[name].size))
+                raise Error(_TOO_MANY_REQUESTS, "num_reqs %d exceeds max_num_reqs %d" % (
+                    num_reqs, staging["query_start_loc"].size - 1))
+            if count < needed:
+                raise Error(_INVALID_ARGUMENT, "%s holds %d values; num_reqs %d needs %d" % (
+                    name, count, num_reqs, needed))
+            sources[name], counts[name] = held, needed
         # The last write's event: the queue is in order, so once it is done
-        # both staging copies are free.
+        # every staging copy of the slot is free.
+        last = [name for name in counts if counts[name]][-1:]
         event = c_void_p()
-        _opencl.write(self.queue, qsl, qsl_host.ctypes.data, (num_reqs + 1) * 4,
-                      None if num_tokens else event)
-        if num_tokens:
-            _opencl.write(self.queue, positions_buffer, positions_host.ctypes.data,
-                          num_tokens * 8, event)
-        slot[4] = event
-        return qsl, positions_buffer, num_tokens
+        for name, needed in counts.items():
+            if not needed:
+                continue
+            host = staging[name]
+            host[:needed] = np.asarray(sources[name])[:needed]
+            _opencl.write(self.queue, buffers[name], host.ctypes.data, needed * host.itemsize,
+                          event if [name] == last else None)
+        slot[2] = event if last else None
+        return {name: buffers[name] for name in arrays}, counts.get("positions")
 
     def release(self):
-        for _, _, qsl, positions, written in self.slots:
+        for _, buffers, written in self.slots:
             if written is not None:
                 _opencl.wait(written)
                 _opencl.release_event(written)
-            _opencl.release_buffer(qsl)
-            _opencl.release_buffer(positions)
+            for buffer in buffers.values():
+                _opencl.release_buffer(buffer)
         self.slots = []
 
 
@@ -298,6 +333,8 @@ class _Rows(_Closable):
         self._swap_row = getattr(lib, c + "swap_row")
         self._commit = getattr(lib, c + "enqueue_commit")
         self._slot_mapping = getattr(lib, c + "enqueue_slot_mapping")
+        self._step = getattr(lib, c + "enqueue_step")
+        self._export = getattr(lib, c + "enqueue_export")
         self._clear = getattr(lib, c + "clear")
 
     def clear_row(self, row):
@@ -323,30 +360,79 @@ class _Rows(_Closable):
                              wait_for=None, event=False):
         """Enqueues the slot-mapping kernel for a batch and returns without
         waiting. query_start_loc (int32[num_reqs + 1]) and positions
-        (int64[num_tokens]) are device buffers (pyopencl Buffer or Array, or
-        handles) or host arrays (numpy, torch CPU tensors, lists), which are
-        uploaded into buffers the table keeps. num_tokens defaults to the
-        length of positions (needed for a Buffer or a handle)."""
-        handle = self._live()
+        (int64[num_tokens]) are each a device buffer (pyopencl Buffer or
+        Array, or a handle) or a host array (numpy, torch CPU tensor, list),
+        which is uploaded into a buffer the table keeps. num_tokens defaults
+        to the length of positions (needed for a Buffer or a handle)."""
         num_reqs = _u32(num_reqs, "num_reqs")
-        if _is_device_buffer(positions) and _is_device_buffer(query_start_loc):
-            if num_tokens is None:
-                if not hasattr(positions, "shape"):
-                    raise Error(_INVALID_ARGUMENT, "num_tokens is needed with a positions buffer")
-                num_tokens = positions.shape[0]
-            qsl, positions = _opencl.handle(query_start_loc), _opencl.handle(positions)
-        else:
+        inputs, num_tokens = self._batch(num_reqs, num_tokens, query_start_loc=query_start_loc,
+                                         positions=positions)
+        return self._enqueue(self._slot_mapping,
+                             (num_reqs, inputs["query_start_loc"], inputs["positions"],
+                              num_tokens), wait_for, event)
+
+    def step(self, num_reqs, query_start_loc, positions, num_tokens=None, *, idx_mapping=None,
+             num_reqs_padded=0, flags=0, seq_lens=None, wait_for=None, event=False):
+        """Enqueues a whole serving step (clbt_*_enqueue_step) and returns
+        without waiting: the commit of every row's changes, the slot
+        mapping of request r through row idx_mapping[r] (None: row r; a
+        negative entry: a padding request), with flags STEP_GATHER the
+        gather into gathered_rows, with STEP_EXPORT the export. The batch
+        inputs (idx_mapping and seq_lens int32[num_reqs]) are device buffers
+        or host arrays, as for compute_slot_mapping. num_reqs_padded 0
+        means num_reqs."""
+        num_reqs = _u32(num_reqs, "num_reqs")
+        inputs, num_tokens = self._batch(num_reqs, num_tokens, query_start_loc=query_start_loc,
+                                         positions=positions, idx_mapping=idx_mapping,
+                                         seq_lens=seq_lens)
+        step = Step(flags=_u32(flags, "flags"), num_reqs=num_reqs,
+                    num_reqs_padded=_u32(num_reqs_padded, "num_reqs_padded"),
+                    num_tokens=num_tokens, **inputs)
+        return self._enqueue(self._step, (byref(step),), wait_for, event)
+
+    def export(self, num_reqs, query_start_loc, positions, num_tokens=None, *, idx_mapping=None,
+               num_reqs_padded=0, seq_lens=None, wait_for=None, event=False):
+        """Enqueues the export of the committed rows' page tables for a
+        batch (clbt_*_enqueue_export) into export_buffers: FlashInfer's
+        CSR arrays and OpenVINO's. Request r reads row idx_mapping[r]
+        (None: row r); seq_lens (None: each request's last position + 1).
+        Inputs as for step."""
+        num_reqs = _u32(num_reqs, "num_reqs")
+        inputs, num_tokens = self._batch(num_reqs, num_tokens, query_start_loc=query_start_loc,
+                                         positions=positions, idx_mapping=idx_mapping,
+                                         seq_lens=seq_lens)
+        request = ExportRequest(num_reqs=num_reqs,
+                                num_reqs_padded=_u32(num_reqs_padded, "num_reqs_padded"),
+                                num_tokens=num_tokens, **inputs)
+        return self._enqueue(self._export, (byref(request),), wait_for, event)
+
+    def _batch(self, num_reqs, num_tokens, **inputs):
+        """The handles of a batch's inputs (None stays NULL, device buffers
+        are passed as they are, host arrays are uploaded) and num_tokens:
+        host positions' length, or a device array's."""
+        handles, host = {}, {}
+        for name, value in inputs.items():
+            if value is None or _is_device_buffer(value):
+                handles[name] = _opencl.handle(value)
+            else:
+                host[name] = value
+        if host:
             if self._inputs is None:
                 self._inputs = _BatchInputs(self._device, self.max_num_reqs,
                                             self.max_num_batched_tokens)
-            qsl, positions, count = self._inputs.upload(num_reqs, query_start_loc, positions)
+            uploaded, count = self._inputs.upload(num_reqs, host)
+            handles.update(uploaded)
+        positions = inputs["positions"]
+        if "positions" in host:
             if num_tokens is not None and num_tokens != count:
                 raise Error(_INVALID_ARGUMENT, "num_tokens is %d; positions holds %d" % (
                     num_tokens, count))
             num_tokens = count
-        return self._enqueue(self._slot_mapping,
-                             (num_reqs, qsl, positions, _u32(num_tokens, "num_tokens")),
-                             wait_for, event)
+        elif num_tokens is None:
+            if positions is not None and not hasattr(positions, "shape"):
+                raise Error(_INVALID_ARGUMENT, "num_tokens is needed with a positions buffer")
+            num_tokens = 0 if positions is None else positions.shape[0]
+        return handles, _u32(num_tokens, "num_tokens")
 
     def _enqueue(self, function, arguments, wait_for, event):
         count, address, held = _opencl.wait_list(wait_for)
@@ -375,18 +461,21 @@ class Table(_Rows):
           max_num_blocks_per_req=8192, max_num_batched_tokens=16384)
     takes clbt_table_config's fields as keywords (kernel_block_size,
     cp_world_size, cp_rank, cp_interleave_size, slot_mode: 0 means the
-    default)."""
+    default; zero_gathered_tails: step's gathered rows are 0 past each
+    row's committed length, instead of what earlier steps left there)."""
     _kind = "table"
     _c = "clbt_table_"
 
     def __init__(self, device, *, block_size, max_num_reqs, max_num_blocks_per_req,
                  max_num_batched_tokens, kernel_block_size=0, cp_world_size=0, cp_rank=0,
-                 cp_interleave_size=0, slot_mode=SlotMode.TOKEN_TO_KV_SLOT):
+                 cp_interleave_size=0, slot_mode=SlotMode.TOKEN_TO_KV_SLOT,
+                 zero_gathered_tails=False):
         config = TableConfig(
             block_size=block_size, kernel_block_size=kernel_block_size,
             max_num_reqs=max_num_reqs, max_num_blocks_per_req=max_num_blocks_per_req,
             max_num_batched_tokens=max_num_batched_tokens, cp_world_size=cp_world_size,
-            cp_rank=cp_rank, cp_interleave_size=cp_interleave_size, slot_mode=int(slot_mode))
+            cp_rank=cp_rank, cp_interleave_size=cp_interleave_size, slot_mode=int(slot_mode),
+            zero_gathered_tails=int(zero_gathered_tails))
         out = c_void_p()
         _check(lib.clbt_table_create(device._live(), byref(config), byref(out)))
         self._owner = None
@@ -496,9 +585,106 @@ class Table(_Rows):
 
     def read_device_rows(self, num_reqs=None):
         """The committed rows read back into a new numpy array (waits)."""
+        return self._read_rows(lib.clbt_table_device_data(self._live()), num_reqs)
+
+    @property
+    def gathered_rows(self):
+        """The input block table a step with STEP_GATHER builds in batch
+        order: a pyopencl.array.Array [max_num_reqs, width] int32 on the
+        same memory, at an address fixed for the table's life, or the
+        handle."""
+        return _opencl.buffer_object(lib.clbt_table_gathered_rows(self._live()), self._queue,
+                                     (self.max_num_reqs, self.width), np.int32)
+
+    def read_gathered_rows(self, num_reqs=None):
+        """The gathered rows read back into a new numpy array (waits)."""
+        return self._read_rows(lib.clbt_table_gathered_rows(self._live()), num_reqs)
+
+    def _read_rows(self, buffer, num_reqs):
         out = np.empty((self.max_num_reqs if num_reqs is None else num_reqs, self.width),
                        np.int32)
-        return _opencl.read(self._queue, lib.clbt_table_device_data(self._live()), out)
+        return _opencl.read(self._queue, buffer, out)
+
+    def _export_buffers(self):
+        buffers = ExportBuffers()
+        _check(lib.clbt_table_export_buffers(self._live(), byref(buffers)))
+        return buffers
+
+    @property
+    def export_buffers(self):
+        """Where export and step with STEP_EXPORT write: an Export of
+        pyopencl.array.Array int32 views (or handles) of the table's
+        regions, sized for its worst case, at fixed addresses. Raises
+        clbt.Error for a SlotMode.NONE table, which has none."""
+        buffers = self._export_buffers()
+        per_request = self.max_num_reqs
+        sizes = (per_request + 1, per_request * self.width, per_request, per_request,
+                 per_request + 1)
+        return Export(*[_opencl.buffer_object(getattr(buffers, name), self._queue, (size,),
+                                              np.int32)
+                        for name, size in zip(Export._fields, sizes)], buffers.page_size)
+
+    def read_export(self, num_reqs_padded):
+        """What an export of num_reqs_padded requests wrote, read back into
+        numpy arrays (waits): an Export of indptr [n + 1], indices
+        [indptr[n]], last_page_len [n], past_lens [n] and
+        subsequence_begins [n + 1], n = num_reqs_padded."""
+        buffers = self._export_buffers()
+        n = _u32(num_reqs_padded, "num_reqs_padded")
+        if n > self.max_num_reqs:
+            raise Error(_TOO_MANY_REQUESTS, "num_reqs_padded %d exceeds max_num_reqs %d" % (
+                n, self.max_num_reqs))
+        indptr = _opencl.read(self._queue, buffers.paged_kv_indptr, np.empty(n + 1, np.int32))
+        pages = int(indptr[n])
+        if not 0 <= pages <= self.max_num_reqs * self.width:
+            raise Error(_INVALID_ARGUMENT, "paged_kv_indptr[%d] is %d: no export of %d "
+                        "requests was written" % (n, pages, n))
+        read = [indptr]
+        for name, size in zip(Export._fields[1:5], (pages, n, n, n + 1)):
+            read.append(_opencl.read(self._queue, getattr(buffers, name),
+                                     np.empty(size, np.int32)))
+        return Export(*read, buffers.page_size)
+
+    def compute_step_host(self, num_reqs, query_start_loc, positions, *, idx_mapping=None,
+                          num_reqs_padded=0, flags=0, gathered_rows=None):
+        """A step computed on the host from the host rows
+        (clbt_table_compute_step_host): clbt's reference of step's slot
+        mapping and gather. gathered_rows is the gathered table before the
+        step ([max_num_reqs, width]; None: zeros, as a new table's); it is
+        not changed. Returns (slot_mapping int64[max_num_batched_tokens],
+        None for a SlotMode.NONE table; the gathered table after the step,
+        a new int32 [max_num_reqs, width] array, rewritten only with
+        STEP_GATHER)."""
+        num_reqs = _u32(num_reqs, "num_reqs")
+        qsl_held, qsl, qsl_count = _array(query_start_loc, _INT32, "query_start_loc")
+        positions_held, address, num_tokens = _array(positions, _INT64, "positions")
+        idx_held, idx, idx_count = (None, None, None) if idx_mapping is None else \
+            _array(idx_mapping, _INT32, "idx_mapping")
+        # The C call reads num_reqs (+ 1) entries of these: refused when
+        # shorter, before it reads past their ends.
+        for name, count in (("query_start_loc", qsl_count), ("idx_mapping", idx_count)):
+            needed = _needed(name, num_reqs, 0)
+            if count is not None and count < needed:
+                raise Error(_INVALID_ARGUMENT, "%s holds %d values; num_reqs %d needs %d" % (
+                    name, count, num_reqs, needed))
+        shape = (self.max_num_reqs, self.width)
+        gathered = np.zeros(shape, np.int32)
+        if gathered_rows is not None:
+            before = _array(gathered_rows, _INT32, "gathered_rows")[0]
+            if np.shape(gathered_rows) != shape:
+                raise Error(_INVALID_ARGUMENT, "gathered_rows has shape %s; the table's is %s" % (
+                    np.shape(gathered_rows), shape))
+            gathered[:] = np.asarray(before).reshape(shape)
+        slots = None
+        if self.slot_mode != SlotMode.NONE:
+            slots = np.empty(self.max_num_batched_tokens, np.int64)
+        step = HostStep(flags=_u32(flags, "flags"), num_reqs=num_reqs,
+                        num_reqs_padded=_u32(num_reqs_padded, "num_reqs_padded"),
+                        num_tokens=num_tokens, query_start_loc=qsl, positions=address,
+                        idx_mapping=idx, slot_mapping=None if slots is None else slots.ctypes.data,
+                        gathered_rows=gathered.ctypes.data)
+        _check(lib.clbt_table_compute_step_host(self._live(), byref(step)))
+        return slots, gathered
 
     def compute_slot_mapping_host(self, num_reqs, query_start_loc, positions):
         """The same mapping computed on the host from the host rows: clbt's
@@ -557,12 +743,16 @@ class MultiTable(_Rows):
     the multi-group table; slot mappings cover every group in one launch.
 
     MultiTable(device, groups=[Group(16, 8192), Group(32, 4096)],
-               max_num_reqs=256, max_num_batched_tokens=16384)"""
+               max_num_reqs=256, max_num_batched_tokens=16384)
+
+    commit_mode sets every group's clbt_commit_mode at creation;
+    zero_gathered_tails is Table's, for every group."""
     _kind = "multi-group table"
     _c = "clbt_multi_table_"
 
     def __init__(self, device, *, groups, max_num_reqs, max_num_batched_tokens,
-                 cp_world_size=0, cp_rank=0, cp_interleave_size=0):
+                 cp_world_size=0, cp_rank=0, cp_interleave_size=0,
+                 commit_mode=CommitMode.AUTO, zero_gathered_tails=False):
         groups = list(groups)
         configs = (GroupConfig * len(groups))(*[
             GroupConfig(block_size=g.block_size, kernel_block_size=g.kernel_block_size,
@@ -571,12 +761,15 @@ class MultiTable(_Rows):
         config = MultiTableConfig(
             max_num_reqs=max_num_reqs, max_num_batched_tokens=max_num_batched_tokens,
             cp_world_size=cp_world_size, cp_rank=cp_rank,
-            cp_interleave_size=cp_interleave_size, num_groups=len(groups), groups=configs)
+            cp_interleave_size=cp_interleave_size, num_groups=len(groups), groups=configs,
+            commit_mode=int(commit_mode), zero_gathered_tails=int(zero_gathered_tails))
         out = c_void_p()
         _check(lib.clbt_multi_table_create(device._live(), byref(config), byref(out)))
         super().__init__(device, out.value, max_num_reqs, max_num_batched_tokens)
         self.groups = [Table._group(self, lib.clbt_multi_table_group(out.value, g), group)
                        for g, group in enumerate(groups)]
+        for table in self.groups:
+            table._commit_mode = CommitMode(commit_mode)
 
     _release = staticmethod(lib.clbt_multi_table_destroy)
 

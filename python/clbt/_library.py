@@ -34,7 +34,8 @@ class TableConfig(_SizedConfig):
     _fields_ = [(name, c_uint32) for name in (
         "struct_size", "block_size", "kernel_block_size", "max_num_reqs",
         "max_num_blocks_per_req", "max_num_batched_tokens", "cp_world_size",
-        "cp_rank", "cp_interleave_size")] + [("slot_mode", c_int)]
+        "cp_rank", "cp_interleave_size")] + [("slot_mode", c_int),
+                                             ("zero_gathered_tails", c_uint32)]
 
 
 class GroupConfig(_SizedConfig):
@@ -47,7 +48,45 @@ class MultiTableConfig(_SizedConfig):
     _fields_ = [("struct_size", c_uint32), ("max_num_reqs", c_uint32),
                 ("max_num_batched_tokens", c_uint32), ("cp_world_size", c_uint32),
                 ("cp_rank", c_uint32), ("cp_interleave_size", c_uint32),
-                ("num_groups", c_uint32), ("groups", POINTER(GroupConfig))]
+                ("num_groups", c_uint32), ("groups", POINTER(GroupConfig)),
+                ("commit_mode", c_int), ("zero_gathered_tails", c_uint32)]
+
+
+class ExportRequest(ctypes.Structure):
+    """clbt_export_request. It has no struct_size: fields are only added at
+    its end, and a zero-initialised one (what ctypes makes) means the
+    behaviour from before each field."""
+    _fields_ = [("num_reqs", c_uint32), ("num_reqs_padded", c_uint32),
+                ("query_start_loc", c_void_p), ("positions", c_void_p),
+                ("num_tokens", c_uint32), ("seq_lens", c_void_p), ("idx_mapping", c_void_p)]
+
+
+class ExportBuffers(ctypes.Structure):
+    _fields_ = [(name, c_void_p) for name in (
+        "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len", "past_lens",
+        "subsequence_begins")] + [("page_size", c_uint32)]
+
+
+# The step's fields after struct_size and flags, shared by the device step
+# (cl_mem buffers) and the host step (arrays): both are addresses here.
+_STEP_COUNTS = [("struct_size", c_uint32), ("flags", c_uint32), ("num_reqs", c_uint32),
+                ("num_reqs_padded", c_uint32), ("num_tokens", c_uint32),
+                ("query_start_loc", c_void_p), ("positions", c_void_p),
+                ("idx_mapping", c_void_p)]
+
+
+class Step(_SizedConfig):
+    """clbt_step (CLBT_STEP_INIT: struct_size set, the rest 0)."""
+    _fields_ = _STEP_COUNTS + [("seq_lens", c_void_p)]
+
+
+class HostStep(_SizedConfig):
+    """clbt_host_step (CLBT_HOST_STEP_INIT)."""
+    _fields_ = _STEP_COUNTS + [("slot_mapping", c_void_p), ("gathered_rows", c_void_p)]
+
+
+STEP_GATHER = 1  # CLBT_STEP_GATHER
+STEP_EXPORT = 2  # CLBT_STEP_EXPORT
 
 
 class CommitInfo(ctypes.Structure):
@@ -96,6 +135,9 @@ _FUNCTIONS = {
     "clbt_multi_table_group": (_handle, (_handle, c_uint32)),
     "clbt_table_truncate_row": (_status, (_handle, c_uint32, c_size_t)),
     "clbt_multi_table_truncate_row": (_status, (_handle, c_uint32, _pointer)),
+    "clbt_table_export_buffers": (_status, (_handle, _pointer)),
+    "clbt_table_gathered_rows": (_handle, (_handle,)),
+    "clbt_table_compute_step_host": (_status, (_handle, _pointer)),
 }
 for _kind in ("table", "multi_table"):
     _FUNCTIONS.update({
@@ -108,6 +150,8 @@ for _kind in ("table", "multi_table"):
         "clbt_%s_enqueue_commit" % _kind: (_status, (_handle, c_uint32) + _events),
         "clbt_%s_enqueue_slot_mapping" % _kind: (
             _status, (_handle, c_uint32, _handle, _handle, c_uint32) + _events),
+        "clbt_%s_enqueue_export" % _kind: (_status, (_handle, _pointer) + _events),
+        "clbt_%s_enqueue_step" % _kind: (_status, (_handle, _pointer) + _events),
     })
 
 

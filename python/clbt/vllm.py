@@ -21,6 +21,10 @@ so; docs/python.md lists every departure. In short:
   operations, which record what the next commit moves.
 - Batch updates, an extension: ``append_rows`` and ``add_rows`` change many
   rows in one call.
+
+``BlockTables`` is Model Runner V2's class (vllm/v1/worker/gpu/
+block_table.py): rows are persistent request slots, and each step reads
+them through ``idx_mapping``; its methods are thin calls of clbt's step.
 """
 import enum
 from ctypes import byref, c_uint32
@@ -29,10 +33,10 @@ import numpy as np
 
 from . import _core, _opencl
 from ._core import PAD_SLOT_ID, Error
-from ._library import lib
+from ._library import STEP_GATHER, lib
 
-__all__ = ["BlockTable", "MultiGroupBlockTable", "PAD_SLOT_ID", "SlotMappingMode",
-           "get_block_table_width"]
+__all__ = ["BlockTable", "BlockTables", "MultiGroupBlockTable", "PAD_SLOT_ID",
+           "SlotMappingMode", "get_block_table_width"]
 
 _INVALID_ARGUMENT = -4002
 
@@ -271,3 +275,134 @@ class MultiGroupBlockTable(_RowOperations):
     def __getitem__(self, idx):
         """The BlockTable of the idx-th KV-cache group."""
         return self.block_tables[idx]
+
+
+def _length(array, given, name):
+    """The entries of a batch array: given, else its length (a handle has
+    none)."""
+    if given is not None:
+        return given
+    if isinstance(array, int):
+        raise Error(_INVALID_ARGUMENT, "%s is needed with a buffer handle" % name)
+    return len(array)
+
+
+def _first(view, count):
+    """A device view's first count rows (a handle stays whole)."""
+    return view if _opencl.pyopencl is None else view[:count]
+
+
+class BlockTables:
+    """Model Runner V2's BlockTables on a clbt multi-group table: each
+    request keeps one row (its request slot, req_index) from arrival to
+    end, and each step reads the rows through idx_mapping (batch index ->
+    slot; negative: a padding request). What maps to what:
+
+    - append_block_ids(req_index, ids, overwrite): add_row (overwrite) or
+      append_row of every group, all or nothing;
+    - apply_staged_writes(): commit of every row (what clbt's step also
+      does first, so calling it is optional);
+    - gather_block_tables(idx_mapping, num_reqs_padded): a step with
+      STEP_GATHER and no tokens; input_block_tables are the groups'
+      gathered_rows, fixed addresses;
+    - compute_slot_mappings(idx_mapping, query_start_loc, positions): a
+      step without gather; slot_mappings are the groups' slot_mapping;
+    - step(...), an extension: both in one launch.
+
+    Departures: widths are clbt's (cdiv(max_model_len, block_size) KV
+    blocks aligned to 128 tokens, times block_size / kernel_block_size);
+    slot_mappings and the returned block tables are one array per group
+    (vLLM: one [G, max_num_batched_tokens] tensor for the slots);
+    gather_block_tables also sets every slot to -1; an idx_mapping entry
+    at or above max_num_reqs gives -1 slots and a zero row, counted, where
+    vLLM reads out of bounds; zero_gathered_tails=True zeroes the stale
+    entries vLLM leaves past a row's length. Arrays as for BlockTable:
+    host arrays or PyOpenCL arrays; with handles, pass num_reqs= and
+    num_tokens=."""
+
+    def __init__(self, block_sizes, max_num_reqs, max_num_batched_tokens, max_model_len, device,
+                 cp_kv_cache_interleave_size=1, *, kernel_block_sizes=None, dcp_world_size=1,
+                 dcp_rank=0, zero_gathered_tails=False):
+        kernel_block_sizes = kernel_block_sizes or block_sizes
+        if len(kernel_block_sizes) != len(block_sizes):
+            raise Error(_INVALID_ARGUMENT, "kernel_block_sizes length (%d) must match "
+                        "block_sizes length (%d)" % (len(kernel_block_sizes), len(block_sizes)))
+        groups = [_core.Group(b, -(-max_model_len // b), kernel_block_size=k)
+                  for b, k in zip(block_sizes, kernel_block_sizes)]
+        self._table = _core.MultiTable(_device(device), groups=groups, max_num_reqs=max_num_reqs,
+                                       max_num_batched_tokens=max_num_batched_tokens,
+                                       cp_world_size=dcp_world_size, cp_rank=dcp_rank,
+                                       cp_interleave_size=cp_kv_cache_interleave_size,
+                                       zero_gathered_tails=zero_gathered_tails)
+        self.block_sizes = list(block_sizes)
+        self.max_num_reqs = max_num_reqs
+        self.max_num_batched_tokens = max_num_batched_tokens
+        self.max_model_len = max_model_len
+        self.device = device
+        self.num_kv_cache_groups = len(block_sizes)
+        self._no_tokens = np.zeros(max_num_reqs + 1, np.int32)  # a batch of empty requests
+
+    @property
+    def input_block_tables(self):
+        """Each group's gathered table [max_num_reqs, width] int32 (PyOpenCL
+        arrays, or handles), at addresses fixed for the table's life."""
+        return [group.gathered_rows for group in self._table]
+
+    @property
+    def slot_mappings(self):
+        """Each group's slot mapping [max_num_batched_tokens] int64."""
+        return [group.slot_mapping for group in self._table]
+
+    @property
+    def num_blocks(self):
+        """[G][max_num_reqs] row lengths in kernel blocks, read-only host
+        views (vLLM's num_blocks.np)."""
+        return [group.row_lengths for group in self._table]
+
+    def append_block_ids(self, req_index, new_block_ids, overwrite):
+        """Appends new_block_ids[g] to slot req_index of every group g, or
+        with overwrite replaces the slot's blocks (columns past the new
+        length keep their old ids, as in vLLM)."""
+        (self._table.add_row if overwrite else self._table.append_row)(req_index, new_block_ids)
+
+    def apply_staged_writes(self):
+        """Commits every slot's changes (only what changed moves)."""
+        self._table.commit(self.max_num_reqs)
+
+    def gather_block_tables(self, idx_mapping, num_reqs_padded, *, num_reqs=None):
+        """Builds each group's input block table in batch order: row b <
+        num_reqs is slot idx_mapping[b]'s committed entries, rows up to
+        num_reqs_padded are 0; returns each group's first num_reqs_padded
+        rows."""
+        num_reqs = _length(idx_mapping, num_reqs, "num_reqs")
+        self._table.step(num_reqs, self._no_tokens[:num_reqs + 1], None,
+                         idx_mapping=idx_mapping, num_reqs_padded=num_reqs_padded,
+                         flags=STEP_GATHER)
+        return tuple(_first(rows, num_reqs_padded or num_reqs)
+                     for rows in self.input_block_tables)
+
+    def compute_slot_mappings(self, idx_mapping, query_start_loc, positions, *, num_reqs=None,
+                              num_tokens=None):
+        """Every group's slot mapping, request r's tokens through slot
+        idx_mapping[r], in one launch; returns each group's first
+        num_tokens slots."""
+        return self.step(idx_mapping, query_start_loc, positions, gather=False,
+                         num_reqs=num_reqs, num_tokens=num_tokens)[1]
+
+    def step(self, idx_mapping, query_start_loc, positions, num_reqs_padded=0, *, gather=True,
+             num_reqs=None, num_tokens=None):
+        """Extension: the commit, every group's slot mapping and (gather)
+        the gather in one call and one launch. Returns (block tables, or
+        None without gather; slot mappings) as the two methods do."""
+        num_reqs = _length(idx_mapping, num_reqs, "num_reqs")
+        num_tokens = _length(positions, num_tokens, "num_tokens")
+        self._table.step(num_reqs, query_start_loc, positions, num_tokens,
+                         idx_mapping=idx_mapping, num_reqs_padded=num_reqs_padded,
+                         flags=STEP_GATHER if gather else 0)
+        tables = tuple(_first(rows, num_reqs_padded or num_reqs)
+                       for rows in self.input_block_tables) if gather else None
+        return tables, tuple(_first(slots, num_tokens) for slots in self.slot_mappings)
+
+    def close(self):
+        """Extension: frees the tables now."""
+        self._table.close()

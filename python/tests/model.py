@@ -14,7 +14,7 @@ class Refused(Exception):
 class TableModel:
     def __init__(self, block_size, max_num_reqs, width, max_num_batched_tokens,
                  kernel_block_size=None, cp_world_size=1, cp_rank=0, interleave=1,
-                 maps_tokens=True):
+                 maps_tokens=True, zero_gathered_tails=False):
         self.kv_block_size = block_size
         self.block_size = kernel_block_size or block_size
         self.split = block_size // self.block_size
@@ -26,6 +26,9 @@ class TableModel:
         self.lengths = np.zeros(max_num_reqs, np.int64)
         self.committed_rows = self.rows.copy()
         self.committed_lengths = self.lengths.copy()
+        self.zero_gathered_tails = zero_gathered_tails
+        self.gathered = np.zeros((max_num_reqs, width), np.int64)  # zero at creation
+        self.rejected = 0  # the device's rejected-token counter
 
     def _row(self, row):
         if not 0 <= row < self.max_num_reqs:
@@ -82,27 +85,45 @@ class TableModel:
         self.committed_rows[:num_reqs] = self.rows[:num_reqs]
         self.committed_lengths[:num_reqs] = self.lengths[:num_reqs]
 
+    def truncate_row(self, row, num_blocks):
+        self._row(row)
+        keep = min(num_blocks * self.split, self.lengths[row])
+        self.rows[row, keep:] = 0
+        self.lengths[row] = keep
+
     def clear(self):  # departure: the lengths are reset too
         self.rows[:] = 0
         self.lengths[:] = 0
         self.committed_rows[:] = 0
         self.committed_lengths[:] = 0
 
-    def slot_mapping(self, num_reqs, query_start_loc, positions):
+    def _row_of(self, r, idx_mapping):
+        """The row request r reads: idx_mapping[r] (the persistent model),
+        or r (v1)."""
+        return r if idx_mapping is None else int(idx_mapping[r])
+
+    def slot_mapping(self, num_reqs, query_start_loc, positions, idx_mapping=None):
         """The reference kernel's arithmetic on the committed rows, with
         clbt's padding: the whole output is written, and a token of a
         malformed batch, at a negative position, or past its row's
-        committed blocks gets -1."""
+        committed blocks gets -1 and is counted. Request r reads row
+        idx_mapping[r]: a negative one gives its tokens -1 uncounted, one
+        not below max_num_reqs gives -1 counted."""
         out = np.full(self.max_tokens, PAD, np.int64)
         qsl = [int(q) for q in query_start_loc[:num_reqs + 1]]
         num_tokens = len(positions)
         if qsl[0] < 0 or qsl[-1] > num_tokens or any(b < a for a, b in zip(qsl, qsl[1:])):
+            self.rejected += num_tokens
             return out
         virtual = self.kv_block_size * self.world
         for r in range(num_reqs):
+            row = self._row_of(r, idx_mapping)
+            if row < 0:
+                continue
             for t in range(qsl[r], qsl[r + 1]):
                 position = int(positions[t])
-                if position < 0:
+                if row >= self.max_num_reqs or position < 0:
+                    self.rejected += 1
                     continue
                 vbi, vbo = divmod(position, virtual)
                 if (vbo // self.interleave) % self.world != self.rank:
@@ -110,8 +131,70 @@ class TableModel:
                 local = vbo // (self.world * self.interleave) * self.interleave \
                     + vbo % self.interleave
                 index = vbi * self.split + local // self.block_size
-                if index >= self.committed_lengths[r]:
+                if index >= self.committed_lengths[row]:
+                    self.rejected += 1
                     continue
-                out[t] = self.committed_rows[r, index] * self.block_size \
+                out[t] = self.committed_rows[row, index] * self.block_size \
                     + local % self.block_size
         return out
+
+    def step(self, num_reqs, query_start_loc, positions, idx_mapping=None, num_reqs_padded=0,
+             gather=False):
+        """clbt's step: every row committed, the slot mapping through
+        idx_mapping (None when the table maps no tokens), and with gather
+        the gathered table updated."""
+        self.commit(self.max_num_reqs)
+        slots = None
+        if self.maps_tokens:
+            slots = self.slot_mapping(num_reqs, query_start_loc, positions, idx_mapping)
+        if gather:
+            self.gather(num_reqs, idx_mapping, num_reqs_padded or num_reqs)
+        return slots
+
+    def gather(self, num_reqs, idx_mapping, num_reqs_padded):
+        """Gathered row b < num_reqs: its row's committed entries, and past
+        them 0 with zero_gathered_tails, else what was there; a padding
+        request's row and rows [num_reqs, num_reqs_padded) are 0, and so is
+        the row of an index not below max_num_reqs, which is counted once."""
+        for b in range(num_reqs_padded):
+            row = self._row_of(b, idx_mapping) if b < num_reqs else -1
+            if not 0 <= row < self.max_num_reqs:
+                self.gathered[b] = 0
+                self.rejected += row >= self.max_num_reqs
+                continue
+            length = self.committed_lengths[row]
+            self.gathered[b, :length] = self.committed_rows[row, :length]
+            if self.zero_gathered_tails:
+                self.gathered[b, length:] = 0
+
+    def export(self, num_reqs, query_start_loc, positions, idx_mapping=None,
+               num_reqs_padded=0, seq_lens=None):
+        """FlashInfer's CSR arrays and OpenVINO's for a batch, from the
+        committed rows, without context parallelism (docs/semantics.md,
+        Export): request r's length L is seq_lens[r], else its last
+        position + 1; its pages are its row's first ceil(L / page) kernel
+        blocks. A request whose row index is not below max_num_reqs, whose
+        L is below its query length, or whose pages outrun its committed
+        row gets no pages and is counted; a padding request (negative
+        index, or r >= num_reqs) gets none, uncounted."""
+        padded = num_reqs_padded or num_reqs
+        qsl = [int(q) for q in query_start_loc[:num_reqs + 1]]
+        indptr, indices, last, past = [0], [], [], []
+        begins = [qsl[0]] + [qsl[min(r + 1, num_reqs)] for r in range(padded)]
+        for r in range(padded):
+            pages, length, query = 0, 0, 0
+            row = self._row_of(r, idx_mapping) if r < num_reqs else -1
+            if row >= 0:
+                query = qsl[r + 1] - qsl[r]
+                length = int(seq_lens[r]) if seq_lens is not None else \
+                    (int(positions[qsl[r + 1] - 1]) + 1 if query else 0)
+                pages = -(-length // self.block_size)
+                if row >= self.max_num_reqs or length < query or \
+                        pages > self.committed_lengths[row]:
+                    self.rejected += 1
+                    row, pages = -1, 0
+            indices += [int(i) for i in self.committed_rows[row, :pages]] if row >= 0 else []
+            indptr.append(indptr[-1] + pages)
+            last.append(length - (pages - 1) * self.block_size if pages else 1)
+            past.append(length - query if row >= 0 else 0)
+        return indptr, indices, last, past, begins

@@ -225,3 +225,67 @@ def apply_to_model(model, operation, args):
     except Refused as refusal:
         return refusal.args[0]
     return None
+
+
+def read_views(device, views, shapes, dtype):
+    """Device views returned by BlockTables read back: PyOpenCL arrays
+    directly, handles (whole buffers) through the package's read."""
+    return [view.get() if hasattr(view, "get") else
+            clbt._opencl.read(clbt._opencl.handle(device.queue), view, np.empty(shape, dtype))
+            for view, shape in zip(views, shapes)]
+
+
+@pytest.mark.parametrize("zero_tails", [False, True])
+def test_block_tables_persistent_loop_matches_the_model(device, zero_tails):
+    # Model Runner V2's call sequence: arrivals take a free slot
+    # (overwrite), running requests grow (append), finished ones free their
+    # slot; each step gathers through idx_mapping (shuffled, padded, with a
+    # padding entry) and maps the batch's tokens.
+    rng = random.Random(SEED)
+    print("CLBT_TEST_SEED=%d" % SEED)
+    tables = vllm.BlockTables([16, 32], max_num_reqs=6, max_num_batched_tokens=24,
+                              max_model_len=256, device=device, kernel_block_sizes=[16, 16],
+                              zero_gathered_tails=zero_tails)
+    groups = tables._table.groups
+    models = [TableModel(b, 6, g.width, 24, kernel_block_size=16, zero_gathered_tails=zero_tails)
+              for b, g in zip([16, 32], groups)]
+    running, free, next_id = {}, list(range(6)), 1  # slot -> tokens so far
+    for step in range(12):
+        for slot in [s for s in running if rng.random() < 0.2]:
+            del running[slot]
+            free.append(slot)
+        while free and rng.random() < 0.6:
+            slot = free.pop(rng.randrange(len(free)))
+            ids = ([next_id, next_id + 1], [next_id + 2])  # 32 tokens in each group
+            next_id += 3
+            tables.append_block_ids(slot, ids, overwrite=True)
+            for model, group_ids in zip(models, ids):
+                model.add_row(group_ids, slot)
+            running[slot] = rng.randrange(1, 31)
+        for slot in running:  # decode: one token, one new block when full
+            if running[slot] % 32 == 0:
+                ids = ([next_id, next_id + 1], [next_id + 2])
+                next_id += 3
+                tables.append_block_ids(slot, ids, overwrite=False)
+                for model, group_ids in zip(models, ids):
+                    model.append_row(group_ids, slot)
+        tables.apply_staged_writes()
+        batch = list(running)
+        rng.shuffle(batch)
+        idx = np.array(batch + [-1] * (len(batch) < 6), np.int32)
+        padded = min(len(idx) + rng.randrange(2), 6)
+        positions = np.array([running[s] for s in batch] + [0] * (len(batch) < 6), np.int64)
+        qsl = np.arange(len(idx) + 1, dtype=np.int32)
+        gathered = tables.gather_block_tables(idx, padded)
+        for model in models:
+            model.step(len(idx), qsl[:1].repeat(len(idx) + 1), [], idx, padded, gather=True)
+        for got, model in zip(read_views(device, gathered, [(padded, g.width) for g in groups],
+                                               np.int32), models):
+            assert got.tolist() == model.gathered[:padded].tolist(), "step %d" % step
+        slots = tables.compute_slot_mappings(idx, qsl, positions)
+        for got, model in zip(read_views(device, slots, [len(positions)] * 2, np.int64), models):
+            expected = model.step(len(idx), qsl, positions, idx)
+            assert got.tolist() == expected[:len(positions)].tolist(), "step %d" % step
+        for slot in running:
+            running[slot] += 1
+    tables.close()

@@ -1,0 +1,59 @@
+"""The ctypes mirrors of clbt.h's structs against the layout the C
+compiler gives them: tests/python_layouts.c prints every field's offset and
+every struct's size (CTest builds it and names it in CLBT_LAYOUTS)."""
+import ctypes
+import os
+import subprocess
+
+import pytest
+
+from clbt import _library
+
+MIRRORS = {
+    "clbt_table_config": _library.TableConfig,
+    "clbt_group_config": _library.GroupConfig,
+    "clbt_multi_table_config": _library.MultiTableConfig,
+    "clbt_commit_info": _library.CommitInfo,
+    "clbt_export_request": _library.ExportRequest,
+    "clbt_export_buffers": _library.ExportBuffers,
+    "clbt_step": _library.Step,
+    "clbt_host_step": _library.HostStep,
+}
+
+
+def c_layouts():
+    """{struct: {field or "sizeof": bytes}} as the C compiler lays them out."""
+    output = subprocess.run([os.environ["CLBT_LAYOUTS"]], check=True, capture_output=True,
+                            text=True).stdout
+    layouts = {}
+    for line in output.splitlines():
+        struct, field, value = line.split()
+        layouts.setdefault(struct, {})[field] = int(value)
+    return layouts
+
+
+@pytest.mark.parametrize("struct", sorted(MIRRORS))
+def test_mirror_has_the_c_fields_at_the_c_offsets(struct):
+    mirror = MIRRORS[struct]
+    c = c_layouts()[struct]
+    python = {name: getattr(mirror, name).offset for name, _ in mirror._fields_}
+    python["sizeof"] = ctypes.sizeof(mirror)
+    assert python == c
+
+
+def test_every_mirrored_struct_is_printed():
+    assert set(c_layouts()) - {"CLBT_STEP_GATHER", "CLBT_STEP_EXPORT"} == set(MIRRORS)
+
+
+def test_step_flags_are_the_c_values():
+    c = c_layouts()
+    assert (_library.STEP_GATHER, _library.STEP_EXPORT) == (
+        c["CLBT_STEP_GATHER"]["value"], c["CLBT_STEP_EXPORT"]["value"])
+
+
+def test_sized_structs_carry_their_own_size():
+    # what lets a newer library read them at this size (clbt.h, config structs)
+    c = c_layouts()
+    for struct in ("clbt_table_config", "clbt_group_config", "clbt_multi_table_config",
+                   "clbt_step", "clbt_host_step"):
+        assert MIRRORS[struct]().struct_size == c[struct]["sizeof"]
