@@ -65,16 +65,16 @@ extern "C" {
 /** Major version: below 1, a minor release may change the API and ABI. */
 #define CLBT_VERSION_MAJOR 0
 /** Minor version. */
-#define CLBT_VERSION_MINOR 2
+#define CLBT_VERSION_MINOR 3
 /** Patch version: fixes only, same API and ABI. */
 #define CLBT_VERSION_PATCH 0
-/** MAJOR * 10000 + MINOR * 100 + PATCH: 200 for 0.2.0. */
+/** MAJOR * 10000 + MINOR * 100 + PATCH: 300 for 0.3.0. */
 #define CLBT_VERSION_NUMBER                                   \
   (CLBT_VERSION_MAJOR * 10000 + CLBT_VERSION_MINOR * 100 + \
    CLBT_VERSION_PATCH)
 #define CLBT__STRINGIFY_VALUE(x) #x
 #define CLBT__STRINGIFY(x) CLBT__STRINGIFY_VALUE(x)
-/** "MAJOR.MINOR.PATCH": "0.2.0". */
+/** "MAJOR.MINOR.PATCH": "0.3.0". */
 #define CLBT_VERSION_STRING                                      \
   CLBT__STRINGIFY(CLBT_VERSION_MAJOR) "." CLBT__STRINGIFY(       \
       CLBT_VERSION_MINOR) "." CLBT__STRINGIFY(CLBT_VERSION_PATCH)
@@ -968,7 +968,9 @@ CLBT_API clbt_status clbt_table_enqueue_step(clbt_table *table,
  * The table's gathered input block table, int32 [max_num_reqs][width]
  * row-major, at an address fixed for the table's life (a recorded graph
  * may read it): rows [0, num_reqs_padded) are written by a step with
- * CLBT_STEP_GATHER. Zero until the first. NULL for NULL.
+ * CLBT_STEP_GATHER. Zero until the first. Read it, never write it: the
+ * gather rewrites only the positions whose row changed, trusting that the
+ * rest still hold what it wrote. NULL for NULL.
  */
 CLBT_API cl_mem clbt_table_gathered_rows(const clbt_table *table);
 

@@ -16,7 +16,7 @@ import ctypes
 import os
 from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint, c_uint32, c_void_p
 
-ABI = (0, 2)
+ABI = (0, 3)
 SONAME = "libclbt.so.%d.%d" % ABI
 ENVIRONMENT = "CLBT_LIBRARY"
 
