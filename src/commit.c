@@ -181,7 +181,8 @@ static clbt_status commit_whole(clbt_table *group, uint32_t rows,
                                    group->layout.max_num_reqs * sizeof version,
                                    0, NULL, &written),
                status, done);
-  status = clbt__sequence_done(sequence, written, false);
+  clbt__staging_add_reader(slot, written);
+  status = clbt__sequence_done(sequence, written, true);
   group->last_commit = (clbt_commit_info){CLBT_COMMIT_WHOLE, rows,
                                           words * sizeof(uint32_t)};
 done:

@@ -168,7 +168,10 @@ typedef struct clbt__staging {
   size_t capacity;          /* 32-bit words of packet */
   cl_mem buffer;            /* NULL until a scatter needs it */
   size_t buffer_capacity;   /* 32-bit words of buffer */
-  cl_event readers[2];      /* the commands reading it; NULL: none */
+  cl_event readers[3];      /* the commands of its commit (each kept until
+                               it ends: PoCL 3.1 aborts when a failure
+                               reaches a command whose event was released);
+                               NULL: none */
 } clbt__staging;
 
 /*

@@ -130,6 +130,50 @@ static subject multi_subject(clbt_commit_mode mode) {
                    2, multi_commit, multi_map, multi_change, multi_destroy};
 }
 
+/*
+ * Commits through a step: an empty batch that gathers, so that a small
+ * change is applied by the step kernel itself (folded) and a large one by
+ * the scatter or a whole copy.
+ */
+static clbt_status step_commit(void *handle, bool multi, cl_uint num_events,
+                               const cl_event *wait_list, cl_event *event) {
+  /* Released at once: the enqueued step holds its own reference. */
+  cl_mem empty_qsl = clbt_test_buffer(sizeof(int32_t), (const int32_t[]){0});
+  clbt_step step = CLBT_STEP_INIT;
+  step.flags = CLBT_STEP_GATHER;
+  step.num_reqs_padded = ROWS;
+  step.query_start_loc = empty_qsl;
+  clbt_status status =
+      multi ? clbt_multi_table_enqueue_step(handle, &step, num_events,
+                                            wait_list, event)
+            : clbt_table_enqueue_step(handle, &step, num_events, wait_list,
+                                      event);
+  clReleaseMemObject(empty_qsl);
+  return status;
+}
+
+static clbt_status table_step(void *table, cl_uint num_events,
+                              const cl_event *wait_list, cl_event *event) {
+  return step_commit(table, false, num_events, wait_list, event);
+}
+
+static clbt_status multi_step(void *table, cl_uint num_events,
+                              const cl_event *wait_list, cl_event *event) {
+  return step_commit(table, true, num_events, wait_list, event);
+}
+
+static subject table_step_subject(clbt_commit_mode mode) {
+  subject s = table_subject(mode);
+  s.commit = table_step;
+  return s;
+}
+
+static subject multi_step_subject(clbt_commit_mode mode) {
+  subject s = multi_subject(mode);
+  s.commit = multi_step;
+  return s;
+}
+
 /* Runs a scenario in every commit mode; then every group's device rows
    must equal its host rows. */
 static void in_every_mode(subject (*make)(clbt_commit_mode),
@@ -178,6 +222,12 @@ END_TEST
 
 START_TEST(lost_multi_group_commit_is_sent_again) {
   in_every_mode(multi_subject, commit_behind_a_failed_gate);
+}
+END_TEST
+
+START_TEST(lost_step_is_sent_again) {
+  in_every_mode(table_step_subject, commit_behind_a_failed_gate);
+  in_every_mode(multi_step_subject, commit_behind_a_failed_gate);
 }
 END_TEST
 
@@ -281,6 +331,7 @@ int main(void) {
   TCase *tc = tcase_create("staging");
   tcase_add_test(tc, lost_commit_is_sent_again);
   tcase_add_test(tc, lost_multi_group_commit_is_sent_again);
+  tcase_add_test(tc, lost_step_is_sent_again);
   tcase_add_test(tc, slot_mapping_behind_a_failed_gate);
   tcase_add_test(tc, no_enqueue_waits_for_the_device);
   tcase_add_test(tc, no_multi_group_enqueue_waits_for_the_device);
