@@ -59,7 +59,20 @@
   X(PACKET, __global const uint *, packet)          \
   X(PACKET_AT, ulong, packet_at)                    \
   X(HAS_PACKET, uint, has_packet)                   \
-  X(VERSION, uint, version)
+  X(VERSION, uint, version)                         \
+  X(INLINE_PACKET, clbt_inline_packet, inline_packet)
+
+/*
+ * Where a launch's commit packet is (HAS_PACKET): none, in the packet
+ * buffer from packet_at on, or in the launch's arguments (INLINE_PACKET),
+ * which spares the upload. A packet goes inline when it fits
+ * CLBT_INLINE_PACKET_WORDS and the device's CL_DEVICE_MAX_PARAMETER_SIZE
+ * leaves room for it beside the other arguments.
+ */
+#define CLBT_PACKET_NONE 0
+#define CLBT_PACKET_IN_BUFFER 1
+#define CLBT_PACKET_INLINE 2
+#define CLBT_INLINE_PACKET_WORDS 512
 
 /*
  * A commit packet of a launch's groups, in 32-bit words: per group g, the

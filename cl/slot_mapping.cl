@@ -26,9 +26,17 @@
  *                           0: the array is too large, searched in global
  *                           memory
  *   CLBT_NUM_GROUPS         groups served by this launch, 1..8
+ *   CLBT_INLINE_WORDS       the words of a commit packet the launch can
+ *                           carry in its arguments (1: the device has no
+ *                           room for one)
  *   CLBT_GROUP_<g>          group g's constants, in the order of
  *                           CLBT_GROUP_CONSTANTS
  */
+
+/* A commit packet passed by value, CLBT_INLINE_WORDS words (1: none). */
+typedef struct clbt_inline_packet {
+  uint words[CLBT_INLINE_WORDS];
+} clbt_inline_packet;
 
 /* Parameter lists from the contract's lists. */
 #define FIRST_PARAMETER(NAME, type, name) type name
@@ -200,46 +208,52 @@ static inline long slot_of(long position, __global const int *row,
  * A commit packet's section of one group (cl/contract.h has the layout):
  * each row's length and version, and each changed cell. The work-items
  * from `first` on take every `stride`-th item; items are counted in 64 bits
- * so that nothing wraps.
+ * so that nothing wraps. Defined for the two places a packet can be: a
+ * buffer, or the launch's own arguments (clbt_inline_packet).
  */
-static void apply_section(__global const uint *section, uint num_lengths,
-                          uint num_cells, __global int *rows, uint row_stride,
-                          __global int *row_lengths,
-                          __global uint *row_versions, uint version,
-                          ulong first, ulong stride) {
-  ulong items = (ulong)num_lengths + num_cells;
-  __global const uint *cells = section + 2 * (ulong)num_lengths;
-  for (ulong i = first; i < items; i += stride) {
-    if (i < num_lengths) {
-      uint row = section[2 * i];
-      row_lengths[row] = (int)section[2 * i + 1];
-      row_versions[row] = version;
-    } else {
-      __global const uint *cell = cells + 3 * (i - num_lengths);
-      rows[(ulong)cell[0] * row_stride + cell[1]] = (int)cell[2];
-    }
+#define DEFINE_APPLY_SECTION(space, name)                                   \
+  static void name(space const uint *section, uint num_lengths,             \
+                   uint num_cells, __global int *rows, uint row_stride,     \
+                   __global int *row_lengths, __global uint *row_versions,  \
+                   uint version, ulong first, ulong stride) {               \
+    ulong items = (ulong)num_lengths + num_cells;                           \
+    space const uint *cells = section + 2 * (ulong)num_lengths;             \
+    for (ulong i = first; i < items; i += stride) {                         \
+      if (i < num_lengths) {                                                \
+        uint row = section[2 * i];                                          \
+        row_lengths[row] = (int)section[2 * i + 1];                         \
+        row_versions[row] = version;                                        \
+      } else {                                                              \
+        space const uint *cell = cells + 3 * (i - num_lengths);             \
+        rows[(ulong)cell[0] * row_stride + cell[1]] = (int)cell[2];         \
+      }                                                                     \
+    }                                                                       \
   }
-}
+DEFINE_APPLY_SECTION(__global, apply_section_in_buffer)
+DEFINE_APPLY_SECTION(__private, apply_section_inline)
 
 /* Group g's section, after the header and the sections before it. */
-#define APPLY_SECTION(g)                                                    \
+#define APPLY_SECTION(apply, g)                                             \
   {                                                                         \
     uint num_lengths = packet_of_launch[2 * g];                             \
     uint num_cells = packet_of_launch[2 * g + 1];                           \
-    apply_section(packet_of_launch + section_at, num_lengths, num_cells,    \
-                  storage_##g + rows_at_##g, row_stride_##g,                \
-                  storage_##g + row_lengths_at_##g,                         \
-                  (__global uint *)(storage_##g + row_versions_at_##g),     \
-                  version, first, stride);                                  \
+    apply(packet_of_launch + section_at, num_lengths, num_cells,            \
+          storage_##g + rows_at_##g, row_stride_##g,                        \
+          storage_##g + row_lengths_at_##g,                                 \
+          (__global uint *)(storage_##g + row_versions_at_##g), version,    \
+          first, stride);                                                   \
     section_at += 2 * (ulong)num_lengths + 3 * (ulong)num_cells;            \
   }
+#define APPLY_SECTION_IN_BUFFER(g) APPLY_SECTION(apply_section_in_buffer, g)
+#define APPLY_SECTION_INLINE(g) APPLY_SECTION(apply_section_inline, g)
 
-#define APPLY_PACKET(first, stride)                                   \
+/* Every group's section of a packet at `words` in address space `space`. */
+#define APPLY_PACKET(space, words, apply_section_of, first, stride)  \
   {                                                                   \
-    __global const uint *packet_of_launch = packet + packet_at;       \
+    space const uint *packet_of_launch = words;                       \
     ulong section_at = CLBT_PACKET_HEADER_WORDS_PER_GROUP *           \
                        (ulong)CLBT_NUM_GROUPS;                        \
-    CLBT_FOR_EACH_GROUP(APPLY_SECTION)                                \
+    CLBT_FOR_EACH_GROUP(apply_section_of)                             \
   }
 
 /* The gather of group g over the positions, a chunk at a time. */
@@ -338,7 +352,8 @@ __kernel void clbt_commit_scatter(
     CLBT_SLOT_MAPPING_ARGUMENTS(PARAMETER)
     CLBT_FOR_EACH_GROUP(GROUP_PARAMETERS)) {
   ulong first = get_global_id(0), stride = get_global_size(0);
-  APPLY_PACKET(first, stride)
+  APPLY_PACKET(__global, packet + packet_at, APPLY_SECTION_IN_BUFFER, first,
+               stride)
 }
 
 __kernel void clbt_slot_mapping(
@@ -350,11 +365,17 @@ __kernel void clbt_slot_mapping(
   /*
    * A small packet is applied here, by every work-group on its own: each
    * then reads rows it wrote itself, and where two work-groups write one
-   * word they write the same value. This spares the step a scatter launch.
+   * word they write the same value. This spares the step a scatter launch,
+   * and, when the packet came inside the launch's arguments, the upload.
    */
-  if (has_packet) {
+  if (has_packet != CLBT_PACKET_NONE) {
     ulong first = get_local_id(0), stride = get_local_size(0);
-    APPLY_PACKET(first, stride)
+    if (has_packet == CLBT_PACKET_INLINE)
+      APPLY_PACKET(__private, inline_packet.words, APPLY_SECTION_INLINE,
+                   first, stride)
+    else
+      APPLY_PACKET(__global, packet + packet_at, APPLY_SECTION_IN_BUFFER,
+                   first, stride)
     barrier(CLK_GLOBAL_MEM_FENCE);
   }
   bool batch_ok = batch_is_well_formed(query_start_loc, num_reqs, num_tokens,

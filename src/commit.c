@@ -319,6 +319,7 @@ static clbt_status commit_scatters(clbt__launch *launches,
     if (!launch_scatters(launch, &plans[p])) continue;
     size_t items = launch_items(launch, &plans[p]);
     if (folds(launch, &plans[p], fold)) {
+      launch->packet_kind = CLBT_PACKET_IN_BUFFER;
       launch->packet = slot->buffer;
       launch->packet_version = version;
       *folded = slot;
@@ -335,6 +336,47 @@ static clbt_status commit_scatters(clbt__launch *launches,
   }
 done:
   return status;
+}
+
+/*
+ * Whether every scattering launch's part fits in its step kernel's
+ * arguments, where it travels with no upload at all.
+ */
+static bool all_inline(const clbt__launch *launches, uint32_t num_launches,
+                       const clbt__commit_plan *plans, size_t words,
+                       bool fold) {
+  for (uint32_t l = 0, p = 0; l < num_launches; p += launches[l++].num_groups) {
+    if (!launch_scatters(&launches[l], &plans[p])) continue;
+    size_t part = (l + 1 < num_launches ? launches[l + 1].packet_at : words) -
+                  launches[l].packet_at;
+    if (!folds(&launches[l], &plans[p], fold) ||
+        part > launches[l].inline_words || launches[l].inline_words < 2)
+      return false;
+  }
+  return true;
+}
+
+/*
+ * Each scattering launch's part packed into its inline packet, for its
+ * step kernel to apply: no upload. A slot with no packet stands for the
+ * commit in the staging pool, where the step kernel's event tells when it
+ * ran and whether it failed (*folded).
+ */
+static clbt_status commit_inline(clbt__launch *launches, uint32_t num_launches,
+                                 const clbt__commit_plan *plans,
+                                 uint32_t version, clbt__staging **folded) {
+  clbt_table *first = launches[0].groups[0];
+  clbt_status status =
+      clbt__staging_acquire(&first->engine->staging, first->device->context,
+                            0, false, folded);
+  if (status) return status;
+  for (uint32_t l = 0, p = 0; l < num_launches; p += launches[l++].num_groups) {
+    if (!launch_scatters(&launches[l], &plans[p])) continue;
+    pack_launch(&launches[l], &plans[p], launches[l].inline_packet);
+    launches[l].packet_kind = CLBT_PACKET_INLINE;
+    launches[l].packet_version = version;
+  }
+  return CLBT_SUCCESS;
 }
 
 /*
@@ -410,7 +452,10 @@ clbt_status clbt__commit(clbt__launch *launches, uint32_t num_launches,
       if (plans[p].mode == CLBT_COMMIT_WHOLE)
         status = commit_whole(launches[l].groups[g], plans[p].rows, version,
                               sequence);
-  if (!status && words > 0)
+  if (!status && words > 0 &&
+      all_inline(launches, num_launches, plans, words, fold))
+    status = commit_inline(launches, num_launches, plans, version, folded);
+  else if (!status && words > 0)
     status = commit_scatters(launches, num_launches, plans, words, version,
                              fold, sequence, folded);
   if (status) {
@@ -425,7 +470,10 @@ clbt_status clbt__commit(clbt__launch *launches, uint32_t num_launches,
 }
 
 void clbt__unfold(clbt__launch *launches, uint32_t num_launches) {
-  for (uint32_t l = 0; l < num_launches; ++l) launches[l].packet = NULL;
+  for (uint32_t l = 0; l < num_launches; ++l) {
+    launches[l].packet_kind = CLBT_PACKET_NONE;
+    launches[l].packet = NULL;
+  }
 }
 
 void clbt__commit_lost(clbt__launch *launches, uint32_t num_launches) {

@@ -51,7 +51,9 @@ static clbt_status read_properties(cl_device_id id,
        &properties->max_work_group_size},
       {CL_DEVICE_LOCAL_MEM_SIZE, sizeof properties->local_mem_size,
        &properties->local_mem_size},
-      {CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof alignment_bits, &alignment_bits}};
+      {CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof alignment_bits, &alignment_bits},
+      {CL_DEVICE_MAX_PARAMETER_SIZE, sizeof properties->max_parameter_size,
+       &properties->max_parameter_size}};
   clbt_status status = CLBT_SUCCESS;
   for (size_t i = 0; i < sizeof queries / sizeof queries[0]; ++i)
     CLBT__CL_TRY(clGetDeviceInfo(id, queries[i].name, queries[i].size,

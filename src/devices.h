@@ -23,6 +23,7 @@ typedef struct clbt__device_properties {
   size_t max_work_group_size;
   cl_ulong local_mem_size;
   size_t base_address_alignment;  /* bytes; where sub-buffers may start */
+  size_t max_parameter_size;      /* bytes all of a kernel's arguments take */
 } clbt__device_properties;
 
 struct clbt_device {

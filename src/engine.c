@@ -139,7 +139,7 @@ clbt_status clbt__run_launches(clbt__launch *launches,
                               clbt__sequence *sequence, bool want_event) {
   clbt_status status = CLBT_SUCCESS;
   for (uint32_t l = 0; !status && l < num_launches; ++l) {
-    if (!step->gathered_reqs && !launches[l].packet &&
+    if (!step->gathered_reqs && launches[l].packet_kind == CLBT_PACKET_NONE &&
         !clbt__launch_maps_tokens(&launches[l]))
       continue;
     cl_uint num_events;

@@ -68,11 +68,14 @@ typedef struct clbt__launch {
   clbt_table *const *groups; /* num_groups of them, not owned */
   uint32_t num_groups;
   cl_kernel scatter;         /* NULL until the first scatter commit */
-  /* A commit's packet that the next step kernel applies itself (folded),
-     or NULL (commit.c). */
-  cl_mem packet;
+  /* A commit's packet that the next step kernel applies itself (folded;
+     commit.c): in a buffer, or in the kernel's arguments. */
+  cl_uint packet_kind;       /* CLBT_PACKET_NONE, _IN_BUFFER, _INLINE */
+  cl_mem packet;             /* _IN_BUFFER: the buffer */
   cl_ulong packet_at;        /* where the launch's part starts, words */
   cl_uint packet_version;
+  uint32_t inline_words;     /* what an inline packet may hold; 1: none */
+  cl_uint inline_packet[CLBT_INLINE_PACKET_WORDS];
 } clbt__launch;
 
 /*
@@ -126,6 +129,7 @@ clbt_status clbt__launch_scatter(clbt__launch *launch);
  */
 clbt_status clbt__launch_set_packet(cl_kernel kernel, const cl_mem *packet,
                                     cl_ulong packet_at, cl_uint version);
+
 
 /*
  * Checks a batch's arguments against a table's bounds and context (the

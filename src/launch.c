@@ -50,18 +50,19 @@ static size_t qsl_cache_bytes(const clbt_device *device,
 }
 
 /*
- * "-DCLBT_QSL_IN_LOCAL=1 -DCLBT_NUM_GROUPS=2 -DCLBT_GROUP_0=16,1,1,0,1 ...":
+ * "-DCLBT_QSL_IN_LOCAL=1 -DCLBT_NUM_GROUPS=2 -DCLBT_INLINE_WORDS=512
+ *  -DCLBT_GROUP_0=16,1,1,0,1,1,0 ...":
  * each group's constants in CLBT_GROUP_CONSTANTS's order, which is also
  * the order of the kernel's group_constants fields.
  */
 static void format_options(const clbt__group_spec *const *specs,
                            uint32_t num_groups, bool qsl_in_local,
-                           char *options) {
+                           uint32_t inline_words, char *options) {
   int used = snprintf(options, CLBT__SPEC_OPTIONS_SIZE,
                       "-DCLBT_PAD_SLOT_ID=%d -DCLBT_QSL_IN_LOCAL=%d "
-                      "-DCLBT_NUM_GROUPS=%u",
+                      "-DCLBT_NUM_GROUPS=%u -DCLBT_INLINE_WORDS=%u",
                       CLBT_PAD_SLOT_ID, qsl_in_local ? 1 : 0,
-                      (unsigned)num_groups);
+                      (unsigned)num_groups, (unsigned)inline_words);
   for (uint32_t g = 0; g < num_groups; ++g) {
     used += snprintf(options + used, CLBT__SPEC_OPTIONS_SIZE - (size_t)used,
                      " -DCLBT_GROUP_%u=", (unsigned)g);
@@ -98,13 +99,32 @@ static clbt_status bind_group(cl_kernel kernel, uint32_t g,
   return clbt__set_kernel_args(kernel, args, sizeof args / sizeof args[0]);
 }
 
+/*
+ * The words of a packet a launch of num_groups carries in its arguments:
+ * what the device's argument space (CL_DEVICE_MAX_PARAMETER_SIZE) leaves
+ * beside the other arguments, at most CLBT_INLINE_PACKET_WORDS, a power of
+ * two; or 1, a placeholder, when that is under 16. The H200 has room for
+ * all 512; PoCL, with the minimum of 1024 bytes, for 64 or 32.
+ */
+static uint32_t inline_words(const clbt_device *device, uint32_t num_groups) {
+  size_t others = (ARGS_BEFORE_GROUPS - 1 + (size_t)ARGS_PER_GROUP * num_groups) *
+                  sizeof(cl_ulong);
+  size_t room = device->properties.max_parameter_size > others
+                    ? (device->properties.max_parameter_size - others) /
+                          sizeof(cl_uint)
+                    : 0;
+  uint32_t words = CLBT_INLINE_PACKET_WORDS;
+  while (words > room) words /= 2;
+  return words >= 16 ? words : 1;
+}
+
 clbt_status clbt__launch_program(clbt_device *device,
                                  const clbt__group_spec *const *specs,
                                  uint32_t num_groups, uint32_t max_num_reqs,
                                  cl_program *program) {
   char options[CLBT__SPEC_OPTIONS_SIZE];
   format_options(specs, num_groups, qsl_cache_bytes(device, max_num_reqs) > 0,
-                 options);
+                 inline_words(device, num_groups), options);
   return clbt__program_get(device, CLBT__SOURCE_SLOT_MAPPING, options, program);
 }
 
@@ -118,6 +138,7 @@ clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *tables,
                               uint32_t num_tables) {
   launch->groups = tables;
   launch->num_groups = num_tables;
+  launch->inline_words = inline_words(tables[0]->device, num_tables);
   return clbt__launch_maps_tokens(launch) ? clbt__launch_build(launch)
                                           : CLBT_SUCCESS;
 }
@@ -141,6 +162,18 @@ static clbt_status set_batch(cl_kernel kernel, const clbt__step_batch *step) {
 }
 
 static const clbt__step_batch empty_batch = {{0}, 0};
+
+/* The launch's inline packet as the kernel's by-value argument. */
+static clbt_status set_inline_words(cl_kernel kernel,
+                                    const clbt__launch *launch) {
+  clbt_status status = CLBT_SUCCESS;
+  CLBT__CL_TRY(clSetKernelArg(kernel, ARG_INLINE_PACKET,
+                              launch->inline_words * sizeof(cl_uint),
+                              launch->inline_packet),
+               status, done);
+done:
+  return status;
+}
 
 /*
  * One of the launch's kernels, with every argument that stays from call to
@@ -178,6 +211,7 @@ static clbt_status make_kernel(const clbt__launch *launch, const char *name,
   /* An empty batch until a call says otherwise: the scatter reads none. */
   if (!status) status = set_batch(kernel, &empty_batch);
   if (!status) status = clbt__launch_set_packet(kernel, NULL, 0, 0);
+  if (!status) status = set_inline_words(kernel, launch);
   if (status) goto fail;
   *out = kernel;
   return CLBT_SUCCESS;
@@ -224,13 +258,24 @@ clbt_status clbt__launch_scatter(clbt__launch *launch) {
 
 clbt_status clbt__launch_set_packet(cl_kernel kernel, const cl_mem *packet,
                                     cl_ulong packet_at, cl_uint version) {
-  cl_uint has_packet = packet != NULL;
+  cl_uint has_packet = packet ? CLBT_PACKET_IN_BUFFER : CLBT_PACKET_NONE;
   const clbt__kernel_arg args[] = {
       {ARG_PACKET, sizeof(cl_mem), packet},
       {ARG_PACKET_AT, sizeof packet_at, &packet_at},
       {ARG_HAS_PACKET, sizeof has_packet, &has_packet},
       {ARG_VERSION, sizeof version, &version}};
   return clbt__set_kernel_args(kernel, args, sizeof args / sizeof args[0]);
+}
+
+/* The step kernel applies the launch's inline packet. */
+static clbt_status set_inline_packet(const clbt__launch *launch) {
+  cl_uint has_packet = CLBT_PACKET_INLINE;
+  const clbt__kernel_arg args[] = {
+      {ARG_HAS_PACKET, sizeof has_packet, &has_packet},
+      {ARG_VERSION, sizeof launch->packet_version, &launch->packet_version}};
+  clbt_status status = clbt__set_kernel_args(launch->kernel, args,
+                                             sizeof args / sizeof args[0]);
+  return status ? status : set_inline_words(launch->kernel, launch);
 }
 
 /*
@@ -256,9 +301,12 @@ clbt_status clbt__launch_enqueue(const clbt__launch *launch,
                                  cl_uint num_events, const cl_event *wait_list,
                                  cl_event *event) {
   clbt_status status = set_batch(launch->kernel, step);
-  if (!status)
+  if (!status && launch->packet_kind == CLBT_PACKET_INLINE)
+    status = set_inline_packet(launch);
+  else if (!status)
     status = clbt__launch_set_packet(
-        launch->kernel, launch->packet ? &launch->packet : NULL,
+        launch->kernel,
+        launch->packet_kind == CLBT_PACKET_IN_BUFFER ? &launch->packet : NULL,
         launch->packet_at, launch->packet_version);
   if (status) return status;
   size_t global = gather_size(launch, step->gathered_reqs);
