@@ -59,7 +59,13 @@
   X(PACKET, __global const uint *, packet)          \
   X(PACKET_AT, ulong, packet_at)                    \
   X(HAS_PACKET, uint, has_packet)                   \
-  X(VERSION, uint, version)                         \
+  X(VERSION, uint, version)
+
+/*
+ * The step kernel's last argument, after the groups': a commit packet by
+ * value. The scatter kernel has none, so that its launches do not copy it.
+ */
+#define CLBT_STEP_LAST_ARGUMENT(X) \
   X(INLINE_PACKET, clbt_inline_packet, inline_packet)
 
 /*

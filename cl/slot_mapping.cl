@@ -359,7 +359,8 @@ __kernel void clbt_commit_scatter(
 __kernel void clbt_slot_mapping(
     CLBT_SLOT_MAPPING_FIRST_ARGUMENT(FIRST_PARAMETER)
     CLBT_SLOT_MAPPING_ARGUMENTS(PARAMETER)
-    CLBT_FOR_EACH_GROUP(GROUP_PARAMETERS)) {
+    CLBT_FOR_EACH_GROUP(GROUP_PARAMETERS)
+    CLBT_STEP_LAST_ARGUMENT(PARAMETER)) {
   __local int well_formed;
   __local gather_plan plans[CLBT_MAX_WORK_GROUP_SIZE];
   /*

@@ -107,7 +107,7 @@ static clbt_status bind_group(cl_kernel kernel, uint32_t g,
  * all 512; PoCL, with the minimum of 1024 bytes, for 64 or 32.
  */
 static uint32_t inline_words(const clbt_device *device, uint32_t num_groups) {
-  size_t others = (ARGS_BEFORE_GROUPS - 1 + (size_t)ARGS_PER_GROUP * num_groups) *
+  size_t others = (ARGS_BEFORE_GROUPS + (size_t)ARGS_PER_GROUP * num_groups) *
                   sizeof(cl_ulong);
   size_t room = device->properties.max_parameter_size > others
                     ? (device->properties.max_parameter_size - others) /
@@ -163,11 +163,13 @@ static clbt_status set_batch(cl_kernel kernel, const clbt__step_batch *step) {
 
 static const clbt__step_batch empty_batch = {{0}, 0};
 
-/* The launch's inline packet as the kernel's by-value argument. */
+/* The launch's inline packet as the step kernel's last argument, by value
+   (CLBT_STEP_LAST_ARGUMENT). */
 static clbt_status set_inline_words(cl_kernel kernel,
                                     const clbt__launch *launch) {
   clbt_status status = CLBT_SUCCESS;
-  CLBT__CL_TRY(clSetKernelArg(kernel, ARG_INLINE_PACKET,
+  cl_uint index = ARGS_BEFORE_GROUPS + ARGS_PER_GROUP * launch->num_groups;
+  CLBT__CL_TRY(clSetKernelArg(kernel, index,
                               launch->inline_words * sizeof(cl_uint),
                               launch->inline_packet),
                status, done);
@@ -211,7 +213,6 @@ static clbt_status make_kernel(const clbt__launch *launch, const char *name,
   /* An empty batch until a call says otherwise: the scatter reads none. */
   if (!status) status = set_batch(kernel, &empty_batch);
   if (!status) status = clbt__launch_set_packet(kernel, NULL, 0, 0);
-  if (!status) status = set_inline_words(kernel, launch);
   if (status) goto fail;
   *out = kernel;
   return CLBT_SUCCESS;
@@ -228,6 +229,8 @@ clbt_status clbt__launch_build(clbt__launch *launch) {
   size_t kernel_max_group = 0;
   clbt_status status = make_kernel(launch, "clbt_slot_mapping", &launch->kernel);
   if (status) return status;
+  status = set_inline_words(launch->kernel, launch);
+  if (status) goto fail;
   CLBT__CL_TRY(clGetKernelWorkGroupInfo(launch->kernel, device->id,
                                         CL_KERNEL_WORK_GROUP_SIZE,
                                         sizeof kernel_max_group,
