@@ -377,6 +377,14 @@ static const bad_input cases[] = {
                      .groups =
                          GROUPS({.block_size = 16, .max_num_blocks = 1}))),
     MULTI_CONFIG_CASE(
+        "unknown commit_mode", CLBT_INVALID_CONFIG,
+        "config->commit_mode 3 is not a clbt_commit_mode",
+        MULTI_CONFIG(.struct_size = sizeof(clbt_multi_table_config),
+                     .max_num_reqs = 1, .max_num_batched_tokens = 1,
+                     .num_groups = 1, .commit_mode = (clbt_commit_mode)3,
+                     .groups =
+                         GROUPS({.block_size = 16, .max_num_blocks = 1}))),
+    MULTI_CONFIG_CASE(
         "NULL groups", CLBT_NULL_ARGUMENT, "config->groups is NULL",
         MULTI_CONFIG(.max_num_reqs = 1, .max_num_batched_tokens = 1,
                      .num_groups = 1, .groups = NULL)),
