@@ -982,9 +982,9 @@ CLBT_API cl_mem clbt_table_gathered_rows(const clbt_table *table);
 typedef struct clbt_host_step {
   uint32_t struct_size;     /**< 0 (the 0.3 layout) or sizeof */
   uint32_t flags;           /**< CLBT_STEP_GATHER: fill gathered_rows */
-  uint32_t num_reqs;
+  uint32_t num_reqs;        /**< requests in the batch */
   uint32_t num_reqs_padded; /**< 0: num_reqs */
-  uint32_t num_tokens;
+  uint32_t num_tokens;      /**< tokens in the batch */
   const int32_t *query_start_loc; /**< required: [num_reqs + 1] */
   const int64_t *positions;       /**< [num_tokens] */
   const int32_t *idx_mapping;     /**< [num_reqs], or NULL: the identity */
