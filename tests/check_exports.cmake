@@ -12,11 +12,14 @@ if(NOT result EQUAL 0)
 endif()
 string(REGEX MATCHALL "[^ \n]+\n" lines "${symbols}")
 set(exported "")
-# The linker's own markers, which every shared library defines.
+# The linker's own markers, which every shared library defines, and the
+# bounds of the sections that coverage instrumentation adds to a fuzzing
+# build's objects (-fsanitize=fuzzer-no-link): __start___sancov_cntrs...
 set(linker_symbols _init _fini _edata _end __bss_start)
 foreach(line IN LISTS lines)
   string(STRIP "${line}" name)
-  if(NOT name IN_LIST linker_symbols)
+  if(NOT name IN_LIST linker_symbols AND
+     NOT name MATCHES "^__(start|stop)___sancov_")
     list(APPEND exported "${name}")
   endif()
 endforeach()
