@@ -99,11 +99,11 @@ clbt_status clbt__check_padding(const clbt_table *table, const char *name,
 }
 
 clbt_status clbt__check_step_flags(uint32_t flags) {
-  const uint32_t known = CLBT_STEP_GATHER | CLBT_STEP_EXPORT;
+  const uint32_t known = CLBT_STEP_GATHER | CLBT_STEP_EXPORT | CLBT_STEP_DUMMY;
   if (flags & ~known)
     return clbt__fail(CLBT_INVALID_ARGUMENT,
-                      "step->flags 0x%x has bits other than CLBT_STEP_GATHER "
-                      "and CLBT_STEP_EXPORT",
+                      "step->flags 0x%x has bits other than CLBT_STEP_GATHER, "
+                      "CLBT_STEP_EXPORT and CLBT_STEP_DUMMY",
                       (unsigned)flags);
   return CLBT_SUCCESS;
 }

@@ -663,7 +663,11 @@ CLBT_API clbt_status clbt_table_swap_row(clbt_table *table, uint32_t a,
  * Enqueues and returns without waiting for the device: the copy is taken
  * into a staging packet, and each commit still in flight keeps its own
  * (about 12 bytes per changed cell for SCATTER, 4 x (width + 1) bytes per
- * row for WHOLE), reused once the device has run it.
+ * row for WHOLE; a small packet travels in the kernel launch itself and
+ * keeps none), reused once the device has run it. Once no commit of the
+ * table is in flight, the next commit leaves at most two packets (each no
+ * larger than the largest a commit of the table took) and their upload
+ * buffers: the rest go back to the system.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_TOO_MANY_REQUESTS;
  * CLBT_SIZE_OVERFLOW for a CLBT_COMMIT_SCATTER commit of more than
  * 2^32 - 1 changed cells or rows; or an OpenCL error.
@@ -692,8 +696,9 @@ typedef enum clbt_commit_mode {
   /** Copy rows [0, num_reqs) whole, as vLLM does: two enqueued writes of
       a snapshot, no wait. */
   CLBT_COMMIT_WHOLE = 1,
-  /** Upload a packet of the changed cells and lengths and scatter it on the
-      device: two enqueued commands, no wait. */
+  /** Send a packet of the changed cells and lengths and scatter it on the
+      device: inside a kernel launch's arguments when it fits (one command),
+      else an upload and a launch; no wait. */
   CLBT_COMMIT_SCATTER = 2
 } clbt_commit_mode;
 
@@ -906,6 +911,17 @@ CLBT_API clbt_status clbt_table_export_buffers(const clbt_table *table,
 /** clbt_step.flags: also export the page tables (clbt_table_enqueue_export)
     for this batch, through the same idx_mapping. */
 #define CLBT_STEP_EXPORT 2u
+/**
+ * clbt_step.flags, since 0.4: a dummy run, for graph capture and warm-up
+ * (Model Runner V2's get_dummy_block_tables and get_dummy_slot_mappings).
+ * It commits nothing (the rows' changes stay for the next step) and reads
+ * no buffer of the caller's: num_reqs and num_tokens must be 0, and
+ * query_start_loc, positions, idx_mapping and seq_lens may be NULL and are
+ * ignored. Every slot of every token-mapping group becomes the pad id; with
+ * CLBT_STEP_GATHER gathered rows [0, num_reqs_padded) become 0, with
+ * CLBT_STEP_EXPORT every exported request has no pages.
+ */
+#define CLBT_STEP_DUMMY 4u
 
 /**
  * One serving step (docs/guide.md, "Two ways to keep rows"). Rows are
