@@ -245,7 +245,9 @@ clbt_status clbt__commit_reap(clbt_multi_table *engine) {
   clbt_status status = clbt__staging_reap(&engine->staging, &lost);
   if (status) return status;
   /* A command behind a failed one on the queue never ran, with no word. */
-  uint64_t failures = clbt__watch_failures(engine->device);
+  uint64_t failures = 0;
+  status = clbt__watch_failures(engine->device, &failures);
+  if (status) return status;
   lost = lost || failures != engine->seen_failures;
   engine->seen_failures = failures;
   /* The pool is the engine's: any of its groups may have lost a packet. */

@@ -138,12 +138,12 @@ clbt_status clbt__watch_init(clbt__watch *watch);
 void clbt__watch_free(clbt__watch *watch);
 
 /*
- * How many watched commands have been seen to end in error, after looking
- * at the oldest ones still watched (without waiting): a count that only
- * grows. A table that saw another count before has had commands behind a
- * failed one.
+ * *failures: how many watched commands have been seen to end in error,
+ * after looking at the oldest ones still watched (without waiting), a count
+ * that only grows. A table that saw another count before has had commands
+ * behind a failed one. Fails only when a status query does.
  */
-uint64_t clbt__watch_failures(clbt_device *device);
+clbt_status clbt__watch_failures(clbt_device *device, uint64_t *failures);
 
 /*
  * Commands enqueued in order on a device's queue as one call. Every

@@ -55,7 +55,7 @@ clbt_status clbt__engine_create(clbt_device *device,
   if (engine)
     engine->commit_plans = calloc(num_groups, sizeof *engine->commit_plans);
   if (!engine || !engine->groups || !engine->commit_plans) {
-    if (engine) free(engine->groups);
+    if (engine) free(engine->groups), free(engine->commit_plans);
     free(engine);
     return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for %u groups",
                       (unsigned)num_groups);
@@ -64,8 +64,7 @@ clbt_status clbt__engine_create(clbt_device *device,
   engine->num_groups = num_groups;
   engine->standalone = standalone;
   /* Failures seen before the engine was made are not its own. */
-  engine->seen_failures = clbt__watch_failures(device);
-  clbt_status status = CLBT_SUCCESS;
+  clbt_status status = clbt__watch_failures(device, &engine->seen_failures);
   for (uint32_t g = 0; g < num_groups && !status; ++g)
     status = name_group(engine, g,
                         clbt__group_create(device, &layouts[g], engine,

@@ -301,8 +301,9 @@ clbt_status clbt__check_batch(const clbt_table *table, uint32_t num_reqs,
 clbt_status clbt__check_padding(const clbt_table *table, const char *name,
                                 uint32_t num_reqs, uint32_t padded);
 
-/* Checks that a step's flags are CLBT_STEP_* flags. */
-clbt_status clbt__check_step_flags(uint32_t flags);
+/* Checks that a step's flags are CLBT_STEP_* flags: a host step's are
+   CLBT_STEP_GATHER and CLBT_STEP_EXPORT, a device step may be a dummy run. */
+clbt_status clbt__check_step_flags(uint32_t flags, bool on_device);
 
 /* ---- the engine (engine.c) and its calls (step.c) ----------------------- */
 

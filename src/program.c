@@ -20,7 +20,7 @@ static const struct {
   const char *file;
 } sources[] = {
     [CLBT__SOURCE_STEP] = {clbt__step_source, &clbt__step_source_length,
-                           "the step kernel (cl/*.cl)"},
+                           "step.cl"},
 };
 
 struct clbt__program_entry {

@@ -9,6 +9,9 @@
 
 #include <stdlib.h>
 
+/* A watch ring this large or smaller is kept when it empties. */
+#define CLBT__KEPT_WATCH 16
+
 /* Work a CPU work-group takes before another compute unit joins. */
 #define CLBT__CPU_ITEMS_PER_GROUP 32768
 
@@ -102,28 +105,43 @@ static clbt_status lock(clbt__watch *watch) {
  * ones, and stops at the first that has not: the queue is in order, so the
  * rest are behind it. The caller holds the lock.
  */
-static void reap(clbt__watch *watch) {
+static clbt_status reap(clbt__watch *watch) {
+  clbt_status status = CLBT_SUCCESS;
   while (atomic_load(&watch->count) > 0) {
     cl_event oldest = *watched(watch, 0);
     cl_int execution = CL_QUEUED;
-    cl_int error = clGetEventInfo(oldest, CL_EVENT_COMMAND_EXECUTION_STATUS,
-                                  sizeof execution, &execution, NULL);
-    /* An event that cannot be asked about is taken to have failed. */
-    if (!error && execution > CL_COMPLETE) return;
-    if (error || execution < 0) atomic_fetch_add(&watch->failures, 1);
+    CLBT__CL_TRY(clGetEventInfo(oldest, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                sizeof execution, &execution, NULL),
+                 status, done);
+    if (execution > CL_COMPLETE) break;
+    if (execution < 0) atomic_fetch_add(&watch->failures, 1);
     clReleaseEvent(oldest);
     watch->first = (watch->first + 1) % watch->capacity;
     atomic_fetch_sub(&watch->count, 1);
   }
+  /* A deep burst of watched commands leaves no large ring behind it. */
+  if (atomic_load(&watch->count) == 0 && watch->capacity > CLBT__KEPT_WATCH &&
+      watch->reserved == 0) {
+    free(watch->events);
+    watch->events = NULL;
+    watch->capacity = watch->first = 0;
+  }
+done:
+  return status;
 }
 
-uint64_t clbt__watch_failures(clbt_device *device) {
+clbt_status clbt__watch_failures(clbt_device *device, uint64_t *failures) {
   clbt__watch *watch = &device->watch;
-  if (atomic_load(&watch->count) > 0 && lock(watch) == CLBT_SUCCESS) {
-    reap(watch);
-    mtx_unlock(&watch->lock);
+  clbt_status status = CLBT_SUCCESS;
+  if (atomic_load(&watch->count) > 0) {
+    status = lock(watch);
+    if (!status) {
+      status = reap(watch);
+      mtx_unlock(&watch->lock);
+    }
   }
-  return atomic_load(&watch->failures);
+  *failures = atomic_load(&watch->failures);
+  return status;
 }
 
 void clbt__watch_free(clbt__watch *watch) {
@@ -171,7 +189,11 @@ static clbt_status take(clbt__sequence *sequence, bool keeps, command *next) {
   clbt__watch *watch = &sequence->device->watch;
   clbt_status status = lock(watch);
   if (status) return status;
-  reap(watch);
+  status = reap(watch);
+  if (status) {
+    mtx_unlock(&watch->lock);
+    return status;
+  }
   next->num_events = sequence->num_events;
   next->wait_list = sequence->wait_list;
   next->watched = next->num_events > 0 || atomic_load(&watch->count) > 0;
@@ -188,19 +210,36 @@ static cl_event *event_of(command *next) {
 }
 
 /*
- * After a command was enqueued (error: its enqueue's result): a watched
- * command's event goes to the watch, in the room take() made, and the
- * watch is unlocked; the wait list is spent, and the sequence keeps none
- * of the event but the last command's when the call hands one back.
+ * A reference to a command's event for one more holder: the one its
+ * enqueue made (*spare) the first time, a retained one after that.
+ */
+static cl_int another_reference(cl_event event, bool *spare) {
+  if (*spare) {
+    *spare = false;
+    return CL_SUCCESS;
+  }
+  return clRetainEvent(event);
+}
+
+/*
+ * After a command was enqueued (error: its enqueue's result): its event
+ * goes to each holder the rule gave it, in the order that matters most
+ * should a reference fail: the caller keeping host memory alive (the
+ * enqueue's own reference, which cannot fail), the watch (in the room
+ * take() made), the call's last event. The watch is unlocked; the wait
+ * list is spent.
  */
 static clbt_status enqueued(clbt__sequence *sequence, cl_int error,
                             const char *call, command *next, cl_event *kept) {
   clbt__watch *watch = &sequence->device->watch;
   cl_event event = next->event;
+  bool spare = event != NULL;
+  cl_int held = CL_SUCCESS;
+  if (!error && kept) *kept = (another_reference(event, &spare), event);
   if (next->watched) {
     --watch->reserved;
-    if (!error) {
-      clRetainEvent(event);
+    held = error ? CL_SUCCESS : another_reference(event, &spare);
+    if (!error && !held) {
       *watched(watch, atomic_load(&watch->count)) = event;
       atomic_fetch_add(&watch->count, 1);
     }
@@ -210,17 +249,15 @@ static clbt_status enqueued(clbt__sequence *sequence, cl_int error,
   ++sequence->commands;
   sequence->num_events = 0;
   sequence->wait_list = NULL;
-  if (kept) {
-    clRetainEvent(event);
-    *kept = event;
+  if (!held && sequence->wants_event) {
+    held = another_reference(event, &spare);
+    if (!held) {
+      if (sequence->last) clReleaseEvent(sequence->last);
+      sequence->last = event;
+    }
   }
-  if (sequence->wants_event) {
-    if (sequence->last) clReleaseEvent(sequence->last);
-    sequence->last = event;
-  } else if (event) {
-    clReleaseEvent(event);
-  }
-  return CLBT_SUCCESS;
+  if (spare) clReleaseEvent(event);
+  return held ? clbt__cl_fail(held, "clRetainEvent") : CLBT_SUCCESS;
 }
 
 clbt_status clbt__sequence_write(clbt__sequence *sequence, cl_mem buffer,

@@ -127,7 +127,7 @@ static clbt_status check_host_step(const clbt_table *table,
     return clbt__fail(CLBT_NULL_ARGUMENT,
                       "step->positions is NULL with num_tokens %u",
                       (unsigned)step->num_tokens);
-  clbt_status status = clbt__check_step_flags(step->flags);
+  clbt_status status = clbt__check_step_flags(step->flags, false);
   if (!status) status = clbt__check_batch(table, step->num_reqs, step->num_tokens);
   if (!status)
     status = clbt__check_padding(table, "step->num_reqs_padded",

@@ -351,7 +351,7 @@ static clbt_status check_dummy(const clbt__scope *scope,
 static clbt_status check_step(const clbt__scope *scope, const clbt_step *step,
                               const clbt__batch *batch, cl_uint num_events,
                               const cl_event *wait_list) {
-  clbt_status status = clbt__check_step_flags(step->flags);
+  clbt_status status = clbt__check_step_flags(step->flags, true);
   if (status) return status;
   if (step->flags & CLBT_STEP_DUMMY) {
     bool exports = step->flags & CLBT_STEP_EXPORT;

@@ -921,7 +921,7 @@ CLBT_API clbt_status clbt_table_export_buffers(const clbt_table *table,
  * CLBT_STEP_GATHER gathered rows [0, num_reqs_padded) become 0, with
  * CLBT_STEP_EXPORT every exported request has no pages.
  */
-#define CLBT_STEP_DUMMY 4u
+#define CLBT_STEP_DUMMY 8u
 
 /**
  * One serving step (docs/guide.md, "Two ways to keep rows"). Rows are
@@ -941,7 +941,7 @@ CLBT_API clbt_status clbt_table_export_buffers(const clbt_table *table,
  */
 typedef struct clbt_step {
   uint32_t struct_size;     /**< 0 (the 0.3 layout) or sizeof(clbt_step) */
-  uint32_t flags;           /**< CLBT_STEP_GATHER | CLBT_STEP_EXPORT */
+  uint32_t flags;           /**< CLBT_STEP_GATHER, _EXPORT, _DUMMY */
   uint32_t num_reqs;        /**< requests in the batch */
   uint32_t num_reqs_padded; /**< gathered and exported entries, >= num_reqs
                                and at most max_num_reqs; 0: num_reqs */
