@@ -9,6 +9,7 @@ from ctypes import byref, c_uint32, c_void_p
 import numpy as np
 
 from . import _opencl
+from ._errors import Error
 from ._library import (CommitInfo, ExportBuffers, ExportRequest, GroupConfig, HostStep,
                        MultiTableConfig, Step, TableConfig, lib)
 
@@ -26,19 +27,6 @@ Export.__doc__ = """A table's export (clbt_export_buffers): FlashInfer's
 paged_kv_indptr (OpenVINO's block_indices_begins), paged_kv_indices
 (block_indices), paged_kv_last_page_len, OpenVINO's past_lens and
 subsequence_begins, all int32, and page_size (kernel_block_size)."""
-
-
-class Error(Exception):
-    """What a clbt call refused, or why it failed: the status's name
-    (``status``, e.g. "CLBT_ROW_OVERFLOW"), its value (``code``) and the
-    message naming the argument and its bound (``message``). A refused call
-    changes nothing."""
-
-    def __init__(self, code, message):
-        self.code = code
-        self.status = lib.clbt_status_name(code).decode()
-        self.message = message
-        super().__init__("%s (%d): %s" % (self.status, code, message))
 
 
 def _check(status):

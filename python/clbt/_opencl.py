@@ -11,6 +11,8 @@ read and write buffers.
 import ctypes
 from ctypes import POINTER, byref, c_int32, c_size_t, c_uint, c_uint64, c_void_p
 
+from ._errors import Error
+
 try:
     import pyopencl
     import pyopencl.array
@@ -36,7 +38,6 @@ CL_DEVICE_TYPE_ALL = 0xFFFFFFFF
 def check(code, call):
     """Raises clbt.Error for a failed OpenCL call."""
     if code:
-        from ._core import Error
         raise Error(code, "%s failed" % call)
 
 
@@ -107,7 +108,6 @@ def handle(obj):
         return obj
     if pyopencl is not None and isinstance(obj, pyopencl.array.Array):
         if obj.offset:
-            from ._core import Error
             raise Error(-4002, "a pyopencl array with an offset (%d bytes) is not "
                                "accepted; pass its base_data" % obj.offset)
         obj = obj.base_data
