@@ -31,7 +31,7 @@ from ctypes import byref, c_uint32
 
 import numpy as np
 
-from . import _core, _opencl
+from . import _arguments, _core, _opencl
 from ._core import PAD_SLOT_ID, Error
 from ._library import STEP_GATHER, lib
 
@@ -49,8 +49,11 @@ def get_block_table_width(max_num_blocks, block_size, kernel_block_size=None, *,
     if token_alignment is not None and token_alignment <= 0:
         raise Error(_INVALID_ARGUMENT, "token_alignment must be positive")
     width = c_uint32()
-    _core._check(lib.clbt_block_table_width(max_num_blocks, block_size, kernel_block_size or 0,
-                                            token_alignment or 0, byref(width)))
+    u32 = _arguments.u32
+    _core._check(lib.clbt_block_table_width(
+        u32(max_num_blocks, "max_num_blocks"), u32(block_size, "block_size"),
+        u32(kernel_block_size or 0, "kernel_block_size"),
+        u32(token_alignment or 0, "token_alignment"), byref(width)))
     return width.value
 
 
@@ -282,8 +285,8 @@ def _length(array, given, name):
     none)."""
     if given is not None:
         return given
-    if isinstance(array, int):
-        raise Error(_INVALID_ARGUMENT, "%s is needed with a buffer handle" % name)
+    if not hasattr(array, "__len__"):
+        raise Error(_INVALID_ARGUMENT, "%s is needed with a buffer" % name)
     return len(array)
 
 

@@ -243,7 +243,7 @@ def test_pyopencl_views_share_clbt_memory(device):
         rows = table.device_rows
         assert isinstance(rows, pyopencl.array.Array)
         assert rows.shape == (4, 4) and rows.dtype == np.int32
-        assert rows.base_data.int_ptr == clbt._library.lib.clbt_table_device_data(table._handle)
+        assert rows.base_data.int_ptr == clbt._library.lib.clbt_table_device_data(table._live())
         slots = table.slot_mapping
         event = table.compute_slot_mapping(1, [0, 1], [1], event=True)
         assert isinstance(event, pyopencl.Event)
@@ -271,17 +271,22 @@ def test_a_pyopencl_queue_is_wrapped(device):
         assert table.slot_mapping.get()[0] == 18
 
 
-def test_without_pyopencl_handles_are_integers(device, no_pyopencl):
+def test_without_pyopencl_objects_are_clbt_types(device, no_pyopencl):
     with small_table(device) as table:
-        assert isinstance(table.slot_mapping, int) and isinstance(table.device_rows, int)
-        assert isinstance(device.queue, int) and isinstance(device.context, int)
+        slots, rows = table.slot_mapping, table.device_rows
+        assert isinstance(slots, clbt.Buffer) and isinstance(rows, clbt.Buffer)
+        assert slots.size == 8 * 8 and rows.size == 4 * 4 * 4  # bytes
+        queue, context = device.queue, device.context
+        assert isinstance(queue, clbt.CommandQueue) and isinstance(context, clbt.Context)
         table.append_row(0, [1])
         commit = table.commit(1, event=True)
-        assert isinstance(commit, int)
+        assert isinstance(commit, clbt.Event)
         event = table.compute_slot_mapping(1, [0, 1], [2], wait_for=[commit], event=True)
         clbt.release_event(commit)
-        clbt.release_event(event)
+        event.wait()
+        assert event.command_execution_status == 0  # CL_COMPLETE
+        event.close()
         assert table.read_slot_mapping(1).tolist() == [18]
-        with clbt.Device(queue=device.queue, context=device.context,
-                         device=clbt._library.lib.clbt_device_id(device._handle)) as wrapped:
-            assert wrapped.queue == device.queue
+        with clbt.Device(queue=queue) as wrapped:  # its context and device come with it
+            assert wrapped.queue.int_ptr == queue.int_ptr
+            assert wrapped.context.int_ptr == context.int_ptr
