@@ -18,6 +18,8 @@ Context's): that call is the caller's promise that the int is such an
 object; it checks what the driver can check (the object's kind) and takes
 a reference of its own.
 """
+from __future__ import annotations
+
 import ctypes
 from ctypes import POINTER, byref, c_int32, c_size_t, c_uint, c_uint32, c_uint64, c_void_p
 
@@ -83,14 +85,14 @@ class _Object:
     _kind = "OpenCL object"
     _retain = _release = _probe = None  # OpenCL functions; _probe: (info call, name, ctype)
 
-    def __init__(self, int_ptr, *, retain):
+    def __init__(self, int_ptr: int, *, retain: bool):
         """Takes int_ptr over (retain=False) or a new reference to it."""
         if retain:
             check(type(self)._retain(int_ptr), type(self)._retain.__name__)
         self._int_ptr = int_ptr
 
     @classmethod
-    def from_int_ptr(cls, int_ptr, retain=True):
+    def from_int_ptr(cls, int_ptr: int, retain: bool = True):
         """Wraps a raw handle (taking a reference of its own unless retain
         is False). The caller promises int_ptr is a live object of this
         kind; the driver's answer to an info query on it is checked."""
@@ -110,12 +112,12 @@ class _Object:
         return True
 
     @property
-    def int_ptr(self):
+    def int_ptr(self) -> int:
         if self._int_ptr is None:
             raise Error(-4001, "the %s is released" % type(self).__name__)
         return self._int_ptr
 
-    def close(self):
+    def close(self) -> None:
         """Releases this reference now; twice is fine."""
         int_ptr, self._int_ptr = self._int_ptr, None
         if int_ptr is not None:
@@ -148,7 +150,7 @@ class Buffer(_Object):
         return probed == CL_MEM_OBJECT_BUFFER
 
     @property
-    def size(self):
+    def size(self) -> int:
         """The buffer's size in bytes."""
         return _info(_cl.clGetMemObjectInfo, self.int_ptr, CL_MEM_SIZE, c_size_t)
 
@@ -160,12 +162,12 @@ class Event(_Object):
     _probe = (_cl.clGetEventInfo, CL_EVENT_COMMAND_EXECUTION_STATUS, c_int32)
 
     @property
-    def command_execution_status(self):
+    def command_execution_status(self) -> int:
         """CL_COMPLETE (0) once its command ended, negative if it failed."""
         return _info(_cl.clGetEventInfo, self.int_ptr, CL_EVENT_COMMAND_EXECUTION_STATUS,
                      c_int32)
 
-    def wait(self):
+    def wait(self) -> None:
         """Waits until the command ends; raises clbt.Error if it failed."""
         check(_cl.clWaitForEvents(1, byref(c_void_p(self.int_ptr))), "clWaitForEvents")
 
@@ -308,7 +310,7 @@ def finish(queue):
     check(_cl.clFinish(queue), "clFinish")
 
 
-def release_event(event):
+def release_event(event: Event) -> None:
     """Releases an Event that event=True returned without PyOpenCL (the
     same as event.close())."""
     if not isinstance(event, Event):
