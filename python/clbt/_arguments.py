@@ -101,11 +101,13 @@ def host_array(values, typecode, name):
             name, held.shape))
     dtype = DTYPES[typecode]
     if held.dtype != dtype or not held.flags.c_contiguous:
-        held = np.ascontiguousarray(_convert(held, dtype, name))
+        held = np.ascontiguousarray(convert(held, dtype, name))
     return held, held.ctypes.data, held.size
 
 
-def _convert(values, dtype, name):
+def convert(values, dtype, name):
+    """values (a numpy array of any shape) as dtype, refused when not
+    integers or out of its range."""
     if values.size == 0:  # nothing to misread, whatever its dtype
         return values.astype(dtype)
     if values.dtype.kind not in "iu":

@@ -403,6 +403,20 @@ def _batch_inputs(inputs):
     return handles, host, lengths
 
 
+def _host_batch(num_reqs, query_start_loc, positions, idx_mapping=None):
+    """The host forms' inputs (Table's and MultiTable's compute_*_host)
+    checked against what C reads: (keep-alive, query_start_loc address,
+    positions address, num_tokens, idx_mapping address or None)."""
+    qsl_held, qsl, qsl_count = check.host_array(query_start_loc, INT32, "query_start_loc")
+    positions_held, address, num_tokens = check.host_array(positions, INT64, "positions")
+    check.at_least("query_start_loc", qsl_count, num_reqs + 1, "num_reqs %d" % num_reqs)
+    idx_held, idx = None, None
+    if idx_mapping is not None:
+        idx_held, idx, idx_count = check.host_array(idx_mapping, INT32, "idx_mapping")
+        check.at_least("idx_mapping", idx_count, num_reqs, "num_reqs %d" % num_reqs)
+    return (qsl_held, positions_held, idx_held), qsl, address, num_tokens, idx
+
+
 def _total(held):
     """The sum of a checked array of counts, without overflow (a Python
     sum is the quicker for a step's few entries)."""
@@ -636,19 +650,6 @@ class Table(_Rows):
                                      np.empty(size, np.int32)))
         return Export(*read, buffers.page_size)
 
-    def _host_batch(self, num_reqs, query_start_loc, positions, idx_mapping=None):
-        """The host forms' inputs checked against what C reads: (keep-alive,
-        query_start_loc address, positions address, num_tokens, idx_mapping
-        address or None)."""
-        qsl_held, qsl, qsl_count = check.host_array(query_start_loc, INT32, "query_start_loc")
-        positions_held, address, num_tokens = check.host_array(positions, INT64, "positions")
-        check.at_least("query_start_loc", qsl_count, num_reqs + 1, "num_reqs %d" % num_reqs)
-        idx_held, idx = None, None
-        if idx_mapping is not None:
-            idx_held, idx, idx_count = check.host_array(idx_mapping, INT32, "idx_mapping")
-            check.at_least("idx_mapping", idx_count, num_reqs, "num_reqs %d" % num_reqs)
-        return (qsl_held, positions_held, idx_held), qsl, address, num_tokens, idx
-
     def compute_step_host(self, num_reqs: int, query_start_loc: HostArray, positions: HostArray,
                           *, idx_mapping: Optional[HostArray] = None, num_reqs_padded: int = 0,
                           flags: int = 0, gathered_rows: Optional[HostArray] = None
@@ -663,8 +664,8 @@ class Table(_Rows):
         STEP_GATHER)."""
         handle = self._live()
         num_reqs = check.u32(num_reqs, "num_reqs")
-        held, qsl, address, num_tokens, idx = self._host_batch(num_reqs, query_start_loc,
-                                                               positions, idx_mapping)
+        held, qsl, address, num_tokens, idx = _host_batch(num_reqs, query_start_loc, positions,
+                                                          idx_mapping)
         shape = (self.max_num_reqs, self.width)
         gathered = np.zeros(shape, np.int32)
         if gathered_rows is not None:
@@ -672,7 +673,7 @@ class Table(_Rows):
             if before.shape != shape:
                 raise InvalidArgumentError(check.INVALID_ARGUMENT, "gathered_rows has shape %s; "
                                            "the table's is %s" % (before.shape, shape))
-            gathered[:] = check._convert(before, np.int32, "gathered_rows")
+            gathered[:] = check.convert(before, np.int32, "gathered_rows")
         slots = None
         if self.slot_mode != SlotMode.NONE:
             slots = np.empty(self.max_num_batched_tokens, np.int64)
@@ -690,8 +691,7 @@ class Table(_Rows):
         reference and CPU fallback. Returns int64[max_num_batched_tokens]."""
         handle = self._live()
         num_reqs = check.u32(num_reqs, "num_reqs")
-        held, qsl, address, num_tokens, _ = self._host_batch(num_reqs, query_start_loc,
-                                                             positions)
+        held, qsl, address, num_tokens, _ = _host_batch(num_reqs, query_start_loc, positions)
         out = np.empty(self.max_num_batched_tokens, np.int64)
         _check(lib.clbt_table_compute_slot_mapping_host(handle, num_reqs, qsl, address,
                                                         num_tokens, out.ctypes.data))
