@@ -170,8 +170,9 @@ def device_array(obj, dtype, name):
                                        "pass an array at its buffer's start" % (name, obj.offset))
         return obj.base_data.int_ptr, obj.size
     if isinstance(obj, int):
-        raise TypeMismatchError(INVALID_ARGUMENT, "%s is an int; host values or a device array "
+        raise TypeMismatchError(INVALID_ARGUMENT, "%s is %s; host values or a device array "
                                 "(pyopencl.array.Array, pyopencl.Buffer, clbt.Buffer) expected; "
-                                "wrap a raw cl_mem in clbt.Buffer.from_int_ptr" % name)
+                                "wrap a raw cl_mem in clbt.Buffer.from_int_ptr" % (
+                                    name, _opencl.describe(obj)))
     buffer = _opencl.handle(obj, "buffer", name)
     return buffer, obj.size // itemsize
