@@ -84,6 +84,7 @@ class _Object:
     ``int_ptr`` is its handle; close() (or collection) releases it."""
     _kind = "OpenCL object"
     _retain = _release = _probe = None  # OpenCL functions; _probe: (info call, name, ctype)
+    _int_ptr = None
 
     def __init__(self, int_ptr: int, *, retain: bool):
         """Takes int_ptr over (retain=False) or a new reference to it."""
