@@ -93,7 +93,7 @@ def _torch_view(array):
 
 class _CpuGpuBuffer:
     """vLLM's CpuGpuBuffer as its callers read it: ``.gpu`` on the device (a
-    pyopencl.array.Array, or the cl_mem handle without PyOpenCL), ``.np``
+    pyopencl.array.Array, or a clbt.Buffer without PyOpenCL), ``.np``
     and ``.cpu`` on the host, read-only. Departure: a slot mapping has no
     host copy, so its ``.np`` reads the device buffer back (and waits)."""
 
@@ -155,7 +155,7 @@ class _RowOperations:
         in one launch on a MultiGroupBlockTable). query_start_loc and
         positions are host arrays (numpy, torch CPU tensors; uploaded into
         buffers the table keeps) or device buffers (pyopencl Array; or, an
-        extension, integer cl_mem handles with num_tokens given).
+        extension, buffers (clbt.Buffer) with num_tokens given).
         Departure: every element of the output is written, and a token past
         its row's committed blocks, at a negative position or of a malformed
         batch gets -1 (vLLM reads whatever the row holds)."""
@@ -234,7 +234,7 @@ class BlockTable(_RowOperations):
 
     def get_device_tensor(self, num_reqs):
         """Rows [0, num_reqs) on the device: a pyopencl.array.Array view, or,
-        without PyOpenCL, the handle of the whole rows buffer."""
+        without PyOpenCL, a clbt.Buffer of the whole rows buffer."""
         rows = self._table.device_rows
         return rows if _opencl.pyopencl is None else rows[:num_reqs]
 
@@ -281,7 +281,7 @@ class MultiGroupBlockTable(_RowOperations):
 
 
 def _length(array, given, name):
-    """The entries of a batch array: given, else its length (a handle has
+    """The entries of a batch array: given, else its length (a buffer has
     none)."""
     if given is not None:
         return given
@@ -291,7 +291,7 @@ def _length(array, given, name):
 
 
 def _first(view, count):
-    """A device view's first count rows (a handle stays whole)."""
+    """A device view's first count rows (a clbt.Buffer stays whole)."""
     return view if _opencl.pyopencl is None else view[:count]
 
 
@@ -320,7 +320,7 @@ class BlockTables:
     at or above max_num_reqs gives -1 slots and a zero row, counted, where
     vLLM reads out of bounds; zero_gathered_tails=True zeroes the stale
     entries vLLM leaves past a row's length. Arrays as for BlockTable:
-    host arrays or PyOpenCL arrays; with handles, pass num_reqs= and
+    host arrays or PyOpenCL arrays; with buffers, pass num_reqs= and
     num_tokens=."""
 
     def __init__(self, block_sizes, max_num_reqs, max_num_batched_tokens, max_model_len, device,
@@ -348,7 +348,7 @@ class BlockTables:
     @property
     def input_block_tables(self):
         """Each group's gathered table [max_num_reqs, width] int32 (PyOpenCL
-        arrays, or handles), at addresses fixed for the table's life."""
+        arrays, or clbt.Buffers), at addresses fixed for the table's life."""
         return [group.gathered_rows for group in self._table]
 
     @property
