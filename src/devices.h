@@ -75,9 +75,12 @@ typedef enum clbt__source {
 
 /*
  * Returns the program of a source built with clbt's common options,
- * specific_options (shorter than CLBT__SPECIFIC_OPTIONS_SIZE) and the
- * device's build options, building and caching it on the first request;
- * the cache keeps the reference. Thread-safe.
+ * specific_options and the device's build options, building and caching it
+ * on the first request; the cache keeps the reference. specific_options
+ * are clbt's defines for the source, "-DNAME=VALUE" words separated by
+ * spaces (shorter than CLBT__SPECIFIC_OPTIONS_SIZE), which the compiler
+ * gets as #define lines in front of the source that no build option can
+ * change (program.c). Thread-safe.
  */
 clbt_status clbt__program_get(clbt_device *device, clbt__source source,
                               const char *specific_options,
