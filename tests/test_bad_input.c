@@ -213,7 +213,8 @@ typedef struct bad_input {
   const clbt_multi_table_config *multi_config;
   const char *selector;
   size_t size;          /* of the selector buffer */
-  size_t setting_length; /* a setter's value: this many characters */
+  size_t setting_length; /* a setter's value: this many characters, */
+  const char *setting;   /* or this text */
   queue_kind queue;
   uint32_t width_args[4]; /* max_num_blocks, block, kernel block, alignment */
   uint32_t num_events;  /* of an enqueue's wait list */
@@ -1019,6 +1020,14 @@ static const bad_input cases[] = {
         CLBT_INVALID_ARGUMENT,
         "options is 256 characters; at most 255 (CLBT_BUILD_OPTIONS_SIZE - 1)",
         .setting_length = CLBT_BUILD_OPTIONS_SIZE),
+    BAD(DEVICE_SET_BUILD_OPTIONS, "options that define clbt's pad id",
+        CLBT_INVALID_ARGUMENT,
+        "options defines CLBT_PAD_SLOT_ID: macros named CLBT_* are clbt's own",
+        .setting = "-cl-mad-enable -DCLBT_PAD_SLOT_ID=0"),
+    BAD(DEVICE_SET_BUILD_OPTIONS, "options that undefine a group's constants",
+        CLBT_INVALID_ARGUMENT,
+        "options undefines CLBT_GROUP_0: macros named CLBT_* are clbt's own",
+        .setting = "-U \"CLBT_GROUP_0\""),
     BAD(DEVICE_BUILD_OPTIONS, "NULL device", CLBT_NULL_ARGUMENT,
         "device is NULL", .null = NULL_HANDLE, .size = 64),
     BAD(DEVICE_BUILD_OPTIONS, "NULL buf", CLBT_NULL_ARGUMENT, "buf is NULL",
@@ -1226,6 +1235,7 @@ static clbt_status call_settings(const bad_input *c, outputs *out) {
   static char value[CLBT_CACHE_DIR_SIZE + 1];
   memset(value, 'x', c->setting_length);
   value[c->setting_length] = '\0';
+  if (c->setting) snprintf(value, sizeof value, "%s", c->setting);
   switch (c->function) {
   case DEVICE_SET_BUILD_OPTIONS:
     return clbt_device_set_build_options(device, value);

@@ -305,8 +305,9 @@ typedef struct clbt_device clbt_device;
  * quotes it and lists the devices there are), CLBT_CL_PLATFORM_NOT_FOUND_KHR
  * when no OpenCL driver is installed, CLBT_UNSUPPORTED_DEVICE for a device
  * without OpenCL C 1.2 (or without 64-bit integers), CLBT_INVALID_ARGUMENT
- * when CLBT_BUILD_OPTIONS or CLBT_CACHE_DIR is longer than its setter
- * takes, or an OpenCL error.
+ * when CLBT_BUILD_OPTIONS or CLBT_CACHE_DIR is one its setter refuses (too
+ * long, or options that define or undefine a CLBT_ macro; the message names
+ * the variable), or an OpenCL error.
  */
 CLBT_API clbt_status clbt_device_open(const char *selector, clbt_device **out);
 
@@ -318,7 +319,7 @@ CLBT_API clbt_status clbt_device_open(const char *selector, clbt_device **out);
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL object;
  * CLBT_CONTEXT_MISMATCH when the queue belongs to another context or
  * device; CLBT_INVALID_ARGUMENT for an out-of-order queue, or a setting in
- * the environment that is too long (as clbt_device_open);
+ * the environment that its setter refuses (as clbt_device_open);
  * CLBT_UNSUPPORTED_DEVICE; or an OpenCL error.
  */
 CLBT_API clbt_status clbt_device_wrap(cl_context context, cl_device_id device,
@@ -354,9 +355,18 @@ CLBT_API cl_command_queue clbt_device_queue(const clbt_device *device);
  * it, which keeps the options it started with. Options the compiler
  * refuses fail the builds that use them (CLBT_CL_BUILD_PROGRAM_FAILURE with
  * the build log, or CLBT_CL_INVALID_BUILD_OPTIONS).
+ * Macros named CLBT_* are clbt's: the contract between its host code and
+ * its kernels (the pad id, each group's block size and CP constants), which
+ * no build option may change. Options that define or undefine one (-D or
+ * -U, with or without spaces and quotes) are refused; should a compiler
+ * take such an option in a form this does not see, the build fails instead
+ * (CLBT_CL_BUILD_PROGRAM_FAILURE, the log naming the macro): clbt's own
+ * defines reach the compiler as lines ahead of the source, each refusing a
+ * name already defined.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL device;
  * CLBT_INVALID_ARGUMENT for options of CLBT_BUILD_OPTIONS_SIZE characters
- * or more, which leaves the device's options as they were.
+ * or more, or options that define or undefine a CLBT_ macro (the message
+ * names it); either leaves the device's options as they were.
  */
 CLBT_API clbt_status clbt_device_set_build_options(clbt_device *device,
                                                    const char *options);
