@@ -112,8 +112,13 @@ void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
    number of work-groups. */
 size_t clbt__local_size(const clbt_device *device, size_t kernel_max_group);
 
-/* Checks an event wait list as clEnqueue* would, before anything runs. */
-clbt_status clbt__check_wait_list(cl_uint num_events,
+/*
+ * Checks an event wait list as clEnqueue* would, before anything runs:
+ * num_events and wait_list agree, and every event is one of the device's
+ * context (CLBT_CONTEXT_MISMATCH, naming its index).
+ */
+clbt_status clbt__check_wait_list(const clbt_device *device,
+                                  cl_uint num_events,
                                   const cl_event *wait_list);
 
 /*

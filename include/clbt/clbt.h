@@ -19,6 +19,12 @@
  *     that the device then holds exactly the host's rows and lengths. An
  *     upload that fails after its call returned (its wait list failed) is
  *     found and sent again by a later commit.
+ *   - Every call that takes a wait list (num_events, wait_list) refuses,
+ *     before it enqueues anything, one that is NULL with num_events > 0 or
+ *     given with num_events 0 (CLBT_INVALID_ARGUMENT), a NULL event in it
+ *     (CLBT_CL_INVALID_EVENT_WAIT_LIST), and an event of another context
+ *     than the device's (CLBT_CONTEXT_MISMATCH), naming the event's index,
+ *     as it refuses another context's buffers.
  *   - No enqueue_ call, and no plain commit or compute_slot_mapping, waits
  *     for the device. The calls that do wait say so: destroy,
  *     read_rejected_tokens.
@@ -687,7 +693,10 @@ CLBT_API clbt_status clbt_table_commit(clbt_table *table, uint32_t num_reqs);
  * them). When event is not NULL it receives an event that completes once
  * the committed rows are on the device; the caller releases it. Fails as
  * clbt_table_commit does, and with CLBT_INVALID_ARGUMENT for a wait list
- * that is NULL with num_events > 0 or not NULL with num_events 0.
+ * that is NULL with num_events > 0 or not NULL with num_events 0,
+ * CLBT_CL_INVALID_EVENT_WAIT_LIST for a NULL event in it, or
+ * CLBT_CONTEXT_MISMATCH for an event of another context than the table's
+ * device (the message names its index); those change nothing.
  */
 CLBT_API clbt_status clbt_table_enqueue_commit(clbt_table *table,
                                                uint32_t num_reqs,
@@ -757,8 +766,8 @@ CLBT_API clbt_status clbt_table_compute_slot_mapping(
  * (num_events of them). When event is not NULL it receives an event that
  * completes with the kernel; the caller releases it. A CLBT_SLOT_MODE_NONE
  * table hands back a marker event that completes after the wait list.
- * Fails as clbt_table_compute_slot_mapping does, and with
- * CLBT_INVALID_ARGUMENT for an inconsistent wait list.
+ * Fails as clbt_table_compute_slot_mapping does, and for a wait list as
+ * clbt_table_enqueue_commit does.
  */
 CLBT_API clbt_status clbt_table_enqueue_slot_mapping(
     clbt_table *table, uint32_t num_reqs, cl_mem query_start_loc,
