@@ -132,8 +132,8 @@ static clbt_status set(clbt_device *device, clbt__setting which,
                        const char *value) {
   if (!device) return clbt__fail(CLBT_NULL_ARGUMENT, "device is NULL");
   clbt_status status = check(which, value, settings[which].argument);
+  if (!status) status = clbt__device_lock(device);
   if (status) return status;
-  mtx_lock(&device->programs_lock);
   store(device, which, value);
   mtx_unlock(&device->programs_lock);
   return CLBT_SUCCESS;
@@ -144,10 +144,10 @@ static clbt_status get(clbt_device *device, clbt__setting which, char *buf,
   if (!device || !buf)
     return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
                       device ? "buf" : "device");
-  mtx_lock(&device->programs_lock);
+  clbt_status status = clbt__device_lock(device);
+  if (status) return status;
   const char *value = field(device, which);
   size_t length = strlen(value);
-  clbt_status status = CLBT_SUCCESS;
   if (length >= size)
     status = clbt__fail(CLBT_BUFFER_TOO_SMALL,
                         "size is %zu bytes; the %s needs %zu", size,

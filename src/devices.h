@@ -43,6 +43,13 @@ struct clbt_device {
 void clbt__device_retain(clbt_device *device);
 
 /*
+ * Takes the device's programs_lock: CLBT_SUCCESS, or
+ * CLBT_CL_OUT_OF_HOST_MEMORY (logged as an error) when mtx_lock fails,
+ * and then the lock is not held.
+ */
+clbt_status clbt__device_lock(clbt_device *device);
+
+/*
  * Gives a new handle the environment's settings (CLBT_BUILD_OPTIONS,
  * CLBT_CACHE_DIR); CLBT_INVALID_ARGUMENT for a value too long to keep.
  */

@@ -197,11 +197,11 @@ clbt_status clbt__program_get(clbt_device *device, clbt__source source,
                               const char *specific_options,
                               cl_program *program) {
   char options[CLBT_PROGRAM_OPTIONS_SIZE];
-  clbt_status status = CLBT_SUCCESS;
   /* Held across the build so that two threads never build the same
      program, and so that the device's settings stay as the build read
      them. */
-  mtx_lock(&device->programs_lock);
+  clbt_status status = clbt__device_lock(device);
+  if (status) return status;
   format_options(specific_options, device->build_options, options);
   *program = find(device, source, options);
   if (!*program) {
@@ -227,8 +227,8 @@ clbt_status clbt__program_get(clbt_device *device, clbt__source source,
 
 size_t clbt_device_program_count(clbt_device *device) {
   size_t count = 0;
-  if (!device) return 0;
-  mtx_lock(&device->programs_lock);
+  /* It cannot fail: a lock that does says 0, with the error logged. */
+  if (!device || clbt__device_lock(device)) return 0;
   for (const clbt__program_entry *e = device->programs; e; e = e->next) ++count;
   mtx_unlock(&device->programs_lock);
   return count;
@@ -239,9 +239,9 @@ clbt_status clbt_device_program_options(clbt_device *device, size_t index,
   if (!device || !buf)
     return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
                       device ? "buf" : "device");
-  clbt_status status = CLBT_SUCCESS;
+  clbt_status status = clbt__device_lock(device);
+  if (status) return status;
   size_t count = 0;
-  mtx_lock(&device->programs_lock);
   const clbt__program_entry *entry = device->programs;
   for (; entry && count < index; entry = entry->next) ++count;
   if (!entry) {

@@ -25,6 +25,9 @@
  *     (CLBT_CL_INVALID_EVENT_WAIT_LIST), and an event of another context
  *     than the device's (CLBT_CONTEXT_MISMATCH), naming the event's index,
  *     as it refuses another context's buffers.
+ *   - A lock clbt takes that fails (mtx_lock, which no platform we know
+ *     fails) fails the call with CLBT_CL_OUT_OF_HOST_MEMORY, changing
+ *     nothing; the few functions that cannot fail say what they do.
  *   - No enqueue_ call, and no plain commit or compute_slot_mapping, waits
  *     for the device. The calls that do wait say so: destroy,
  *     read_rejected_tokens.
@@ -262,7 +265,9 @@ typedef void (*clbt_log_fn)(clbt_log_level level, const char *message,
  * stderr ("clbt: <level>: <message>"). clbt calls the callback from
  * whichever thread logs, one message at a time; once this returns, the
  * previous callback is not called again. The callback may call clbt,
- * including this function.
+ * including this function. Should the log's lock fail (mtx_lock), the
+ * callback stays as it was, clbt_last_error says so and the error is
+ * logged; messages meanwhile go to stderr, never to a callback unguarded.
  */
 CLBT_API void clbt_log_set_callback(clbt_log_fn callback, void *user);
 
@@ -421,7 +426,9 @@ CLBT_API clbt_status clbt_device_cache_dir(clbt_device *device, char *buf,
 /**
  * The number of programs the device has built and cached: one per distinct
  * kernel specialisation (block sizes, CP parameters, the device's build
- * options) among the tables made or prepared on it. 0 for NULL.
+ * options) among the tables made or prepared on it. 0 for NULL, and 0
+ * when the device's lock fails (mtx_lock, which no platform we know fails:
+ * clbt_last_error says so, and the error is logged).
  */
 CLBT_API size_t clbt_device_program_count(clbt_device *device);
 
