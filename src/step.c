@@ -288,7 +288,9 @@ clbt_status clbt__enqueue_commit(const clbt__scope *scope, uint32_t num_reqs,
                                  cl_uint num_events, const cl_event *wait_list,
                                  cl_event *event) {
   clbt_status status = clbt__check_batch(scope->first, num_reqs, 0);
-  if (!status) status = clbt__check_wait_list(num_events, wait_list);
+  if (!status)
+    status = clbt__check_wait_list(scope->first->device, num_events,
+                                   wait_list);
   if (status) return status;
   const clbt__call call = {.commits = true, .commit_rows = num_reqs};
   return clbt__run(scope, &call, num_events, wait_list, event);
@@ -344,7 +346,9 @@ static clbt_status check_dummy(const clbt__scope *scope,
                       (unsigned)batch->num_reqs, (unsigned)batch->num_tokens);
   clbt_status status = clbt__check_padding(scope->first, "num_reqs_padded", 0,
                                            batch->num_reqs_padded);
-  return status ? status : clbt__check_wait_list(num_events, wait_list);
+  return status ? status
+                : clbt__check_wait_list(scope->first->device, num_events,
+                                        wait_list);
 }
 
 /* The step's checks, each made once. */

@@ -52,12 +52,12 @@ MAX_TOKENS = 16384
 
 
 def device_array(device, values):
-    """A device copy of a numpy array as an integer cl_mem handle, through
-    the package's own OpenCL calls (PyOpenCL may be missing)."""
-    handle = _opencl.create_buffer(lib.clbt_device_context(device._handle), values.nbytes)
-    _opencl.write(lib.clbt_device_queue(device._handle), handle, values.ctypes.data, values.nbytes)
-    device.finish()
-    return handle
+    """A device copy of a numpy array as a clbt.Buffer, through the
+    package's own OpenCL calls (PyOpenCL may be missing)."""
+    buffer = _opencl.create_buffer(lib.clbt_device_context(device._live()), values.nbytes)
+    _opencl.write(lib.clbt_device_queue(device._live()), buffer.int_ptr, values.ctypes.data,
+                  values.nbytes).wait()
+    return buffer
 
 
 def timed(step, iters):
@@ -136,8 +136,8 @@ def run_case(device, requests, block_sizes, max_blocks, iters):
     expected = table[0]._table.compute_slot_mapping_host(requests, qsl, positions)
     assert (table[0].slot_mapping.np == expected).all(), "the last step's slots are wrong"
     table.close()
-    for handle in (qsl_device, positions_device):
-        _opencl.release_buffer(handle)
+    for buffer in (qsl_device, positions_device):
+        buffer.close()
     return result
 
 
@@ -159,7 +159,7 @@ def binding_costs(device, runs):
                     max_num_batched_tokens=16) as table:
         facade = vllm.BlockTable._of(table, False, device, vllm.SlotMappingMode.TOKEN_TO_KV_SLOT,
                                      1, 1, 0)
-        handle, one = table._handle, [7]
+        handle, one = table._live(), [7]
         entries = np.arange(100000, dtype=np.uint32) % rows
         ones = np.ones(entries.size, np.uint32)
         ids = np.full(entries.size, 7, np.int32)

@@ -31,7 +31,7 @@ from ctypes import byref, c_uint32
 
 import numpy as np
 
-from . import _core, _opencl
+from . import _arguments, _core, _opencl
 from ._core import PAD_SLOT_ID, Error
 from ._library import STEP_GATHER, lib
 
@@ -49,8 +49,11 @@ def get_block_table_width(max_num_blocks, block_size, kernel_block_size=None, *,
     if token_alignment is not None and token_alignment <= 0:
         raise Error(_INVALID_ARGUMENT, "token_alignment must be positive")
     width = c_uint32()
-    _core._check(lib.clbt_block_table_width(max_num_blocks, block_size, kernel_block_size or 0,
-                                            token_alignment or 0, byref(width)))
+    u32 = _arguments.u32
+    _core._check(lib.clbt_block_table_width(
+        u32(max_num_blocks, "max_num_blocks"), u32(block_size, "block_size"),
+        u32(kernel_block_size or 0, "kernel_block_size"),
+        u32(token_alignment or 0, "token_alignment"), byref(width)))
     return width.value
 
 
@@ -90,7 +93,7 @@ def _torch_view(array):
 
 class _CpuGpuBuffer:
     """vLLM's CpuGpuBuffer as its callers read it: ``.gpu`` on the device (a
-    pyopencl.array.Array, or the cl_mem handle without PyOpenCL), ``.np``
+    pyopencl.array.Array, or a clbt.Buffer without PyOpenCL), ``.np``
     and ``.cpu`` on the host, read-only. Departure: a slot mapping has no
     host copy, so its ``.np`` reads the device buffer back (and waits)."""
 
@@ -152,7 +155,7 @@ class _RowOperations:
         in one launch on a MultiGroupBlockTable). query_start_loc and
         positions are host arrays (numpy, torch CPU tensors; uploaded into
         buffers the table keeps) or device buffers (pyopencl Array; or, an
-        extension, integer cl_mem handles with num_tokens given).
+        extension, buffers (clbt.Buffer) with num_tokens given).
         Departure: every element of the output is written, and a token past
         its row's committed blocks, at a negative position or of a malformed
         batch gets -1 (vLLM reads whatever the row holds)."""
@@ -231,7 +234,7 @@ class BlockTable(_RowOperations):
 
     def get_device_tensor(self, num_reqs):
         """Rows [0, num_reqs) on the device: a pyopencl.array.Array view, or,
-        without PyOpenCL, the handle of the whole rows buffer."""
+        without PyOpenCL, a clbt.Buffer of the whole rows buffer."""
         rows = self._table.device_rows
         return rows if _opencl.pyopencl is None else rows[:num_reqs]
 
@@ -278,17 +281,17 @@ class MultiGroupBlockTable(_RowOperations):
 
 
 def _length(array, given, name):
-    """The entries of a batch array: given, else its length (a handle has
+    """The entries of a batch array: given, else its length (a buffer has
     none)."""
     if given is not None:
         return given
-    if isinstance(array, int):
-        raise Error(_INVALID_ARGUMENT, "%s is needed with a buffer handle" % name)
+    if not hasattr(array, "__len__"):
+        raise Error(_INVALID_ARGUMENT, "%s is needed with a buffer" % name)
     return len(array)
 
 
 def _first(view, count):
-    """A device view's first count rows (a handle stays whole)."""
+    """A device view's first count rows (a clbt.Buffer stays whole)."""
     return view if _opencl.pyopencl is None else view[:count]
 
 
@@ -317,7 +320,7 @@ class BlockTables:
     at or above max_num_reqs gives -1 slots and a zero row, counted, where
     vLLM reads out of bounds; zero_gathered_tails=True zeroes the stale
     entries vLLM leaves past a row's length. Arrays as for BlockTable:
-    host arrays or PyOpenCL arrays; with handles, pass num_reqs= and
+    host arrays or PyOpenCL arrays; with buffers, pass num_reqs= and
     num_tokens=."""
 
     def __init__(self, block_sizes, max_num_reqs, max_num_batched_tokens, max_model_len, device,
@@ -345,7 +348,7 @@ class BlockTables:
     @property
     def input_block_tables(self):
         """Each group's gathered table [max_num_reqs, width] int32 (PyOpenCL
-        arrays, or handles), at addresses fixed for the table's life."""
+        arrays, or clbt.Buffers), at addresses fixed for the table's life."""
         return [group.gathered_rows for group in self._table]
 
     @property

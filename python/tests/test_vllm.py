@@ -49,7 +49,7 @@ def test_device_tensor_views(device):
     table.commit_block_table(1)
     tensor = table.get_device_tensor(1)
     if clbt._opencl.pyopencl is None:
-        assert isinstance(tensor, int)
+        assert isinstance(tensor, clbt.Buffer)
     else:
         assert tensor.shape == (1, 4) and tensor.get().tolist() == [[5, 6, 0, 0]]
     table.compute_slot_mapping(1, np.array([0, 2], np.int32), np.array([0, 17]))
@@ -231,7 +231,7 @@ def read_views(device, views, shapes, dtype):
     """Device views returned by BlockTables read back: PyOpenCL arrays
     directly, handles (whole buffers) through the package's read."""
     return [view.get() if hasattr(view, "get") else
-            clbt._opencl.read(clbt._opencl.handle(device.queue), view, np.empty(shape, dtype))
+            clbt._opencl.read(device.queue.int_ptr, view.int_ptr, np.empty(shape, dtype))
             for view, shape in zip(views, shapes)]
 
 
