@@ -240,9 +240,10 @@ void clbt__commit_settle(clbt_table *group, const clbt__commit_plan *plan) {
   unlist_committed(&group->changes, plan->rows);
 }
 
-clbt_status clbt__commit_reap(clbt_multi_table *engine) {
+clbt_status clbt__commit_reap(clbt_multi_table *engine, bool staging) {
   bool lost = false;
-  clbt_status status = clbt__staging_reap(&engine->staging, &lost);
+  clbt_status status =
+      staging ? clbt__staging_reap(&engine->staging, &lost) : CLBT_SUCCESS;
   if (status) return status;
   /* A command behind a failed one on the queue never ran, with no word. */
   uint64_t failures = 0;

@@ -82,6 +82,7 @@ void clbt__engine_destroy(clbt_multi_table *engine) {
   if (!engine) return;
   /* Commits in flight read the staging packets and the groups' storage. */
   clbt__staging_pool_free(&engine->staging);
+  clbt__known_buffers_release(&engine->known);
   for (uint32_t l = 0; l < engine->num_launches; ++l)
     clbt__launch_release(&engine->launches[l]);
   for (uint32_t g = 0; engine->solo && g < engine->num_groups; ++g)

@@ -157,7 +157,7 @@ bool clbt__maps_tokens(const clbt_table *group);
  * Checks a batch's arguments against a table's bounds and context (the
  * optional buffers when given), and the wait list.
  */
-clbt_status clbt__check_batch_arguments(const clbt_table *table,
+clbt_status clbt__check_batch_arguments(clbt_table *table,
                                         const clbt__batch *batch,
                                         cl_uint num_events,
                                         const cl_event *wait_list);
@@ -284,9 +284,10 @@ void clbt__table_zero_host(clbt_table *table);
 
 /*
  * Checks that a caller's buffer belongs to the table's context and holds
- * `needed` bytes, which count_name's value count asks for.
+ * `needed` bytes, which count_name's value count asks for. A buffer the
+ * engine has checked before costs no driver call (clbt__known_buffers).
  */
-clbt_status clbt__check_buffer(const clbt_table *table, cl_mem buffer,
+clbt_status clbt__check_buffer(clbt_table *table, cl_mem buffer,
                                const char *name, size_t needed,
                                const char *count_name, uint32_t count);
 
@@ -322,6 +323,26 @@ typedef struct clbt__commit_plan {
   size_t packet_at;      /* its section in its launch's part, words */
 } clbt__commit_plan;
 
+/*
+ * The caller's buffers an engine has checked lately, with their sizes: a
+ * steady loop passes the same few every step, and asking the driver about
+ * each costs two calls a buffer a step. The engine keeps a reference to
+ * each, so that a released buffer's handle cannot come back as another
+ * buffer's while it is known.
+ */
+#define CLBT__KNOWN_BUFFERS 8
+typedef struct clbt__known_buffer {
+  cl_mem buffer;
+  size_t size;
+} clbt__known_buffer;
+typedef struct clbt__known_buffers {
+  clbt__known_buffer buffers[CLBT__KNOWN_BUFFERS];
+  uint32_t next; /* the oldest, replaced next */
+} clbt__known_buffers;
+
+/* Releases every known buffer. */
+void clbt__known_buffers_release(clbt__known_buffers *known);
+
 /* Where a launch's part of a commit packet goes. */
 typedef enum clbt__packet_place {
   CLBT__PACKET_NONE,      /* the launch's groups scatter nothing */
@@ -356,6 +377,7 @@ struct clbt_multi_table {
   clbt__staging_pool staging; /* every commit's packets */
   uint64_t version;        /* the last version a commit gave rows */
   uint64_t seen_failures;  /* the device watch's count at the last commit */
+  clbt__known_buffers known; /* the caller's buffers checked lately */
   /* Scratch for one call's plan, sized at creation so that a call
      allocates nothing; no value in it outlives the call. */
   clbt__commit_plan *commit_plans; /* [num_groups] */
@@ -502,10 +524,11 @@ void clbt__commit_settle(clbt_table *group, const clbt__commit_plan *plan);
 uint64_t clbt__next_version(clbt_multi_table *engine);
 
 /*
- * Before a commit: reaps the engine's staging pool and the device's watch,
- * and marks every group stale when a command that never arrived is found.
+ * Before a commit: reaps the device's watch and, with staging, the
+ * engine's staging pool, and marks every group stale when a command that
+ * never arrived is found.
  */
-clbt_status clbt__commit_reap(clbt_multi_table *engine);
+clbt_status clbt__commit_reap(clbt_multi_table *engine, bool staging);
 
 /* ---- staging (staging.c) ------------------------------------------------ */
 

@@ -115,7 +115,7 @@ static clbt_status reserve(clbt__watch *watch) {
 static clbt_status lock(clbt__watch *watch) {
   if (mtx_lock(&watch->lock) == thrd_success) return CLBT_SUCCESS;
   return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY,
-                    "cannot take the device's watch lock");
+                    "mtx_lock failed on the device's watch lock");
 }
 
 /*

@@ -16,9 +16,18 @@
  *     A call that fails midway (a driver call or an allocation failed)
  *     leaves the host rows as they were and the handle usable; whatever it
  *     already did on the device, the next successful commit repairs, so
- *     that the device then holds exactly the host's rows and lengths. An
- *     upload that fails after its call returned (its wait list failed) is
- *     found and sent again by a later commit.
+ *     that the device then holds exactly the host's rows and lengths. A
+ *     command that fails after its call returned (its wait list failed),
+ *     and every command of any table queued behind it then, is found and
+ *     its rows sent again by a later commit: clbt keeps the event of every
+ *     command that can fail that way until it ends (docs/design.md,
+ *     "Events"), and none otherwise, unless the caller asks for one. A
+ *     command of yours on the device's queue that can fail should be in
+ *     the wait list of the next clbt call that follows it.
+ *   - A table keeps a reference to the last eight buffers of yours it
+ *     checked (query_start_loc, positions, idx_mapping, seq_lens), so that
+ *     a buffer it was given before costs no check; they are released as
+ *     newer ones take their place, or with the table.
  *   - Every call that takes a wait list (num_events, wait_list) refuses,
  *     before it enqueues anything, one that is NULL with num_events > 0 or
  *     given with num_events 0 (CLBT_INVALID_ARGUMENT), a NULL event in it
