@@ -90,12 +90,14 @@ typedef ulong cl_ulong;
 
 /*
  * Where one group's regions are, in 32-bit words from the start of its
- * storage, and its row stride.
+ * storage (below 2^32: src/group.c checks), and its row stride. 32-bit
+ * offsets keep a launch layout of eight groups within the 1024 bytes of
+ * argument space the OpenCL minimum (and PoCL) gives every argument of
+ * the kernel together.
  */
 typedef struct clbt_group_layout {
-  cl_ulong at[CLBT_NUM_REGIONS];
+  cl_uint at[CLBT_NUM_REGIONS];
   cl_uint row_stride; /* kernel blocks per row: the width */
-  cl_uint unused;     /* 0: the struct ends on an 8-byte boundary */
 } clbt_group_layout;
 
 /*

@@ -94,7 +94,7 @@ CLBT_DECLARE_LAUNCH_LAYOUT(clbt_kernel_layout, CLBT_NUM_GROUPS)
         CLBT_FOR_EACH_GROUP(CONSTANTS_ENTRY)};                               \
     _Pragma("unroll 1") for (uint g = 0; g < CLBT_NUM_GROUPS; ++g) {         \
       __global int *storage = storages[g];                                   \
-      const ulong *at = layout.groups[g].at;                                 \
+      const uint *at = layout.groups[g].at;                                  \
       export_regions out = {                                                 \
           storage + at[CLBT_REGION_ROWS],                                    \
           storage + at[CLBT_REGION_ROW_LENGTHS],                             \

@@ -135,6 +135,12 @@ static clbt_status plan_regions(const clbt_table *table, size_t *origins,
     if (sizes[r] > SIZE_MAX - offset - alignment)
       return clbt__fail(CLBT_SIZE_OVERFLOW,
                         "the table's device data exceeds SIZE_MAX bytes");
+    /* The kernel finds each region by a 32-bit word offset. */
+    if (offset / sizeof(cl_uint) > UINT32_MAX)
+      return clbt__fail(CLBT_SIZE_OVERFLOW,
+                        "the table's device data exceeds 16 GiB before its "
+                        "last region: the kernel's region offsets are 32-bit "
+                        "word counts");
     origins[r] = offset;
     offset = (offset + sizes[r] + alignment - 1) / alignment * alignment;
   }
@@ -160,7 +166,7 @@ static clbt_status create_storage(clbt_table *table) {
   table->at.row_stride = table->layout.width;
   for (int r = 0; r < CLBT_NUM_REGIONS; ++r) {
     cl_buffer_region region = {origins[r], sizes[r]};
-    table->at.at[r] = origins[r] / sizeof(cl_uint);
+    table->at.at[r] = (cl_uint)(origins[r] / sizeof(cl_uint));
     if (sizes[r] == 0) continue; /* a NONE group's export */
     table->regions[r] =
         clCreateSubBuffer(table->storage, CL_MEM_READ_WRITE,
