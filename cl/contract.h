@@ -39,7 +39,7 @@
  * The regions of a group's one device allocation, X(NAME): the host places
  * them (src/group.c) and hands their offsets to the kernel in the launch
  * layout; callers get each as a sub-buffer. The export's regions are empty
- * in a NONE group.
+ * in a NONE group, the state slots in a token-mapping group.
  */
 #define CLBT_REGIONS(X)                                                      \
   X(ROWS)            /* int32 [max_num_reqs][width], committed rows */      \
@@ -54,7 +54,9 @@
   X(EXPORT_INDICES)  /* int32 [max_num_reqs * width] */                     \
   X(EXPORT_LAST_PAGE_LEN)      /* int32 [max_num_reqs] */                   \
   X(EXPORT_PAST_LENS)          /* int32 [max_num_reqs] */                   \
-  X(EXPORT_SUBSEQUENCE_BEGINS) /* int32 [max_num_reqs + 1] */
+  X(EXPORT_SUBSEQUENCE_BEGINS) /* int32 [max_num_reqs + 1] */               \
+  X(STATE_SLOTS) /* int32 [max_num_reqs][width], a NONE group's state       \
+                    slots: [num_reqs_padded][num_state_slots] used */
 
 enum {
 #define CLBT_REGION_INDEX(NAME) CLBT_REGION_##NAME,
@@ -114,10 +116,10 @@ typedef struct clbt_group_layout {
   } name;
 
 /*
- * What a launch does (clbt_launch_record.work): any of the first four,
- * with the flags after them. SCATTER spreads the packet over the whole grid
- * and does nothing else; MAP, GATHER and EXPORT apply it first, each
- * work-group all of it (a folded commit).
+ * What a launch does (clbt_launch_record.work): SCATTER, or any of MAP,
+ * GATHER, EXPORT and STATE_SLOTS, with the flags. SCATTER
+ * spreads the packet over the whole grid and does nothing else; the others
+ * apply it first, each work-group all of it (a folded commit).
  */
 #define CLBT_WORK_SCATTER 0x01u     /* apply the packet, nothing else */
 #define CLBT_WORK_MAP 0x02u         /* the token-mapping groups' slots */
@@ -127,6 +129,7 @@ typedef struct clbt_group_layout {
 #define CLBT_WORK_SEQ_LENS 0x20u    /* seq_lens gives each KV length */
 #define CLBT_WORK_PACKET_IN_BUFFER 0x40u /* the packet, from packet_at */
 #define CLBT_WORK_PACKET_INLINE 0x80u    /* the packet, in the record */
+#define CLBT_WORK_STATE_SLOTS 0x100u /* the NONE groups' state slots */
 
 /*
  * One launch's record, its first argument, by value: what it does, its
@@ -150,7 +153,9 @@ typedef struct clbt_group_layout {
   X(cl_uint, work)          /* CLBT_WORK_* */                         \
   X(cl_uint, num_reqs)                                                \
   X(cl_uint, num_tokens)                                              \
-  X(cl_uint, padded_reqs) /* entries gathered and exported */
+  X(cl_uint, padded_reqs) /* entries gathered and exported */         \
+  X(cl_uint, state_slots) /* STATE_SLOTS: ids per request */          \
+  X(cl_uint, state_null_block) /* STATE_SLOTS: the id of none */
 
 /* A launch record whose packet holds `words` words (host: the most;
    kernel: CLBT_INLINE_WORDS, what the device's argument space leaves). */

@@ -10,7 +10,8 @@
  *      and where two work-groups write one word they write the same value;
  *   2. with CLBT_WORK_MAP, each token-mapping group's slot mapping;
  *   3. with CLBT_WORK_GATHER, each group's gather;
- *   4. with CLBT_WORK_EXPORT, each token-mapping group's export.
+ *   4. with CLBT_WORK_EXPORT, each token-mapping group's export;
+ *   5. with CLBT_WORK_STATE_SLOTS, each NONE group's state slots.
  *
  * The slot mapping is token-parallel: each work-item takes a contiguous run
  * of tokens, so the host picks the launch geometry per device
@@ -114,6 +115,28 @@ CLBT_DECLARE_LAUNCH_LAYOUT(clbt_kernel_layout, CLBT_NUM_GROUPS)
     }                                                                        \
   }
 
+/* Request b's state slots in every NONE group (cl/state_slots.cl). */
+#define STATE_SLOTS_OF(g)                                                   \
+  if (!MAPS_TOKENS(g))                                                      \
+    rejected_##g += write_state_slots(                                      \
+        &request, b, record.state_slots, (int)record.state_null_block,      \
+        rows_##g, row_stride_##g, row_lengths_##g,                          \
+        storage_##g + AT(g, STATE_SLOTS), GROUP_CONSTANTS(g));
+
+/* Each work-item takes a run of the padded batch's requests. */
+#define STATE_SLOT_GROUPS                                                   \
+  {                                                                         \
+    uint begin, end;                                                        \
+    share(padded, get_global_id(0), get_global_size(0), &begin, &end);      \
+    for (uint b = begin; b < end; ++b) {                                    \
+      state_request request = state_request_of(                             \
+          b, num_reqs, num_tokens, layout.max_num_reqs, query_start_loc,    \
+          positions, (work & CLBT_WORK_SEQ_LENS) ? seq_lens : 0,            \
+          idx_mapping, has_idx_mapping);                                    \
+      CLBT_FOR_EACH_GROUP(STATE_SLOTS_OF)                                   \
+    }                                                                       \
+  }
+
 #define ADD_COUNT(g)                                                     \
   if (rejected_##g)                                                      \
     atomic_add((__global uint *)(storage_##g + AT(g, REJECTED_TOKENS)),  \
@@ -207,5 +230,6 @@ __kernel void clbt_step(CLBT_STEP_FIRST_ARGUMENT(FIRST_PARAMETER)
                               export_rows};
     EXPORT_GROUPS
   }
+  if (work & CLBT_WORK_STATE_SLOTS) STATE_SLOT_GROUPS
   CLBT_FOR_EACH_GROUP(ADD_COUNT)
 }

@@ -60,6 +60,8 @@ typedef struct clbt__batch {
   uint32_t num_reqs_padded; /* 0: num_reqs */
   cl_mem seq_lens;          /* int32[num_reqs], or NULL */
   cl_mem idx_mapping;       /* int32[num_reqs], or NULL: the identity */
+  uint32_t num_state_slots; /* a step's state slots: ids per request */
+  int32_t state_null_block; /* and the id of none */
 } clbt__batch;
 
 /* The batch buffers a launch binds, in the step kernel's argument order. */
@@ -91,6 +93,7 @@ typedef struct clbt__launch {
   clbt_table *const *groups; /* num_groups of them, not owned */
   uint32_t num_groups;
   bool maps_tokens;          /* a group maps tokens */
+  bool holds_states;         /* a group maps none (CLBT_SLOT_MODE_NONE) */
   uint32_t inline_words;     /* what an inline packet may hold; 1: none */
   clbt__kernel step, scatter;
   size_t kernel_max_group;   /* the step kernel's CL_KERNEL_WORK_GROUP_SIZE */
@@ -142,7 +145,7 @@ clbt_status clbt__launch_enqueue(const clbt__launch *launch,
 
 /*
  * The grid of a launch's step kernel: its slot mapping's, widened on a GPU
- * for a gather or an export of `padded` positions.
+ * for a gather, an export or state slots of `padded` positions.
  */
 size_t clbt__launch_grid(const clbt__launch *launch, uint32_t work,
                          uint32_t padded);
@@ -472,6 +475,14 @@ clbt_status clbt__check_export(const clbt__scope *scope,
                                const cl_event *wait_list);
 clbt_status clbt__check_export_target(const clbt__scope *scope);
 clbt_status clbt__check_export_groups(const clbt__scope *scope);
+
+/* ---- state slots (state_slots.c) ---------------------------------------- */
+
+/*
+ * Checks a step's state slots for a scope: a group named alone must map no
+ * tokens, and `count` ids a request must fit every NONE group's width.
+ */
+clbt_status clbt__check_state_slots(const clbt__scope *scope, uint32_t count);
 
 /* ---- commits (commit.c) -------------------------------------------------- */
 

@@ -114,6 +114,11 @@ static void export_sizes(const clbt_table *table, size_t *sizes) {
       sizes[CLBT_REGION_EXPORT_INDPTR];
 }
 
+/* A NONE group's state slots: at most a row's worth a request. */
+static size_t state_slots_bytes(const clbt_table *table) {
+  return clbt__maps_tokens(table) ? 0 : rows_bytes(table);
+}
+
 /* Where each region starts in the storage, and the storage's size. */
 static clbt_status plan_regions(const clbt_table *table, size_t *origins,
                                 size_t *sizes, size_t *total) {
@@ -130,6 +135,7 @@ static clbt_status plan_regions(const clbt_table *table, size_t *origins,
                                       CLBT_GATHER_RECORD_WORDS *
                                       sizeof(cl_uint);
   export_sizes(table, sizes);
+  sizes[CLBT_REGION_STATE_SLOTS] = state_slots_bytes(table);
   size_t offset = 0;
   for (int r = 0; r < CLBT_NUM_REGIONS; ++r) {
     if (sizes[r] > SIZE_MAX - offset - alignment)
@@ -167,7 +173,7 @@ static clbt_status create_storage(clbt_table *table) {
   for (int r = 0; r < CLBT_NUM_REGIONS; ++r) {
     cl_buffer_region region = {origins[r], sizes[r]};
     table->at.at[r] = (cl_uint)(origins[r] / sizeof(cl_uint));
-    if (sizes[r] == 0) continue; /* a NONE group's export */
+    if (sizes[r] == 0) continue; /* a NONE group's export, say */
     table->regions[r] =
         clCreateSubBuffer(table->storage, CL_MEM_READ_WRITE,
                           CL_BUFFER_CREATE_TYPE_REGION, &region, &error);

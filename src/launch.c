@@ -139,8 +139,11 @@ clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *tables,
   memset(launch, 0, sizeof *launch);
   launch->groups = tables;
   launch->num_groups = num_tables;
-  for (uint32_t g = 0; g < num_tables; ++g)
+  for (uint32_t g = 0; g < num_tables; ++g) {
     launch->maps_tokens = launch->maps_tokens || clbt__maps_tokens(tables[g]);
+    launch->holds_states =
+        launch->holds_states || !clbt__maps_tokens(tables[g]);
+  }
   launch->inline_words = inline_words(tables[0]->device, num_tables);
   return launch->maps_tokens ? clbt__launch_build(launch) : CLBT_SUCCESS;
 }
@@ -259,6 +262,11 @@ size_t clbt__launch_grid(const clbt__launch *launch, uint32_t work,
     size_t exporting =
         (padded + CLBT__EXPORTED_PER_GROUP - 1) / CLBT__EXPORTED_PER_GROUP;
     if (exporting > groups) groups = exporting;
+  }
+  /* State slots: a work-item per request. */
+  if (work & CLBT_WORK_STATE_SLOTS) {
+    size_t states = (padded + launch->local_size - 1) / launch->local_size;
+    if (states > groups) groups = states;
   }
   size_t wanted = groups * launch->local_size;
   return wanted > launch->map_global_size ? wanted : launch->map_global_size;

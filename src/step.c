@@ -39,10 +39,12 @@ typedef struct call_plan {
        p += (plan)->scope->launches[l++].num_groups)
 
 /* What a launch's step kernel does of the call's work: maps and exports
-   only with a group that maps tokens. */
+   only with a group that maps tokens, writes state slots only with one
+   that maps none. */
 static uint32_t launch_work(const clbt__launch *launch, uint32_t work) {
-  return launch->maps_tokens ? work
-                             : work & ~(CLBT_WORK_MAP | CLBT_WORK_EXPORT);
+  if (!launch->maps_tokens) work &= ~(CLBT_WORK_MAP | CLBT_WORK_EXPORT);
+  if (!launch->holds_states) work &= ~CLBT_WORK_STATE_SLOTS;
+  return work;
 }
 
 /* Plans the groups of one launch: their modes and sections of its part. */
@@ -181,6 +183,8 @@ static void start_record(clbt__launch_record *record, uint32_t work,
   record->padded_reqs = !batch                  ? 0
                         : batch->num_reqs_padded ? batch->num_reqs_padded
                                                  : batch->num_reqs;
+  record->state_slots = batch ? batch->num_state_slots : 0;
+  record->state_null_block = batch ? (cl_uint)batch->state_null_block : 0;
 }
 
 /* The record carries the launch's part of the packet: in itself, or where
@@ -249,7 +253,8 @@ static clbt_status enqueue_launch(const call_plan *plan, uint32_t l, uint32_t p,
   if (status || !share->work) return status;
   uint32_t work = share->work;
   if (batch->idx_mapping) work |= CLBT_WORK_IDX_MAPPING;
-  if (batch->seq_lens && (work & CLBT_WORK_EXPORT)) work |= CLBT_WORK_SEQ_LENS;
+  if (batch->seq_lens && (work & (CLBT_WORK_EXPORT | CLBT_WORK_STATE_SLOTS)))
+    work |= CLBT_WORK_SEQ_LENS;
   start_record(&record, work, batch, version);
   if (share->place != CLBT__PACKET_SCATTERED) add_packet(&record, plan, l, p);
   clbt__launch_call step = {
@@ -351,20 +356,23 @@ clbt_status clbt__enqueue_export(const clbt__scope *scope,
 }
 
 /*
- * The step's batch: its slot mapping's, gather's and export's (seq_lens
- * only then). A dummy run reads no buffer of the caller's.
+ * The step's batch: its slot mapping's, gather's, export's and state
+ * slots' (seq_lens only for the last two). A dummy run reads no buffer of
+ * the caller's.
  */
 static clbt__batch batch_of(const clbt_step *step) {
   bool dummy = step->flags & CLBT_STEP_DUMMY;
+  bool lengths = step->flags & (CLBT_STEP_EXPORT | CLBT_STEP_STATE_SLOTS);
   return (clbt__batch){
       .num_reqs = step->num_reqs,
       .query_start_loc = dummy ? NULL : step->query_start_loc,
       .positions = dummy ? NULL : step->positions,
       .num_tokens = step->num_tokens,
       .num_reqs_padded = step->num_reqs_padded,
-      .seq_lens = step->flags & CLBT_STEP_EXPORT && !dummy ? step->seq_lens
-                                                            : NULL,
-      .idx_mapping = dummy ? NULL : step->idx_mapping};
+      .seq_lens = lengths && !dummy ? step->seq_lens : NULL,
+      .idx_mapping = dummy ? NULL : step->idx_mapping,
+      .num_state_slots = step->num_state_slots ? step->num_state_slots : 1,
+      .state_null_block = step->state_null_block};
 }
 
 /* A dummy run has no requests and no tokens, only padding. */
@@ -388,6 +396,8 @@ static clbt_status check_step(const clbt__scope *scope, const clbt_step *step,
                               const clbt__batch *batch, cl_uint num_events,
                               const cl_event *wait_list) {
   clbt_status status = clbt__check_step_flags(step->flags, true);
+  if (!status && (step->flags & CLBT_STEP_STATE_SLOTS))
+    status = clbt__check_state_slots(scope, batch->num_state_slots);
   if (status) return status;
   if (step->flags & CLBT_STEP_DUMMY) {
     bool exports = step->flags & CLBT_STEP_EXPORT;
@@ -417,7 +427,9 @@ clbt_status clbt__enqueue_step(const clbt__scope *scope, const clbt_step *given,
       .commit_rows = scope->first->layout.max_num_reqs,
       .work = CLBT_WORK_MAP |
               (step.flags & CLBT_STEP_GATHER ? CLBT_WORK_GATHER : 0) |
-              (step.flags & CLBT_STEP_EXPORT ? CLBT_WORK_EXPORT : 0),
+              (step.flags & CLBT_STEP_EXPORT ? CLBT_WORK_EXPORT : 0) |
+              (step.flags & CLBT_STEP_STATE_SLOTS ? CLBT_WORK_STATE_SLOTS
+                                                   : 0),
       .batch = batch};
   return clbt__run(scope, &call, num_events, wait_list, event);
 }

@@ -216,6 +216,10 @@ cl_mem clbt_table_gathered_rows(const clbt_table *table) {
   return table ? table->regions[CLBT_REGION_GATHERED] : NULL;
 }
 
+cl_mem clbt_table_state_slots(const clbt_table *table) {
+  return table ? table->regions[CLBT_REGION_STATE_SLOTS] : NULL;
+}
+
 cl_mem clbt_table_slot_mapping(const clbt_table *table) {
   return table ? table->regions[CLBT_REGION_SLOTS] : NULL;
 }

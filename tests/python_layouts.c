@@ -74,6 +74,8 @@ int main(void) {
   FIELD(clbt_step, positions)
   FIELD(clbt_step, idx_mapping)
   FIELD(clbt_step, seq_lens)
+  FIELD(clbt_step, num_state_slots)
+  FIELD(clbt_step, state_null_block)
   SIZE(clbt_step)
   FIELD(clbt_host_step, struct_size)
   FIELD(clbt_host_step, flags)

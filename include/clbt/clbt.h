@@ -959,6 +959,15 @@ CLBT_API clbt_status clbt_table_export_buffers(const clbt_table *table,
  * CLBT_STEP_EXPORT every exported request has no pages.
  */
 #define CLBT_STEP_DUMMY 8u
+/**
+ * clbt_step.flags, since 0.4: also write each CLBT_SLOT_MODE_NONE group's
+ * state slots (clbt_table_state_slots): per batch request, the
+ * num_state_slots ids of the state blocks a hybrid model's Mamba layers
+ * read, from its committed row, as vLLM's Mamba metadata reads them from
+ * the block table (docs/semantics.md, "State slots"). Token-mapping groups
+ * have none.
+ */
+#define CLBT_STEP_STATE_SLOTS 16u
 
 /**
  * One serving step (docs/guide.md, "Two ways to keep rows"). Rows are
@@ -986,8 +995,17 @@ typedef struct clbt_step {
   cl_mem query_start_loc;   /**< required: int32[num_reqs + 1] */
   cl_mem positions;         /**< int64[num_tokens]; NULL when num_tokens 0 */
   cl_mem idx_mapping;       /**< int32[num_reqs], or NULL: the identity */
-  cl_mem seq_lens;          /**< with CLBT_STEP_EXPORT: as in
+  cl_mem seq_lens;          /**< with CLBT_STEP_EXPORT or
+                               CLBT_STEP_STATE_SLOTS: as in
                                clbt_export_request */
+  uint32_t num_state_slots; /**< since 0.4, with CLBT_STEP_STATE_SLOTS:
+                               ids per request (vLLM's 1 +
+                               num_speculative_blocks), at most every NONE
+                               group's width; 0: 1 */
+  int32_t state_null_block; /**< since 0.4, with CLBT_STEP_STATE_SLOTS: the
+                               id of no state, which padding requests and
+                               columns past a row get; 0 (vLLM's
+                               NULL_BLOCK_ID) unless set */
 } clbt_step;
 
 /** A clbt_step with this header's struct_size, all else 0. */
@@ -1026,6 +1044,17 @@ CLBT_API clbt_status clbt_table_enqueue_step(clbt_table *table,
  * rest still hold what it wrote. NULL for NULL.
  */
 CLBT_API cl_mem clbt_table_gathered_rows(const clbt_table *table);
+
+/**
+ * A CLBT_SLOT_MODE_NONE table's state slots, int32, at an address fixed
+ * for the table's life: a step with CLBT_STEP_STATE_SLOTS writes entries
+ * [0, num_reqs_padded * num_state_slots), request b's ids at
+ * [b * num_state_slots, (b + 1) * num_state_slots) (vLLM's
+ * state_indices[group] of shape [num_reqs_padded][num_state_slots]), and
+ * leaves the rest as it was; its room is [max_num_reqs][width]. NULL for a
+ * NULL or token-mapping table, which has none.
+ */
+CLBT_API cl_mem clbt_table_state_slots(const clbt_table *table);
 
 /**
  * A step computed on the host from the host rows: the reference of

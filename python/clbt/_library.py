@@ -81,7 +81,8 @@ _STEP_COUNTS = [("struct_size", c_uint32), ("flags", c_uint32), ("num_reqs", c_u
 
 class Step(_SizedConfig):
     """clbt_step (CLBT_STEP_INIT: struct_size set, the rest 0)."""
-    _fields_ = _STEP_COUNTS + [("seq_lens", c_void_p)]
+    _fields_ = _STEP_COUNTS + [("seq_lens", c_void_p), ("num_state_slots", c_uint32),
+                               ("state_null_block", ctypes.c_int32)]
 
 
 class HostStep(_SizedConfig):
