@@ -117,7 +117,7 @@ typedef struct clbt_group_layout {
 
 /*
  * What a launch does (clbt_launch_record.work): SCATTER, or any of MAP,
- * GATHER, EXPORT and STATE_SLOTS, with the flags. SCATTER
+ * GATHER, EXPORT, STATE_SLOTS and TOKEN_SLOTS, with the flags. SCATTER
  * spreads the packet over the whole grid and does nothing else; the others
  * apply it first, each work-group all of it (a folded commit).
  */
@@ -130,6 +130,7 @@ typedef struct clbt_group_layout {
 #define CLBT_WORK_PACKET_IN_BUFFER 0x40u /* the packet, from packet_at */
 #define CLBT_WORK_PACKET_INLINE 0x80u    /* the packet, in the record */
 #define CLBT_WORK_STATE_SLOTS 0x100u /* the NONE groups' state slots */
+#define CLBT_WORK_TOKEN_SLOTS 0x200u /* token_indices to token_slots */
 
 /*
  * One launch's record, its first argument, by value: what it does, its
@@ -152,10 +153,13 @@ typedef struct clbt_group_layout {
   X(cl_uint, packet_at_high)                                          \
   X(cl_uint, work)          /* CLBT_WORK_* */                         \
   X(cl_uint, num_reqs)                                                \
-  X(cl_uint, num_tokens)                                              \
+  X(cl_uint, num_tokens)  /* TOKEN_SLOTS: the index matrix's rows */ \
   X(cl_uint, padded_reqs) /* entries gathered and exported */         \
   X(cl_uint, state_slots) /* STATE_SLOTS: ids per request */          \
-  X(cl_uint, state_null_block) /* STATE_SLOTS: the id of none */
+  X(cl_uint, state_null_block) /* STATE_SLOTS: the id of none */      \
+  X(cl_uint, indices_per_row)  /* TOKEN_SLOTS: the matrix's columns */ \
+  X(cl_uint, token_section) /* TOKEN_SLOTS: the output section of the \
+                               launch's first token-mapping group */
 
 /* A launch record whose packet holds `words` words (host: the most;
    kernel: CLBT_INLINE_WORDS, what the device's argument space leaves). */
@@ -181,6 +185,8 @@ typedef struct clbt_group_layout {
   X(POSITIONS, __global const long *, positions)                   \
   X(IDX_MAPPING, __global const int *, idx_mapping)                \
   X(SEQ_LENS, __global const int *, seq_lens)                      \
+  X(TOKEN_INDICES, __global const int *, token_indices)            \
+  X(TOKEN_SLOTS, __global int *, token_slots)                      \
   X(PACKET, __global const uint *, packet)                         \
   X(QSL_CACHE, __local int *, qsl_cache)
 #define CLBT_STEP_GROUP_ARGUMENTS(X, g) X(g, STORAGE, __global int *, storage)

@@ -11,7 +11,9 @@
  *   2. with CLBT_WORK_MAP, each token-mapping group's slot mapping;
  *   3. with CLBT_WORK_GATHER, each group's gather;
  *   4. with CLBT_WORK_EXPORT, each token-mapping group's export;
- *   5. with CLBT_WORK_STATE_SLOTS, each NONE group's state slots.
+ *   5. with CLBT_WORK_STATE_SLOTS, each NONE group's state slots;
+ *   6. with CLBT_WORK_TOKEN_SLOTS, each token-mapping group's slots of an
+ *      index matrix (a call of its own, cl/token_slots.cl).
  *
  * The slot mapping is token-parallel: each work-item takes a contiguous run
  * of tokens, so the host picks the launch geometry per device
@@ -137,6 +139,62 @@ CLBT_DECLARE_LAUNCH_LAYOUT(clbt_kernel_layout, CLBT_NUM_GROUPS)
     }                                                                       \
   }
 
+/* Group g's section of the token slots, and its row's length and entries
+   for the run's current row. */
+#define TOKEN_GROUP_STATE(g)                          \
+  ulong section_##g = sections * (ulong)entries;      \
+  if (MAPS_TOKENS(g)) ++sections;                     \
+  uint token_row_length_##g = 0;                      \
+  __global const int *token_row_##g = rows_##g;
+
+#define TOKEN_ROW_OF(g)                                                     \
+  if (MAPS_TOKENS(g)) {                                                     \
+    token_row_length_##g = t.row >= 0 ? (uint)row_lengths_##g[t.row] : 0;   \
+    token_row_##g = rows_##g + (ulong)max(t.row, 0) * row_stride_##g;       \
+  }
+
+#define TOKEN_SLOT_OF(g)                                                    \
+  if (MAPS_TOKENS(g))                                                       \
+    token_slots[section_##g + e] =                                          \
+        token_slot_of(index, t, token_row_##g, token_row_length_##g,        \
+                      &rejected_##g, GROUP_CONSTANTS(g));
+
+/*
+ * Each work-item takes a run of the matrix's entries (row-major, k to a
+ * row): it finds the request of the run's first row by binary search and
+ * advances it with the rows, and writes each entry's slot in every
+ * token-mapping group's section.
+ */
+#define TOKEN_SLOT_GROUPS                                                   \
+  {                                                                         \
+    uint k = record.indices_per_row, entries = num_tokens * k;              \
+    uint sections = record.token_section;                                   \
+    CLBT_FOR_EACH_GROUP(TOKEN_GROUP_STATE)                                  \
+    uint begin, end;                                                        \
+    share(entries, get_global_id(0), get_global_size(0), &begin, &end);     \
+    uint i = k ? begin / k : 0, column = k ? begin % k : 0;                 \
+    int request = begin < end && batch_ok                                   \
+                      ? find_request(qsl, num_reqs, (int)i)                 \
+                      : -1;                                                 \
+    token_row t = {-1, false};                                              \
+    for (uint e = begin; e < end; ++e) {                                    \
+      if (e == begin || column == 0) {                                      \
+        while (batch_ok && request < (int)num_reqs &&                       \
+               qsl[request + 1] <= (int)i)                                  \
+          ++request;                                                        \
+        t = token_row_of(request, num_reqs, batch_ok, layout.max_num_reqs,  \
+                         idx_mapping, has_idx_mapping);                     \
+        CLBT_FOR_EACH_GROUP(TOKEN_ROW_OF)                                   \
+      }                                                                     \
+      int index = token_indices[e];                                         \
+      CLBT_FOR_EACH_GROUP(TOKEN_SLOT_OF)                                    \
+      if (++column == k) {                                                  \
+        column = 0;                                                         \
+        ++i;                                                                \
+      }                                                                     \
+    }                                                                       \
+  }
+
 #define ADD_COUNT(g)                                                     \
   if (rejected_##g)                                                      \
     atomic_add((__global uint *)(storage_##g + AT(g, REJECTED_TOKENS)),  \
@@ -231,5 +289,16 @@ __kernel void clbt_step(CLBT_STEP_FIRST_ARGUMENT(FIRST_PARAMETER)
     EXPORT_GROUPS
   }
   if (work & CLBT_WORK_STATE_SLOTS) STATE_SLOT_GROUPS
+  if (work & CLBT_WORK_TOKEN_SLOTS) {
+    /* The matrix's rows play the batch's tokens. */
+    bool batch_ok = batch_is_well_formed(query_start_loc, num_reqs,
+                                         num_tokens, qsl_cache, &well_formed);
+#if CLBT_QSL_IN_LOCAL
+    QSL_SPACE const int *qsl = qsl_cache;
+#else
+    QSL_SPACE const int *qsl = query_start_loc;
+#endif
+    TOKEN_SLOT_GROUPS
+  }
   CLBT_FOR_EACH_GROUP(ADD_COUNT)
 }

@@ -62,6 +62,9 @@ typedef struct clbt__batch {
   cl_mem idx_mapping;       /* int32[num_reqs], or NULL: the identity */
   uint32_t num_state_slots; /* a step's state slots: ids per request */
   int32_t state_null_block; /* and the id of none */
+  uint32_t indices_per_row; /* token slots: num_tokens rows of these */
+  cl_mem token_indices;     /* int32[num_tokens][indices_per_row] */
+  cl_mem token_slots;       /* int32[sections][num_tokens][indices_per_row] */
 } clbt__batch;
 
 /* The batch buffers a launch binds, in the step kernel's argument order. */
@@ -70,6 +73,8 @@ enum {
   CLBT__BOUND_POSITIONS,
   CLBT__BOUND_IDX_MAPPING,
   CLBT__BOUND_SEQ_LENS,
+  CLBT__BOUND_TOKEN_INDICES,
+  CLBT__BOUND_TOKEN_SLOTS,
   CLBT__BOUND_PACKET,
   CLBT__NUM_BOUND
 };
@@ -150,8 +155,9 @@ clbt_status clbt__launch_enqueue(const clbt__launch *launch,
 size_t clbt__launch_grid(const clbt__launch *launch, uint32_t work,
                          uint32_t padded);
 
-/* The grid of a launch that scatters `items` packet items. */
-size_t clbt__launch_scatter_grid(const clbt__launch *launch, size_t items);
+/* The grid of a launch spread over `items` items: a scatter's packet
+   items, or the entries of token slots. */
+size_t clbt__launch_items_grid(const clbt__launch *launch, size_t items);
 
 /* Whether a group maps tokens (CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT). */
 bool clbt__maps_tokens(const clbt_table *group);
@@ -476,13 +482,26 @@ clbt_status clbt__check_export(const clbt__scope *scope,
 clbt_status clbt__check_export_target(const clbt__scope *scope);
 clbt_status clbt__check_export_groups(const clbt__scope *scope);
 
-/* ---- state slots (state_slots.c) ---------------------------------------- */
+/* ---- state slots (state_slots.c) and token slots (token_slots.c) -------- */
 
 /*
  * Checks a step's state slots for a scope: a group named alone must map no
  * tokens, and `count` ids a request must fit every NONE group's width.
  */
 clbt_status clbt__check_state_slots(const clbt__scope *scope, uint32_t count);
+
+/* The number of token-mapping groups of a scope's launches [0, l). */
+uint32_t clbt__token_sections_before(const clbt__scope *scope, uint32_t l);
+
+/*
+ * Checks a token-slots request (already read) and enqueues its one call:
+ * the index matrix's slots in every token-mapping group of the scope.
+ */
+clbt_status clbt__enqueue_token_slots(const clbt__scope *scope,
+                                      const clbt_token_slots_request *request,
+                                      cl_uint num_events,
+                                      const cl_event *wait_list,
+                                      cl_event *event);
 
 /* ---- commits (commit.c) -------------------------------------------------- */
 

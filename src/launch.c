@@ -36,6 +36,8 @@ static const cl_uint bound_arguments[CLBT__NUM_BOUND] = {
     [CLBT__BOUND_POSITIONS] = ARG_POSITIONS,
     [CLBT__BOUND_IDX_MAPPING] = ARG_IDX_MAPPING,
     [CLBT__BOUND_SEQ_LENS] = ARG_SEQ_LENS,
+    [CLBT__BOUND_TOKEN_INDICES] = ARG_TOKEN_INDICES,
+    [CLBT__BOUND_TOKEN_SLOTS] = ARG_TOKEN_SLOTS,
     [CLBT__BOUND_PACKET] = ARG_PACKET};
 
 /* The group constants in the contract's order, for the -D options. */
@@ -272,7 +274,7 @@ size_t clbt__launch_grid(const clbt__launch *launch, uint32_t work,
   return wanted > launch->map_global_size ? wanted : launch->map_global_size;
 }
 
-size_t clbt__launch_scatter_grid(const clbt__launch *launch, size_t items) {
+size_t clbt__launch_items_grid(const clbt__launch *launch, size_t items) {
   size_t global, local;
   clbt__geometry(launch->groups[0]->device, launch->kernel_max_group, items,
                  &global, &local);

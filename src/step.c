@@ -38,11 +38,12 @@ typedef struct call_plan {
   for (uint32_t l = 0, p = 0; l < (plan)->scope->num_launches;            \
        p += (plan)->scope->launches[l++].num_groups)
 
-/* What a launch's step kernel does of the call's work: maps and exports
-   only with a group that maps tokens, writes state slots only with one
-   that maps none. */
+/* What a launch's step kernel does of the call's work: maps, exports and
+   translates token indices only with a group that maps tokens, writes
+   state slots only with one that maps none. */
 static uint32_t launch_work(const clbt__launch *launch, uint32_t work) {
-  if (!launch->maps_tokens) work &= ~(CLBT_WORK_MAP | CLBT_WORK_EXPORT);
+  if (!launch->maps_tokens)
+    work &= ~(CLBT_WORK_MAP | CLBT_WORK_EXPORT | CLBT_WORK_TOKEN_SLOTS);
   if (!launch->holds_states) work &= ~CLBT_WORK_STATE_SLOTS;
   return work;
 }
@@ -185,6 +186,8 @@ static void start_record(clbt__launch_record *record, uint32_t work,
                                                  : batch->num_reqs;
   record->state_slots = batch ? batch->num_state_slots : 0;
   record->state_null_block = batch ? (cl_uint)batch->state_null_block : 0;
+  record->indices_per_row = batch ? batch->indices_per_row : 0;
+  record->token_section = 0;
 }
 
 /* The record carries the launch's part of the packet: in itself, or where
@@ -247,16 +250,19 @@ static clbt_status enqueue_launch(const call_plan *plan, uint32_t l, uint32_t p,
     add_packet(&record, plan, l, p);
     clbt__launch_call scatter = {
         &record, {[CLBT__BOUND_PACKET] = uploads(share->place) ? packet : NULL},
-        clbt__launch_scatter_grid(launch, share->scatter_items)};
+        clbt__launch_items_grid(launch, share->scatter_items)};
     status = clbt__launch_enqueue(launch, &launch->scatter, &scatter, sequence);
   }
   if (status || !share->work) return status;
   uint32_t work = share->work;
+  bool tokens = work & CLBT_WORK_TOKEN_SLOTS;
   if (batch->idx_mapping) work |= CLBT_WORK_IDX_MAPPING;
   if (batch->seq_lens && (work & (CLBT_WORK_EXPORT | CLBT_WORK_STATE_SLOTS)))
     work |= CLBT_WORK_SEQ_LENS;
   start_record(&record, work, batch, version);
+  if (tokens) record.token_section = clbt__token_sections_before(plan->scope, l);
   if (share->place != CLBT__PACKET_SCATTERED) add_packet(&record, plan, l, p);
+  size_t entries = (size_t)batch->num_tokens * batch->indices_per_row;
   clbt__launch_call step = {
       &record,
       {[CLBT__BOUND_QUERY_START_LOC] = batch->query_start_loc,
@@ -264,9 +270,12 @@ static clbt_status enqueue_launch(const call_plan *plan, uint32_t l, uint32_t p,
        [CLBT__BOUND_IDX_MAPPING] = batch->idx_mapping,
        [CLBT__BOUND_SEQ_LENS] = work & CLBT_WORK_SEQ_LENS ? batch->seq_lens
                                                            : NULL,
+       [CLBT__BOUND_TOKEN_INDICES] = tokens ? batch->token_indices : NULL,
+       [CLBT__BOUND_TOKEN_SLOTS] = tokens ? batch->token_slots : NULL,
        [CLBT__BOUND_PACKET] =
            share->place == CLBT__PACKET_FOLDED ? packet : NULL},
-      clbt__launch_grid(launch, work, record.padded_reqs)};
+      tokens ? clbt__launch_items_grid(launch, entries)
+             : clbt__launch_grid(launch, work, record.padded_reqs)};
   return clbt__launch_enqueue(launch, &launch->step, &step, sequence);
 }
 

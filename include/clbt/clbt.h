@@ -1089,6 +1089,74 @@ CLBT_API clbt_status clbt_table_compute_step_host(const clbt_table *table,
                                                   const clbt_host_step *step);
 
 /* ------------------------------------------------------------------------ */
+/* Token slots: request-local token indices to KV-cache slots              */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * An index matrix to translate (docs/semantics.md, "Token slots"): rows of
+ * indices_per_row request-local token indices, row i belonging to the
+ * batch request whose [query_start_loc[r], query_start_loc[r+1]) holds i
+ * (so that the rows of a batch's query tokens are vLLM's token_indices with
+ * its req_id_per_token; a list per request takes query_start_loc
+ * 0, 1, ..., num_reqs). Zero-initialise it with CLBT_TOKEN_SLOTS_INIT and
+ * set the fields you use; it can grow as the configs do (struct_size).
+ */
+typedef struct clbt_token_slots_request {
+  uint32_t struct_size;     /**< 0 (the 0.4 layout) or sizeof */
+  uint32_t num_reqs;        /**< requests in the batch */
+  uint32_t num_rows;        /**< rows of the matrix, at most
+                               max_num_batched_tokens; rows from
+                               query_start_loc[num_reqs] on are padding */
+  uint32_t indices_per_row; /**< k, the matrix's columns */
+  cl_mem query_start_loc;   /**< required: int32[num_reqs + 1], as for the
+                               slot mapping, with num_rows for num_tokens */
+  cl_mem idx_mapping;       /**< int32[num_reqs], batch request -> row, a
+                               negative entry a padding request; NULL: request
+                               r is row r (clbt_step) */
+  cl_mem token_indices;     /**< int32[num_rows][indices_per_row], row-major:
+                               token positions within the row's request; -1
+                               (vLLM's top-k padding) is none. NULL when
+                               num_rows * indices_per_row is 0 */
+  cl_mem token_slots;       /**< out: int32[sections][num_rows]
+                               [indices_per_row], one section per
+                               token-mapping group (one for a clbt_table);
+                               NULL when num_rows * indices_per_row is 0 */
+} clbt_token_slots_request;
+
+/** A clbt_token_slots_request with this header's struct_size, all else 0. */
+#define CLBT_TOKEN_SLOTS_INIT CLBT__SIZED(clbt_token_slots_request)
+
+/**
+ * Enqueues, since 0.4, the translation of an index matrix of request-local
+ * token indices into the KV-cache slots the slot mapping gave those tokens,
+ * from the table's committed rows (vLLM's
+ * triton_convert_req_index_to_global_index, with the DCP path's
+ * de-interleave): token_slots[i][j] is the slot of token
+ * token_indices[i][j] of row i's request, read through idx_mapping. It is
+ * -1 for an index of -1, another CP rank's token, and every entry of a
+ * padding row or padding request; it is -1 and adds 1 to the table's
+ * rejected-token counter for an index below -1, a token past the committed
+ * row, a slot above INT32_MAX (the output is int32), each entry of a
+ * request whose idx_mapping entry is not below max_num_reqs, and each
+ * entry of a batch whose query_start_loc is not a non-decreasing run from
+ * >= 0 to <= num_rows. Every entry of the matrix is written. One launch,
+ * nothing waits; the first command waits for wait_list, *event (when not
+ * NULL) completes with it.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, request or
+ * query_start_loc, or NULL token_indices or token_slots with entries to
+ * translate; CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
+ * CLBT_INVALID_ARGUMENT for a CLBT_SLOT_MODE_NONE table (it has no slots)
+ * or an inconsistent wait list; CLBT_TOO_MANY_REQUESTS; CLBT_TOO_MANY_TOKENS
+ * (num_rows above max_num_batched_tokens); CLBT_SIZE_OVERFLOW for
+ * num_rows x indices_per_row above UINT32_MAX; CLBT_BUFFER_TOO_SMALL;
+ * CLBT_CONTEXT_MISMATCH; or an OpenCL error. A refused call enqueues
+ * nothing.
+ */
+CLBT_API clbt_status clbt_table_enqueue_token_slots(
+    clbt_table *table, const clbt_token_slots_request *request,
+    cl_uint num_events, const cl_event *wait_list, cl_event *event);
+
+/* ------------------------------------------------------------------------ */
 /* Several KV-cache groups                                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -1286,6 +1354,19 @@ CLBT_API clbt_status clbt_multi_table_enqueue_step(clbt_multi_table *table,
                                                    cl_uint num_events,
                                                    const cl_event *wait_list,
                                                    cl_event *event);
+
+/**
+ * clbt_table_enqueue_token_slots for every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT
+ * group, since 0.4, in one launch per CLBT_MAX_LAUNCH_GROUPS groups:
+ * token_slots holds one section of num_rows x indices_per_row entries per
+ * token-mapping group, in group order (NONE groups have none), and each
+ * group counts its own rejected entries. With no token-mapping group it
+ * enqueues a marker after the wait list. Fails as the single-table call
+ * does, without CLBT_INVALID_ARGUMENT for NONE groups.
+ */
+CLBT_API clbt_status clbt_multi_table_enqueue_token_slots(
+    clbt_multi_table *table, const clbt_token_slots_request *request,
+    cl_uint num_events, const cl_event *wait_list, cl_event *event);
 
 /**
  * Clears every group (clbt_table_clear), all or nothing on the host: when a
