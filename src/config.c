@@ -44,7 +44,7 @@
                  #type " starts with struct_size and ends with " #last)
 CLBT__CHECK_LAYOUT(clbt_table_config, zero_gathered_tails);
 CLBT__CHECK_LAYOUT(clbt_group_config, cp_replicated);
-CLBT__CHECK_LAYOUT(clbt_multi_table_config, zero_gathered_tails);
+CLBT__CHECK_LAYOUT(clbt_multi_table_config, reserved);
 CLBT__CHECK_LAYOUT(clbt_step, seq_lens);
 CLBT__CHECK_LAYOUT(clbt_host_step, gathered_rows);
 
@@ -179,3 +179,4 @@ clbt_status clbt__host_step_read(const clbt_host_step *given,
   return read_struct(given, CLBT__HOST_STEP_0_3, "0.3", sizeof *out, "step",
                      out, &size);
 }
+

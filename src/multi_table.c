@@ -23,9 +23,10 @@ static clbt_status group_config(const clbt_multi_table_config *config,
   if (group->max_num_blocks == 0)
     return clbt__fail(CLBT_INVALID_CONFIG,
                       "max_num_blocks is 0; it must be >= 1");
+  bool aligned = maps_tokens && !config->exact_widths;
   clbt_status status = clbt_block_table_width(
       group->max_num_blocks, group->block_size, 0,
-      maps_tokens ? CLBT__TOKEN_ALIGNMENT : 0, &kv_blocks);
+      aligned ? CLBT__TOKEN_ALIGNMENT : 0, &kv_blocks);
   if (status) return status;
   /* Groups that map no tokens, or hold their whole cache on every rank, are
      not sharded. */
@@ -58,6 +59,10 @@ static clbt_status check_config(const clbt_device *device,
     return clbt__fail(CLBT_INVALID_CONFIG,
                       "config->commit_mode %d is not a clbt_commit_mode",
                       (int)config->commit_mode);
+  if (config->reserved)
+    return clbt__fail(CLBT_INVALID_CONFIG,
+                      "config->reserved is %u; it must be 0",
+                      (unsigned)config->reserved);
   /* Checked here, not per group: groups that are not sharded ignore it. */
   uint32_t world = config->cp_world_size ? config->cp_world_size : 1;
   if (config->cp_rank >= world)

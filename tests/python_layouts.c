@@ -45,6 +45,8 @@ int main(void) {
   FIELD(clbt_multi_table_config, groups)
   FIELD(clbt_multi_table_config, commit_mode)
   FIELD(clbt_multi_table_config, zero_gathered_tails)
+  FIELD(clbt_multi_table_config, exact_widths)
+  FIELD(clbt_multi_table_config, reserved)
   SIZE(clbt_multi_table_config)
   FIELD(clbt_commit_info, mode)
   FIELD(clbt_commit_info, rows)

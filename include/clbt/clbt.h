@@ -1051,6 +1051,20 @@ typedef struct clbt_multi_table_config {
                                       mode at creation; 0: AUTO */
   uint32_t zero_gathered_tails;    /**< since 0.3: as in clbt_table_config,
                                       for every group */
+  uint32_t exact_widths;           /**< since 0.4; read only when
+                                      struct_size covers it. Nonzero: each
+                                      group's row is exactly max_num_blocks
+                                      KV-manager blocks wide (times
+                                      block_size / kernel_block_size kernel
+                                      blocks), as vLLM's Model Runner V2
+                                      sizes rows; 0: token-mapping groups
+                                      align to 128 tokens, as its
+                                      MultiGroupBlockTable does */
+  uint32_t reserved;               /**< since 0.4: must be 0. It keeps the
+                                      struct free of trailing padding (which
+                                      a caller's struct_size would cover
+                                      with bytes nobody set), for a later
+                                      version's field */
 } clbt_multi_table_config;
 
 /** A clbt_multi_table_config with this header's struct_size, all else 0. */
@@ -1062,7 +1076,8 @@ typedef struct clbt_multi_table clbt_multi_table;
 /**
  * Creates one table per group. Each group's width is
  * clbt_block_table_width(max_num_blocks, block_size, kernel_block_size, 128),
- * or with no alignment for a CLBT_SLOT_MODE_NONE group, as vLLM sizes them.
+ * or with no alignment for a CLBT_SLOT_MODE_NONE group or with
+ * exact_widths, as vLLM sizes them.
  * Returns as clbt_table_create does; the message names the group.
  * CLBT_INVALID_CONFIG for cp_rank not below cp_world_size (0 counting as
  * 1), whether or not any group is sharded, or for a group whose
