@@ -292,6 +292,28 @@ clbt_status clbt_multi_table_compute_slot_mapping(clbt_multi_table *table,
       table, num_reqs, query_start_loc, positions, num_tokens, 0, NULL, NULL);
 }
 
+clbt_status clbt_multi_table_compute_step_host(
+    const clbt_multi_table *table, const clbt_multi_host_step *given) {
+  clbt_multi_host_step step;
+  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+  clbt_status status = clbt__multi_host_step_read(given, &step);
+  clbt_host_step group_step = {.flags = step.flags,
+                               .num_reqs = step.num_reqs,
+                               .num_reqs_padded = step.num_reqs_padded,
+                               .num_tokens = step.num_tokens,
+                               .query_start_loc = step.query_start_loc,
+                               .positions = step.positions,
+                               .idx_mapping = step.idx_mapping};
+  if (!status) status = clbt__check_host_step(first_group(table), &group_step);
+  for (uint32_t g = 0; !status && g < table->num_groups; ++g) {
+    group_step.slot_mapping = step.slot_mappings ? step.slot_mappings[g] : NULL;
+    group_step.gathered_rows =
+        step.gathered_rows ? step.gathered_rows[g] : NULL;
+    clbt__compute_step_host(table->groups[g], &group_step);
+  }
+  return status;
+}
+
 clbt_status clbt_multi_table_clear(clbt_multi_table *table) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   /* Device first: a failure there leaves every host group as it was, and

@@ -88,6 +88,17 @@ int main(void) {
   FIELD(clbt_host_step, slot_mapping)
   FIELD(clbt_host_step, gathered_rows)
   SIZE(clbt_host_step)
+  FIELD(clbt_multi_host_step, struct_size)
+  FIELD(clbt_multi_host_step, flags)
+  FIELD(clbt_multi_host_step, num_reqs)
+  FIELD(clbt_multi_host_step, num_reqs_padded)
+  FIELD(clbt_multi_host_step, num_tokens)
+  FIELD(clbt_multi_host_step, query_start_loc)
+  FIELD(clbt_multi_host_step, positions)
+  FIELD(clbt_multi_host_step, idx_mapping)
+  FIELD(clbt_multi_host_step, slot_mappings)
+  FIELD(clbt_multi_host_step, gathered_rows)
+  SIZE(clbt_multi_host_step)
   printf("CLBT_STEP_GATHER value %u\nCLBT_STEP_EXPORT value %u\n",
          CLBT_STEP_GATHER, CLBT_STEP_EXPORT);
   return 0;

@@ -1221,6 +1221,46 @@ CLBT_API clbt_status clbt_multi_table_enqueue_step(clbt_multi_table *table,
                                                    cl_event *event);
 
 /**
+ * A step of every group computed on the host from the host rows: the
+ * reference of clbt_multi_table_enqueue_step's slot mappings and gathers,
+ * as clbt_host_step is one table's. The batch fields are clbt_host_step's;
+ * the outputs are one array per group.
+ */
+typedef struct clbt_multi_host_step {
+  uint32_t struct_size;     /**< 0 (the 0.4 layout) or sizeof */
+  uint32_t flags;           /**< CLBT_STEP_GATHER: fill gathered_rows */
+  uint32_t num_reqs;        /**< requests in the batch */
+  uint32_t num_reqs_padded; /**< 0: num_reqs */
+  uint32_t num_tokens;      /**< tokens in the batch */
+  const int32_t *query_start_loc; /**< required: [num_reqs + 1] */
+  const int64_t *positions;       /**< [num_tokens] */
+  const int32_t *idx_mapping;     /**< [num_reqs], or NULL: the identity */
+  int64_t *const *slot_mappings;  /**< out: NULL, or one pointer per group,
+                                     each NULL or [max_num_batched_tokens];
+                                     a CLBT_SLOT_MODE_NONE group's is left
+                                     untouched */
+  int32_t *const *gathered_rows;  /**< in and out: NULL, or one pointer per
+                                     group, each NULL or that group's
+                                     [max_num_reqs][width], as
+                                     clbt_host_step's gathered_rows */
+} clbt_multi_host_step;
+
+/** A clbt_multi_host_step with this header's struct_size, all else 0. */
+#define CLBT_MULTI_HOST_STEP_INIT CLBT__SIZED(clbt_multi_host_step)
+
+/**
+ * Computes a step of every group on the host (see clbt_multi_host_step):
+ * group g's outputs are what clbt_table_compute_step_host gives group g's
+ * table for the same batch. Every argument is checked before any output is
+ * written. Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, step
+ * or query_start_loc, or NULL positions with num_tokens > 0;
+ * CLBT_INVALID_CONFIG for a struct_size clbt cannot read; otherwise fails
+ * as clbt_multi_table_enqueue_step does for the same arguments.
+ */
+CLBT_API clbt_status clbt_multi_table_compute_step_host(
+    const clbt_multi_table *table, const clbt_multi_host_step *step);
+
+/**
  * Clears every group (clbt_table_clear), all or nothing on the host: when a
  * group's device fill fails no host group changes, and the next commit
  * repairs every group's device copy.
