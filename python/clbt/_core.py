@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _opencl
 from ._library import (CommitInfo, ExportBuffers, ExportRequest, GroupConfig, HostStep,
-                       MultiTableConfig, Step, TableConfig, lib)
+                       MultiHostStep, MultiTableConfig, Step, TableConfig, lib)
 
 PAD_SLOT_ID = -1
 _INVALID_ARGUMENT = -4002
@@ -746,13 +746,15 @@ class MultiTable(_Rows):
                max_num_reqs=256, max_num_batched_tokens=16384)
 
     commit_mode sets every group's clbt_commit_mode at creation;
-    zero_gathered_tails is Table's, for every group."""
+    zero_gathered_tails is Table's, for every group; exact_widths sizes
+    each group's row at exactly max_num_blocks KV blocks, with no 128-token
+    alignment (Model Runner V2's rows)."""
     _kind = "multi-group table"
     _c = "clbt_multi_table_"
 
     def __init__(self, device, *, groups, max_num_reqs, max_num_batched_tokens,
                  cp_world_size=0, cp_rank=0, cp_interleave_size=0,
-                 commit_mode=CommitMode.AUTO, zero_gathered_tails=False):
+                 commit_mode=CommitMode.AUTO, zero_gathered_tails=False, exact_widths=False):
         groups = list(groups)
         configs = (GroupConfig * len(groups))(*[
             GroupConfig(block_size=g.block_size, kernel_block_size=g.kernel_block_size,
@@ -762,7 +764,8 @@ class MultiTable(_Rows):
             max_num_reqs=max_num_reqs, max_num_batched_tokens=max_num_batched_tokens,
             cp_world_size=cp_world_size, cp_rank=cp_rank,
             cp_interleave_size=cp_interleave_size, num_groups=len(groups), groups=configs,
-            commit_mode=int(commit_mode), zero_gathered_tails=int(zero_gathered_tails))
+            commit_mode=int(commit_mode), zero_gathered_tails=int(zero_gathered_tails),
+            exact_widths=int(exact_widths))
         out = c_void_p()
         _check(lib.clbt_multi_table_create(device._live(), byref(config), byref(out)))
         super().__init__(device, out.value, max_num_reqs, max_num_batched_tokens)
@@ -815,6 +818,48 @@ class MultiTable(_Rows):
     def add_rows(self, rows, counts, block_ids):
         """Table.add_rows for every group in one call."""
         self._rows(lib.clbt_multi_table_add_rows, rows, counts, block_ids)
+
+    def compute_step_host(self, num_reqs, query_start_loc, positions, *, idx_mapping=None,
+                          num_reqs_padded=0, flags=0, gathered_rows=None):
+        """Table.compute_step_host for every group in one call
+        (clbt_multi_table_compute_step_host): gathered_rows is None or one
+        array (or None) per group. Returns (one slot mapping per group,
+        None for a SlotMode.NONE group; one gathered table per group)."""
+        num_reqs = _u32(num_reqs, "num_reqs")
+        qsl_held, qsl, qsl_count = _array(query_start_loc, _INT32, "query_start_loc")
+        positions_held, address, num_tokens = _array(positions, _INT64, "positions")
+        idx_held, idx, idx_count = (None, None, None) if idx_mapping is None else \
+            _array(idx_mapping, _INT32, "idx_mapping")
+        for name, count in (("query_start_loc", qsl_count), ("idx_mapping", idx_count)):
+            needed = _needed(name, num_reqs, 0)
+            if count is not None and count < needed:
+                raise Error(_INVALID_ARGUMENT, "%s holds %d values; num_reqs %d needs %d" % (
+                    name, count, num_reqs, needed))
+        before = [None] * len(self.groups) if gathered_rows is None else list(gathered_rows)
+        if len(before) != len(self.groups):
+            raise Error(_INVALID_ARGUMENT, "gathered_rows has %d groups; the table has %d" % (
+                len(before), len(self.groups)))
+        slots, gathered = [], []
+        for g, (table, rows) in enumerate(zip(self.groups, before)):
+            shape = (self.max_num_reqs, table.width)
+            out = np.zeros(shape, np.int32)
+            if rows is not None:
+                if np.shape(rows) != shape:
+                    raise Error(_INVALID_ARGUMENT, "gathered_rows[%d] has shape %s; the group's "
+                                "is %s" % (g, np.shape(rows), shape))
+                out[:] = np.asarray(_array(rows, _INT32, "gathered_rows[%d]" % g)[0]).reshape(shape)
+            gathered.append(out)
+            slots.append(None if table.slot_mode == SlotMode.NONE else
+                         np.empty(self.max_num_batched_tokens, np.int64))
+        slot_addresses = array.array("Q", [0 if a is None else a.ctypes.data for a in slots])
+        gathered_addresses = array.array("Q", [a.ctypes.data for a in gathered])
+        step = MultiHostStep(flags=_u32(flags, "flags"), num_reqs=num_reqs,
+                             num_reqs_padded=_u32(num_reqs_padded, "num_reqs_padded"),
+                             num_tokens=num_tokens, query_start_loc=qsl, positions=address,
+                             idx_mapping=idx, slot_mappings=slot_addresses.buffer_info()[0],
+                             gathered_rows=gathered_addresses.buffer_info()[0])
+        _check(lib.clbt_multi_table_compute_step_host(self._live(), byref(step)))
+        return slots, gathered
 
     def _rows(self, function, rows, counts, block_ids):
         if len(counts) != len(self.groups) or len(block_ids) != len(self.groups):

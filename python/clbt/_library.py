@@ -49,7 +49,8 @@ class MultiTableConfig(_SizedConfig):
                 ("max_num_batched_tokens", c_uint32), ("cp_world_size", c_uint32),
                 ("cp_rank", c_uint32), ("cp_interleave_size", c_uint32),
                 ("num_groups", c_uint32), ("groups", POINTER(GroupConfig)),
-                ("commit_mode", c_int), ("zero_gathered_tails", c_uint32)]
+                ("commit_mode", c_int), ("zero_gathered_tails", c_uint32),
+                ("exact_widths", c_uint32), ("reserved", c_uint32)]
 
 
 class ExportRequest(ctypes.Structure):
@@ -83,6 +84,12 @@ class Step(_SizedConfig):
 class HostStep(_SizedConfig):
     """clbt_host_step (CLBT_HOST_STEP_INIT)."""
     _fields_ = _STEP_COUNTS + [("slot_mapping", c_void_p), ("gathered_rows", c_void_p)]
+
+
+class MultiHostStep(_SizedConfig):
+    """clbt_multi_host_step (CLBT_MULTI_HOST_STEP_INIT): one output array
+    per group, each an array of addresses."""
+    _fields_ = _STEP_COUNTS + [("slot_mappings", c_void_p), ("gathered_rows", c_void_p)]
 
 
 STEP_GATHER = 1  # CLBT_STEP_GATHER
@@ -138,6 +145,8 @@ _FUNCTIONS = {
     "clbt_table_export_buffers": (_status, (_handle, _pointer)),
     "clbt_table_gathered_rows": (_handle, (_handle,)),
     "clbt_table_compute_step_host": (_status, (_handle, _pointer)),
+    "clbt_multi_table_compute_step_host": (_status, (_handle, _pointer)),
+    "clbt_table_device_row_lengths": (_handle, (_handle,)),
 }
 for _kind in ("table", "multi_table"):
     _FUNCTIONS.update({

@@ -18,6 +18,7 @@ MIRRORS = {
     "clbt_export_buffers": _library.ExportBuffers,
     "clbt_step": _library.Step,
     "clbt_host_step": _library.HostStep,
+    "clbt_multi_host_step": _library.MultiHostStep,
 }
 
 
@@ -55,5 +56,5 @@ def test_sized_structs_carry_their_own_size():
     # what lets a newer library read them at this size (clbt.h, config structs)
     c = c_layouts()
     for struct in ("clbt_table_config", "clbt_group_config", "clbt_multi_table_config",
-                   "clbt_step", "clbt_host_step"):
+                   "clbt_step", "clbt_host_step", "clbt_multi_host_step"):
         assert MIRRORS[struct]().struct_size == c[struct]["sizeof"]
