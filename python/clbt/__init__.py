@@ -18,13 +18,16 @@ clbt.library_path says which one it loaded (docs/python.md).
 from . import _library
 from ._core import (PAD_SLOT_ID, CommitMode, Device, Error, Export, Group, MultiTable,
                     SlotMode, Table, devices)
+from ._device_array import DeviceArray, StackedDeviceArray
 from ._library import STEP_EXPORT, STEP_GATHER
 from ._opencl import release_event
 
 library_path = _library.path
 Error.__module__ = __name__  # shown as clbt.Error
+DeviceArray.__module__ = StackedDeviceArray.__module__ = __name__
 __version__ = _library.lib.clbt_version_string().decode()
 
-__all__ = ["CommitMode", "Device", "Error", "Export", "Group", "MultiTable", "PAD_SLOT_ID",
+__all__ = ["CommitMode", "Device", "DeviceArray", "Error", "Export", "Group", "MultiTable",
+           "PAD_SLOT_ID", "StackedDeviceArray",
            "STEP_EXPORT", "STEP_GATHER", "SlotMode", "Table", "devices", "library_path",
            "release_event"]
