@@ -273,36 +273,42 @@ class _Engine:
         checked against the row as the updates before it leave it. row is
         a checked index; overflow(row, g, length, width) makes the error
         of a row that would outgrow its width. Returns the row's lengths
-        before the update. Nothing is recorded when anything is refused."""
+        before the update. Nothing is recorded when anything is refused.
+        The hot path of a decode step: a list of Python ints per group is
+        checked in place; anything else goes through _ids."""
         if not self.open:
             self.table._live()  # raises: the table is closed
-        if type(block_ids) is not tuple and type(block_ids) is not list:
-            raise _wrong_type("block_ids must hold one list of ids per group (%d); got %r" % (
-                len(self.limits), block_ids))
         limits = self.limits
-        if len(block_ids) != len(limits):
+        if (type(block_ids) is not tuple and type(block_ids) is not list) or \
+                len(block_ids) != len(limits):
             raise _wrong_type("block_ids must hold one list of ids per group (%d); got %r" % (
                 len(limits), block_ids))
-        before = self.known.get(row)
+        known = self.known
+        before = known.get(row)
         if before is None:
             before = [lengths.item(row) for lengths in self.lengths]
         after = []
-        for g, (ids, (width, k, largest)) in enumerate(zip(block_ids, limits)):
+        g = 0
+        for ids in block_ids:
+            width, k, largest = limits[g]
             if type(ids) is list:
-                for b in ids:  # the common case: a list of Python ints
-                    if type(b) is not int or not 0 <= b <= largest:
+                for b in ids:
+                    if type(b) is not int or b < 0 or b > largest:
                         block_ids = _checked(block_ids, g, limits)
                         ids = block_ids[g]
                         break
             else:
                 block_ids = _checked(block_ids, g, limits)
                 ids = block_ids[g]
-            length = (0 if replace else before[g]) + len(ids) * k
+            length = len(ids) * k
+            if not replace:
+                length += before[g]
             if length > width:
                 raise overflow(row, g, length, width)
             after.append(length)
+            g += 1
         self.pending.append((row, replace, block_ids))
-        self.known[row] = after
+        known[row] = after
         return before
 
     def batch(self, rows, counts, block_ids, replace):
@@ -310,7 +316,10 @@ class _Engine:
         C call after the recorded updates: counts[g] and block_ids[g] are
         group g's, checked here for what C cannot check, that block_ids[g]
         holds the sum of counts[g] (C reads that many)."""
-        self.host()
+        if self.wanted is not self.layout:
+            self.relayout()
+        if self.pending:
+            self.apply_rows()
         if not self.open:
             self.table._live()  # raises: the table is closed
         groups = len(self.limits)
@@ -325,7 +334,7 @@ class _Engine:
             if group_counts.size != rows.size:
                 raise Error(_INVALID_ARGUMENT, "counts[%d] holds %d entries; rows holds %d" % (
                     g, group_counts.size, rows.size))
-            needed = int(group_counts.sum(dtype=np.uint64)) if group_counts.size else 0
+            needed = int(group_counts.sum()) if group_counts.size else 0  # uint64 sums
             if needed > group_ids.size:
                 raise Error(_INVALID_ARGUMENT, "block_ids[%d] holds %d ids; counts[%d] sum to "
                             "%d" % (g, group_ids.size, g, needed))
@@ -801,18 +810,20 @@ class MultiGroupBlockTable:
     def append_row(self, block_ids, row_idx):
         """Appends block_ids[g] to the row of every group g, all or
         nothing."""
-        self._update(block_ids, row_idx, False)
-
-    def add_row(self, block_ids, row_idx):
-        self._update(block_ids, row_idx, True)
-
-    def _update(self, block_ids, row_idx, replace):
         engine = self._engine
         if engine.wanted is not engine.layout:
             engine.relayout()
         if type(row_idx) is not int or not 0 <= row_idx < engine.max_num_reqs:
             row_idx = _row_index(row_idx, engine.max_num_reqs)
-        engine.update(row_idx, block_ids, replace, self._overflow)
+        engine.update(row_idx, block_ids, False, self._overflow)
+
+    def add_row(self, block_ids, row_idx):
+        engine = self._engine
+        if engine.wanted is not engine.layout:
+            engine.relayout()
+        if type(row_idx) is not int or not 0 <= row_idx < engine.max_num_reqs:
+            row_idx = _row_index(row_idx, engine.max_num_reqs)
+        engine.update(row_idx, block_ids, True, self._overflow)
 
     def _direct(self, function, *rows):
         engine = self._engine
