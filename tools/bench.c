@@ -21,7 +21,8 @@ static const char description[] =
     "decode step against vLLM's whole copy of the rows; one launch for 1, 2\n"
     "and 4 groups against group by group; host row operations per second;\n"
     "the attention export; and a whole serving step in the v1 and the\n"
-    "persistent model, with the gather, against an empty kernel.\n"
+    "persistent model, with the gather, against an empty kernel, with the\n"
+    "library's OpenCL calls in each step counted by function.\n"
     "Medians of N runs, ratios from interleaved runs; each ratio the project\n"
     "sets a target for is checked at the end.\n";
 
@@ -50,6 +51,14 @@ static void add_targets(bench *b) {
          b->four_groups_over_one, 1.3);
   target(section, "whole step / empty kernel, worst case and model",
          b->step_over_empty, 1.3);
+  target(section, "steady v1 or persistent step / empty kernel, worst",
+         b->steady_step_over_empty, 1.15);
+  target(section, "enqueue_step's host time / empty kernel's enqueue, worst",
+         b->step_enqueue_over_empty, 1.25);
+  target(section, "a step's OpenCL calls past issue 18's budget, worst",
+         b->step_calls_over_budget, 0);
+  target(section, "a step's clSetKernelArg calls, worst",
+         b->step_set_kernel_arg, 2);
 }
 
 /* Writes the report as JSON to path; false (with a message) if it cannot. */
@@ -71,7 +80,11 @@ int command_bench(int argc, char **argv) {
              .commit_bytes_over_seed = -1,
              .commit_over_small_write = -1,
              .four_groups_over_one = -1,
-             .step_over_empty = -1};
+             .step_over_empty = -1,
+             .steady_step_over_empty = -1,
+             .step_enqueue_over_empty = -1,
+             .step_calls_over_budget = -1,
+             .step_set_kernel_arg = -1};
   const cli_option options[] = {
       {"--runs", "N", "runs per figure, of which the median (default 300)",
        CLI_COUNT, &b.options.runs, 1, 1000000},

@@ -20,7 +20,7 @@
 /* Rows as wide as a context of this many tokens. */
 #define BENCH_MAX_MODEL_LEN 131072
 /* Calls one bench_time interleaves at most. */
-#define BENCH_MAX_CALLS 4
+#define BENCH_MAX_CALLS 6
 
 /* A batch shape, named as vLLM's Triton slot-mapping kernel's benchmark
    (tools/gpu_bench.sh) names it, so that figures compare by name. */
@@ -48,12 +48,14 @@ typedef struct bench {
   cl_program empty_program;
   cl_kernel empty;
   uint64_t rng;
+  double clock_start; /* of the call being timed */
   double *samples[BENCH_MAX_CALLS]; /* scratch, runs each */
   report *root;       /* the result */
   /* the figures the targets are set for; negative: not measured */
   double decode_call_over_empty, tokens_call_over_host_plus_empty;
   double commit_bytes_over_seed, commit_over_small_write;
-  double four_groups_over_one, step_over_empty;
+  double four_groups_over_one, step_over_empty, steady_step_over_empty;
+  double step_enqueue_over_empty, step_calls_over_budget, step_set_kernel_arg;
 } bench;
 
 /* ---- the harness (bench_harness.c) ----------------------------------------
@@ -91,12 +93,18 @@ typedef enum bench_measure {
 } bench_measure;
 
 /* One call bench_time runs: run(b, context, event) enqueues it; event is
-   NULL unless measure is BENCH_DEVICE, where run must set it. */
+   NULL unless measure is BENCH_DEVICE, where run must set it. A run that
+   measures only its end calls bench_restart_clock. */
 typedef struct bench_call {
   void (*run)(bench *b, void *context, cl_event *event);
   void *context;
   bench_measure measure;
 } bench_call;
+
+/* Leaves what the running call did so far out of its time, once the queue
+   has finished it: for a call whose setup (a step's row updates) must not
+   count. */
+void bench_restart_clock(bench *b);
 
 /* Runs the calls in turn, options.runs times (interleaved: a noisy machine
    moves them alike); medians[i] gets call i's median. */
@@ -132,6 +140,45 @@ void bench_free_batch(bench_batch *batch);
 report *bench_section(bench *b, const char *key, const char *caption);
 /* A record of a section, named. */
 report *bench_record(report *section, const char *name);
+
+/* ---- OpenCL calls per step (bench_calls.c) ---------------------------------
+ */
+
+/* The library's OpenCL calls in each step of a series, counted by the call
+   counter (call_counter.h) around the step's parts. A step is counted in
+   three marks: bench_calls_updates before its row updates,
+   bench_calls_step before clbt_multi_table_enqueue_step, bench_calls_done
+   after it, with the writes the bench itself made of the step's batch and
+   the block ids its row updates wrote. Each mark costs tens of
+   nanoseconds. Steps past capacity are not counted. */
+typedef struct bench_calls bench_calls;
+
+bench_calls *bench_calls_create(uint64_t capacity);
+void bench_calls_free(bench_calls *calls); /* NULL is fine */
+void bench_calls_updates(bench_calls *calls);
+void bench_calls_step(bench_calls *calls);
+void bench_calls_done(bench_calls *calls, uint32_t batch_writes,
+                      uint32_t changed_ids);
+
+/* Says in text which calls the series' steps made: per function, the
+   middle step's count; or that the build does not count. */
+void bench_calls_describe(const bench_calls *calls, char *text, size_t size);
+
+/* The series of a section, a row each, written when all have run (their
+   columns are every OpenCL function some row's steps called). */
+typedef struct bench_calls_table bench_calls_table;
+
+bench_calls_table *bench_calls_table_create(void);
+void bench_calls_table_free(bench_calls_table *table); /* NULL is fine */
+/* Summarises a series as the next row, named, and judges each of its
+   steps against issue 18's budget for a step's calls; exports: its steps
+   had CLBT_STEP_EXPORT. Adds nothing where the build does not count. */
+void bench_calls_table_add(bench_calls_table *table, const bench_calls *calls,
+                           const char *name, bool exports);
+/* Adds each row's counts to section (per function, the middle step's) and
+   its verdict to targets; sets b's worst figures. */
+void bench_calls_table_write(bench *b, const bench_calls_table *table,
+                             report *section, report *targets);
 
 /* ---- the sections -----------------------------------------------------------
  */

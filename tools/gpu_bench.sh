@@ -9,8 +9,12 @@
 # with the selftest on the GPU, runs the Triton anchor (which dumps its
 # inputs and outputs) and the seed's step, then clbt bench on the same
 # shapes, comparing slot ids with the Triton kernel's, and prints clbt's
-# step beside the seed's (tools/compare_step.py). Everything printed lands
-# in OUT_DIR.
+# step beside the seed's and MRV2's (tools/compare_step.py; MRV2's step
+# from MRV2_JSON when set, a file in seed_step.py's form measured in the
+# same call, otherwise issue 18's figures). The bench's step section also
+# counts the library's OpenCL calls per step on NVIDIA's driver where the
+# build could link the counted copy (its step_calls caption says so).
+# Everything printed lands in OUT_DIR.
 set -euo pipefail
 anchor=$1 out=$2 runs=${3:-2000}
 seed_step=$(dirname "$anchor")/seed_step.py
@@ -30,5 +34,6 @@ python3 "$seed_step" --iters "$runs" --json "$out/seed_step.json" |
   tee "$out/seed_step.txt"
 ./build-gpu/clbt bench --runs "$runs" --json "$out/bench.json" \
   --plot "$out/plot.dat" --compare /tmp/triton | tee "$out/bench.txt"
-python3 tools/compare_step.py "$out/seed_step.json" "$out/bench.json" |
+python3 tools/compare_step.py "$out/seed_step.json" "$out/bench.json" \
+  ${MRV2_JSON:+--mrv2 "$MRV2_JSON"} --json "$out/step.json" |
   tee "$out/step.txt"
