@@ -398,13 +398,14 @@ class _Engine:
         _batch_input gives them) go straight to C in a Step kept for the
         purpose; host arrays go through MultiTable.step, which uploads
         them."""
-        self.apply_rows()
+        if self.pending:
+            self.apply_rows()
         if type(query_start_loc) is int and type(positions) is int and \
                 (idx_mapping is None or type(idx_mapping) is int):
             step = self.step_struct
-            step.flags = _u32(flags, "flags")
+            step.flags = flags  # the facade's own values
             step.num_reqs = _u32(num_reqs, "num_reqs")
-            step.num_reqs_padded = _u32(num_reqs_padded, "num_reqs_padded")
+            step.num_reqs_padded = num_reqs_padded
             step.num_tokens = _u32(num_tokens, "num_tokens")
             step.query_start_loc, step.positions = query_start_loc, positions
             step.idx_mapping = idx_mapping
@@ -464,9 +465,11 @@ def _batch_input(value, name):
     CPU tensors, lists) and PyOpenCL arrays as they are; a DeviceArray by
     its buffer when it starts there and has no gaps, else by its
     contents."""
-    if isinstance(value, DeviceArray) and value.cl_offset == 0 and value.is_contiguous():
-        value._memory.ready()
-        return value.cl_mem
+    if type(value) is DeviceArray and value._offset == 0 and value.is_contiguous():
+        memory = value._memory
+        if memory.sync is not None:
+            memory.sync()
+        return memory.handle
     if isinstance(value, (DeviceArray, StackedDeviceArray)):
         return value.numpy()
     if _opencl.pyopencl is not None and isinstance(value, _opencl.pyopencl.array.Array):
@@ -872,7 +875,8 @@ class MultiGroupBlockTable:
         """Every group's slot mapping in one step, with an owed commit;
         inputs and departures as BlockTable.compute_slot_mapping's."""
         engine = self._engine
-        engine.relayout()
+        if engine.wanted is not engine.layout:
+            engine.relayout()
         count = _token_count(positions, num_tokens)
         query_start_loc = _batch_input(query_start_loc, "query_start_loc")
         positions = _batch_input(positions, "positions")
