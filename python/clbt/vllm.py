@@ -24,7 +24,7 @@ from vLLM; each method's docstring names its own.
 """
 import array
 import enum
-from ctypes import byref, c_uint32
+from ctypes import addressof, byref, c_char, c_uint32
 from itertools import chain
 
 import numpy as np
@@ -155,8 +155,8 @@ def _vector(values, dtype, name):
     """values as a 1-D contiguous array of dtype (uint32 or int32), as the
     batch calls hand it to C; refused when it is not one, or holds a value
     dtype cannot (a negative row, an id outside int32)."""
-    if type(values) is np.ndarray and values.dtype == dtype and values.ndim == 1 and \
-            values.flags.c_contiguous:
+    if type(values) is np.ndarray and values.dtype is dtype and values.ndim == 1 and \
+            values.strides[0] == 4:
         return values
     if isinstance(values, (int, float, str, bytes)) or not hasattr(values, "__len__"):
         raise _wrong_type("%s must be a 1-D array; got %s" % (name, type(values).__name__))
@@ -173,9 +173,25 @@ def _vector(values, dtype, name):
         status = _ROW_OUT_OF_RANGE if name == "rows" else _INVALID_BLOCK_ID \
             if name.startswith("block_ids") else _INVALID_ARGUMENT
         raise Error(status, "%s holds %d; %s takes [%d, %d]" % (
-            name, low if low < bounds.min else high, np.dtype(dtype).name, bounds.min,
-            bounds.max))
+            name, low if low < bounds.min else high, dtype.name, bounds.min, bounds.max))
     return np.ascontiguousarray(converted, dtype)
+
+
+_UINT32, _INT32 = np.dtype(np.uint32), np.dtype(np.int32)
+
+
+def _address(values):
+    """The address of a contiguous array's first element (the cheaper way
+    for a writable one)."""
+    try:
+        return addressof(c_char.from_buffer(values))
+    except (TypeError, ValueError):  # read-only, or empty
+        return values.ctypes.data
+
+
+def _total(counts):
+    """The sum of a uint32 array, as a Python int."""
+    return sum(counts.tolist()) if counts.size <= 256 else int(counts.sum())
 
 
 def _checked(block_ids, g, limits):
@@ -323,26 +339,26 @@ class _Engine:
         if not self.open:
             self.table._live()  # raises: the table is closed
         groups = len(self.limits)
-        rows = _vector(rows, np.uint32, "rows")
+        rows = _vector(rows, _UINT32, "rows")
         if isinstance(counts, (int, str, bytes)) or isinstance(block_ids, (int, str, bytes)) \
                 or len(counts) != groups or len(block_ids) != groups:
             raise _wrong_type("counts and block_ids need %d groups each" % groups)
         held, count_addresses, id_addresses = [], array.array("Q"), array.array("Q")
         for g in range(groups):
-            group_counts = _vector(counts[g], np.uint32, "counts[%d]" % g)
-            group_ids = _vector(block_ids[g], np.int32, "block_ids[%d]" % g)
+            group_counts = _vector(counts[g], _UINT32, "counts[%d]" % g)
+            group_ids = _vector(block_ids[g], _INT32, "block_ids[%d]" % g)
             if group_counts.size != rows.size:
                 raise Error(_INVALID_ARGUMENT, "counts[%d] holds %d entries; rows holds %d" % (
                     g, group_counts.size, rows.size))
-            needed = int(group_counts.sum()) if group_counts.size else 0  # uint64 sums
+            needed = _total(group_counts)
             if needed > group_ids.size:
                 raise Error(_INVALID_ARGUMENT, "block_ids[%d] holds %d ids; counts[%d] sum to "
                             "%d" % (g, group_ids.size, g, needed))
             held += (group_counts, group_ids)
-            count_addresses.append(group_counts.__array_interface__["data"][0])
-            id_addresses.append(group_ids.__array_interface__["data"][0])
+            count_addresses.append(_address(group_counts) if group_counts.size else 0)
+            id_addresses.append(_address(group_ids) if group_ids.size else 0)
         function = lib.clbt_multi_table_add_rows if replace else lib.clbt_multi_table_append_rows
-        _core._check(function(self.table._live(), rows.size, rows.__array_interface__["data"][0],
+        _core._check(function(self.table._live(), rows.size, _address(rows) if rows.size else None,
                               count_addresses.buffer_info()[0], id_addresses.buffer_info()[0]))
 
     def apply_rows(self):
@@ -695,7 +711,7 @@ class BlockTable:
         if self._owner is None:
             engine.batch(rows, (counts,), (block_ids,), replace)
             return
-        rows = _vector(rows, np.uint32, "rows")
+        rows = _vector(rows, _UINT32, "rows")
         every_count = [np.zeros(rows.size, np.uint32)] * len(engine.limits)
         every_id = [np.zeros(0, np.int32)] * len(engine.limits)
         every_count[self._g], every_id[self._g] = counts, block_ids
