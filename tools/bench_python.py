@@ -102,15 +102,15 @@ def load_vllm(path):
     """vLLM's block_table.py with stand-ins for what it imports; returns
     (module, torch device, whether its device work runs)."""
     import torch
+    triton = types.SimpleNamespace(jit=_jit)
+    tl = types.SimpleNamespace(constexpr=int)
     cuda = torch.cuda.is_available()
-    try:
-        import triton
-        import triton.language as tl
-    except ImportError:
-        cuda = False
-    if not cuda:
-        triton = types.SimpleNamespace(jit=_jit)
-        tl = types.SimpleNamespace(constexpr=int)
+    if cuda:
+        try:
+            import triton
+            import triton.language as tl
+        except ImportError:
+            cuda = False
 
     class CpuGpuBuffer:
         """vLLM's CpuGpuBuffer: a CPU tensor, its numpy view, a device

@@ -37,7 +37,6 @@ from ._library import STEP_GATHER, Step, lib
 __all__ = ["BlockTable", "BlockTables", "MultiGroupBlockTable", "PAD_SLOT_ID",
            "RowCapacityError", "SlotMappingMode", "get_block_table_width"]
 
-_NULL_ARGUMENT = -4001
 _INVALID_ARGUMENT = -4002
 _INVALID_CONFIG = -4003
 _ROW_OUT_OF_RANGE = -4005
@@ -500,6 +499,8 @@ def _token_count(positions, num_tokens):
         return num_tokens
     shape = getattr(positions, "shape", None)
     if shape is None:
+        if not hasattr(positions, "__len__"):
+            raise _wrong_type("positions must be an array; got %s" % type(positions).__name__)
         return len(positions)
     if len(shape) != 1:
         raise _wrong_type("positions must be 1-D; got shape %s" % (tuple(shape),))
