@@ -204,7 +204,9 @@ def test_widths_as_vllm_computes_them(device):
     assert vllm.get_block_table_width(1875, 64, 64) == 1876
     assert vllm.get_block_table_width(235, 256, 64) == 940
     one = vllm.MultiGroupBlockTable(2, 8, False, device, [64], [64], [1875])
-    assert one[0].get_device_tensor(2).shape == (2, 1876)
+    rows = one[0].get_device_tensor(2)
+    assert rows.shape == (2, 1876) and rows.stride() == (1876, 1)
+    assert not np.asarray(rows.cpu()).any()  # zero rows, read as vLLM's tensors are
     two = vllm.MultiGroupBlockTable(1, 1, False, device, [256], [64], [235])
     assert two[0].get_device_tensor(1).shape[1] == 940 == two[0].max_num_blocks_per_req
 
