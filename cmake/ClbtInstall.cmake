@@ -63,6 +63,7 @@ file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/python/_installed.py"
      "# Written by cmake --install: libclbt.so relative to this package.\n"
      "LIBRARY = \"${clbt_python_to_library}\"\n")
 install(DIRECTORY python/clbt DESTINATION "${CLBT_PYTHON_INSTALL_DIR}"
-        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+        FILES_MATCHING PATTERN "*.py" PATTERN "py.typed"
+        PATTERN "__pycache__" EXCLUDE)
 install(FILES "${CMAKE_CURRENT_BINARY_DIR}/python/_installed.py"
         DESTINATION "${CLBT_PYTHON_INSTALL_DIR}/clbt")

@@ -82,7 +82,8 @@ clbt_status clbt__check_batch_arguments(const clbt_table *table,
   if (!status)
     status = check_per_request(table, batch->idx_mapping, "idx_mapping",
                                batch->num_reqs);
-  if (!status) status = clbt__check_wait_list(num_events, wait_list);
+  if (!status)
+    status = clbt__check_wait_list(table->device, num_events, wait_list);
   return status;
 }
 

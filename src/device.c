@@ -66,6 +66,13 @@ done:
   return status;
 }
 
+clbt_status clbt__device_lock(clbt_device *device) {
+  if (mtx_lock(&device->programs_lock) != thrd_success)
+    return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY,
+                      "mtx_lock failed on the device's programs lock");
+  return CLBT_SUCCESS;
+}
+
 /* Makes a handle that holds a new reference to each of the three objects. */
 static clbt_status assemble(cl_context context, cl_device_id id,
                             cl_command_queue queue, clbt_device **out) {

@@ -8,6 +8,7 @@
  */
 #include "devices.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,66 @@ static char *field(clbt_device *device, clbt__setting which) {
                                       : device->cache_dir;
 }
 
+/* The prefix of the macros clbt's kernels and host agree on (cl/contract.h,
+   src/launch.c): clbt's alone to define. */
+#define RESERVED_PREFIX "CLBT_"
+
+/* Characters a compiler's option parser may drop or treat as word breaks. */
+static bool is_quote(char c) { return c == '"' || c == '\'' || c == '\\'; }
+
+static bool starts_word(const char *options, const char *at) {
+  return at == options || isspace((unsigned char)at[-1]) || is_quote(at[-1]);
+}
+
+/* True when name begins with RESERVED_PREFIX, quotes anywhere in it
+   skipped. */
+static bool is_reserved(const char *name) {
+  for (const char *prefix = RESERVED_PREFIX; *prefix; ++name) {
+    if (!*name) return false;
+    if (!is_quote(*name) && *name != *prefix++) return false;
+  }
+  return true;
+}
+
+/*
+ * The first -D or -U option that defines or undefines a CLBT_ name ("-D
+ * CLBT_X" with spaces, "'-DCLBT_X=1'", "-U\"CLBT_X\"" too), or NULL. Quotes
+ * are skipped rather than parsed, so that no quoting a compiler accepts
+ * hides a name; *name is set to the name's first character.
+ */
+static const char *reserved_define(const char *options, const char **name) {
+  for (const char *at = options; (at = strchr(at, '-')) != NULL; ++at) {
+    if ((at[1] != 'D' && at[1] != 'U') || !starts_word(options, at)) continue;
+    const char *n = at + 2;
+    while (isspace((unsigned char)*n) || is_quote(*n)) ++n;
+    if (is_reserved(n)) {
+      *name = n;
+      return at;
+    }
+  }
+  return NULL;
+}
+
+/*
+ * Build options may not define or undefine clbt's own macros: a kernel
+ * built with "-DCLBT_PAD_SLOT_ID=0" would make every pad a real KV slot.
+ * The build refuses them too (src/program.c), in whatever form a compiler
+ * takes them; this says so before any build, naming the option.
+ */
+static clbt_status check_options(const char *options, const char *name) {
+  const char *macro = NULL;
+  const char *option = options ? reserved_define(options, &macro) : NULL;
+  if (!option) return CLBT_SUCCESS;
+  int length = (int)strcspn(macro, " \t\n\v\f\r=\"'\\");
+  return clbt__fail(CLBT_INVALID_ARGUMENT,
+                    "%s %s %.*s: macros named " RESERVED_PREFIX
+                    "* are clbt's own (the contract between its host code and "
+                    "its kernels); build options may not define or undefine "
+                    "them",
+                    name, option[1] == 'D' ? "defines" : "undefines",
+                    length < 64 ? length : 64, macro);
+}
+
 /* Checks a value (NULL: none) for a setting; name says where it came from. */
 static clbt_status check(clbt__setting which, const char *value,
                          const char *name) {
@@ -44,7 +105,8 @@ static clbt_status check(clbt__setting which, const char *value,
     return clbt__fail(CLBT_INVALID_ARGUMENT,
                       "%s is %zu characters; at most %zu (%s - 1)", name,
                       length, settings[which].size - 1, settings[which].bound);
-  return CLBT_SUCCESS;
+  return which == CLBT__BUILD_OPTIONS ? check_options(value, name)
+                                      : CLBT_SUCCESS;
 }
 
 /* Stores a checked value; the caller holds the lock or owns the device. */
@@ -70,8 +132,8 @@ static clbt_status set(clbt_device *device, clbt__setting which,
                        const char *value) {
   if (!device) return clbt__fail(CLBT_NULL_ARGUMENT, "device is NULL");
   clbt_status status = check(which, value, settings[which].argument);
+  if (!status) status = clbt__device_lock(device);
   if (status) return status;
-  mtx_lock(&device->programs_lock);
   store(device, which, value);
   mtx_unlock(&device->programs_lock);
   return CLBT_SUCCESS;
@@ -82,10 +144,10 @@ static clbt_status get(clbt_device *device, clbt__setting which, char *buf,
   if (!device || !buf)
     return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
                       device ? "buf" : "device");
-  mtx_lock(&device->programs_lock);
+  clbt_status status = clbt__device_lock(device);
+  if (status) return status;
   const char *value = field(device, which);
   size_t length = strlen(value);
-  clbt_status status = CLBT_SUCCESS;
   if (length >= size)
     status = clbt__fail(CLBT_BUFFER_TOO_SMALL,
                         "size is %zu bytes; the %s needs %zu", size,

@@ -43,6 +43,13 @@ struct clbt_device {
 void clbt__device_retain(clbt_device *device);
 
 /*
+ * Takes the device's programs_lock: CLBT_SUCCESS, or
+ * CLBT_CL_OUT_OF_HOST_MEMORY (logged as an error) when mtx_lock fails,
+ * and then the lock is not held.
+ */
+clbt_status clbt__device_lock(clbt_device *device);
+
+/*
  * Gives a new handle the environment's settings (CLBT_BUILD_OPTIONS,
  * CLBT_CACHE_DIR); CLBT_INVALID_ARGUMENT for a value too long to keep.
  */
@@ -75,9 +82,12 @@ typedef enum clbt__source {
 
 /*
  * Returns the program of a source built with clbt's common options,
- * specific_options (shorter than CLBT__SPECIFIC_OPTIONS_SIZE) and the
- * device's build options, building and caching it on the first request;
- * the cache keeps the reference. Thread-safe.
+ * specific_options and the device's build options, building and caching it
+ * on the first request; the cache keeps the reference. specific_options
+ * are clbt's defines for the source, "-DNAME=VALUE" words separated by
+ * spaces (shorter than CLBT__SPECIFIC_OPTIONS_SIZE), which the compiler
+ * gets as #define lines in front of the source that no build option can
+ * change (program.c). Thread-safe.
  */
 clbt_status clbt__program_get(clbt_device *device, clbt__source source,
                               const char *specific_options,
@@ -109,8 +119,13 @@ void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
    number of work-groups. */
 size_t clbt__local_size(const clbt_device *device, size_t kernel_max_group);
 
-/* Checks an event wait list as clEnqueue* would, before anything runs. */
-clbt_status clbt__check_wait_list(cl_uint num_events,
+/*
+ * Checks an event wait list as clEnqueue* would, before anything runs:
+ * num_events and wait_list agree, and every event is one of the device's
+ * context (CLBT_CONTEXT_MISMATCH, naming its index).
+ */
+clbt_status clbt__check_wait_list(const clbt_device *device,
+                                  cl_uint num_events,
                                   const cl_event *wait_list);
 
 /*

@@ -179,7 +179,8 @@ clbt_status clbt__enqueue_commit(clbt_table *group, clbt_multi_table *engine,
   clbt__launch *launches = NULL;
   uint32_t count = 0;
   clbt_status status = clbt__check_batch(group, num_reqs, 0);
-  if (!status) status = clbt__check_wait_list(num_events, wait_list);
+  if (!status)
+    status = clbt__check_wait_list(group->device, num_events, wait_list);
   if (!status) status = clbt__launches_of(group, engine, &launches, &count);
   if (status) return status;
   clbt__sequence sequence = {group->device->queue, num_events, wait_list, NULL};

@@ -20,8 +20,9 @@
 
 static once_flag setup_once = ONCE_FLAG_INIT;
 static atomic_int current_level = CLBT_LOG_WARN;
-/* mtx_init cannot fail on the platforms we know; if it does, clbt logs to
-   stderr and ignores callbacks rather than lose messages. */
+/* mtx_init and mtx_lock cannot fail on the platforms we know; if they do,
+   clbt writes to stderr rather than lose a message or call a callback
+   unguarded, and keeps the callback it has. */
 static bool lock_ready;
 static mtx_t delivery_lock; /* guards callback and callback_user */
 static clbt_log_fn callback;
@@ -71,11 +72,10 @@ static void write_to_stderr(clbt_log_level level, const char *message,
 }
 
 static void deliver(clbt_log_level level, const char *message) {
-  if (!lock_ready) {
+  if (!lock_ready || mtx_lock(&delivery_lock) != thrd_success) {
     write_to_stderr(level, message, NULL);
     return;
   }
-  mtx_lock(&delivery_lock);
   if (callback)
     callback(level, message, callback_user);
   else
@@ -118,7 +118,11 @@ void clbt__log(clbt_log_level level, const char *format, ...) {
 void clbt_log_set_callback(clbt_log_fn new_callback, void *user) {
   call_once(&setup_once, setup);
   if (!lock_ready) return;
-  mtx_lock(&delivery_lock);
+  if (mtx_lock(&delivery_lock) != thrd_success) {
+    clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY,
+               "mtx_lock failed on the log's lock; the callback is unchanged");
+    return;
+  }
   callback = new_callback;
   callback_user = new_callback ? user : NULL;
   mtx_unlock(&delivery_lock);

@@ -39,12 +39,30 @@ void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
   *global_size = (groups ? groups : 1) * local;
 }
 
-clbt_status clbt__check_wait_list(cl_uint num_events,
+clbt_status clbt__check_wait_list(const clbt_device *device,
+                                  cl_uint num_events,
                                   const cl_event *wait_list) {
   if ((num_events == 0) != (wait_list == NULL))
     return clbt__fail(CLBT_INVALID_ARGUMENT,
                       "wait_list is %s with num_events %u",
                       wait_list ? "not NULL" : "NULL", (unsigned)num_events);
+  /* One query per event, so only when a list is given: OpenCL requires
+     CL_INVALID_CONTEXT for another context's event, and PoCL waits on one
+     without a word. */
+  for (cl_uint i = 0; i < num_events; ++i) {
+    cl_context context = NULL;
+    if (!wait_list[i])
+      return clbt__fail(CLBT_CL_INVALID_EVENT_WAIT_LIST,
+                        "wait_list[%u] is NULL", (unsigned)i);
+    cl_int error = clGetEventInfo(wait_list[i], CL_EVENT_CONTEXT,
+                                  sizeof context, &context, NULL);
+    if (error != CL_SUCCESS) return clbt__cl_fail(error, "clGetEventInfo");
+    if (context != device->context)
+      return clbt__fail(CLBT_CONTEXT_MISMATCH,
+                        "wait_list[%u] is an event of another OpenCL context "
+                        "than the table's device",
+                        (unsigned)i);
+  }
   return CLBT_SUCCESS;
 }
 

@@ -43,6 +43,8 @@ typedef struct fixture {
   cl_device_id sub_device;      /* a partition of the test device */
   cl_context sub_context;
   cl_command_queue sub_queue;
+  cl_event events[2];           /* complete: one of the device's context,
+                                   then one of other_context */
 } fixture;
 
 /* Rows 0-1 committed, row 2 edited after the commit: host and device
@@ -93,6 +95,14 @@ static void make_foreign_objects(fixture *f) {
   ck_assert_int_eq(error, CL_SUCCESS);
   f->sub_queue = clCreateCommandQueue(f->sub_context, f->sub_device, 0, &error);
   ck_assert_int_eq(error, CL_SUCCESS);
+  const cl_context contexts[] = {clbt_device_context(clbt_test_device()),
+                                 f->other_context};
+  for (int i = 0; i < 2; ++i) {
+    f->events[i] = clCreateUserEvent(contexts[i], &error);
+    ck_assert_int_eq(error, CL_SUCCESS);
+    ck_assert_int_eq(clSetUserEventStatus(f->events[i], CL_COMPLETE),
+                     CL_SUCCESS);
+  }
 }
 
 static fixture fixture_create(void) {
@@ -127,6 +137,8 @@ static void fixture_destroy(fixture *f) {
   clReleaseCommandQueue(f->foreign_queue);
   clReleaseCommandQueue(f->out_of_order_queue);
   clReleaseCommandQueue(f->sub_queue);
+  clReleaseEvent(f->events[0]);
+  clReleaseEvent(f->events[1]);
   clReleaseContext(f->sub_context);
   clReleaseDevice(f->sub_device);
   clReleaseContext(f->other_context);
@@ -214,11 +226,13 @@ typedef struct bad_input {
   const clbt_multi_table_config *multi_config;
   const char *selector;
   size_t size;          /* of the selector buffer */
-  size_t setting_length; /* a setter's value: this many characters */
+  size_t setting_length; /* a setter's value: this many characters, */
+  const char *setting;   /* or this text */
   queue_kind queue;
   uint32_t width_args[4]; /* max_num_blocks, block, kernel block, alignment */
   uint32_t num_events;  /* of an enqueue's wait list */
-  bool wait_list;       /* whether that list is given */
+  bool wait_list;       /* whether that list is given (of NULL events), */
+  bool foreign_event;   /* or is the fixture's events, the second foreign */
   size_t num_rows;      /* of a batch row update: its rows, and per group */
   const uint32_t *rows; /* its counts; the ids are ids[g], end to end */
   const uint32_t *row_counts[2];
@@ -687,6 +701,9 @@ static const bad_input cases[] = {
     BAD(TABLE_ENQUEUE_EXPORT, "wait list NULL with events",
         CLBT_INVALID_ARGUMENT, "wait_list is NULL with num_events 2", .a = 2,
         .num_events = 2),
+    BAD(TABLE_ENQUEUE_EXPORT, "an event of another context", CLBT_CONTEXT_MISMATCH,
+        "wait_list[1] is an event of another OpenCL context",
+        .a = 2, .num_events = 2, .foreign_event = true),
     BAD(MULTI_ENQUEUE_EXPORT, "NULL table", CLBT_NULL_ARGUMENT,
         "table is NULL", .null = NULL_HANDLE, .a = 2),
     BAD(MULTI_ENQUEUE_EXPORT, "NULL request", CLBT_NULL_ARGUMENT,
@@ -700,6 +717,9 @@ static const bad_input cases[] = {
     BAD(MULTI_ENQUEUE_EXPORT, "wait list without events",
         CLBT_INVALID_ARGUMENT, "wait_list is not NULL with num_events 0",
         .a = 2, .wait_list = true),
+    BAD(MULTI_ENQUEUE_EXPORT, "an event of another context", CLBT_CONTEXT_MISMATCH,
+        "wait_list[1] is an event of another OpenCL context",
+        .a = 2, .num_events = 2, .foreign_event = true),
     BAD(TABLE_EXPORT_BUFFERS, "NULL table", CLBT_NULL_ARGUMENT,
         "table is NULL", .null = NULL_HANDLE),
     BAD(TABLE_EXPORT_BUFFERS, "NULL out", CLBT_NULL_ARGUMENT, "out is NULL",
@@ -818,6 +838,9 @@ static const bad_input cases[] = {
     BAD(TABLE_ENQUEUE_STEP, "wait list NULL with events",
         CLBT_INVALID_ARGUMENT, "wait_list is NULL with num_events 2", .a = 1,
         .num_tokens = 1, .num_events = 2),
+    BAD(TABLE_ENQUEUE_STEP, "an event of another context", CLBT_CONTEXT_MISMATCH,
+        "wait_list[1] is an event of another OpenCL context",
+        .a = 1, .num_tokens = 1, .num_events = 2, .foreign_event = true),
     BAD(MULTI_ENQUEUE_STEP, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
         .null = NULL_HANDLE, .a = 1, .num_tokens = 1),
     BAD(MULTI_ENQUEUE_STEP, "NULL step", CLBT_NULL_ARGUMENT, "step is NULL",
@@ -833,6 +856,9 @@ static const bad_input cases[] = {
     BAD(MULTI_ENQUEUE_STEP, "wait list without events",
         CLBT_INVALID_ARGUMENT, "wait_list is not NULL with num_events 0", .a = 1,
         .num_tokens = 1, .wait_list = true),
+    BAD(MULTI_ENQUEUE_STEP, "an event of another context", CLBT_CONTEXT_MISMATCH,
+        "wait_list[1] is an event of another OpenCL context",
+        .a = 1, .num_tokens = 1, .num_events = 2, .foreign_event = true),
     BAD(MULTI_MOVE_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
         .null = NULL_HANDLE),
     BAD(MULTI_MOVE_ROW, "src out of range", CLBT_ROW_OUT_OF_RANGE,
@@ -882,6 +908,11 @@ static const bad_input cases[] = {
     BAD(TABLE_ENQUEUE_COMMIT, "a wait_list with no events",
         CLBT_INVALID_ARGUMENT, "wait_list is not NULL with num_events 0",
         .a = 1, .wait_list = true),
+    BAD(TABLE_ENQUEUE_COMMIT, "a NULL event", CLBT_CL_INVALID_EVENT_WAIT_LIST,
+        "wait_list[0] is NULL", .a = 3, .num_events = 2, .wait_list = true),
+    BAD(TABLE_ENQUEUE_COMMIT, "an event of another context", CLBT_CONTEXT_MISMATCH,
+        "wait_list[1] is an event of another OpenCL context",
+        .a = 3, .num_events = 2, .foreign_event = true),
     BAD(TABLE_ENQUEUE_SLOT_MAPPING, "NULL table", CLBT_NULL_ARGUMENT,
         "table is NULL", .null = NULL_HANDLE, .a = 1, .num_tokens = 1),
     BAD(TABLE_ENQUEUE_SLOT_MAPPING, "num_tokens above max_num_batched_tokens",
@@ -890,6 +921,9 @@ static const bad_input cases[] = {
     BAD(TABLE_ENQUEUE_SLOT_MAPPING, "NULL wait_list with events",
         CLBT_INVALID_ARGUMENT, "wait_list is NULL with num_events 1", .a = 1,
         .num_tokens = 1, .num_events = 1),
+    BAD(TABLE_ENQUEUE_SLOT_MAPPING, "an event of another context", CLBT_CONTEXT_MISMATCH,
+        "wait_list[1] is an event of another OpenCL context",
+        .a = 1, .num_tokens = 1, .num_events = 2, .foreign_event = true),
     BAD(TABLE_SET_COMMIT_MODE, "NULL table", CLBT_NULL_ARGUMENT,
         "table is NULL", .null = NULL_HANDLE),
     BAD(TABLE_SET_COMMIT_MODE, "a mode past the last", CLBT_INVALID_ARGUMENT,
@@ -905,6 +939,9 @@ static const bad_input cases[] = {
     BAD(MULTI_ENQUEUE_COMMIT, "a wait_list with no events",
         CLBT_INVALID_ARGUMENT, "wait_list is not NULL with num_events 0",
         .a = 1, .wait_list = true),
+    BAD(MULTI_ENQUEUE_COMMIT, "an event of another context", CLBT_CONTEXT_MISMATCH,
+        "wait_list[1] is an event of another OpenCL context",
+        .a = 3, .num_events = 2, .foreign_event = true),
     BAD(MULTI_ENQUEUE_SLOT_MAPPING, "NULL table", CLBT_NULL_ARGUMENT,
         "table is NULL", .null = NULL_HANDLE, .a = 1, .num_tokens = 1),
     BAD(MULTI_ENQUEUE_SLOT_MAPPING, "query_start_loc too small",
@@ -914,6 +951,9 @@ static const bad_input cases[] = {
     BAD(MULTI_ENQUEUE_SLOT_MAPPING, "NULL wait_list with events",
         CLBT_INVALID_ARGUMENT, "wait_list is NULL with num_events 3", .a = 1,
         .num_tokens = 1, .num_events = 3),
+    BAD(MULTI_ENQUEUE_SLOT_MAPPING, "an event of another context", CLBT_CONTEXT_MISMATCH,
+        "wait_list[1] is an event of another OpenCL context",
+        .a = 1, .num_tokens = 1, .num_events = 2, .foreign_event = true),
     BAD(LOG_SET_LEVEL, "a level past debug", CLBT_INVALID_ARGUMENT, "level 5",
         .a = 5),
     BAD(DEVICE_PROGRAM_OPTIONS, "NULL device", CLBT_NULL_ARGUMENT,
@@ -1054,6 +1094,14 @@ static const bad_input cases[] = {
         CLBT_INVALID_ARGUMENT,
         "options is 256 characters; at most 255 (CLBT_BUILD_OPTIONS_SIZE - 1)",
         .setting_length = CLBT_BUILD_OPTIONS_SIZE),
+    BAD(DEVICE_SET_BUILD_OPTIONS, "options that define clbt's pad id",
+        CLBT_INVALID_ARGUMENT,
+        "options defines CLBT_PAD_SLOT_ID: macros named CLBT_* are clbt's own",
+        .setting = "-cl-mad-enable -DCLBT_PAD_SLOT_ID=0"),
+    BAD(DEVICE_SET_BUILD_OPTIONS, "options that undefine a group's constants",
+        CLBT_INVALID_ARGUMENT,
+        "options undefines CLBT_GROUP_0: macros named CLBT_* are clbt's own",
+        .setting = "-U \"CLBT_GROUP_0\""),
     BAD(DEVICE_BUILD_OPTIONS, "NULL device", CLBT_NULL_ARGUMENT,
         "device is NULL", .null = NULL_HANDLE, .size = 64),
     BAD(DEVICE_BUILD_OPTIONS, "NULL buf", CLBT_NULL_ARGUMENT, "buf is NULL",
@@ -1261,6 +1309,7 @@ static clbt_status call_settings(const bad_input *c, outputs *out) {
   static char value[CLBT_CACHE_DIR_SIZE + 1];
   memset(value, 'x', c->setting_length);
   value[c->setting_length] = '\0';
+  if (c->setting) snprintf(value, sizeof value, "%s", c->setting);
   switch (c->function) {
   case DEVICE_SET_BUILD_OPTIONS:
     return clbt_device_set_build_options(device, value);
@@ -1273,13 +1322,19 @@ static clbt_status call_settings(const bad_input *c, outputs *out) {
   }
 }
 
+/* A case's wait list: none, NULL events (never waited on: such lists are
+   refused before they are read), or the fixture's events. */
+static const cl_event *pick_wait_list(const bad_input *c, const fixture *f) {
+  static const cl_event no_events[3] = {NULL, NULL, NULL};
+  if (c->foreign_event) return f->events;
+  return c->wait_list ? no_events : NULL;
+}
+
 /* The enqueuing calls, the commit mode and the log level, and the
    device's program list. */
 static clbt_status call_new(const bad_input *c, const fixture *f,
                             outputs *out) {
-  /* Never waited on: the lists are refused before they are read. */
-  static const cl_event no_events[3] = {NULL, NULL, NULL};
-  const cl_event *wait_list = c->wait_list ? no_events : NULL;
+  const cl_event *wait_list = pick_wait_list(c, f);
   clbt_table *table = c->null == NULL_HANDLE ? NULL : f->table;
   clbt_multi_table *multi = c->null == NULL_HANDLE ? NULL : f->multi;
   cl_mem qsl = pick_buffer(f, c->query_start_loc, false);
@@ -1345,7 +1400,6 @@ static clbt_status call_batch(const bad_input *c, const fixture *f) {
  */
 static clbt_status call_export(const bad_input *c, const fixture *f,
                                outputs *out) {
-  static const cl_event no_events[3] = {NULL, NULL, NULL};
   static const clbt_table_config none_config = {
       .block_size = 4, .max_num_reqs = 4, .max_num_blocks_per_req = 2,
       .max_num_batched_tokens = 8, .slot_mode = CLBT_SLOT_MODE_NONE};
@@ -1367,7 +1421,7 @@ static clbt_status call_export(const bad_input *c, const fixture *f,
                          ? pick_buffer(f, c->idx_mapping, false)
                          : NULL};
   const clbt_export_request *req = c->null == NULL_REQUEST ? NULL : &request;
-  const cl_event *wait_list = c->wait_list ? no_events : NULL;
+  const cl_event *wait_list = pick_wait_list(c, f);
   clbt_status status;
   if (c->function == TABLE_ENQUEUE_EXPORT)
     status = clbt_table_enqueue_export(table, req, c->num_events, wait_list,
@@ -1406,7 +1460,6 @@ static clbt_status call_export(const bad_input *c, const fixture *f,
 
 /* The device step, through the fixture's buffers or those the case picks. */
 static clbt_status call_step(const bad_input *c, const fixture *f) {
-  static const cl_event no_events[3] = {NULL, NULL, NULL};
   GROWN_STEP(clbt_step, grown, c);
   grown.step.query_start_loc =
       c->null == NULL_QUERY_START_LOC
@@ -1416,7 +1469,7 @@ static clbt_status call_step(const bad_input *c, const fixture *f) {
       c->null == NULL_POSITIONS ? NULL : pick_buffer(f, c->positions, true);
   grown.step.idx_mapping = pick_buffer(f, c->step_idx_mapping, false);
   const clbt_step *given = c->null == NULL_REQUEST ? NULL : &grown.step;
-  const cl_event *wait_list = c->wait_list ? no_events : NULL;
+  const cl_event *wait_list = pick_wait_list(c, f);
   if (c->function == MULTI_ENQUEUE_STEP)
     return clbt_multi_table_enqueue_step(
         c->null == NULL_HANDLE ? NULL : f->multi, given, c->num_events,

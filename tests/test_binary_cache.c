@@ -215,11 +215,11 @@ END_TEST
 
 /* An entry copied under another entry's name is refused by its key. */
 START_TEST(entry_under_another_name_is_rebuilt) {
-  setenv("CLBT_BUILD_OPTIONS", "-DCLBT_TEST_VARIANT=1", 1);
+  setenv("CLBT_BUILD_OPTIONS", "-DTEST_VARIANT=1", 1);
   prepare_and_check();
   char first[1024] = "";
   ck_assert_int_eq(clbt_test_count_files(directory, first, sizeof first), 1);
-  setenv("CLBT_BUILD_OPTIONS", "-DCLBT_TEST_VARIANT=2", 1);
+  setenv("CLBT_BUILD_OPTIONS", "-DTEST_VARIANT=2", 1);
   prepare_and_check();
   ck_assert_int_eq(clbt_test_count_files(directory, NULL, 0), 2);
   char second[1024] = "";
@@ -264,7 +264,7 @@ END_TEST
 
 START_TEST(key_covers_the_options) {
   prepare_and_check();
-  setenv("CLBT_BUILD_OPTIONS", "-DCLBT_TEST_VARIANT=3", 1);
+  setenv("CLBT_BUILD_OPTIONS", "-DTEST_VARIANT=3", 1);
   prepare_and_check();
   ck_assert(logged(CLBT_LOG_DEBUG, "built a program from source"));
   ck_assert_int_eq(clbt_test_count_files(directory, NULL, 0), 2);

@@ -13,8 +13,8 @@ static const clbt_table_config config = {.block_size = 16,
                                          .max_num_blocks_per_req = 2,
                                          .max_num_batched_tokens = 4};
 
-/* The kernel's own #error refuses nine groups: a build with it fails. */
-#define BREAKING_OPTIONS "-DCLBT_NUM_GROUPS=9"
+/* Makes every kernel's __kernel an unknown type: a build with it fails. */
+#define BREAKING_OPTIONS "-D__kernel=not_a_type"
 
 static clbt_device *open_device(void) {
   clbt_device *device = NULL;
@@ -51,10 +51,10 @@ static char *repeated(char c, size_t length) {
 
 /* Each handle takes the environment as it is when the handle is made. */
 START_TEST(environment_is_read_when_a_handle_is_made) {
-  setenv("CLBT_BUILD_OPTIONS", "-DCLBT_TEST_FIRST=1", 1);
+  setenv("CLBT_BUILD_OPTIONS", "-DTEST_FIRST=1", 1);
   setenv("CLBT_CACHE_DIR", "/tmp/clbt-settings-first", 1);
   clbt_device *first = open_device();
-  setenv("CLBT_BUILD_OPTIONS", "-DCLBT_TEST_SECOND=2", 1);
+  setenv("CLBT_BUILD_OPTIONS", "-DTEST_SECOND=2", 1);
   setenv("CLBT_CACHE_DIR", "/tmp/clbt-settings-second", 1);
   clbt_device *second = NULL;
   clbt_device *test_device = clbt_test_device();
@@ -64,9 +64,9 @@ START_TEST(environment_is_read_when_a_handle_is_made) {
   unsetenv("CLBT_BUILD_OPTIONS");
   unsetenv("CLBT_CACHE_DIR");
   clbt_device *third = open_device();
-  assert_options(first, "-DCLBT_TEST_FIRST=1");
+  assert_options(first, "-DTEST_FIRST=1");
   assert_cache_dir(first, "/tmp/clbt-settings-first");
-  assert_options(second, "-DCLBT_TEST_SECOND=2");
+  assert_options(second, "-DTEST_SECOND=2");
   assert_cache_dir(second, "/tmp/clbt-settings-second");
   assert_options(third, "");
   assert_cache_dir(third, "");
@@ -99,7 +99,7 @@ END_TEST
 START_TEST(handles_build_with_their_own_options) {
   clbt_device *broken = open_device(), *marked = open_device();
   clbt_assert_ok(clbt_device_set_build_options(broken, BREAKING_OPTIONS));
-  clbt_assert_ok(clbt_device_set_build_options(marked, "-DCLBT_TEST_MARK=3"));
+  clbt_assert_ok(clbt_device_set_build_options(marked, "-DTEST_MARK=3"));
   clbt_assert_fails(clbt_table_prepare(broken, &config),
                     CLBT_CL_BUILD_PROGRAM_FAILURE, BREAKING_OPTIONS);
   clbt_assert_ok(clbt_table_prepare(marked, &config));
@@ -107,7 +107,7 @@ START_TEST(handles_build_with_their_own_options) {
   ck_assert_uint_eq(clbt_device_program_count(marked), 1);
   char options[CLBT_PROGRAM_OPTIONS_SIZE];
   newest_program_options(marked, options);
-  ck_assert_msg(strstr(options, " -DCLBT_TEST_MARK=3"), "%s", options);
+  ck_assert_msg(strstr(options, " -DTEST_MARK=3"), "%s", options);
   ck_assert_ptr_null(strstr(options, BREAKING_OPTIONS));
   clbt_device_release(broken);
   clbt_device_release(marked);
@@ -175,15 +175,15 @@ START_TEST(new_options_reach_later_builds_only) {
   clbt_assert_ok(clbt_device_set_build_options(device, BREAKING_OPTIONS));
   map_empty_batch(device, table);
   ck_assert_uint_eq(clbt_device_program_count(device), 1);
-  clbt_assert_ok(clbt_device_set_build_options(device, "-DCLBT_TEST_LATER=4"));
+  clbt_assert_ok(clbt_device_set_build_options(device, "-DTEST_LATER=4"));
   clbt_assert_ok(clbt_table_prepare(device, &config));
   ck_assert_uint_eq(clbt_device_program_count(device), 2);
   char options[CLBT_PROGRAM_OPTIONS_SIZE];
   newest_program_options(device, options);
-  ck_assert_msg(strstr(options, " -DCLBT_TEST_LATER=4"), "%s", options);
+  ck_assert_msg(strstr(options, " -DTEST_LATER=4"), "%s", options);
   clbt_assert_ok(clbt_device_program_options(device, 1, options,
                                              sizeof options));
-  ck_assert_ptr_null(strstr(options, "-DCLBT_TEST"));
+  ck_assert_ptr_null(strstr(options, "-DTEST_"));
   clbt_assert_ok(clbt_device_set_build_options(device, NULL));
   assert_options(device, "");
   clbt_assert_ok(clbt_table_prepare(device, &config));
@@ -199,7 +199,7 @@ END_TEST
  */
 START_TEST(settings_are_bounded) {
   clbt_device *device = open_device();
-  clbt_assert_ok(clbt_device_set_build_options(device, "-DCLBT_TEST_KEPT=5"));
+  clbt_assert_ok(clbt_device_set_build_options(device, "-DTEST_KEPT=5"));
   clbt_assert_ok(clbt_device_set_cache_dir(device, "/tmp/clbt-kept"));
   char *options = repeated('o', CLBT_BUILD_OPTIONS_SIZE);
   char *directory = repeated('d', CLBT_CACHE_DIR_SIZE);
@@ -214,7 +214,7 @@ START_TEST(settings_are_bounded) {
            CLBT_CACHE_DIR_SIZE, CLBT_CACHE_DIR_SIZE - 1);
   clbt_assert_fails(clbt_device_set_cache_dir(device, directory),
                     CLBT_INVALID_ARGUMENT, message);
-  assert_options(device, "-DCLBT_TEST_KEPT=5");
+  assert_options(device, "-DTEST_KEPT=5");
   assert_cache_dir(device, "/tmp/clbt-kept");
   /* One character fewer is kept whole, and read back whole. */
   options[CLBT_BUILD_OPTIONS_SIZE - 1] = '\0';
@@ -267,6 +267,97 @@ START_TEST(environment_over_the_bound_fails_the_open) {
 END_TEST
 
 /*
+ * Options that define or undefine a CLBT_ macro, in every form a compiler
+ * might take, and the macro each names: all are refused, and the options
+ * stay as they were.
+ */
+static const struct {
+  const char *options, *message;
+} reserved_options[] = {
+    {"-DCLBT_PAD_SLOT_ID=0", "options defines CLBT_PAD_SLOT_ID: "},
+    {"-cl-mad-enable -DCLBT_GROUP_0=32,1,1,0,1,1,0",
+     "options defines CLBT_GROUP_0: "},
+    {"-D CLBT_QSL_IN_LOCAL=1", "options defines CLBT_QSL_IN_LOCAL: "},
+    {"-D\t\"CLBT_INLINE_WORDS=512\"", "options defines CLBT_INLINE_WORDS: "},
+    {"\"-DCLBT_NUM_GROUPS=2\"", "options defines CLBT_NUM_GROUPS: "},
+    {"'-D' 'CLBT_GROUP_1=16,1,1,0,1,1,0'", "options defines CLBT_GROUP_1: "},
+    {"-DCL\"BT_\"PAD_SLOT_ID=0", "options defines CL: "},
+    {"-UCLBT_PAD_SLOT_ID", "options undefines CLBT_PAD_SLOT_ID: "},
+    {"-w -U CLBT_NUM_GROUPS", "options undefines CLBT_NUM_GROUPS: "},
+    {"-DCLBT_ANY_NAME", "options defines CLBT_ANY_NAME: "},
+};
+
+START_TEST(options_may_not_define_clbt_macros) {
+  clbt_device *device = open_device();
+  clbt_assert_ok(clbt_device_set_build_options(device, "-DTEST_KEPT=6"));
+  size_t count = sizeof reserved_options / sizeof reserved_options[0];
+  for (size_t i = 0; i < count; ++i) {
+    clbt_assert_fails(
+        clbt_device_set_build_options(device, reserved_options[i].options),
+        CLBT_INVALID_ARGUMENT, reserved_options[i].message);
+    ck_assert_ptr_nonnull(strstr(clbt_last_error(),
+                                 "macros named CLBT_* are clbt's own"));
+    assert_options(device, "-DTEST_KEPT=6");
+  }
+  /* A name that only contains CLBT_, or a value, is the caller's. */
+  clbt_assert_ok(clbt_device_set_build_options(
+      device, "-DMY_CLBT_FLAG=1 -DFLAG=CLBT_VALUE -DX-DCLBT_Y"));
+  clbt_device_release(device);
+}
+END_TEST
+
+/* The same options in the environment fail the open, naming it. */
+START_TEST(environment_may_not_define_clbt_macros) {
+  clbt_device *test_device = clbt_test_device();
+  setenv("CLBT_BUILD_OPTIONS", "-cl-mad-enable -D CLBT_PAD_SLOT_ID=0", 1);
+  clbt_device *device = NULL;
+  clbt_status opened = clbt_device_open(NULL, &device);
+  ck_assert_int_eq(opened, CLBT_INVALID_ARGUMENT);
+  ck_assert_ptr_null(device);
+  clbt_status wrapped = clbt_device_wrap(
+      clbt_device_context(test_device), clbt_device_id(test_device),
+      clbt_device_queue(test_device), &device);
+  unsetenv("CLBT_BUILD_OPTIONS");
+  clbt_assert_fails(wrapped, CLBT_INVALID_ARGUMENT,
+                    "CLBT_BUILD_OPTIONS defines CLBT_PAD_SLOT_ID: ");
+  ck_assert_ptr_null(device);
+}
+END_TEST
+
+/*
+ * The finding of issue 20: with the pad id and block size of a build
+ * option, a table of block size 16 gave the pad slot 0 and mapped position
+ * 3 of block 5 to 5 * 32 + 3 = 163. Refused, they change nothing: the
+ * token gets 5 * 16 + 3 = 83, the rest CLBT_PAD_SLOT_ID.
+ */
+START_TEST(refused_options_change_no_slot) {
+  clbt_device *device = clbt_test_device();
+  clbt_assert_fails(clbt_device_set_build_options(
+                        device, "-DCLBT_PAD_SLOT_ID=0 "
+                                "-DCLBT_GROUP_0=32,1,1,0,1,1,0"),
+                    CLBT_INVALID_ARGUMENT, "CLBT_PAD_SLOT_ID");
+  clbt_table *table = NULL;
+  clbt_assert_ok(clbt_table_create(device, &config, &table));
+  clbt_assert_ok(clbt_table_append_row(table, 0, (const int32_t[]){5}, 1));
+  clbt_assert_ok(clbt_table_commit(table, 1));
+  const cl_int query_start_loc[] = {0, 1};
+  const cl_long positions[] = {3};
+  cl_mem starts = clbt_test_buffer(sizeof query_start_loc, query_start_loc);
+  cl_mem at = clbt_test_buffer(sizeof positions, positions);
+  cl_long slots[4];
+  cl_mem mapping = clbt_table_slot_mapping(table);
+  clbt_test_poison(mapping, 4);
+  clbt_assert_ok(clbt_table_compute_slot_mapping(table, 1, starts, at, 1));
+  clbt_test_read(mapping, sizeof slots, slots);
+  ck_assert_int_eq(slots[0], 83);
+  for (int t = 1; t < 4; ++t) ck_assert_int_eq(slots[t], CLBT_PAD_SLOT_ID);
+  clReleaseMemObject(starts);
+  clReleaseMemObject(at);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+/*
  * The longest program options there are fit CLBT_PROGRAM_OPTIONS_SIZE:
  * CLBT_MAX_LAUNCH_GROUPS groups whose five numbers have ten digits each
  * (block size 2^31, kernel blocks per block 2^30, CP world 4000000000,
@@ -276,7 +367,7 @@ END_TEST
 START_TEST(longest_options_fit) {
   clbt_device *device = open_device();
   char *padding = repeated('x', CLBT_BUILD_OPTIONS_SIZE - 1);
-  memcpy(padding, "-DCLBT_TEST_PAD=", 16);
+  memcpy(padding, "-DTEST_PAD=", 11);
   clbt_assert_ok(clbt_device_set_build_options(device, padding));
   clbt_group_config groups[CLBT_MAX_LAUNCH_GROUPS];
   for (int g = 0; g < CLBT_MAX_LAUNCH_GROUPS; ++g)
@@ -311,6 +402,9 @@ int main(void) {
   tcase_add_test(tc, settings_are_bounded);
   tcase_add_test(tc, environment_over_the_bound_fails_the_open);
   tcase_add_test(tc, longest_options_fit);
+  tcase_add_test(tc, options_may_not_define_clbt_macros);
+  tcase_add_test(tc, environment_may_not_define_clbt_macros);
+  tcase_add_test(tc, refused_options_change_no_slot);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

@@ -284,7 +284,7 @@ static clbt_status clear_multi(scenario *s) {
 /* Builds with options the compiler rejects, so the build log is read. */
 static clbt_status prepare_broken_build(scenario *s) {
   clbt_assert_ok(
-      clbt_device_set_build_options(s->device, "-DCLBT_NUM_GROUPS=9"));
+      clbt_device_set_build_options(s->device, "-D__kernel=not_a_type"));
   clbt_status status = clbt_table_prepare(s->device, &table_config);
   clbt_assert_ok(clbt_device_set_build_options(s->device, NULL));
   return status;

@@ -148,7 +148,7 @@ START_TEST(debug_reports_each_build) {
   start_capture(CLBT_LOG_DEBUG);
   clbt_assert_ok(clbt_table_prepare(device, &config));
   clbt_assert_ok(clbt_table_prepare(device, &config));
-  clbt_assert_ok(clbt_device_set_build_options(device, "-DCLBT_TEST_MARK=7"));
+  clbt_assert_ok(clbt_device_set_build_options(device, "-DTEST_MARK=7"));
   clbt_assert_ok(clbt_table_prepare(device, &config));
   stop_capture();
   ck_assert_int_eq(messages.count, 2);
@@ -164,11 +164,11 @@ START_TEST(debug_reports_each_build) {
   ck_assert_ptr_nonnull(strstr(messages.texts[0], " ms; "));
   ck_assert_ptr_null(strstr(messages.texts[0], "appended"));
   snprintf(quoted, sizeof quoted, "options '%s'", options[0]);
-  ck_assert_ptr_nonnull(strstr(options[0], "-DCLBT_TEST_MARK=7"));
+  ck_assert_ptr_nonnull(strstr(options[0], "-DTEST_MARK=7"));
   ck_assert_ptr_nonnull(strstr(messages.texts[1], quoted));
   ck_assert_ptr_nonnull(strstr(
       messages.texts[1],
-      "(the device's build options '-DCLBT_TEST_MARK=7' appended)"));
+      "(the device's build options '-DTEST_MARK=7' appended)"));
   clbt_device_release(device);
 }
 END_TEST

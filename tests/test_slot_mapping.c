@@ -22,54 +22,56 @@ static void run_kernel(clbt_table *table, uint32_t num_reqs,
   if (positions_buffer) clReleaseMemObject(positions_buffer);
 }
 
-static void run_worked_examples(void) {
+/* The worked examples, each on a table of at least min_num_reqs requests
+   (the examples' own sizes change no slot). */
+static void run_worked_examples(uint32_t min_num_reqs) {
   size_t count = 0;
   const clbt_worked_example *examples = clbt_worked_examples(&count);
   for (size_t e = 0; e < count; ++e) {
-    const clbt_worked_example *example = &examples[e];
-    uint32_t max_tokens = example->config.max_num_batched_tokens;
-    clbt_table *table = clbt_worked_example_table(example, true);
+    clbt_worked_example example = examples[e];
+    if (example.config.max_num_reqs < min_num_reqs)
+      example.config.max_num_reqs = min_num_reqs;
+    uint32_t max_tokens = example.config.max_num_batched_tokens;
+    clbt_table *table = clbt_worked_example_table(&example, true);
     int64_t *slots = malloc(max_tokens * sizeof *slots);
     ck_assert_ptr_nonnull(slots);
-    run_kernel(table, example->num_reqs, example->query_start_loc,
-               example->positions, example->num_tokens, slots, max_tokens);
+    run_kernel(table, example.num_reqs, example.query_start_loc,
+               example.positions, example.num_tokens, slots, max_tokens);
     for (uint32_t t = 0; t < max_tokens; ++t) {
-      int64_t expected = clbt_worked_example_slot(example, t);
+      int64_t expected = clbt_worked_example_slot(&example, t);
       ck_assert_msg(slots[t] == expected, "%s: slot[%u] is %lld, expected %lld",
-                    example->name, t, (long long)slots[t], (long long)expected);
+                    example.name, t, (long long)slots[t], (long long)expected);
     }
     uint32_t rejected = 0;
     clbt_assert_ok(clbt_table_read_rejected_tokens(table, &rejected));
-    ck_assert_msg(rejected == example->rejected, "%s: %u rejected, expected %u",
-                  example->name, rejected, example->rejected);
+    ck_assert_msg(rejected == example.rejected, "%s: %u rejected, expected %u",
+                  example.name, rejected, example.rejected);
     free(slots);
     clbt_table_destroy(table);
   }
 }
 
-START_TEST(worked_examples_on_the_device) { run_worked_examples(); }
+START_TEST(worked_examples_on_the_device) { run_worked_examples(0); }
 END_TEST
 
-/* Batches too large for local memory search query_start_loc in global
-   memory; a later -D forces that variant on any device. */
-#define GLOBAL_MEMORY_OPTION "-DCLBT_QSL_IN_LOCAL=0"
-static void search_global_memory(void) {
-  clbt_assert_ok(
-      clbt_device_set_build_options(clbt_test_device(), GLOBAL_MEMORY_OPTION));
-}
-
-/* A failing check leaves the test early: the fixture still restores. */
-static void search_local_memory(void) {
-  clbt_assert_ok(clbt_device_set_build_options(clbt_test_device(), NULL));
-}
-
+/*
+ * A table whose query_start_loc (max_num_reqs + 1 ints) takes more than a
+ * quarter of the device's local memory searches it in global memory
+ * (docs/design.md): local_mem_size / 16 requests are one int too many.
+ */
 START_TEST(worked_examples_searching_global_memory) {
-  run_worked_examples();
-  /* The kernels ran were built with the option (the newest program). */
+  cl_ulong local_mem_size = 0;
+  ck_assert_int_eq(clGetDeviceInfo(clbt_device_id(clbt_test_device()),
+                                   CL_DEVICE_LOCAL_MEM_SIZE,
+                                   sizeof local_mem_size, &local_mem_size,
+                                   NULL),
+                   CL_SUCCESS);
+  run_worked_examples((uint32_t)(local_mem_size / 16));
+  /* The kernels ran were built for global memory (the newest program). */
   char options[CLBT_PROGRAM_OPTIONS_SIZE];
   clbt_assert_ok(clbt_device_program_options(clbt_test_device(), 0, options,
                                              sizeof options));
-  ck_assert_msg(strstr(options, " " GLOBAL_MEMORY_OPTION), "%s", options);
+  ck_assert_msg(strstr(options, " -DCLBT_QSL_IN_LOCAL=0 "), "%s", options);
 }
 END_TEST
 
@@ -203,10 +205,6 @@ int main(void) {
   tcase_add_test(tc, rejected_count_accumulates_and_resets);
   tcase_add_test(tc, cp_partition);
   suite_add_tcase(suite, tc);
-  TCase *global = tcase_create("query_start_loc in global memory");
-  tcase_set_timeout(global, 0);
-  tcase_add_checked_fixture(global, search_global_memory, search_local_memory);
-  tcase_add_test(global, worked_examples_searching_global_memory);
-  suite_add_tcase(suite, global);
+  tcase_add_test(tc, worked_examples_searching_global_memory);
   return clbt_test_run(suite);
 }

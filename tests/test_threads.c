@@ -186,8 +186,8 @@ END_TEST
  * was built with one whole value (its options end with one or the other),
  * so there are four to eight programs.
  */
-#define SETTING_A "-DCLBT_TEST_SETTING=1"
-#define SETTING_B "-DCLBT_TEST_SETTING=22222"
+#define SETTING_A "-DTEST_SETTING=1"
+#define SETTING_B "-DTEST_SETTING=22222"
 enum { SETTING_CHANGES = 200 };
 
 typedef struct setter {

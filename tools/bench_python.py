@@ -153,11 +153,10 @@ def device_array(device, values):
     """values copied into a new device buffer, as a clbt DeviceArray."""
     context = lib.clbt_device_context(device._live())
     queue = lib.clbt_device_queue(device._live())
-    handle = _opencl.create_buffer(context, values.nbytes)
-    _opencl.write(queue, handle, values.ctypes.data, values.nbytes)
-    device.finish()
-    memory = Memory(handle, queue, lib.clbt_device_id(device._live()), values.nbytes)
-    _opencl.release_buffer(handle)  # the Memory holds its own reference
+    buffer = _opencl.create_buffer(context, values.nbytes)
+    _opencl.write(queue, buffer.int_ptr, values.ctypes.data, values.nbytes).wait()
+    memory = Memory(buffer.int_ptr, queue, lib.clbt_device_id(device._live()), values.nbytes)
+    buffer.close()  # the Memory holds its own reference
     return DeviceArray(memory, values.shape, values.dtype)
 
 

@@ -19,6 +19,15 @@
  *     that the device then holds exactly the host's rows and lengths. An
  *     upload that fails after its call returned (its wait list failed) is
  *     found and sent again by a later commit.
+ *   - Every call that takes a wait list (num_events, wait_list) refuses,
+ *     before it enqueues anything, one that is NULL with num_events > 0 or
+ *     given with num_events 0 (CLBT_INVALID_ARGUMENT), a NULL event in it
+ *     (CLBT_CL_INVALID_EVENT_WAIT_LIST), and an event of another context
+ *     than the device's (CLBT_CONTEXT_MISMATCH), naming the event's index,
+ *     as it refuses another context's buffers.
+ *   - A lock clbt takes that fails (mtx_lock, which no platform we know
+ *     fails) fails the call with CLBT_CL_OUT_OF_HOST_MEMORY, changing
+ *     nothing; the few functions that cannot fail say what they do.
  *   - No enqueue_ call, and no plain commit or compute_slot_mapping, waits
  *     for the device. The calls that do wait say so: destroy,
  *     read_rejected_tokens.
@@ -256,7 +265,9 @@ typedef void (*clbt_log_fn)(clbt_log_level level, const char *message,
  * stderr ("clbt: <level>: <message>"). clbt calls the callback from
  * whichever thread logs, one message at a time; once this returns, the
  * previous callback is not called again. The callback may call clbt,
- * including this function.
+ * including this function. Should the log's lock fail (mtx_lock), the
+ * callback stays as it was, clbt_last_error says so and the error is
+ * logged; messages meanwhile go to stderr, never to a callback unguarded.
  */
 CLBT_API void clbt_log_set_callback(clbt_log_fn callback, void *user);
 
@@ -305,8 +316,9 @@ typedef struct clbt_device clbt_device;
  * quotes it and lists the devices there are), CLBT_CL_PLATFORM_NOT_FOUND_KHR
  * when no OpenCL driver is installed, CLBT_UNSUPPORTED_DEVICE for a device
  * without OpenCL C 1.2 (or without 64-bit integers), CLBT_INVALID_ARGUMENT
- * when CLBT_BUILD_OPTIONS or CLBT_CACHE_DIR is longer than its setter
- * takes, or an OpenCL error.
+ * when CLBT_BUILD_OPTIONS or CLBT_CACHE_DIR is one its setter refuses (too
+ * long, or options that define or undefine a CLBT_ macro; the message names
+ * the variable), or an OpenCL error.
  */
 CLBT_API clbt_status clbt_device_open(const char *selector, clbt_device **out);
 
@@ -318,7 +330,7 @@ CLBT_API clbt_status clbt_device_open(const char *selector, clbt_device **out);
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL object;
  * CLBT_CONTEXT_MISMATCH when the queue belongs to another context or
  * device; CLBT_INVALID_ARGUMENT for an out-of-order queue, or a setting in
- * the environment that is too long (as clbt_device_open);
+ * the environment that its setter refuses (as clbt_device_open);
  * CLBT_UNSUPPORTED_DEVICE; or an OpenCL error.
  */
 CLBT_API clbt_status clbt_device_wrap(cl_context context, cl_device_id device,
@@ -354,9 +366,18 @@ CLBT_API cl_command_queue clbt_device_queue(const clbt_device *device);
  * it, which keeps the options it started with. Options the compiler
  * refuses fail the builds that use them (CLBT_CL_BUILD_PROGRAM_FAILURE with
  * the build log, or CLBT_CL_INVALID_BUILD_OPTIONS).
+ * Macros named CLBT_* are clbt's: the contract between its host code and
+ * its kernels (the pad id, each group's block size and CP constants), which
+ * no build option may change. Options that define or undefine one (-D or
+ * -U, with or without spaces and quotes) are refused; should a compiler
+ * take such an option in a form this does not see, the build fails instead
+ * (CLBT_CL_BUILD_PROGRAM_FAILURE, the log naming the macro): clbt's own
+ * defines reach the compiler as lines ahead of the source, each refusing a
+ * name already defined.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL device;
  * CLBT_INVALID_ARGUMENT for options of CLBT_BUILD_OPTIONS_SIZE characters
- * or more, which leaves the device's options as they were.
+ * or more, or options that define or undefine a CLBT_ macro (the message
+ * names it); either leaves the device's options as they were.
  */
 CLBT_API clbt_status clbt_device_set_build_options(clbt_device *device,
                                                    const char *options);
@@ -405,15 +426,19 @@ CLBT_API clbt_status clbt_device_cache_dir(clbt_device *device, char *buf,
 /**
  * The number of programs the device has built and cached: one per distinct
  * kernel specialisation (block sizes, CP parameters, the device's build
- * options) among the tables made or prepared on it. 0 for NULL.
+ * options) among the tables made or prepared on it. 0 for NULL, and 0
+ * when the device's lock fails (mtx_lock, which no platform we know fails:
+ * clbt_last_error says so, and the error is logged).
  */
 CLBT_API size_t clbt_device_program_count(clbt_device *device);
 
 /**
  * Writes to buf (size bytes, NUL-terminated) the build options of the
  * device's program number index, counting from the newest, which are also
- * its key in the device's program cache. Indices stay valid until the next
- * program is built.
+ * its key in the device's program cache: clbt's common options, its
+ * defines for the kernel (-DCLBT_...; the compiler gets them as #define
+ * lines in front of the source) and the device's build options. Indices
+ * stay valid until the next program is built.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_INVALID_ARGUMENT when index
  * is not below clbt_device_program_count; CLBT_BUFFER_TOO_SMALL when the
  * options do not fit (CLBT_PROGRAM_OPTIONS_SIZE bytes always suffice).
@@ -675,7 +700,10 @@ CLBT_API clbt_status clbt_table_commit(clbt_table *table, uint32_t num_reqs);
  * them). When event is not NULL it receives an event that completes once
  * the committed rows are on the device; the caller releases it. Fails as
  * clbt_table_commit does, and with CLBT_INVALID_ARGUMENT for a wait list
- * that is NULL with num_events > 0 or not NULL with num_events 0.
+ * that is NULL with num_events > 0 or not NULL with num_events 0,
+ * CLBT_CL_INVALID_EVENT_WAIT_LIST for a NULL event in it, or
+ * CLBT_CONTEXT_MISMATCH for an event of another context than the table's
+ * device (the message names its index); those change nothing.
  */
 CLBT_API clbt_status clbt_table_enqueue_commit(clbt_table *table,
                                                uint32_t num_reqs,
@@ -745,8 +773,8 @@ CLBT_API clbt_status clbt_table_compute_slot_mapping(
  * (num_events of them). When event is not NULL it receives an event that
  * completes with the kernel; the caller releases it. A CLBT_SLOT_MODE_NONE
  * table hands back a marker event that completes after the wait list.
- * Fails as clbt_table_compute_slot_mapping does, and with
- * CLBT_INVALID_ARGUMENT for an inconsistent wait list.
+ * Fails as clbt_table_compute_slot_mapping does, and for a wait list as
+ * clbt_table_enqueue_commit does.
  */
 CLBT_API clbt_status clbt_table_enqueue_slot_mapping(
     clbt_table *table, uint32_t num_reqs, cl_mem query_start_loc,

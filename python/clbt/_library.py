@@ -6,8 +6,10 @@ PyOpenCL needed). The library is looked for, in order:
 
 1. the file the environment variable CLBT_LIBRARY names (then nowhere else);
 2. beside the installed package (``cmake --install`` records where);
-3. the source tree's build directory, ``<checkout>/build/libclbt.so``;
-4. the system's library path, by soname (``ldconfig``, ``LD_LIBRARY_PATH``).
+3. in a checkout (python/ beside include/), its build directory,
+   ``<checkout>/build/libclbt.so``;
+4. the system's library path, by soname (``ldconfig``, ``LD_LIBRARY_PATH``):
+   how a package installed by pip finds the library CMake installed.
 
 A library of another minor version is skipped: before 1.0 a minor release
 may change the ABI these declarations follow.
@@ -16,7 +18,9 @@ import ctypes
 import os
 from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint, c_uint32, c_void_p
 
-ABI = (0, 3)
+from ._version import VERSION
+
+ABI = tuple(int(part) for part in VERSION.split(".")[:2])
 SONAME = "libclbt.so.%d.%d" % ABI
 ENVIRONMENT = "CLBT_LIBRARY"
 
@@ -176,9 +180,10 @@ def _candidates():
                        os.path.normpath(os.path.join(_HERE, _installed.LIBRARY))))
     except ImportError:
         pass
-    places.append(("the source tree's build directory",
-                   os.path.normpath(os.path.join(_HERE, "..", "..", "build",
-                                                 "libclbt.so"))))
+    checkout = os.path.normpath(os.path.join(_HERE, "..", ".."))
+    if os.path.exists(os.path.join(checkout, "include", "clbt", "clbt.h")):
+        places.append(("the source tree's build directory",
+                       os.path.join(checkout, "build", "libclbt.so")))
     places.append(("the system's library path", SONAME))
     return places
 

@@ -29,9 +29,11 @@ from itertools import chain
 
 import numpy as np
 
-from . import _core, _opencl
-from ._core import PAD_SLOT_ID, Error
+from . import _core
+from ._core import PAD_SLOT_ID
 from ._device_array import DeviceArray, Memory, StackedDeviceArray
+from ._errors import Error, TypeMismatchError
+from ._opencl import describe
 from ._library import STEP_GATHER, Step, lib
 
 __all__ = ["BlockTable", "BlockTables", "MultiGroupBlockTable", "PAD_SLOT_ID",
@@ -53,7 +55,8 @@ class RowCapacityError(Error, RuntimeError):
 
 
 def _wrong_type(message):
-    return TypeError(message)
+    """The error of an argument of the wrong type: a TypeError."""
+    return TypeMismatchError(_INVALID_ARGUMENT, message)
 
 
 def get_block_table_width(max_num_blocks, block_size, kernel_block_size=None, *,
@@ -96,7 +99,7 @@ def _u32(value, name):
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise _wrong_type("%s must be an integer; got %r" % (name, value)) from None
+        raise _wrong_type("%s is %s; an integer expected" % (name, describe(value))) from None
     if number != value or not 0 <= number <= 0xFFFFFFFF:
         raise Error(_INVALID_ARGUMENT, "%s %r is not an integer in [0, 4294967295]" % (
             name, value))
@@ -108,7 +111,7 @@ def _row_index(row, max_num_reqs, name="row_idx"):
         try:
             row = int(row.__index__())
         except AttributeError:
-            raise _wrong_type("%s must be an integer; got %r" % (name, row)) from None
+            raise _wrong_type("%s is %s; an integer expected" % (name, describe(row))) from None
     if not 0 <= row < max_num_reqs:
         raise Error(_ROW_OUT_OF_RANGE, "%s %d is out of range: max_num_reqs is %d" % (
             name, row, max_num_reqs))
@@ -125,18 +128,19 @@ def _ids(block_ids, per_kv, name):
         except OverflowError:
             raise Error(_INVALID_BLOCK_ID, "%s holds an id outside int32" % name) from None
         except TypeError:
-            raise _wrong_type("%s must hold integer block ids; got %r" % (
-                name, list(block_ids)[:8])) from None
+            raise _wrong_type("%s holds %s; a 1-D sequence of ints expected" % (
+                name, ", ".join(sorted({describe(b) for b in block_ids
+                                        if type(b) is not int})))) from None
     elif isinstance(block_ids, (int, float, str, bytes)) or not hasattr(block_ids, "__len__"):
-        raise _wrong_type("%s must be a sequence of block ids; got %s" % (
-            name, type(block_ids).__name__))
+        raise _wrong_type("%s is %s; a 1-D sequence of ints expected" % (
+            name, describe(block_ids)))
     else:
         values = np.asarray(block_ids)
         if values.ndim != 1:
-            raise _wrong_type("%s must be 1-D; got shape %s" % (name, values.shape))
+            raise _wrong_type("%s has shape %s; a 1-D sequence of ints expected" % (
+                name, values.shape))
         if values.size and values.dtype.kind not in "iu":
-            raise _wrong_type("%s has dtype %s; integer block ids expected" % (name,
-                                                                               values.dtype))
+            raise _wrong_type("%s has dtype %s; ints expected" % (name, values.dtype))
         if values.size and (values.min() < 0 or values.max() > _INT32_MAX):
             raise Error(_INVALID_BLOCK_ID, "%s holds %d; block ids are in [0, %d]" % (
                 name, values.min() if values.min() < 0 else values.max(), _INT32_MAX))
@@ -158,14 +162,16 @@ def _vector(values, dtype, name):
             values.strides[0] == 4:
         return values
     if isinstance(values, (int, float, str, bytes)) or not hasattr(values, "__len__"):
-        raise _wrong_type("%s must be a 1-D array; got %s" % (name, type(values).__name__))
+        raise _wrong_type("%s is %s; a 1-D sequence of ints expected" % (name,
+                                                                          describe(values)))
     converted = np.asarray(values)
     if converted.ndim != 1:
-        raise _wrong_type("%s must be 1-D; got shape %s" % (name, converted.shape))
+        raise _wrong_type("%s has shape %s; a 1-D sequence of ints expected" % (
+            name, converted.shape))
     if converted.size == 0:
         return np.zeros(0, dtype)
     if converted.dtype.kind not in "iu":
-        raise _wrong_type("%s has dtype %s; integers expected" % (name, converted.dtype))
+        raise _wrong_type("%s has dtype %s; ints expected" % (name, converted.dtype))
     bounds = np.iinfo(dtype)
     low, high = int(converted.min()), int(converted.max())
     if low < bounds.min or high > bounds.max:
@@ -296,8 +302,8 @@ class _Engine:
         limits = self.limits
         if (type(block_ids) is not tuple and type(block_ids) is not list) or \
                 len(block_ids) != len(limits):
-            raise _wrong_type("block_ids must hold one list of ids per group (%d); got %r" % (
-                len(limits), block_ids))
+            raise _wrong_type("block_ids is %s; a sequence with one entry per group (%d) "
+                              "expected" % (describe(block_ids), len(limits)))
         known = self.known
         before = known.get(row)
         if before is None:
@@ -326,7 +332,7 @@ class _Engine:
         known[row] = after
         return before
 
-    def batch(self, rows, counts, block_ids, replace):
+    def batch(self, rows, counts, block_ids, replace, grouped=True):
         """The batch updates (append_rows, add_rows) of every group, in one
         C call after the recorded updates: counts[g] and block_ids[g] are
         group g's, checked here for what C cannot check, that block_ids[g]
@@ -344,15 +350,16 @@ class _Engine:
             raise _wrong_type("counts and block_ids need %d groups each" % groups)
         held, count_addresses, id_addresses = [], array.array("Q"), array.array("Q")
         for g in range(groups):
-            group_counts = _vector(counts[g], _UINT32, "counts[%d]" % g)
-            group_ids = _vector(block_ids[g], _INT32, "block_ids[%d]" % g)
+            which = "[%d]" % g if grouped else ""
+            group_counts = _vector(counts[g], _UINT32, "counts" + which)
+            group_ids = _vector(block_ids[g], _INT32, "block_ids" + which)
             if group_counts.size != rows.size:
-                raise Error(_INVALID_ARGUMENT, "counts[%d] holds %d entries; rows holds %d" % (
-                    g, group_counts.size, rows.size))
+                raise Error(_INVALID_ARGUMENT, "counts%s holds %d entries; rows holds %d" % (
+                    which, group_counts.size, rows.size))
             needed = _total(group_counts)
             if needed > group_ids.size:
-                raise Error(_INVALID_ARGUMENT, "block_ids[%d] holds %d ids; counts[%d] sum to "
-                            "%d" % (g, group_ids.size, g, needed))
+                raise Error(_INVALID_ARGUMENT, "block_ids%s holds %d values; sum(counts%s) "
+                            "needs %d" % (which, group_ids.size, which, needed))
             held += (group_counts, group_ids)
             count_addresses.append(_address(group_counts) if group_counts.size else 0)
             id_addresses.append(_address(group_ids) if group_ids.size else 0)
@@ -432,6 +439,19 @@ class _Engine:
                             flags=flags)
         self.commit_rows = 0
 
+    def map_slots(self, table, function, num_reqs, query_start_loc, positions, num_tokens):
+        """The slot mapping alone (no commit owed) of table (the engine's
+        MultiTable, or one group's Table) with C function (its
+        enqueue_slot_mapping): device inputs (handles) straight to C, host
+        ones through the table, which uploads them."""
+        if self.pending:
+            self.apply_rows()
+        if type(query_start_loc) is int and type(positions) is int:
+            _core._check(function(table._live(), _u32(num_reqs, "num_reqs"), query_start_loc,
+                                  positions, _u32(num_tokens, "num_tokens"), 0, None, None))
+        else:
+            table.compute_slot_mapping(num_reqs, query_start_loc, positions, num_tokens)
+
     def host(self):
         """Makes the host rows current: a new layout, the recorded
         updates."""
@@ -487,10 +507,8 @@ def _batch_input(value, name):
         return memory.handle
     if isinstance(value, (DeviceArray, StackedDeviceArray)):
         return value.numpy()
-    if _opencl.pyopencl is not None and isinstance(value, _opencl.pyopencl.array.Array):
-        return _opencl.handle(value)
     if isinstance(value, (int, float, str, bytes)):
-        raise _wrong_type("%s must be an array; got %s" % (name, type(value).__name__))
+        raise _wrong_type("%s is %s; an array expected" % (name, describe(value)))
     return value
 
 
@@ -500,10 +518,10 @@ def _token_count(positions, num_tokens):
     shape = getattr(positions, "shape", None)
     if shape is None:
         if not hasattr(positions, "__len__"):
-            raise _wrong_type("positions must be an array; got %s" % type(positions).__name__)
+            raise _wrong_type("positions is %s; an array expected" % describe(positions))
         return len(positions)
     if len(shape) != 1:
-        raise _wrong_type("positions must be 1-D; got shape %s" % (tuple(shape),))
+        raise _wrong_type("positions has shape %s; a 1-D array expected" % (tuple(shape),))
     return int(shape[0])
 
 
@@ -710,7 +728,7 @@ class BlockTable:
     def _batch(self, replace, rows, counts, block_ids):
         engine = self._engine
         if self._owner is None:
-            engine.batch(rows, (counts,), (block_ids,), replace)
+            engine.batch(rows, (counts,), (block_ids,), replace, grouped=False)
             return
         rows = _vector(rows, _UINT32, "rows")
         every_count = [np.zeros(rows.size, np.uint32)] * len(engine.limits)
@@ -752,7 +770,8 @@ class BlockTable:
                         num_tokens=count)
             return
         engine.sync()
-        engine.groups[self._g].compute_slot_mapping(num_reqs, query_start_loc, positions, count)
+        engine.map_slots(engine.groups[self._g], lib.clbt_table_enqueue_slot_mapping, num_reqs,
+                         query_start_loc, positions, count)
 
     def clear(self):
         """Zeroes every row on the host and the device. Departure: the row
@@ -901,8 +920,8 @@ class MultiGroupBlockTable:
         if engine.commit_rows:
             engine.step(num_reqs, query_start_loc, positions, num_tokens=count)
         else:
-            engine.apply_rows()
-            engine.table.compute_slot_mapping(num_reqs, query_start_loc, positions, count)
+            engine.map_slots(engine.table, lib.clbt_multi_table_enqueue_slot_mapping, num_reqs,
+                             query_start_loc, positions, count)
 
     def clear(self):
         """Zeroes every group's rows and lengths (departure: vLLM keeps the
@@ -1151,7 +1170,8 @@ class BlockTables:
             return idx_mapping, int(shape[0])  # a pyopencl.array.Array
         values = np.array(idx_mapping, copy=True)
         if values.ndim != 1 or (values.size and values.dtype.kind not in "iu"):
-            raise _wrong_type("idx_mapping must be a 1-D integer array; got %s %s" % (
+            raise _wrong_type("idx_mapping has dtype %s and shape %s; a 1-D array of ints "
+                              "expected" % (
                 values.dtype, values.shape))
         if values.size and (values.min() < -2**31 or values.max() > _INT32_MAX):
             raise Error(_INVALID_ARGUMENT, "idx_mapping holds a value outside int32")

@@ -213,9 +213,9 @@ def test_gather_arguments_are_checked(device):
         t.gather_block_tables(np.array([0, 1], np.int32), 1)
     with pytest.raises(clbt.Error, match="num_reqs_padded 5 exceeds max_num_reqs 4"):
         t.gather_block_tables(np.array([0], np.int32), 5)
-    with pytest.raises(TypeError, match="idx_mapping must be a 1-D integer array"):
+    with pytest.raises(TypeError, match="idx_mapping has dtype int32 and shape \\(2, 2\\)"):
         t.gather_block_tables(np.zeros((2, 2), np.int32), 2)
-    with pytest.raises(TypeError, match="positions must be 1-D"):
+    with pytest.raises(TypeError, match="positions has shape"):
         t.compute_slot_mappings(np.array([0], np.int32), np.array([0, 1], np.int32),
                                 np.zeros((1, 1), np.int64))
 

@@ -29,18 +29,19 @@ class Buffer:
     def __init__(self, device, values):
         self.device = device
         self.values = np.ascontiguousarray(values)
-        self.handle = _opencl.create_buffer(lib.clbt_device_context(device._handle),
+        self.buffer = _opencl.create_buffer(lib.clbt_device_context(device._live()),
                                             self.values.nbytes)
-        self.queue = lib.clbt_device_queue(device._handle)
-        _opencl.write(self.queue, self.handle, self.values.ctypes.data, self.values.nbytes)
-        device.finish()
+        self.handle = self.buffer.int_ptr
+        self.queue = lib.clbt_device_queue(device._live())
+        _opencl.write(self.queue, self.handle, self.values.ctypes.data,
+                      self.values.nbytes).wait()
         self.synced = 0
 
     def sync(self):
         self.synced += 1
 
     def array(self, shape=None, dtype=None):
-        memory = Memory(self.handle, self.queue, lib.clbt_device_id(self.device._handle),
+        memory = Memory(self.handle, self.queue, lib.clbt_device_id(self.device._live()),
                         self.values.nbytes, self.sync)
         return DeviceArray(memory, self.values.shape if shape is None else shape,
                            self.values.dtype if dtype is None else dtype)
@@ -50,7 +51,7 @@ class Buffer:
         return _opencl.read(self.queue, self.handle, out)
 
     def release(self):
-        _opencl.release_buffer(self.handle)
+        self.buffer.close()
 
 
 @pytest.fixture
@@ -146,7 +147,7 @@ def test_torch_functions_and_operators_see_the_contents(grid):
 
 def test_zero_copy_host_views_on_a_host_memory_device(grid):
     a = grid.array()
-    if not _device_array._host_unified(lib.clbt_device_id(grid.device._handle)):
+    if not _device_array._host_unified(lib.clbt_device_id(grid.device._live())):
         pytest.skip("this device's memory is not the host's: numpy() copies")
     first, second = a.numpy(), a[1:].numpy()
     # Both are views of one mapping of the buffer's own memory: no copy.
@@ -184,8 +185,8 @@ def test_an_array_outlives_the_table_it_came_from(device):
     table = clbt.Table(device, block_size=16, max_num_reqs=2, max_num_blocks_per_req=2,
                        max_num_batched_tokens=4)
     handle = lib.clbt_table_slot_mapping(table._live())
-    memory = Memory(handle, lib.clbt_device_queue(device._handle),
-                    lib.clbt_device_id(device._handle), 32, None)
+    memory = Memory(handle, lib.clbt_device_queue(device._live()),
+                    lib.clbt_device_id(device._live()), 32, None)
     slots = DeviceArray(memory, (4,), np.int64)
     table.close()  # the array holds its own reference on the buffer
     assert slots.tolist() == [-1, -1, -1, -1]

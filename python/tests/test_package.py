@@ -2,8 +2,10 @@
 multi-group tables, arrays in and out, errors, release, PyOpenCL interop.
 Expected values are derived by hand in the comments."""
 import os
+import re
 import subprocess
 import sys
+import typing
 
 import numpy as np
 import pytest
@@ -243,7 +245,7 @@ def test_pyopencl_views_share_clbt_memory(device):
         rows = table.device_rows
         assert isinstance(rows, pyopencl.array.Array)
         assert rows.shape == (4, 4) and rows.dtype == np.int32
-        assert rows.base_data.int_ptr == clbt._library.lib.clbt_table_device_data(table._handle)
+        assert rows.base_data.int_ptr == clbt._library.lib.clbt_table_device_data(table._live())
         slots = table.slot_mapping
         event = table.compute_slot_mapping(1, [0, 1], [1], event=True)
         assert isinstance(event, pyopencl.Event)
@@ -271,17 +273,77 @@ def test_a_pyopencl_queue_is_wrapped(device):
         assert table.slot_mapping.get()[0] == 18
 
 
-def test_without_pyopencl_handles_are_integers(device, no_pyopencl):
+def test_without_pyopencl_objects_are_clbt_types(device, no_pyopencl):
     with small_table(device) as table:
-        assert isinstance(table.slot_mapping, int) and isinstance(table.device_rows, int)
-        assert isinstance(device.queue, int) and isinstance(device.context, int)
+        slots, rows = table.slot_mapping, table.device_rows
+        assert isinstance(slots, clbt.Buffer) and isinstance(rows, clbt.Buffer)
+        assert slots.size == 8 * 8 and rows.size == 4 * 4 * 4  # bytes
+        queue, context = device.queue, device.context
+        assert isinstance(queue, clbt.CommandQueue) and isinstance(context, clbt.Context)
         table.append_row(0, [1])
         commit = table.commit(1, event=True)
-        assert isinstance(commit, int)
+        assert isinstance(commit, clbt.Event)
         event = table.compute_slot_mapping(1, [0, 1], [2], wait_for=[commit], event=True)
         clbt.release_event(commit)
-        clbt.release_event(event)
+        event.wait()
+        assert event.command_execution_status == 0  # CL_COMPLETE
+        event.close()
         assert table.read_slot_mapping(1).tolist() == [18]
-        with clbt.Device(queue=device.queue, context=device.context,
-                         device=clbt._library.lib.clbt_device_id(device._handle)) as wrapped:
-            assert wrapped.queue == device.queue
+        with clbt.Device(queue=queue) as wrapped:  # its context and device come with it
+            assert wrapped.queue.int_ptr == queue.int_ptr
+            assert wrapped.context.int_ptr == context.int_ptr
+
+
+def test_the_package_version_is_the_headers():
+    # pip reads clbt/_version.py; the C header is the source of truth
+    header = open(os.path.join(PYTHON_DIR, "..", "include", "clbt", "clbt.h")).read()
+    parts = [int(re.search(r"#define CLBT_VERSION_%s (\d+)" % name, header).group(1))
+             for name in ("MAJOR", "MINOR", "PATCH")]
+    assert clbt._version.VERSION == "%d.%d.%d" % tuple(parts)
+    assert clbt._library.ABI == tuple(parts[:2])
+    assert os.path.exists(os.path.join(PYTHON_DIR, "clbt", "py.typed"))
+
+
+def test_reprs_say_what_an_object_is(device):
+    with small_table(device, kernel_block_size=8) as table:
+        assert repr(table) == (
+            "clbt.Table(block_size=16, kernel_block_size=8, max_num_reqs=4, width=8, "
+            "max_num_batched_tokens=8, slot_mode=TOKEN_TO_KV_SLOT, device=%r)" % device.selector)
+    assert repr(table) == "<clbt.Table closed>"
+    assert repr(device) == "clbt.Device(%r)" % device.selector
+    with clbt.MultiTable(device, groups=[clbt.Group(16, 8), clbt.Group(32, 4)], max_num_reqs=2,
+                         max_num_batched_tokens=4) as multi:
+        # widths: 8 blocks of 16 aligned to 128 tokens -> 8; 4 of 32 -> 4
+        assert repr(multi) == ("clbt.MultiTable(groups=[16 x 8, 32 x 4], max_num_reqs=2, "
+                               "max_num_batched_tokens=4)")
+    assert repr(multi) == "<clbt.MultiTable closed>"
+    assert repr(clbt.Group(16, 8)) == ("clbt.Group(16, 8, kernel_block_size=0, "
+                                       "slot_mode=TOKEN_TO_KV_SLOT, cp_replicated=False)")
+    opened = clbt.Device()
+    opened.close()
+    assert repr(opened) == "<clbt.Device closed>"
+
+
+def test_the_package_objects_are_context_managers(device):
+    context = device.context
+    context = context if isinstance(context, clbt.Context) else \
+        clbt.Context.from_int_ptr(context.int_ptr)
+    with clbt._opencl.create_buffer(context.int_ptr, 16) as buffer:
+        assert buffer.size == 16 and repr(buffer).startswith("<clbt.Buffer 0x")
+    assert repr(buffer) == "<clbt.Buffer released>"
+    with pytest.raises(clbt.InvalidArgumentError, match="the Buffer is released"):
+        buffer.int_ptr
+    with context:
+        pass
+    assert repr(context) == "<clbt.Context released>"
+
+
+def test_public_annotations_resolve():
+    # the type hints name only what the package defines or imports
+    for kind in (clbt.Device, clbt.Table, clbt.MultiTable, clbt.Group, clbt.Buffer,
+                 clbt.Event):
+        for name in dir(kind):
+            member = getattr(kind, name)
+            if not name.startswith("_") and callable(member):
+                typing.get_type_hints(member)
+    assert typing.get_type_hints(clbt.Table.append_rows)["return"] is type(None)

@@ -18,14 +18,15 @@ POISON = -7777
 
 
 def handle(view):
-    return _opencl.handle(view)
+    """The int handle of a buffer view (a PyOpenCL array or a clbt.Buffer)."""
+    return view.base_data.int_ptr if hasattr(view, "base_data") else view.int_ptr
 
 
 def poison(table, buffer, count, dtype):
-    """Fills a device buffer with POISON (waits); returns what it holds."""
+    """Fills a device buffer (an int handle) with POISON (waits); returns
+    what it holds."""
     values = np.full(count, POISON, dtype)
-    _opencl.write(table._queue, buffer, values.ctypes.data, values.nbytes)
-    table.device.finish()
+    _opencl.write(table._queue, buffer, values.ctypes.data, values.nbytes).wait()
     return values
 
 
@@ -265,7 +266,7 @@ def test_step_refusals_name_the_argument_and_change_nothing(device):
             assert (table.read_slot_mapping() == POISON).all()
             assert table.rejected_tokens == 0
         finally:
-            _opencl.release_buffer(small)
+            small.close()
 
 
 

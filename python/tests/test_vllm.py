@@ -225,15 +225,15 @@ def test_updates_are_checked_when_given(device):
     # raises at once and records nothing.
     table = vllm.MultiGroupBlockTable(4, 8, False, device, [16, 32], [16, 16], [8, 4])
     table.append_row(([1], [2]), 0)
-    with pytest.raises(TypeError, match="block_ids\\[0\\] must be a sequence of block ids"):
+    with pytest.raises(TypeError, match="block_ids\\[0\\] is an int; a 1-D sequence"):
         table.append_row([1, 2], 1)  # two ids, not one list per group
-    with pytest.raises(TypeError, match="one list of ids per group"):
+    with pytest.raises(TypeError, match="one entry per group"):
         table.append_row([[1]], 1)
-    with pytest.raises(TypeError, match="sequence of block ids"):
+    with pytest.raises(TypeError, match="block_ids\\[0\\] is an int"):
         table.append_row((3, [4]), 1)
-    with pytest.raises(TypeError, match="integer block ids"):
+    with pytest.raises(TypeError, match="holds a float"):
         table.append_row(([1.5], [4]), 1)
-    with pytest.raises(TypeError, match="1-D"):
+    with pytest.raises(TypeError, match="has shape \\(2, 2\\)"):
         table.append_row((np.ones((2, 2), np.int32), [4]), 1)
     with pytest.raises(clbt.Error, match="row_idx 9 is out of range") as refused:
         table.append_row(([1], [2]), 9)
@@ -446,11 +446,11 @@ def test_batch_updates_cannot_read_past_their_arrays(device):
     # Issue 19: append_rows([1], [8], [5]) copied 7 words from past the
     # one id into the row. Every length is checked before C reads.
     table = vllm.BlockTable(16, 4, 8, 8, False, device, 16, 1)
-    with pytest.raises(clbt.Error, match=r"block_ids\[0\] holds 1 ids; counts\[0\] sum to 8"):
+    with pytest.raises(clbt.Error, match=r"block_ids holds 1 values; sum\(counts\) needs 8"):
         table.append_rows([1], [8], [5])
-    with pytest.raises(clbt.Error, match=r"counts\[0\] holds 2 entries; rows holds 1"):
+    with pytest.raises(clbt.Error, match=r"counts holds 2 entries; rows holds 1"):
         table.append_rows([1], [1, 1], [5, 6])
-    with pytest.raises(TypeError, match="rows must be a 1-D array"):
+    with pytest.raises(TypeError, match="rows is an int; a 1-D sequence of ints expected"):
         table.append_rows(1, [1], [5])
     with pytest.raises(TypeError, match="1-D"):
         table.add_rows([[1]], [[1]], [[5]])
@@ -459,11 +459,11 @@ def test_batch_updates_cannot_read_past_their_arrays(device):
     assert refused.value.status == "CLBT_ROW_OUT_OF_RANGE"
     assert not table.num_blocks_per_row.any() and not table.get_numpy_array().any()
     multi = vllm.MultiGroupBlockTable(4, 8, False, device, [16, 32], [16, 16], [8, 4])
-    with pytest.raises(clbt.Error, match=r"block_ids\[1\] holds 0 ids; counts\[1\] sum to 2"):
+    with pytest.raises(clbt.Error, match=r"block_ids\[1\] holds 0 values; sum\(counts\[1\]\) needs 2"):
         multi.append_rows([0, 1], [[1, 0], [1, 1]], [[5], []])
     with pytest.raises(TypeError, match="counts and block_ids need 2 groups each"):
         multi.append_rows([0], [[1]], [[5]])
     multi.append_rows(np.array([0, 1], np.uint32), [[1, 0], [1, 1]], [[5], [6, 7]])
     assert multi[1].get_numpy_array()[:2, :2].tolist() == [[12, 13], [14, 15]]
-    with pytest.raises(TypeError, match="positions must be 1-D"):
+    with pytest.raises(TypeError, match="positions has shape"):
         multi.compute_slot_mapping(1, np.array([0, 1], np.int32), np.zeros((1, 1), np.int64))
