@@ -119,7 +119,7 @@ def test_row_capacity_is_a_runtime_error_that_stages_nothing(device):
     with pytest.raises(clbt.Error) as refused:
         t.append_block_ids(1, ([6, 7], [], []), overwrite=False)
     assert refused.value.status == "CLBT_ROW_OVERFLOW"
-    with pytest.raises(clbt.Error, match="req_index 2 is out of range"):
+    with pytest.raises(IndexError, match="req_index 2 is out of range"):
         t.append_block_ids(2, ([1], [1], [1]), overwrite=True)
     with pytest.raises(TypeError):
         t.append_block_ids(0, [1, 2, 3], overwrite=True)
