@@ -439,6 +439,16 @@ class _Engine:
                             flags=flags)
         self.commit_rows = 0
 
+    def dummy(self, num_reqs_padded, flags):
+        """A dummy run (CLBT_STEP_DUMMY in flags): no request, no token, no
+        batch buffer (NULL), and no commit, so an owed one stays owed."""
+        step = self.step_struct
+        step.flags, step.num_reqs, step.num_reqs_padded, step.num_tokens = \
+            flags, 0, num_reqs_padded, 0
+        step.query_start_loc = step.positions = step.idx_mapping = None
+        _core._check(lib.clbt_multi_table_enqueue_step(self.table._live(), self.step_address,
+                                                       0, None, None))
+
     def map_slots(self, table, function, num_reqs, query_start_loc, positions, num_tokens):
         """The slot mapping alone (no commit owed) of table (the engine's
         MultiTable, or one group's Table) with C function (its
@@ -1210,11 +1220,9 @@ class BlockTables:
         at the persistent addresses a recorded graph reads."""
         engine = self._engine
         padded = self._padded(num_reqs, 0)
-        engine.apply_rows()
         if engine.gather is not None:
             engine.run_gather()
-        engine.table.step(0, np.zeros(1, np.int32), np.empty(0, np.int64),
-                          num_reqs_padded=padded, flags=_STEP_DUMMY | STEP_GATHER)
+        engine.dummy(padded, _STEP_DUMMY | STEP_GATHER)
         return tuple(table[:padded] for table in self.input_block_tables)
 
     def get_dummy_slot_mappings(self, num_tokens):
@@ -1222,10 +1230,9 @@ class BlockTables:
         commits nothing); returns slot_mappings[:, :num_tokens]."""
         engine = self._engine
         num_tokens = _u32(num_tokens, "num_tokens")
-        engine.apply_rows()
         if engine.gather is not None:
             engine.run_gather()
-        engine.table.step(0, np.zeros(1, np.int32), np.empty(0, np.int64), flags=_STEP_DUMMY)
+        engine.dummy(0, _STEP_DUMMY)
         return self.slot_mappings[:, :num_tokens]
 
     def compute_slot_mappings(self, idx_mapping, query_start_loc, positions,
