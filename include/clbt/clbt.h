@@ -436,7 +436,7 @@ CLBT_API size_t clbt_device_program_count(clbt_device *device);
  * Writes to buf (size bytes, NUL-terminated) the build options of the
  * device's program number index, counting from the newest, which are also
  * its key in the device's program cache: clbt's common options, its
- * defines for the kernel (-DCLBT_...; the compiler gets them as #define
+ * defines for the kernel (-DCLBT_...; the compiler gets them as \#define
  * lines in front of the source) and the device's build options. Indices
  * stay valid until the next program is built.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_INVALID_ARGUMENT when index
