@@ -1,16 +1,19 @@
 /*
- * The contract between the host (src/) and the kernels (cl/): the constants
- * that specialise the slot-mapping kernel for one group, and every kernel's
- * arguments in order. The library includes this file, and the build puts
- * it in front of each kernel's source (cmake/embed_source.cmake), so both
- * sides expand the same lists: the host's argument indices, its -D options
- * and its group spec struct, and the kernels' parameter lists and their
- * constants. It holds nothing but preprocessor lists, valid in C11 and in
- * OpenCL C 1.2; the types in the argument lists are the kernels' and never
- * expanded on the host.
+ * The contract between the host (src/) and the step kernel (cl/): the
+ * constants that specialise it for one group, the regions of a group's
+ * storage, the two structs it takes by value, the work a launch asks of
+ * it, and its arguments in order. The library includes this file, and the
+ * build puts it in front of the kernel's source (cmake/embed_source.cmake),
+ * so both sides expand the same lists and declare the same structs: the
+ * host's argument indices, its -D options, its group spec, its region
+ * offsets and its records, and the kernel's parameters, constants and
+ * fields. It holds only preprocessor lists and struct declarations in the
+ * common subset of C11 and OpenCL C 1.2 (cl_uint and cl_ulong, which the
+ * kernel defines as uint and ulong; every field placed on its own size,
+ * the structs with no padding, so that both sides lay them out alike).
  *
  * To add a per-group constant: one entry in CLBT_GROUP_CONSTANTS, then its
- * meaning where the host fills and checks the spec (src/table.c) and where
+ * meaning where the host fills and checks the spec (src/group.c) and where
  * the kernel and the host reference compute with it (cl/slot_mapping.cl,
  * src/reference.c). docs/design.md walks through it.
  */
@@ -28,129 +31,152 @@
   X(g, blocks_per_kv_block) /* kernel blocks per KV-manager block */ \
   X(g, cp_world_size)       /* context-parallel ranks, 1: none */    \
   X(g, cp_rank)             /* this rank, below cp_world_size */     \
-  X(g, cp_interleave_size)  /* tokens dealt to a rank at a time */ \
+  X(g, cp_interleave_size)  /* tokens dealt to a rank at a time */   \
   X(g, maps_tokens)         /* 1: a slot mapping; 0: a NONE group */ \
   X(g, zero_gathered_tails) /* 1: the gather zeroes entries past a row */
 
 /*
- * Each kernel's arguments come as its first one, then the rest, so that a
- * parameter list is plain text with no variadic macro to drop a leading
- * comma: NVIDIA's OpenCL compiler (driver 580) lost the last parameter of
- * a list built that way, where PoCL's did not.
+ * The regions of a group's one device allocation, X(NAME): the host places
+ * them (src/group.c) and hands their offsets to the kernel in the launch
+ * layout; callers get each as a sub-buffer. The export's regions are empty
+ * in a NONE group.
  */
+#define CLBT_REGIONS(X)                                                      \
+  X(ROWS)            /* int32 [max_num_reqs][width], committed rows */      \
+  X(ROW_LENGTHS)     /* int32 [max_num_reqs], committed lengths */          \
+  X(SLOTS)           /* int64 [max_num_batched_tokens], the slot mapping */ \
+  X(REJECTED_TOKENS) /* uint32, the rejected-token count */                 \
+  X(ROW_VERSIONS)    /* uint64 [max_num_reqs], the commit that last wrote   \
+                        each committed row */                               \
+  X(GATHERED)        /* int32 [max_num_reqs][width], the gather's output */ \
+  X(GATHER_RECORDS)  /* [max_num_reqs] gather records */                    \
+  X(EXPORT_INDPTR)   /* int32 [max_num_reqs + 1] */                         \
+  X(EXPORT_INDICES)  /* int32 [max_num_reqs * width] */                     \
+  X(EXPORT_LAST_PAGE_LEN)      /* int32 [max_num_reqs] */                   \
+  X(EXPORT_PAST_LENS)          /* int32 [max_num_reqs] */                   \
+  X(EXPORT_SUBSEQUENCE_BEGINS) /* int32 [max_num_reqs + 1] */
+
+enum {
+#define CLBT_REGION_INDEX(NAME) CLBT_REGION_##NAME,
+  CLBT_REGIONS(CLBT_REGION_INDEX)
+#undef CLBT_REGION_INDEX
+  CLBT_NUM_REGIONS
+};
 
 /*
- * The arguments of the launch kernels before the groups', X(NAME, type,
- * name): clbt_slot_mapping, which computes a step (the slot mappings and
- * the gather), and clbt_commit_scatter, which takes the same arguments and
- * reads only the packet and the groups' buffers.
+ * A gather record, per position of the gathered table, in 32-bit words:
+ * the row it holds (-1: none), how many leading entries may be nonzero,
+ * and that row's 64-bit version when it was copied (low word, then high).
+ * The gather copies a position again only when its row or the row's
+ * version changed; every commit gives the rows it writes a new version
+ * from a 64-bit counter (src/commit.c), which no serving loop wraps.
  */
-#define CLBT_SLOT_MAPPING_FIRST_ARGUMENT(X) X(NUM_REQS, uint, num_reqs)
-#define CLBT_SLOT_MAPPING_ARGUMENTS(X)              \
-  X(NUM_TOKENS, uint, num_tokens)                   \
-  X(MAX_NUM_TOKENS, uint, max_num_tokens)           \
-  X(QUERY_START_LOC, __global const int *, query_start_loc) \
-  X(POSITIONS, __global const long *, positions)    \
-  X(QSL_CACHE, __local int *, qsl_cache)            \
-  X(IDX_MAPPING, __global const int *, idx_mapping) \
-  X(HAS_IDX_MAPPING, uint, has_idx_mapping)         \
-  X(MAX_NUM_REQS, uint, max_num_reqs)               \
-  X(GATHERED_REQS, uint, gathered_reqs)             \
-  X(PACKET, __global const uint *, packet)          \
-  X(PACKET_AT, ulong, packet_at)                    \
-  X(HAS_PACKET, uint, has_packet)                   \
-  X(VERSION, uint, version)
-
-/*
- * The step kernel's last argument, after the groups': a commit packet by
- * value. The scatter kernel has none, so that its launches do not copy it.
- */
-#define CLBT_STEP_LAST_ARGUMENT(X) \
-  X(INLINE_PACKET, clbt_inline_packet, inline_packet)
-
-/*
- * Where a launch's commit packet is (HAS_PACKET): none, in the packet
- * buffer from packet_at on, or in the launch's arguments (INLINE_PACKET),
- * which spares the upload. A packet goes inline when it fits
- * CLBT_INLINE_PACKET_WORDS and the device's CL_DEVICE_MAX_PARAMETER_SIZE
- * leaves room for it beside the other arguments.
- */
-#define CLBT_PACKET_NONE 0
-#define CLBT_PACKET_IN_BUFFER 1
-#define CLBT_PACKET_INLINE 2
-#define CLBT_INLINE_PACKET_WORDS 512
-
-/*
- * A commit packet of a launch's groups, in 32-bit words: per group g, the
- * count of its length pairs and of its cell triples (2 words each), then
- * each group's section in order: its (row, length) pairs, then its (row,
- * column, block id) triples. The host checked every row and column.
- */
-#define CLBT_PACKET_HEADER_WORDS_PER_GROUP 2
-
-/*
- * Then, per group g, X(g, NAME, type, name): the group's one buffer and the
- * offsets of its regions in it, in 32-bit words (src/clbt_internal.h,
- * clbt__region).
- */
-#define CLBT_SLOT_MAPPING_GROUP_ARGUMENTS(X, g) \
-  X(g, STORAGE, __global int *, storage)        \
-  X(g, ROWS_AT, ulong, rows_at)                 \
-  X(g, ROW_STRIDE, uint, row_stride)            \
-  X(g, ROW_LENGTHS_AT, ulong, row_lengths_at)   \
-  X(g, SLOTS_AT, ulong, slots_at)               \
-  X(g, REJECTED_TOKENS_AT, ulong, rejected_tokens_at) \
-  X(g, ROW_VERSIONS_AT, ulong, row_versions_at) \
-  X(g, GATHERED_AT, ulong, gathered_at)         \
-  X(g, GATHER_RECORDS_AT, ulong, gather_records_at)
-
-/*
- * A gather record, per position of the gathered table: the row it holds
- * (-1: none), that row's version when it was copied, and how many leading
- * entries may be nonzero. The gather copies a position again only when
- * its row or the row's version changed; every commit gives the rows it
- * writes a new version (src/commit.c).
- */
-#define CLBT_GATHER_RECORD_WORDS 3
+#define CLBT_GATHER_RECORD_WORDS 4
 #define CLBT_GATHER_RECORD_ROW 0
-#define CLBT_GATHER_RECORD_VERSION 1
-#define CLBT_GATHER_RECORD_EXTENT 2
+#define CLBT_GATHER_RECORD_EXTENT 1
+#define CLBT_GATHER_RECORD_VERSION 2
 
-/*
- * clbt_export's arguments, X(NAME, type, name); the group's constants
- * follow them as uint arguments, in CLBT_GROUP_CONSTANTS's order (the
- * export works per request, so they need not fold).
- */
-/*
- * The export's work-groups each copy the page ids of at most this many
- * requests (the host launches enough of them): r, r + groups, ...
- */
-#define CLBT_EXPORT_MAX_OWN_REQUESTS 1024
-
-#define CLBT_EXPORT_FIRST_ARGUMENT(X) X(NUM_REQS, uint, num_reqs)
-#define CLBT_EXPORT_ARGUMENTS(X)                         \
-  X(NUM_REQS_PADDED, uint, num_reqs_padded)              \
-  X(NUM_TOKENS, uint, num_tokens)                        \
-  X(QUERY_START_LOC, __global const int *, query_start_loc) \
-  X(POSITIONS, __global const long *, positions)         \
-  X(SEQ_LENS, __global const int *, seq_lens)            \
-  X(HAS_SEQ_LENS, uint, has_seq_lens)                    \
-  X(IDX_MAPPING, __global const int *, idx_mapping)      \
-  X(HAS_IDX_MAPPING, uint, has_idx_mapping)              \
-  X(MAX_NUM_REQS, uint, max_num_reqs)                    \
-  X(STORAGE, __global int *, storage)                    \
-  X(ROWS_AT, ulong, rows_at)                             \
-  X(ROW_STRIDE, uint, row_stride)                        \
-  X(ROW_LENGTHS_AT, ulong, row_lengths_at)               \
-  X(REJECTED_TOKENS_AT, ulong, rejected_tokens_at)       \
-  X(INDPTR_AT, ulong, indptr_at)                         \
-  X(INDICES_AT, ulong, indices_at)                       \
-  X(LAST_PAGE_LEN_AT, ulong, last_page_len_at)           \
-  X(PAST_LENS_AT, ulong, past_lens_at)                   \
-  X(SUBSEQUENCE_BEGINS_AT, ulong, subsequence_begins_at)
+/* The most groups one launch serves. */
+#define CLBT_LAUNCH_GROUPS 8
 
 /* The largest work-group the host launches (src/queue.c, clbt__geometry). */
 #define CLBT_MAX_WORK_GROUP_SIZE 256
+
+/* The kernel's names for the host's types. */
+#ifdef __OPENCL_VERSION__
+typedef uint cl_uint;
+typedef ulong cl_ulong;
+#endif
+
+/*
+ * Where one group's regions are, in 32-bit words from the start of its
+ * storage, and its row stride.
+ */
+typedef struct clbt_group_layout {
+  cl_ulong at[CLBT_NUM_REGIONS];
+  cl_uint row_stride; /* kernel blocks per row: the width */
+  cl_uint unused;     /* 0: the struct ends on an 8-byte boundary */
+} clbt_group_layout;
+
+/*
+ * A launch layout, what stays the same from launch to launch: the sizes
+ * the launch's groups share, then each group's layout. The host declares it
+ * for CLBT_LAUNCH_GROUPS groups and passes the launch's; the kernel
+ * declares it for the CLBT_NUM_GROUPS it was built for.
+ */
+#define CLBT_DECLARE_LAUNCH_LAYOUT(name, num_groups) \
+  typedef struct name {                              \
+    cl_uint max_num_reqs;                            \
+    cl_uint max_num_tokens; /* each slot mapping */  \
+    clbt_group_layout groups[num_groups];            \
+  } name;
+
+/*
+ * What a launch does (clbt_launch_record.work): any of the first four,
+ * with the flags after them. SCATTER spreads the packet over the whole grid
+ * and does nothing else; MAP, GATHER and EXPORT apply it first, each
+ * work-group all of it (a folded commit).
+ */
+#define CLBT_WORK_SCATTER 0x01u     /* apply the packet, nothing else */
+#define CLBT_WORK_MAP 0x02u         /* the token-mapping groups' slots */
+#define CLBT_WORK_GATHER 0x04u      /* every group's gathered rows */
+#define CLBT_WORK_EXPORT 0x08u      /* the token-mapping groups' pages */
+#define CLBT_WORK_IDX_MAPPING 0x10u /* idx_mapping names each row */
+#define CLBT_WORK_SEQ_LENS 0x20u    /* seq_lens gives each KV length */
+#define CLBT_WORK_PACKET_IN_BUFFER 0x40u /* the packet, from packet_at */
+#define CLBT_WORK_PACKET_INLINE 0x80u    /* the packet, in the record */
+
+/*
+ * One launch's record, its first argument, by value: what it does, its
+ * batch, and a commit packet small enough to travel with it (inline; the
+ * host passes CLBT_INLINE_WORDS words of it, what the device's argument
+ * space leaves, at most CLBT_INLINE_PACKET_WORDS). A commit packet, in
+ * 32-bit words: per group g, the count of its length pairs and of its
+ * cell triples, then each group's section in order: its (row, length)
+ * pairs, then its (row, column, block id) triples. The host checked every
+ * row and column.
+ */
+#define CLBT_INLINE_PACKET_WORDS 512
+#define CLBT_PACKET_HEADER_WORDS_PER_GROUP 2
+#define CLBT_PACKET_LENGTH_WORDS 2 /* row, length */
+#define CLBT_PACKET_CELL_WORDS 3   /* row, column, block id */
+#define CLBT_LAUNCH_RECORD_HEAD(X)                                    \
+  X(cl_uint, version_low)  /* the version the packet's rows get */    \
+  X(cl_uint, version_high)                                            \
+  X(cl_uint, packet_at_low) /* PACKET_IN_BUFFER: the launch's part */ \
+  X(cl_uint, packet_at_high)                                          \
+  X(cl_uint, work)          /* CLBT_WORK_* */                         \
+  X(cl_uint, num_reqs)                                                \
+  X(cl_uint, num_tokens)                                              \
+  X(cl_uint, padded_reqs) /* entries gathered and exported */
+
+/* A launch record whose packet holds `words` words (host: the most;
+   kernel: CLBT_INLINE_WORDS, what the device's argument space leaves). */
+#define CLBT_RECORD_FIELD(type, name) type name;
+#define CLBT_DECLARE_LAUNCH_RECORD(name, words) \
+  typedef struct name {                         \
+    CLBT_LAUNCH_RECORD_HEAD(CLBT_RECORD_FIELD)  \
+    cl_uint packet[words];                      \
+  } name;
+
+/*
+ * The step kernel's arguments, X(NAME, type, name): its first one, the
+ * rest, then per group g its storage. Each list comes as its first
+ * argument and the rest, so that a parameter list is plain text with no
+ * variadic macro to drop a leading comma: NVIDIA's OpenCL compiler (driver
+ * 580) lost the last parameter of a list built that way, where PoCL's did
+ * not. Buffers a launch does not read are NULL.
+ */
+#define CLBT_STEP_FIRST_ARGUMENT(X) X(RECORD, clbt_kernel_record, record)
+#define CLBT_STEP_ARGUMENTS(X)                                     \
+  X(LAYOUT, clbt_kernel_layout, layout)                            \
+  X(QUERY_START_LOC, __global const int *, query_start_loc)        \
+  X(POSITIONS, __global const long *, positions)                   \
+  X(IDX_MAPPING, __global const int *, idx_mapping)                \
+  X(SEQ_LENS, __global const int *, seq_lens)                      \
+  X(PACKET, __global const uint *, packet)                         \
+  X(QSL_CACHE, __local int *, qsl_cache)
+#define CLBT_STEP_GROUP_ARGUMENTS(X, g) X(g, STORAGE, __global int *, storage)
 
 /*
  * In a kernel built for CLBT_NUM_GROUPS groups (1..8): X(g) for each g,

@@ -1,37 +1,25 @@
 /*
- * The attention export: one group's page table for a batch, in kernel
+ * The step kernel's export: one group's page table for a batch, in kernel
  * blocks (pages of kernel_block_size tokens), in FlashInfer's CSR layout
  * (indptr, indices, last_page_len) and OpenVINO PagedAttention's extra
  * arrays (past_lens, subsequence_begins; its block_indices and
  * block_indices_begins are the CSR indices and indptr). docs/semantics.md
- * has the rules; src/export.c launches it.
+ * has the rules; cl/step.cl runs it.
  *
  * Batch request r reads row idx_mapping[r] (row r without idx_mapping; a
  * negative entry is padding). Its length is the last scheduled position +
- * 1, or seq_lens[r] when the caller gives them. With context parallelism its pages are the
- * rank's: the rank's tokens fill its kernel blocks densely in position
- * order (cl/slot_mapping.cl's slot_of), so the local length alone says how
+ * 1, or seq_lens[r] when the caller gives them. With context parallelism
+ * its pages are the rank's: the rank's tokens fill its kernel blocks
+ * densely in position order (slot_of), so the local length alone says how
  * many pages it reads and how full the last one is.
  *
- * Every work-group scans all the requests' page counts in local memory
- * (each work-item takes a contiguous run of requests): cheap, and it spares
- * a second launch. Work-group 0 writes the per-request arrays; each
- * work-group then copies the page ids of its own requests (r = group id,
- * + number of groups, ...), all its work-items on one request at a time,
- * so that neighbouring work-items copy neighbouring ids.
+ * Every work-group walks all the requests' page counts, a work-group's
+ * worth at a time, summing them in local memory: cheap, and it spares a
+ * second launch. Work-group 0 writes the per-request arrays; each
+ * work-group copies the page ids of its own requests (r = group id, +
+ * number of groups, ...), all its work-items on one request at a time, so
+ * that neighbouring work-items copy neighbouring ids.
  */
-#define FIRST_PARAMETER(NAME, type, name) type name
-#define PARAMETER(NAME, type, name) , type name
-#define CONSTANT_PARAMETER(g, name) , uint name
-
-/* The largest work-group the host launches (src/queue.c, clbt__geometry). */
-#define MAX_ITEMS 256
-
-/* The group's constants (arguments) a request's export depends on. */
-typedef struct group_constants {
-  ulong kv_block_size, blocks_per_kv_block, cp_world_size, cp_rank,
-      cp_interleave_size;
-} group_constants;
 
 /* How many of positions [0, n) this rank owns, by slot_of's rule. */
 static ulong local_count(ulong n, group_constants g) {
@@ -47,20 +35,28 @@ static ulong local_count(ulong n, group_constants g) {
 
 /* One request's entries; pages 0 means an empty list (last_page_len 1). */
 typedef struct request_export {
+  int row; /* the row its pages come from, when it has pages */
   uint pages;
   int last_page_len;
   int past_len;
   bool rejected;
 } request_export;
 
-/*
- * Batch request r's row: idx_mapping[r] (row r without one); -1 for a
- * request past num_reqs, which is padding like a negative entry.
- */
-static int row_of(uint r, uint num_reqs, __global const int *idx_mapping,
-                  uint has_idx_mapping) {
-  if (r >= num_reqs) return -1;
-  return has_idx_mapping ? idx_mapping[r] : (int)r;
+/* The batch an export reads. */
+typedef struct export_batch {
+  uint num_reqs, num_tokens, max_num_reqs;
+  __global const int *query_start_loc;
+  __global const long *positions;
+  __global const int *seq_lens; /* NULL: from positions */
+  __global const int *idx_mapping;
+  bool has_idx_mapping;
+} export_batch;
+
+/* query_start_loc[i]; a batch of no requests and no tokens (a dummy run)
+   has no array, and begins at 0. */
+static int query_start(const export_batch *batch, uint i) {
+  bool dummy = batch->num_reqs == 0 && batch->num_tokens == 0;
+  return dummy ? 0 : batch->query_start_loc[i];
 }
 
 /*
@@ -71,116 +67,112 @@ static int row_of(uint r, uint num_reqs, __global const int *idx_mapping,
  * or whose pages run past its committed row is rejected: no pages,
  * counted.
  */
-static request_export export_of(uint r, int row, uint max_num_reqs,
-                                uint num_tokens,
-                                __global const int *query_start_loc,
-                                __global const long *positions,
-                                __global const int *seq_lens,
-                                uint has_seq_lens,
+static request_export export_of(uint r, const export_batch *batch,
                                 __global const int *row_lengths,
-                                ulong kernel_block_size, group_constants g) {
-  request_export e = {0, 1, 0, false};
+                                group_constants g) {
+  request_export e = {-1, 0, 1, 0, false};
+  int row = row_of(r, batch->num_reqs, batch->idx_mapping,
+                   batch->has_idx_mapping);
   if (row < 0) return e;
-  int begin = query_start_loc[r], end = query_start_loc[r + 1];
-  e.rejected = (uint)row >= max_num_reqs || begin < 0 || end < begin ||
-               (uint)end > num_tokens;
+  int begin = batch->query_start_loc[r], end = batch->query_start_loc[r + 1];
+  e.rejected = (uint)row >= batch->max_num_reqs || begin < 0 || end < begin ||
+               (uint)end > batch->num_tokens;
   if (e.rejected) return e;
-  long length = has_seq_lens ? (long)seq_lens[r]
-                : end > begin ? positions[end - 1] + 1
-                              : 0;
+  long length = batch->seq_lens ? (long)batch->seq_lens[r]
+                : end > begin   ? batch->positions[end - 1] + 1
+                                : 0;
   e.rejected = length < (long)(end - begin) || length > INT_MAX;
   if (e.rejected) return e;
+  ulong kernel_block_size = g.kv_block_size / g.blocks_per_kv_block;
   ulong local_length = local_count((ulong)length, g);
   ulong pages = (local_length + kernel_block_size - 1) / kernel_block_size;
   e.rejected = pages > (uint)row_lengths[row];
   if (e.rejected || pages == 0) return e;
+  e.row = row;
   e.pages = (uint)pages;
   e.last_page_len = (int)(local_length - (pages - 1) * kernel_block_size);
   e.past_len = (int)local_count((ulong)(length - (end - begin)), g);
   return e;
 }
 
-/* This work-item's run [*begin, *end) of count requests. */
-static void share(uint count, uint *begin, uint *end) {
-  uint per_item = (count + get_local_size(0) - 1) / get_local_size(0);
-  *begin = min((uint)get_local_id(0) * per_item, count);
-  *end = min(*begin + per_item, count);
-}
-
-/* The work-group's exclusive prefix sum of each work-item's value. */
-static uint exclusive_scan(uint value, __local uint *sums) {
-  uint id = get_local_id(0);
+/* The work-group's exclusive prefix sum of each work-item's value; *total
+   receives the sum of them all. */
+static uint exclusive_scan(uint value, __local uint *sums, uint *total) {
+  uint id = get_local_id(0), size = get_local_size(0);
   sums[id] = value;
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint step = 1; step < get_local_size(0); step *= 2) {
+  for (uint step = 1; step < size; step *= 2) {
     uint add = id >= step ? sums[id - step] : 0;
     barrier(CLK_LOCAL_MEM_FENCE);
     sums[id] += add;
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  return sums[id] - value;
+  *total = sums[size - 1];
+  uint before = sums[id] - value;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return before;
 }
 
-#define ROW_OF(r) row_of(r, num_reqs, idx_mapping, has_idx_mapping)
-#define EXPORT_OF(r)                                                        \
-  export_of(r, ROW_OF(r), max_num_reqs, num_tokens, query_start_loc,        \
-            positions, seq_lens, has_seq_lens, row_lengths,                 \
-            kernel_block_size, g)
+/* Where a group's export goes, in its storage. */
+typedef struct export_regions {
+  __global const int *rows, *row_lengths;
+  __global int *indptr, *indices, *last_page_len, *past_lens,
+      *subsequence_begins;
+  uint row_stride;
+  bool exported; /* false: a NONE group, with no export regions */
+} export_regions;
 
-/* Arguments: CLBT_EXPORT_ARGUMENTS, then the group's constants. */
-__kernel void clbt_export(CLBT_EXPORT_FIRST_ARGUMENT(FIRST_PARAMETER)
-                              CLBT_EXPORT_ARGUMENTS(PARAMETER)
-                                  CLBT_GROUP_CONSTANTS(CONSTANT_PARAMETER, 0)) {
-  __local uint sums[MAX_ITEMS];
-  __local uint own_offset[CLBT_EXPORT_MAX_OWN_REQUESTS];
-  __local uint own_pages[CLBT_EXPORT_MAX_OWN_REQUESTS];
-  group_constants g = {kv_block_size, blocks_per_kv_block, cp_world_size,
-                       cp_rank, cp_interleave_size};
-  ulong kernel_block_size = g.kv_block_size / g.blocks_per_kv_block;
-  __global const int *rows = storage + rows_at;
-  __global const int *row_lengths = storage + row_lengths_at;
-  __global uint *rejected_tokens = (__global uint *)(storage + rejected_tokens_at);
-  __global int *indptr = storage + indptr_at;
-  __global int *indices = storage + indices_at;
-  __global int *last_page_len = storage + last_page_len_at;
-  __global int *past_lens = storage + past_lens_at;
-  __global int *subsequence_begins = storage + subsequence_begins_at;
+/* What one work-group of the export knows of a chunk of requests. */
+typedef struct export_scratch {
+  __local uint *sums, *offsets, *pages;
+  __local int *rows;
+} export_scratch;
 
-  uint begin, end, pages = 0;
-  share(num_reqs_padded, &begin, &end);
-  for (uint r = begin; r < end; ++r) pages += EXPORT_OF(r).pages;
-  uint offset = exclusive_scan(pages, sums);
-
-  uint groups = get_num_groups(0), me = get_group_id(0);
+/*
+ * Exports one group for requests [0, padded), a chunk of a work-group's
+ * size at a time; returns the requests this work-group counted as
+ * rejected (work-group 0 counts them all).
+ */
+static uint export_group(const export_batch *batch, uint padded,
+                         export_regions out, export_scratch scratch,
+                         group_constants g) {
+  uint id = get_local_id(0), size = get_local_size(0);
+  uint me = get_group_id(0), groups = get_num_groups(0);
   bool writer = me == 0;
-  if (writer && get_local_id(0) == 0) {
-    indptr[0] = 0;
-    subsequence_begins[0] = query_start_loc[0];
+  uint rejected = 0, before = 0;
+  /* A NONE group exports nothing: no branch around the barriers below. */
+  if (!out.exported) padded = 0;
+  if (writer && id == 0 && out.exported) {
+    out.indptr[0] = 0;
+    out.subsequence_begins[0] = query_start(batch, 0);
   }
-  uint rejected = 0;
-  for (uint r = begin; r < end; ++r) {
-    request_export e = EXPORT_OF(r);
-    if (r % groups == me) {
-      own_offset[r / groups] = offset;
-      own_pages[r / groups] = e.pages;
+  for (uint start = 0; start < padded; start += size) {
+    uint r = start + id, chunk_pages = 0;
+    request_export e = {-1, 0, 1, 0, false};
+    if (r < padded) e = export_of(r, batch, out.row_lengths, g);
+    uint offset = before + exclusive_scan(e.pages, scratch.sums, &chunk_pages);
+    if (writer && r < padded) {
+      out.indptr[r + 1] = (int)(offset + e.pages);
+      out.last_page_len[r] = e.last_page_len;
+      out.past_lens[r] = e.past_len;
+      out.subsequence_begins[r + 1] =
+          query_start(batch, min(r + 1, batch->num_reqs));
+      rejected += e.rejected;
     }
-    offset += e.pages;
-    if (!writer) continue;
-    indptr[r + 1] = (int)offset;
-    last_page_len[r] = e.last_page_len;
-    past_lens[r] = e.past_len;
-    subsequence_begins[r + 1] = query_start_loc[min(r + 1, num_reqs)];
-    rejected += e.rejected;
+    scratch.offsets[id] = offset;
+    scratch.pages[id] = e.pages;
+    scratch.rows[id] = e.row;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint count = min(size, padded - start);
+    for (uint k = (me + groups - start % groups) % groups; k < count;
+         k += groups) {
+      __global const int *row =
+          out.rows + (ulong)max(scratch.rows[k], 0) * out.row_stride;
+      __global int *indices = out.indices + scratch.offsets[k];
+      for (uint p = id; p < scratch.pages[k]; p += size) indices[p] = row[p];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    before += chunk_pages;
   }
-  if (rejected) atomic_add(rejected_tokens, rejected);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  uint owned = me < num_reqs_padded ? (num_reqs_padded - 1 - me) / groups + 1
-                                    : 0;
-  for (uint k = 0; k < owned; ++k) {
-    if (!own_pages[k]) continue;
-    ulong row_at = (ulong)ROW_OF(me + k * groups) * row_stride;
-    __global const int *row = rows + row_at;
-    for (uint p = get_local_id(0); p < own_pages[k]; p += get_local_size(0))
-      indices[own_offset[k] + p] = row[p];
-  }
+  return rejected;
 }

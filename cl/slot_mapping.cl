@@ -1,25 +1,20 @@
 /*
- * The step kernel. Its slot mapping gives each token of a batch the
- * KV-cache slot it writes, block_id * kernel_block_size + offset, as vLLM's
+ * The step kernel's parts that read and write rows: a commit packet
+ * applied to the committed rows, the slot mapping, and the gather. The
+ * export is in cl/export.cl, the kernel that runs them in cl/step.cl; the
+ * build puts cl/contract.h, then these three files, in one source.
+ *
+ * The slot mapping gives each token of a batch the KV-cache slot it
+ * writes, block_id * kernel_block_size + offset, as vLLM's
  * _compute_slot_mapping_kernel does, and CLBT_PAD_SLOT_ID to every other
- * element of the fixed-size output; request r reads row idx_mapping[r]
- * (or row r), as Model Runner V2's kernel does. Its gather copies each
- * batch request's committed row into the group's gathered table, in batch
- * order (plan_position). One launch serves up to eight KV-cache groups:
- * each token's request is found once and mapped in every group.
+ * element of the fixed-size output; request r reads row idx_mapping[r] (or
+ * row r), as Model Runner V2's kernel does. It differs from vLLM's kernel in
+ * two ways that make it safe on any input: it never reads a block outside
+ * the row's committed length (such a token gets the pad id and is
+ * counted), nor a row outside the table, and it checks query_start_loc
+ * before trusting it.
  *
- * It differs from vLLM's kernel in two ways that make it safe on any input:
- * it never reads a block outside the row's committed length (such a token
- * gets the pad id and is counted), nor a row outside the table, and it
- * checks query_start_loc before trusting it.
- *
- * Work-items are token-parallel: each takes a contiguous run of tokens
- * (share), so the host can pick the launch geometry per device
- * (docs/design.md).
- *
- * cl/contract.h comes first in this source: it lists the arguments and the
- * group constants, which the host expands the same way. Specialised at
- * build time (the host passes every one):
+ * Specialised at build time (the host passes every one):
  *   CLBT_PAD_SLOT_ID        the slot id of tokens that write nothing
  *   CLBT_QSL_IN_LOCAL       1: each work-group copies query_start_loc into
  *                           local memory (qsl_cache) and searches it there;
@@ -27,22 +22,11 @@
  *                           memory
  *   CLBT_NUM_GROUPS         groups served by this launch, 1..8
  *   CLBT_INLINE_WORDS       the words of a commit packet the launch can
- *                           carry in its arguments (1: the device has no
- *                           room for one)
+ *                           carry in its record (1: the device has no room
+ *                           for one)
  *   CLBT_GROUP_<g>          group g's constants, in the order of
  *                           CLBT_GROUP_CONSTANTS
  */
-
-/* A commit packet passed by value, CLBT_INLINE_WORDS words (1: none). */
-typedef struct clbt_inline_packet {
-  uint words[CLBT_INLINE_WORDS];
-} clbt_inline_packet;
-
-/* Parameter lists from the contract's lists. */
-#define FIRST_PARAMETER(NAME, type, name) type name
-#define PARAMETER(NAME, type, name) , type name
-#define GROUP_PARAMETER(g, NAME, type, name) , type name##_##g
-#define GROUP_PARAMETERS(g) CLBT_SLOT_MAPPING_GROUP_ARGUMENTS(GROUP_PARAMETER, g)
 
 /*
  * A group's constants as one value, every field a literal that folds. The
@@ -52,6 +36,7 @@ typedef struct clbt_inline_packet {
 typedef struct group_constants {
 #define DECLARE_CONSTANT(g, name) ulong name;
   CLBT_GROUP_CONSTANTS(DECLARE_CONSTANT, 0)
+#undef DECLARE_CONSTANT
 } group_constants;
 #define GROUP_CONSTANTS(g) ((group_constants){CLBT_GROUP_##g})
 
@@ -62,15 +47,96 @@ typedef struct group_constants {
 #endif
 
 /*
+ * The row of batch request r: its idx_mapping entry, or r itself; -1 (none)
+ * for a request past num_reqs.
+ */
+static int row_of(uint r, uint num_reqs, __global const int *idx_mapping,
+                  bool has_idx_mapping) {
+  if (r >= num_reqs) return -1;
+  return has_idx_mapping ? idx_mapping[r] : (int)r;
+}
+
+/*
+ * This work-item's share [*begin, *end) of count items, when `parts`
+ * work-items take contiguous runs of them: run `part`.
+ */
+static void share(uint count, uint part, uint parts, uint *begin, uint *end) {
+  uint per_part = (count + parts - 1) / parts;
+  *begin = min(part * per_part, count);
+  *end = min(*begin + per_part, count);
+}
+
+/* ---- a commit packet ------------------------------------------------- */
+
+/*
+ * A commit packet's section of one group (cl/contract.h has the layout):
+ * each row's length and version, and each changed cell. The work-items
+ * from `first` on take every `stride`-th item; items are counted in 64 bits
+ * so that nothing wraps. Defined for the two places a packet can be: a
+ * buffer, or the launch's own record.
+ */
+#define DEFINE_APPLY_SECTION(space, name)                                   \
+  static void name(space const uint *section, uint num_lengths,             \
+                   uint num_cells, __global int *rows, uint row_stride,     \
+                   __global int *row_lengths, __global ulong *row_versions, \
+                   ulong version, ulong first, ulong stride) {              \
+    ulong items = (ulong)num_lengths + num_cells;                           \
+    space const uint *cells =                                               \
+        section + CLBT_PACKET_LENGTH_WORDS * (ulong)num_lengths;            \
+    for (ulong i = first; i < items; i += stride) {                         \
+      if (i < num_lengths) {                                                \
+        space const uint *length = section + CLBT_PACKET_LENGTH_WORDS * i;  \
+        row_lengths[length[0]] = (int)length[1];                            \
+        row_versions[length[0]] = version;                                  \
+      } else {                                                              \
+        space const uint *cell =                                            \
+            cells + CLBT_PACKET_CELL_WORDS * (i - num_lengths);             \
+        rows[(ulong)cell[0] * row_stride + cell[1]] = (int)cell[2];         \
+      }                                                                     \
+    }                                                                       \
+  }
+DEFINE_APPLY_SECTION(__global, apply_section_in_buffer)
+DEFINE_APPLY_SECTION(__private, apply_section_inline)
+
+/* Group g's section, after the header and the sections before it. */
+#define APPLY_SECTION(apply, g)                                             \
+  {                                                                         \
+    uint num_lengths = words[CLBT_PACKET_HEADER_WORDS_PER_GROUP * g];       \
+    uint num_cells = words[CLBT_PACKET_HEADER_WORDS_PER_GROUP * g + 1];     \
+    apply(words + section_at, num_lengths, num_cells,                       \
+          storage_##g + AT(g, ROWS), layout.groups[g].row_stride,           \
+          storage_##g + AT(g, ROW_LENGTHS),                                 \
+          (__global ulong *)(storage_##g + AT(g, ROW_VERSIONS)), version,   \
+          first, stride);                                                   \
+    section_at += CLBT_PACKET_LENGTH_WORDS * (ulong)num_lengths +           \
+                  CLBT_PACKET_CELL_WORDS * (ulong)num_cells;                \
+  }
+#define APPLY_SECTION_IN_BUFFER(g) APPLY_SECTION(apply_section_in_buffer, g)
+#define APPLY_SECTION_INLINE(g) APPLY_SECTION(apply_section_inline, g)
+
+/* Every group's section of a packet at `packet_words` in `space`. */
+#define APPLY_PACKET(space, packet_words, apply_section_of)         \
+  {                                                                 \
+    space const uint *words = packet_words;                         \
+    ulong section_at =                                              \
+        CLBT_PACKET_HEADER_WORDS_PER_GROUP * (ulong)CLBT_NUM_GROUPS; \
+    CLBT_FOR_EACH_GROUP(apply_section_of)                           \
+  }
+
+/* ---- the slot mapping ------------------------------------------------ */
+
+/*
  * Whether query_start_loc[0..num_reqs] is a non-decreasing run from >= 0 to
  * <= num_tokens. Each work-group reads the whole array, so every group
  * reaches the same verdict without a second launch; on the way it copies
  * the array to local memory, where the request searches below are cheap.
+ * A batch of no requests and no tokens (a dummy run) reads nothing.
  */
 static bool batch_is_well_formed(__global const int *query_start_loc,
                                  uint num_reqs, uint num_tokens,
                                  __local int *qsl_cache,
                                  __local int *well_formed) {
+  if (num_reqs == 0 && num_tokens == 0) return true;
   if (get_local_id(0) == 0) *well_formed = 1;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (uint i = get_local_id(0); i <= num_reqs; i += get_local_size(0)) {
@@ -103,24 +169,6 @@ static int find_request(QSL_SPACE const int *query_start_loc, uint num_reqs,
       high = middle - 1;
   }
   return low;
-}
-
-/* The row of batch request r: its idx_mapping entry, or r itself. */
-static int row_of(__global const int *idx_mapping, uint has_idx_mapping,
-                  uint r) {
-  return has_idx_mapping ? idx_mapping[r] : (int)r;
-}
-
-/*
- * This work-item's share [*begin, *end) of count items: a contiguous run.
- * On a GPU the grid is as large as the buffer, so runs are one token long
- * and neighbouring work-items touch neighbouring slots; on a CPU one
- * work-item takes a long run, whose loops are unit-stride and vectorise.
- */
-static void share(uint count, uint *begin, uint *end) {
-  uint per_item = (count + get_global_size(0) - 1) / get_global_size(0);
-  *begin = min((uint)get_global_id(0) * per_item, count);
-  *end = min(*begin + per_item, count);
 }
 
 /*
@@ -167,122 +215,14 @@ static inline long slot_of(long position, __global const int *row,
          (long)(local_offset % kernel_block_size);
 }
 
-/*
- * Each group's table keeps its committed rows, lengths, output and
- * rejected-token counter in one buffer (one argument costs the driver less
- * than four), at offsets in 32-bit words.
- */
-#define GROUP_POINTERS(g)                                                    \
-  __global const int *rows_##g = storage_##g + rows_at_##g;                 \
-  __global const int *row_lengths_##g = storage_##g + row_lengths_at_##g;   \
-  __global long *slots_##g = (__global long *)(storage_##g + slots_at_##g); \
-  __global uint *rejected_tokens_##g =                                       \
-      (__global uint *)(storage_##g + rejected_tokens_at_##g);
-
-#define DECLARE_COUNT(g) uint rejected_##g = 0;
-
-#define MAPS_TOKENS(g) (GROUP_CONSTANTS(g).maps_tokens != 0)
-
-#define REJECT_TOKENS(g) \
-  if (MAPS_TOKENS(g)) rejected_##g += end - begin;
-
-#define PAD_TOKENS(g)                              \
-  if (MAPS_TOKENS(g))                              \
-    for (uint token = begin; token < end; ++token) \
-      slots_##g[token] = CLBT_PAD_SLOT_ID;
-
-/* A token of a request whose row is outside the table is counted. */
-#define MAP_TOKEN(g)                                                        \
-  if (MAPS_TOKENS(g)) {                                                     \
-    if (row_in_table)                                                       \
-      slots_##g[token] =                                                    \
-          slot_of(position, rows_##g + (ulong)row * row_stride_##g,         \
-                  (uint)row_lengths_##g[row], &rejected_##g,                \
-                  GROUP_CONSTANTS(g));                                      \
-    else                                                                    \
-      slots_##g[token] = CLBT_PAD_SLOT_ID;                                  \
-    if (row_outside) ++rejected_##g;                                        \
-  }
+/* ---- the gather ------------------------------------------------------ */
 
 /*
- * A commit packet's section of one group (cl/contract.h has the layout):
- * each row's length and version, and each changed cell. The work-items
- * from `first` on take every `stride`-th item; items are counted in 64 bits
- * so that nothing wraps. Defined for the two places a packet can be: a
- * buffer, or the launch's own arguments (clbt_inline_packet).
- */
-#define DEFINE_APPLY_SECTION(space, name)                                   \
-  static void name(space const uint *section, uint num_lengths,             \
-                   uint num_cells, __global int *rows, uint row_stride,     \
-                   __global int *row_lengths, __global uint *row_versions,  \
-                   uint version, ulong first, ulong stride) {               \
-    ulong items = (ulong)num_lengths + num_cells;                           \
-    space const uint *cells = section + 2 * (ulong)num_lengths;             \
-    for (ulong i = first; i < items; i += stride) {                         \
-      if (i < num_lengths) {                                                \
-        uint row = section[2 * i];                                          \
-        row_lengths[row] = (int)section[2 * i + 1];                         \
-        row_versions[row] = version;                                        \
-      } else {                                                              \
-        space const uint *cell = cells + 3 * (i - num_lengths);             \
-        rows[(ulong)cell[0] * row_stride + cell[1]] = (int)cell[2];         \
-      }                                                                     \
-    }                                                                       \
-  }
-DEFINE_APPLY_SECTION(__global, apply_section_in_buffer)
-DEFINE_APPLY_SECTION(__private, apply_section_inline)
-
-/* Group g's section, after the header and the sections before it. */
-#define APPLY_SECTION(apply, g)                                             \
-  {                                                                         \
-    uint num_lengths = packet_of_launch[2 * g];                             \
-    uint num_cells = packet_of_launch[2 * g + 1];                           \
-    apply(packet_of_launch + section_at, num_lengths, num_cells,            \
-          storage_##g + rows_at_##g, row_stride_##g,                        \
-          storage_##g + row_lengths_at_##g,                                 \
-          (__global uint *)(storage_##g + row_versions_at_##g), version,    \
-          first, stride);                                                   \
-    section_at += 2 * (ulong)num_lengths + 3 * (ulong)num_cells;            \
-  }
-#define APPLY_SECTION_IN_BUFFER(g) APPLY_SECTION(apply_section_in_buffer, g)
-#define APPLY_SECTION_INLINE(g) APPLY_SECTION(apply_section_inline, g)
-
-/* Every group's section of a packet at `words` in address space `space`. */
-#define APPLY_PACKET(space, words, apply_section_of, first, stride)  \
-  {                                                                   \
-    space const uint *packet_of_launch = words;                       \
-    ulong section_at = CLBT_PACKET_HEADER_WORDS_PER_GROUP *           \
-                       (ulong)CLBT_NUM_GROUPS;                        \
-    CLBT_FOR_EACH_GROUP(apply_section_of)                             \
-  }
-
-/* The gather of group g over the positions, a chunk at a time. */
-#define GATHER_GROUP(g)                                                     \
-  for (uint start = get_group_id(0) * chunk; start < gathered_reqs;         \
-       start += get_num_groups(0) * chunk) {                                \
-    uint count = min(chunk, gathered_reqs - start);                         \
-    if (get_local_id(0) < count)                                            \
-      rejected_##g += plan_position(                                        \
-          start + get_local_id(0), num_reqs, idx_mapping, has_idx_mapping,  \
-          max_num_reqs, row_lengths_##g,                                    \
-          (__global const uint *)(storage_##g + row_versions_at_##g),       \
-          (__global uint *)(storage_##g + gather_records_at_##g),           \
-          GROUP_CONSTANTS(g).zero_gathered_tails != 0, &plans[get_local_id(0)]); \
-    barrier(CLK_LOCAL_MEM_FENCE);                                           \
-    copy_positions(start, count, plans, rows_##g, row_stride_##g,           \
-                   storage_##g + gathered_at_##g);                          \
-    barrier(CLK_LOCAL_MEM_FENCE);                                           \
-  }
-
-#define ADD_COUNT(g) \
-  if (rejected_##g) atomic_add(rejected_tokens_##g, rejected_##g);
-
-/*
- * The gather. Position b of a group's gathered table holds the committed
- * row that batch request b reads, its live entries, or nothing for a
- * padding request or a row outside the table (which is counted). A record
- * per position says which row it holds, at which version, and how far it
- * may be nonzero, so a position whose row and version are unchanged is left
+ * Position b of a group's gathered table holds the committed row that
+ * batch request b reads, its live entries, or nothing for a padding
+ * request or a row outside the table (which is counted). A record per
+ * position says which row it holds, at which version, and how far it may
+ * be nonzero, so a position whose row and version are unchanged is left
  * alone: a steady step moves only what changed. Entries past the row's
  * length are zeroed up to that extent when the group asks
  * (zero_gathered_tails); a padding row is zeroed whole.
@@ -293,36 +233,38 @@ DEFINE_APPLY_SECTION(__private, apply_section_inline)
  * work-items neighbouring entries.
  */
 typedef struct gather_plan {
-  int row;       /* -1: none */
-  uint copied;   /* entries [0, copied) come from the row */
-  uint written;  /* entries [copied, written) become 0 */
+  int row;      /* -1: none */
+  uint copied;  /* entries [0, copied) come from the row */
+  uint written; /* entries [copied, written) become 0 */
 } gather_plan;
 
 /* Plans position b and updates its record; returns 1 when b's row is
    outside the table. */
 static uint plan_position(uint b, uint num_reqs,
                           __global const int *idx_mapping,
-                          uint has_idx_mapping, uint max_num_reqs,
+                          bool has_idx_mapping, uint max_num_reqs,
                           __global const int *row_lengths,
-                          __global const uint *row_versions,
+                          __global const ulong *row_versions,
                           __global uint *records, bool zero_tails,
                           __local gather_plan *plan) {
-  int row = b < num_reqs ? row_of(idx_mapping, has_idx_mapping, b) : -1;
+  int row = row_of(b, num_reqs, idx_mapping, has_idx_mapping);
   bool outside = row >= (int)max_num_reqs;
   row = outside ? -1 : max(row, -1);
   __global uint *record = records + (ulong)b * CLBT_GATHER_RECORD_WORDS;
-  uint version = row >= 0 ? row_versions[row] : 0;
+  __global ulong *recorded_version =
+      (__global ulong *)(record + CLBT_GATHER_RECORD_VERSION);
+  ulong version = row >= 0 ? row_versions[row] : 0;
   uint length = row >= 0 ? (uint)row_lengths[row] : 0;
   uint extent = record[CLBT_GATHER_RECORD_EXTENT];
   bool changed = (int)record[CLBT_GATHER_RECORD_ROW] != row ||
-                 (row >= 0 && record[CLBT_GATHER_RECORD_VERSION] != version);
+                 (row >= 0 && *recorded_version != version);
   bool zeroes = zero_tails || row < 0;
   plan->row = row;
   plan->copied = changed ? length : 0;
   plan->written = !changed ? 0 : zeroes ? max(extent, length) : length;
   if (changed) {
     record[CLBT_GATHER_RECORD_ROW] = (uint)row;
-    record[CLBT_GATHER_RECORD_VERSION] = version;
+    *recorded_version = version;
     record[CLBT_GATHER_RECORD_EXTENT] = zeroes ? length : max(extent, length);
   }
   return outside ? 1 : 0;
@@ -340,82 +282,4 @@ static void copy_positions(uint start, uint count,
     for (uint j = get_local_id(0); j < plan.written; j += get_local_size(0))
       out[j] = j < plan.copied ? in[j] : 0;
   }
-}
-
-/*
- * The commit scatter: applies a packet to the groups' committed rows, the
- * whole grid sharing the items. A commit uses it when its packet is too
- * large for every work-group of the step kernel to apply on its own.
- */
-__kernel void clbt_commit_scatter(
-    CLBT_SLOT_MAPPING_FIRST_ARGUMENT(FIRST_PARAMETER)
-    CLBT_SLOT_MAPPING_ARGUMENTS(PARAMETER)
-    CLBT_FOR_EACH_GROUP(GROUP_PARAMETERS)) {
-  ulong first = get_global_id(0), stride = get_global_size(0);
-  APPLY_PACKET(__global, packet + packet_at, APPLY_SECTION_IN_BUFFER, first,
-               stride)
-}
-
-__kernel void clbt_slot_mapping(
-    CLBT_SLOT_MAPPING_FIRST_ARGUMENT(FIRST_PARAMETER)
-    CLBT_SLOT_MAPPING_ARGUMENTS(PARAMETER)
-    CLBT_FOR_EACH_GROUP(GROUP_PARAMETERS)
-    CLBT_STEP_LAST_ARGUMENT(PARAMETER)) {
-  __local int well_formed;
-  __local gather_plan plans[CLBT_MAX_WORK_GROUP_SIZE];
-  /*
-   * A small packet is applied here, by every work-group on its own: each
-   * then reads rows it wrote itself, and where two work-groups write one
-   * word they write the same value. This spares the step a scatter launch,
-   * and, when the packet came inside the launch's arguments, the upload.
-   */
-  if (has_packet != CLBT_PACKET_NONE) {
-    ulong first = get_local_id(0), stride = get_local_size(0);
-    if (has_packet == CLBT_PACKET_INLINE)
-      APPLY_PACKET(__private, inline_packet.words, APPLY_SECTION_INLINE,
-                   first, stride)
-    else
-      APPLY_PACKET(__global, packet + packet_at, APPLY_SECTION_IN_BUFFER,
-                   first, stride)
-    barrier(CLK_GLOBAL_MEM_FENCE);
-  }
-  bool batch_ok = batch_is_well_formed(query_start_loc, num_reqs, num_tokens,
-                                       qsl_cache, &well_formed);
-#if CLBT_QSL_IN_LOCAL
-  QSL_SPACE const int *qsl = qsl_cache;
-#else
-  QSL_SPACE const int *qsl = query_start_loc;
-#endif
-  CLBT_FOR_EACH_GROUP(GROUP_POINTERS)
-  CLBT_FOR_EACH_GROUP(DECLARE_COUNT)
-  uint begin, end;
-  share(num_tokens, &begin, &end);
-  if (!batch_ok) {
-    CLBT_FOR_EACH_GROUP(REJECT_TOKENS)
-    CLBT_FOR_EACH_GROUP(PAD_TOKENS)
-  } else if (begin < end) {
-    /* One search per run; then the request advances with the tokens. */
-    int request = find_request(qsl, num_reqs, (int)begin);
-    for (uint token = begin; token < end; ++token) {
-      while (request < (int)num_reqs && qsl[request + 1] <= (int)token)
-        ++request;
-      bool owned = request >= 0 && request < (int)num_reqs;
-      int row = owned ? row_of(idx_mapping, has_idx_mapping, (uint)request)
-                      : -1;
-      bool row_in_table = row >= 0 && row < (int)max_num_reqs;
-      bool row_outside = row >= (int)max_num_reqs;
-      long position = row_in_table ? positions[token] : 0;
-      CLBT_FOR_EACH_GROUP(MAP_TOKEN)
-    }
-  }
-  share(max_num_tokens - num_tokens, &begin, &end);
-  begin += num_tokens;
-  end += num_tokens;
-  CLBT_FOR_EACH_GROUP(PAD_TOKENS)
-
-  /* The gather: chunks of positions spread over every work-group. */
-  uint per_group = (gathered_reqs + get_num_groups(0) - 1) / get_num_groups(0);
-  uint chunk = clamp(per_group, 1u, (uint)get_local_size(0));
-  CLBT_FOR_EACH_GROUP(GATHER_GROUP)
-  CLBT_FOR_EACH_GROUP(ADD_COUNT)
 }

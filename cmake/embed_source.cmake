@@ -1,16 +1,16 @@
-# Turns a text file into a C array, so the library needs no file at run time.
-#   cmake -DINPUT=in.cl [-DPREFIX=first.h] -DOUTPUT=out.c -DSYMBOL=name
+# Turns text files, end to end, into a C array, so the library needs no file
+# at run time.
+#   cmake -DINPUTS=first.h,second.cl,... -DOUTPUT=out.c -DSYMBOL=name
 #         -P embed_source.cmake
 # defines `const char name[]` (NUL-terminated) and `const size_t name_length`.
 # An array of bytes, not a string literal: C11 promises only 4095 characters
 # in a literal, and some compilers stop near 16 KiB.
-# With -DPREFIX=file, that file's text comes first (cl/contract.h, which
-# the host includes too).
-file(READ "${INPUT}" hex HEX)
-if(PREFIX)
-  file(READ "${PREFIX}" prefix_hex HEX)
-  string(PREPEND hex "${prefix_hex}")
-endif()
+string(REPLACE "," ";" inputs "${INPUTS}")
+set(hex "")
+foreach(input IN LISTS inputs)
+  file(READ "${input}" part HEX)
+  string(APPEND hex "${part}")
+endforeach()
 string(LENGTH "${hex}" hex_length)
 math(EXPR length "${hex_length} / 2")
 set(body "")
@@ -22,7 +22,7 @@ while(offset LESS hex_length)
   math(EXPR offset "${offset} + 32")
 endwhile()
 file(WRITE "${OUTPUT}.tmp"
-  "/* Generated from ${INPUT} by embed_source.cmake; do not edit. */\n"
+  "/* Generated from ${INPUTS} by embed_source.cmake; do not edit. */\n"
   "#include <stddef.h>\n"
   "extern const char ${SYMBOL}[];\n"
   "extern const size_t ${SYMBOL}_length;\n"

@@ -3,15 +3,18 @@
  * a commit moves only that, per group:
  *
  *   SCATTER  the group's section of one packet of changed cells and
- *            lengths: one upload for every group of the commit, then one
- *            kernel per eight groups that scatters it.
+ *            lengths, for every group of the commit: inside the step
+ *            kernel's record when it fits, else one upload for all, applied
+ *            by the step kernel or a scatter launch of it per eight groups.
  *   WHOLE    rows [0, num_reqs) and their lengths in two writes, when the
  *            packet would be half their size or more.
  *
- * Both send a copy taken at commit time from a staging slot (staging.c), so
- * the host rows may change as soon as commit returns and nothing waits for
- * the device. Every row a commit writes gets the commit's version, which
- * tells the gather (cl/slot_mapping.cl) which rows changed. Mapping the committed copy and writing cells in place was
+ * Both send a copy taken at commit time (a staging slot, staging.c, or a
+ * launch's record), so the host rows may change as soon as commit returns
+ * and nothing waits for the device. Every row a commit writes gets the
+ * commit's version, which tells the gather (cl/slot_mapping.cl) which rows
+ * changed. Where each launch's part of the packet goes is the call's plan
+ * (step.c). Mapping the committed copy and writing cells in place was
  * measured too, on PoCL where it costs no copy: its blocking map made it
  * slower than SCATTER (docs/benchmarks.md).
  */
@@ -99,7 +102,7 @@ static clbt__pending count_pending(const clbt__changes *changes,
 
 /* A scatter packet: (row, length) per row, (row, column, id) per cell. */
 static uint64_t packet_words(uint64_t rows, uint64_t cells) {
-  return 2 * rows + 3 * cells;
+  return CLBT_PACKET_LENGTH_WORDS * rows + CLBT_PACKET_CELL_WORDS * cells;
 }
 
 clbt_status clbt__commit_choose(clbt_commit_mode mode, uint32_t num_reqs,
@@ -126,11 +129,13 @@ clbt_status clbt__commit_choose(clbt_commit_mode mode, uint32_t num_reqs,
 
 /* A stale group is rewritten whole, every row, whatever the mode: its
    changes no longer say what differs. */
-static clbt_status plan_group(const clbt_table *group, uint32_t num_reqs,
-                              clbt__commit_plan *plan) {
+clbt_status clbt__commit_plan_group(const clbt_table *group,
+                                    uint32_t num_reqs,
+                                    clbt__commit_plan *plan) {
   plan->rows = group->device_stale ? group->layout.max_num_reqs : num_reqs;
   plan->pending = count_pending(&group->changes, plan->rows);
   plan->mode = CLBT_COMMIT_WHOLE;
+  plan->packet_at = 0;
   if (group->device_stale) return CLBT_SUCCESS;
   if (plan->pending.rows == 0) {
     plan->mode = CLBT_COMMIT_AUTO;
@@ -141,51 +146,51 @@ static clbt_status plan_group(const clbt_table *group, uint32_t num_reqs,
                              plan->pending.cells, &plan->mode);
 }
 
-uint32_t clbt__next_version(clbt_table *group) {
-  return ++group->engine->version;
+size_t clbt__commit_section_words(const clbt__commit_plan *plan) {
+  if (plan->mode != CLBT_COMMIT_SCATTER) return 0;
+  return (size_t)packet_words(plan->pending.rows, plan->pending.cells);
 }
 
-/*
- * Rows [0, rows) and their lengths, from a snapshot in a staging packet:
- * two non-blocking writes, so the host rows may change at once, and every
- * row's version (the fill reads no host memory).
- */
-static clbt_status commit_whole(clbt_table *group, uint32_t rows,
-                                uint32_t version, clbt__sequence *sequence) {
-  cl_command_queue queue = group->device->queue;
+uint64_t clbt__next_version(clbt_multi_table *engine) {
+  return ++engine->version;
+}
+
+clbt_status clbt__commit_whole(clbt_table *group, uint32_t rows,
+                               uint64_t version, clbt__sequence *sequence) {
+  clbt__staging_pool *pool = &group->engine->staging;
   size_t cells = (size_t)rows * group->layout.width;
   size_t words = cells + rows;
-  clbt__staging *slot = NULL;
-  cl_uint num_events;
-  const cl_event *wait_list;
-  cl_event written = NULL;
-  clbt_status status =
-      clbt__staging_acquire(&group->engine->staging, group->device->context,
-                            words, false, &slot);
+  clbt__staging slot;
+  cl_event rows_read = NULL, lengths_read = NULL;
+  clbt_status status = clbt__staging_acquire(pool, group->device->context,
+                                             words, false, &slot);
   if (status) return status;
-  memcpy(slot->packet, group->rows, cells * sizeof(int32_t));
-  memcpy(slot->packet + cells, group->row_lengths, rows * sizeof(uint32_t));
-  clbt__sequence_next(sequence, &num_events, &wait_list);
-  CLBT__CL_TRY(clEnqueueWriteBuffer(queue, group->regions[CLBT__ROWS], CL_FALSE,
-                                    0, cells * sizeof(int32_t), slot->packet,
-                                    num_events, wait_list, &written),
-               status, done);
-  clbt__staging_add_reader(slot, written);
-  CLBT__CL_TRY(clEnqueueWriteBuffer(queue, group->regions[CLBT__ROW_LENGTHS],
-                                    CL_FALSE, 0, rows * sizeof(uint32_t),
-                                    slot->packet + cells, 0, NULL, &written),
-               status, done);
-  clbt__staging_add_reader(slot, written);
-  CLBT__CL_TRY(clEnqueueFillBuffer(queue, group->regions[CLBT__ROW_VERSIONS],
-                                   &version, sizeof version, 0,
-                                   group->layout.max_num_reqs * sizeof version,
-                                   0, NULL, &written),
-               status, done);
-  clbt__staging_add_reader(slot, written);
-  status = clbt__sequence_done(sequence, written, true);
-  group->last_commit = (clbt_commit_info){CLBT_COMMIT_WHOLE, rows,
-                                          words * sizeof(uint32_t)};
-done:
+  memcpy(slot.packet, group->rows, cells * sizeof(int32_t));
+  memcpy(slot.packet + cells, group->row_lengths, rows * sizeof(uint32_t));
+  status = clbt__sequence_write(sequence, group->regions[CLBT_REGION_ROWS], 0,
+                                cells * sizeof(int32_t), slot.packet,
+                                &rows_read);
+  if (!status)
+    status = clbt__sequence_write(
+        sequence, group->regions[CLBT_REGION_ROW_LENGTHS], 0,
+        rows * sizeof(uint32_t), slot.packet + cells, &lengths_read);
+  /* The slot lives until the last write that was enqueued ends; the queue
+     is in order, so the one before it has ended too. */
+  if (!rows_read) {
+    clbt__staging_return(pool, &slot);
+  } else if (lengths_read) {
+    clReleaseEvent(rows_read);
+    clbt__staging_submit(pool, &slot, lengths_read);
+  } else {
+    clbt__staging_submit(pool, &slot, rows_read);
+  }
+  if (!status)
+    status = clbt__sequence_fill(
+        sequence, group->regions[CLBT_REGION_ROW_VERSIONS], &version,
+        sizeof version, 0, group->layout.max_num_reqs * sizeof version);
+  if (!status)
+    group->last_commit = (clbt_commit_info){CLBT_COMMIT_WHOLE, rows,
+                                            words * sizeof(uint32_t)};
   return status;
 }
 
@@ -193,7 +198,8 @@ done:
 static void pack_section(const clbt_table *group,
                          const clbt__commit_plan *plan, uint32_t *section) {
   const clbt__changes *changes = &group->changes;
-  uint32_t *cell = section + 2 * (size_t)plan->pending.rows;
+  uint32_t *cell =
+      section + CLBT_PACKET_LENGTH_WORDS * (size_t)plan->pending.rows;
   for (uint32_t i = 0; i < changes->num_listed; ++i) {
     uint32_t row = changes->listed_rows[i];
     if (row >= plan->rows) continue;
@@ -209,202 +215,19 @@ static void pack_section(const clbt_table *group,
   }
 }
 
-/* A launch's part of the packet: each group's counts, then its sections
-   (cl/contract.h); a group that does not scatter has none. */
-static void pack_launch(const clbt__launch *launch,
-                        const clbt__commit_plan *plans, uint32_t *part) {
+void clbt__commit_pack(const clbt__launch *launch,
+                       const clbt__commit_plan *plans, uint32_t *part) {
   for (uint32_t g = 0; g < launch->num_groups; ++g) {
     bool scatters = plans[g].mode == CLBT_COMMIT_SCATTER;
-    part[2 * g] = scatters ? plans[g].pending.rows : 0;
-    part[2 * g + 1] = scatters ? (uint32_t)plans[g].pending.cells : 0;
-    if (scatters) pack_section(launch->groups[g], &plans[g],
-                               part + plans[g].packet_at);
+    uint32_t *counts = part + CLBT_PACKET_HEADER_WORDS_PER_GROUP * g;
+    counts[0] = scatters ? plans[g].pending.rows : 0;
+    counts[1] = scatters ? (uint32_t)plans[g].pending.cells : 0;
+    if (scatters)
+      pack_section(launch->groups[g], &plans[g], part + plans[g].packet_at);
   }
 }
 
-/* Whether any of a launch's groups scatters. */
-static bool launch_scatters(const clbt__launch *launch,
-                            const clbt__commit_plan *plans) {
-  for (uint32_t g = 0; g < launch->num_groups; ++g)
-    if (plans[g].mode == CLBT_COMMIT_SCATTER) return true;
-  return false;
-}
-
-/* The items of a launch's scatter: its largest group's lengths and cells. */
-static size_t launch_items(const clbt__launch *launch,
-                           const clbt__commit_plan *plans) {
-  size_t items = 0;
-  for (uint32_t g = 0; g < launch->num_groups; ++g)
-    if (plans[g].mode == CLBT_COMMIT_SCATTER &&
-        plans[g].pending.rows + plans[g].pending.cells > items)
-      items = plans[g].pending.rows + plans[g].pending.cells;
-  return items;
-}
-
-/*
- * A packet that every work-group of a step kernel applies on its own
- * (cl/slot_mapping.cl) when it has at most this many items a group: a few
- * passes of a work-group, cheaper than a scatter launch of its own.
- */
-#define CLBT__FOLDED_ITEMS 512
-
-/* Whether a scattering launch's part goes to its step kernel (folded). */
-static bool folds(const clbt__launch *launch, const clbt__commit_plan *plans,
-                  bool fold) {
-  return fold && launch->kernel &&
-         launch_items(launch, plans) <= CLBT__FOLDED_ITEMS;
-}
-
-/* One launch's scatter kernel over its part of the uploaded packet. */
-static clbt_status scatter_launch(clbt__launch *launch, size_t items,
-                                  cl_mem packet, cl_ulong packet_at,
-                                  uint32_t version, clbt__sequence *sequence) {
-  clbt_device *device = launch->groups[0]->device;
-  size_t global, local, kernel_max_group = 0;
-  cl_event scattered = NULL;
-  clbt_status status =
-      clbt__launch_set_packet(launch->scatter, &packet, packet_at, version);
-  if (status) return status;
-  CLBT__CL_TRY(clGetKernelWorkGroupInfo(launch->scatter, device->id,
-                                        CL_KERNEL_WORK_GROUP_SIZE,
-                                        sizeof kernel_max_group,
-                                        &kernel_max_group, NULL),
-               status, done);
-  clbt__geometry(device, kernel_max_group, items, &global, &local);
-  CLBT__CL_TRY(clEnqueueNDRangeKernel(device->queue, launch->scatter, 1, NULL,
-                                      &global, &local, 0, NULL, &scattered),
-               status, done);
-  status = clbt__sequence_done(sequence, scattered, false);
-done:
-  return status;
-}
-
-/*
- * Every scattering launch's part of one packet, in one upload; then per
- * launch a scatter kernel, or, when folding is asked and the part is small,
- * nothing: the launch's next step kernel applies it (launch->packet). The
- * slot's readers are the upload and the last scatter; a folded packet's
- * last reader is the step kernel, which the caller adds (*folded).
- */
-static clbt_status commit_scatters(clbt__launch *launches,
-                                   uint32_t num_launches,
-                                   clbt__commit_plan *plans, size_t words,
-                                   uint32_t version, bool fold,
-                                   clbt__sequence *sequence,
-                                   clbt__staging **folded) {
-  clbt_table *first = launches[0].groups[0];
-  clbt__staging *slot = NULL;
-  cl_uint num_events;
-  const cl_event *wait_list;
-  cl_event uploaded = NULL;
-  bool scattered = false;
-  clbt_status status =
-      clbt__staging_acquire(&first->engine->staging, first->device->context,
-                            words, true, &slot);
-  if (status) return status;
-  for (uint32_t l = 0, p = 0; l < num_launches; p += launches[l++].num_groups)
-    if (launch_scatters(&launches[l], &plans[p]))
-      pack_launch(&launches[l], &plans[p],
-                  slot->packet + launches[l].packet_at);
-  clbt__sequence_next(sequence, &num_events, &wait_list);
-  CLBT__CL_TRY(clEnqueueWriteBuffer(first->device->queue, slot->buffer,
-                                    CL_FALSE, 0, words * sizeof(uint32_t),
-                                    slot->packet, num_events, wait_list,
-                                    &uploaded),
-               status, done);
-  clbt__staging_add_reader(slot, uploaded);
-  for (uint32_t l = 0, p = 0; !status && l < num_launches;
-       p += launches[l++].num_groups) {
-    clbt__launch *launch = &launches[l];
-    if (!launch_scatters(launch, &plans[p])) continue;
-    size_t items = launch_items(launch, &plans[p]);
-    if (folds(launch, &plans[p], fold)) {
-      launch->packet_kind = CLBT_PACKET_IN_BUFFER;
-      launch->packet = slot->buffer;
-      launch->packet_version = version;
-      *folded = slot;
-      continue;
-    }
-    status = scatter_launch(launch, items, slot->buffer, launch->packet_at,
-                            version, sequence);
-    scattered = !status;
-  }
-  /* The queue is in order: the last scatter ends after the others. */
-  if (!status && scattered && !*folded) {
-    CLBT__CL_TRY(clRetainEvent(sequence->last), status, done);
-    clbt__staging_add_reader(slot, sequence->last);
-  }
-done:
-  return status;
-}
-
-/*
- * Whether every scattering launch's part fits in its step kernel's
- * arguments, where it travels with no upload at all.
- */
-static bool all_inline(const clbt__launch *launches, uint32_t num_launches,
-                       const clbt__commit_plan *plans, size_t words,
-                       bool fold) {
-  for (uint32_t l = 0, p = 0; l < num_launches; p += launches[l++].num_groups) {
-    if (!launch_scatters(&launches[l], &plans[p])) continue;
-    size_t part = (l + 1 < num_launches ? launches[l + 1].packet_at : words) -
-                  launches[l].packet_at;
-    if (!folds(&launches[l], &plans[p], fold) ||
-        part > launches[l].inline_words || launches[l].inline_words < 2)
-      return false;
-  }
-  return true;
-}
-
-/*
- * Each scattering launch's part packed into its inline packet, for its
- * step kernel to apply: no upload. A slot with no packet stands for the
- * commit in the staging pool, where the step kernel's event tells when it
- * ran and whether it failed (*folded).
- */
-static clbt_status commit_inline(clbt__launch *launches, uint32_t num_launches,
-                                 const clbt__commit_plan *plans,
-                                 uint32_t version, clbt__staging **folded) {
-  clbt_table *first = launches[0].groups[0];
-  clbt_status status =
-      clbt__staging_acquire(&first->engine->staging, first->device->context,
-                            0, false, folded);
-  if (status) return status;
-  for (uint32_t l = 0, p = 0; l < num_launches; p += launches[l++].num_groups) {
-    if (!launch_scatters(&launches[l], &plans[p])) continue;
-    pack_launch(&launches[l], &plans[p], launches[l].inline_packet);
-    launches[l].packet_kind = CLBT_PACKET_INLINE;
-    launches[l].packet_version = version;
-  }
-  return CLBT_SUCCESS;
-}
-
-/*
- * Plans every group's commit, and where each launch's part of the packet
- * starts (packet_at); nothing is enqueued when one cannot go.
- */
-static clbt_status plan_commit(clbt__launch *launches, uint32_t num_launches,
-                               uint32_t num_reqs, clbt__commit_plan *plans,
-                               size_t *words) {
-  *words = 0;
-  for (uint32_t l = 0, p = 0; l < num_launches; p += launches[l++].num_groups) {
-    size_t part = CLBT_PACKET_HEADER_WORDS_PER_GROUP * launches[l].num_groups;
-    for (uint32_t g = 0; g < launches[l].num_groups; ++g) {
-      clbt__commit_plan *plan = &plans[p + g];
-      clbt_status status = plan_group(launches[l].groups[g], num_reqs, plan);
-      if (status) return status;
-      plan->packet_at = part;
-      if (plan->mode == CLBT_COMMIT_SCATTER)
-        part += (size_t)packet_words(plan->pending.rows, plan->pending.cells);
-    }
-    launches[l].packet_at = *words;
-    if (launch_scatters(&launches[l], &plans[p])) *words += part;
-  }
-  return CLBT_SUCCESS;
-}
-
-/* What a commit that enqueued everything leaves: synced rows unlisted. */
-static void settle(clbt_table *group, const clbt__commit_plan *plan) {
+void clbt__commit_settle(clbt_table *group, const clbt__commit_plan *plan) {
   group->device_stale = false;
   if (plan->mode == CLBT_COMMIT_AUTO) {
     group->last_commit = (clbt_commit_info){CLBT_COMMIT_AUTO, 0, 0};
@@ -413,70 +236,23 @@ static void settle(clbt_table *group, const clbt__commit_plan *plan) {
   if (plan->mode == CLBT_COMMIT_SCATTER)
     group->last_commit = (clbt_commit_info){
         CLBT_COMMIT_SCATTER, plan->pending.rows,
-        packet_words(plan->pending.rows, plan->pending.cells) *
-            sizeof(uint32_t)};
+        clbt__commit_section_words(plan) * sizeof(uint32_t)};
   unlist_committed(&group->changes, plan->rows);
 }
 
-/* Marks every group stale: after a failure, or a packet that never
-   arrived, the changes no longer say what differs. */
-static void mark_stale(clbt__launch *launches, uint32_t num_launches) {
-  for (uint32_t l = 0; l < num_launches; ++l)
-    for (uint32_t g = 0; g < launches[l].num_groups; ++g)
-      launches[l].groups[g]->device_stale = true;
-}
-
-clbt_status clbt__commit(clbt__launch *launches, uint32_t num_launches,
-                         uint32_t num_reqs, bool fold,
-                         clbt__sequence *sequence, clbt__staging **folded) {
-  clbt_multi_table *engine = launches[0].groups[0]->engine;
-  clbt__commit_plan *plans = engine->commit_plans;
-  bool upload_failed = false;
-  size_t words = 0;
-  *folded = NULL;
-  clbt_status status = clbt__staging_reap(&engine->staging, &upload_failed);
+clbt_status clbt__commit_reap(clbt_multi_table *engine, bool staging) {
+  bool lost = false;
+  clbt_status status =
+      staging ? clbt__staging_reap(&engine->staging, &lost) : CLBT_SUCCESS;
   if (status) return status;
+  /* A command behind a failed one on the queue never ran, with no word. */
+  uint64_t failures = 0;
+  status = clbt__watch_failures(engine->device, &failures);
+  if (status) return status;
+  lost = lost || failures != engine->seen_failures;
+  engine->seen_failures = failures;
   /* The pool is the engine's: any of its groups may have lost a packet. */
-  if (upload_failed) mark_stale(engine->launches, engine->num_launches);
-  status = plan_commit(launches, num_launches, num_reqs, plans, &words);
-  /* Every kernel first, so that a failure to make one enqueues nothing. */
-  for (uint32_t l = 0, p = 0; !status && l < num_launches;
-       p += launches[l++].num_groups)
-    if (launch_scatters(&launches[l], &plans[p]) &&
-        !folds(&launches[l], &plans[p], fold))
-      status = clbt__launch_scatter(&launches[l]);
-  if (status) return status;
-  uint32_t version = clbt__next_version(launches[0].groups[0]);
-  for (uint32_t l = 0, p = 0; !status && l < num_launches; ++l)
-    for (uint32_t g = 0; !status && g < launches[l].num_groups; ++g, ++p)
-      if (plans[p].mode == CLBT_COMMIT_WHOLE)
-        status = commit_whole(launches[l].groups[g], plans[p].rows, version,
-                              sequence);
-  if (!status && words > 0 &&
-      all_inline(launches, num_launches, plans, words, fold))
-    status = commit_inline(launches, num_launches, plans, version, folded);
-  else if (!status && words > 0)
-    status = commit_scatters(launches, num_launches, plans, words, version,
-                             fold, sequence, folded);
-  if (status) {
-    clbt__unfold(launches, num_launches);
-    mark_stale(launches, num_launches);
-    return status;
-  }
-  for (uint32_t l = 0, p = 0; l < num_launches; ++l)
-    for (uint32_t g = 0; g < launches[l].num_groups; ++g, ++p)
-      settle(launches[l].groups[g], &plans[p]);
+  for (uint32_t g = 0; lost && g < engine->num_groups; ++g)
+    engine->groups[g]->device_stale = true;
   return CLBT_SUCCESS;
-}
-
-void clbt__unfold(clbt__launch *launches, uint32_t num_launches) {
-  for (uint32_t l = 0; l < num_launches; ++l) {
-    launches[l].packet_kind = CLBT_PACKET_NONE;
-    launches[l].packet = NULL;
-  }
-}
-
-void clbt__commit_lost(clbt__launch *launches, uint32_t num_launches) {
-  clbt__unfold(launches, num_launches);
-  mark_stale(launches, num_launches);
 }

@@ -90,7 +90,9 @@ static clbt_status assemble(cl_context context, cl_device_id id,
   }
   status = clbt__device_settings_init(device);
   if (status) goto fail;
-  CLBT__CL_TRY(clRetainContext(context), status, fail);
+  status = clbt__watch_init(&device->watch);
+  if (status) goto fail;
+  CLBT__CL_TRY(clRetainContext(context), status, fail_watch);
   CLBT__CL_TRY(clRetainCommandQueue(queue), status, fail_context);
   CLBT__CL_TRY(clRetainDevice(id), status, fail_queue);
   atomic_init(&device->references, 1);
@@ -105,6 +107,8 @@ fail_queue:
   clReleaseCommandQueue(queue);
 fail_context:
   clReleaseContext(context);
+fail_watch:
+  clbt__watch_free(&device->watch);
 fail:
   mtx_destroy(&device->programs_lock);
   free(device);
@@ -180,6 +184,8 @@ void clbt__device_retain(clbt_device *device) {
 
 void clbt_device_release(clbt_device *device) {
   if (!device || atomic_fetch_sub(&device->references, 1) != 1) return;
+  /* Watched commands may still be queued: they end before the queue goes. */
+  clbt__watch_free(&device->watch);
   clbt__programs_release(device);
   clReleaseCommandQueue(device->queue);
   clReleaseContext(device->context);

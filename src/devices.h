@@ -26,6 +26,25 @@ typedef struct clbt__device_properties {
   size_t max_parameter_size;      /* bytes all of a kernel's arguments take */
 } clbt__device_properties;
 
+/*
+ * The commands enqueued on a device's queue that took a caller's wait
+ * list, each kept (retained) until it is seen to end (queue.c). PoCL 3.1
+ * aborts the process when a failed wait list reaches a command whose event
+ * nobody holds; and a command that fails that way fails every command
+ * queued behind it, whichever table it is for, without a word. So clbt
+ * keeps these events alone, and counts those that ended in error: a table
+ * whose commands were behind one rewrites itself (docs/design.md,
+ * "Events").
+ */
+typedef struct clbt__watch {
+  mtx_t lock;              /* guards the ring */
+  cl_event *events;        /* a ring, oldest first: [first, first + count) */
+  size_t capacity, first;
+  size_t reserved;         /* room taken for commands being enqueued */
+  atomic_size_t count;     /* read without the lock to skip it when 0 */
+  atomic_uint_fast64_t failures; /* watched commands seen to fail */
+} clbt__watch;
+
 struct clbt_device {
   atomic_uint references; /* the caller's one, plus one per table */
   cl_context context;
@@ -37,6 +56,7 @@ struct clbt_device {
   /* The settings (device_settings.c); "": none. */
   char build_options[CLBT_BUILD_OPTIONS_SIZE]; /* appended to every build's */
   char cache_dir[CLBT_CACHE_DIR_SIZE];         /* the on-disk program cache */
+  clbt__watch watch;
 };
 
 /* Takes a reference for a table that uses the device. */
@@ -67,8 +87,7 @@ void clbt__programs_release(clbt_device *device);
 
 /* The kernel sources in cl/. */
 typedef enum clbt__source {
-  CLBT__SOURCE_SLOT_MAPPING,
-  CLBT__SOURCE_EXPORT
+  CLBT__SOURCE_STEP /* cl/contract.h, slot_mapping.cl, export.cl, step.cl */
 } clbt__source;
 
 /*
@@ -128,39 +147,70 @@ clbt_status clbt__check_wait_list(const clbt_device *device,
                                   cl_uint num_events,
                                   const cl_event *wait_list);
 
-/*
- * For a call with no work to enqueue: a marker that honours the wait list
- * and hands back the event asked for; nothing when neither is given.
- */
-clbt_status clbt__enqueue_marker(cl_command_queue queue, cl_uint num_events,
-                                 const cl_event *wait_list, cl_event *event);
+/* A device's watch, empty (device.c calls these). */
+clbt_status clbt__watch_init(clbt__watch *watch);
+/* Waits for every watched command, then frees the watch. */
+void clbt__watch_free(clbt__watch *watch);
 
 /*
- * Commands enqueued in order on one queue as one call: the first waits
- * for the caller's wait list, and the last one's event is what the call
- * hands back.
+ * *failures: how many watched commands have been seen to end in error,
+ * after looking at the oldest ones still watched (without waiting), a count
+ * that only grows. A table that saw another count before has had commands
+ * behind a failed one. Fails only when a status query does.
+ */
+clbt_status clbt__watch_failures(clbt_device *device, uint64_t *failures);
+
+/*
+ * Commands enqueued in order on a device's queue as one call. Every
+ * enqueue of the library goes through one (clbt__sequence_write, _fill,
+ * _kernel, _read), which is where the rule for events lives: a command
+ * gets an event only when it takes the caller's wait list (the device
+ * watches it), when it reads host memory that must outlive it (the caller
+ * keeps it), or when the caller of the call asked for the last command's
+ * event. The first command waits for the caller's wait list; the queue is
+ * in order, so that orders everything after it.
  */
 typedef struct clbt__sequence {
-  cl_command_queue queue;
+  clbt_device *device;
   cl_uint num_events;        /* the caller's wait list, until a command */
   const cl_event *wait_list; /* takes it */
-  cl_event last;             /* the last command's event, owned; or NULL */
+  bool wants_event;          /* the call hands back its last command's */
+  cl_event last;             /* that event, owned; NULL when none yet */
+  uint32_t commands;         /* enqueued so far */
 } clbt__sequence;
 
-/* Takes the wait list for the next command: the caller's, once. */
-void clbt__sequence_next(clbt__sequence *sequence, cl_uint *num_events,
-                         const cl_event **wait_list);
+/* A sequence for a call with this wait list; with wants_event it keeps the
+   last command's event for clbt__sequence_end. */
+clbt__sequence clbt__sequence_start(clbt_device *device, cl_uint num_events,
+                                    const cl_event *wait_list,
+                                    bool wants_event);
+
 /*
- * Records the event of the command just enqueued; the sequence takes the
- * reference, or with shared a reference of its own.
+ * Enqueues a write of host memory to a buffer. With kept, *kept receives
+ * the write's event (the caller releases it): the memory must stay until
+ * it ends.
  */
-clbt_status clbt__sequence_done(clbt__sequence *sequence, cl_event event,
-                                bool shared);
+clbt_status clbt__sequence_write(clbt__sequence *sequence, cl_mem buffer,
+                                 size_t offset, size_t size, const void *host,
+                                 cl_event *kept);
+/* Enqueues a fill of [offset, offset + size) of a buffer with a pattern. */
+clbt_status clbt__sequence_fill(clbt__sequence *sequence, cl_mem buffer,
+                                const void *pattern, size_t pattern_size,
+                                size_t offset, size_t size);
+/* Enqueues a one-dimensional kernel launch. */
+clbt_status clbt__sequence_kernel(clbt__sequence *sequence, cl_kernel kernel,
+                                  size_t global_size, size_t local_size);
+/* Reads a buffer into host memory, waiting for it: a call's only command,
+   with no wait list. */
+clbt_status clbt__sequence_read(clbt__sequence *sequence, cl_mem buffer,
+                                size_t size, void *host);
+
 /*
  * Ends the sequence of a call that ends in status. On success, hands the
  * caller (when event is not NULL) the last command's event, or a marker
- * after the wait list when nothing was enqueued. Releases what it holds
- * either way, and returns status or the marker's failure.
+ * after the wait list when nothing was enqueued (a marker too when the
+ * wait list was never taken, so that it is watched). Releases what it
+ * holds either way, and returns status or the marker's failure.
  */
 clbt_status clbt__sequence_end(clbt__sequence *sequence, clbt_status status,
                                cl_event *event);

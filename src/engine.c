@@ -2,8 +2,9 @@
  * The table engine: KV-cache groups made, launched and freed together.
  * Every public table is one. A clbt_multi_table is an engine of its
  * groups; a clbt_table made by clbt_table_create is the only group of an
- * engine of its own. Either way the groups' slot mappings come from the
- * same launches, eight token-mapping groups to a launch, built here.
+ * engine of its own. Either way the groups' launches, eight groups to a
+ * launch, are built here, and a call reaches them through a scope: every
+ * group of the engine, or one group alone (step.c runs the calls).
  */
 #include "engine.h"
 
@@ -21,7 +22,11 @@ static uint32_t launch_size(uint32_t groups, uint32_t launch) {
 static clbt_status create_launches(clbt_multi_table *engine) {
   uint32_t count = launches_for(engine->num_groups);
   engine->launches = calloc(count, sizeof *engine->launches);
-  if (!engine->launches)
+  engine->launch_plans = calloc(count, sizeof *engine->launch_plans);
+  if (!engine->standalone)
+    engine->solo = calloc(engine->num_groups, sizeof *engine->solo);
+  if (!engine->launches || !engine->launch_plans ||
+      (!engine->standalone && !engine->solo))
     return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for launches");
   clbt_status status = CLBT_SUCCESS;
   for (uint32_t l = 0; !status && l < count; ++l) {
@@ -47,18 +52,19 @@ clbt_status clbt__engine_create(clbt_device *device,
                                 clbt_multi_table **out) {
   clbt_multi_table *engine = calloc(1, sizeof *engine);
   if (engine) engine->groups = calloc(num_groups, sizeof *engine->groups);
-  if (!engine || !engine->groups) {
+  if (engine)
+    engine->commit_plans = calloc(num_groups, sizeof *engine->commit_plans);
+  if (!engine || !engine->groups || !engine->commit_plans) {
+    if (engine) free(engine->groups), free(engine->commit_plans);
     free(engine);
     return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for %u groups",
                       (unsigned)num_groups);
   }
+  engine->device = device;
   engine->num_groups = num_groups;
   engine->standalone = standalone;
-  engine->commit_plans = calloc(num_groups, sizeof *engine->commit_plans);
-  clbt_status status = CLBT_SUCCESS;
-  if (!engine->commit_plans)
-    status = clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for %u groups",
-                        (unsigned)num_groups);
+  /* Failures seen before the engine was made are not its own. */
+  clbt_status status = clbt__watch_failures(device, &engine->seen_failures);
   for (uint32_t g = 0; g < num_groups && !status; ++g)
     status = name_group(engine, g,
                         clbt__group_create(device, &layouts[g], engine,
@@ -76,115 +82,65 @@ void clbt__engine_destroy(clbt_multi_table *engine) {
   if (!engine) return;
   /* Commits in flight read the staging packets and the groups' storage. */
   clbt__staging_pool_free(&engine->staging);
+  clbt__known_buffers_release(&engine->known);
   for (uint32_t l = 0; l < engine->num_launches; ++l)
     clbt__launch_release(&engine->launches[l]);
+  for (uint32_t g = 0; engine->solo && g < engine->num_groups; ++g)
+    clbt__launch_release(&engine->solo[g]);
   free(engine->launches);
+  free(engine->solo);
   for (uint32_t g = 0; g < engine->num_groups; ++g)
     clbt__group_destroy(engine->groups[g]);
   free(engine->groups);
   free(engine->commit_plans);
+  free(engine->launch_plans);
   free(engine);
 }
 
 clbt_status clbt__engine_prepare(clbt_device *device,
                                  const clbt__table_layout *layouts,
                                  uint32_t num_groups) {
-  const clbt__group_spec **specs = malloc(num_groups * sizeof *specs);
-  if (!specs)
-    return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for %u groups",
-                      (unsigned)num_groups);
-  for (uint32_t g = 0; g < num_groups; ++g) specs[g] = &layouts[g].spec;
   clbt_status status = CLBT_SUCCESS;
   /* What create builds: the launches with a group that maps tokens. */
   for (uint32_t l = 0; !status && l < launches_for(num_groups); ++l) {
-    const clbt__group_spec **chunk = specs + l * CLBT__MAX_LAUNCH_GROUPS;
+    const clbt__table_layout *chunk = layouts + l * CLBT__MAX_LAUNCH_GROUPS;
+    const clbt__group_spec *specs[CLBT__MAX_LAUNCH_GROUPS];
     bool maps = false;
-    for (uint32_t g = 0; g < launch_size(num_groups, l); ++g)
-      maps = maps || chunk[g]->maps_tokens;
+    for (uint32_t g = 0; g < launch_size(num_groups, l); ++g) {
+      specs[g] = &chunk[g].spec;
+      maps = maps || chunk[g].spec.maps_tokens;
+    }
     cl_program program;
     if (maps)
-      status = clbt__launch_program(device, chunk, launch_size(num_groups, l),
+      status = clbt__launch_program(device, specs, launch_size(num_groups, l),
                                     layouts[0].max_num_reqs, &program);
   }
-  free(specs);
   return status;
 }
 
-/* The engine's entry for a group: a launch of it alone binds that. */
-static clbt_table *const *entry_of(const clbt_table *group) {
-  clbt_table *const *entry = group->engine->groups;
-  while (*entry != group) ++entry;
-  return entry;
+clbt__scope clbt__engine_scope(clbt_multi_table *engine) {
+  return (clbt__scope){engine, engine->launches, engine->num_launches,
+                       engine->groups[0], engine->standalone};
 }
 
-clbt_status clbt__launches_of(clbt_table *group, clbt_multi_table *engine,
-                              clbt__launch **launches, uint32_t *count) {
-  if (!engine && group->engine->standalone) engine = group->engine;
-  if (engine) {
-    *launches = engine->launches;
-    *count = engine->num_launches;
+clbt_status clbt__group_scope(clbt_table *group, clbt__scope *scope) {
+  clbt_multi_table *engine = group->engine;
+  if (engine->standalone) {
+    *scope = clbt__engine_scope(engine);
     return CLBT_SUCCESS;
   }
-  clbt_status status = CLBT_SUCCESS;
-  if (!group->launch.kernel)
-    status = clbt__launch_init(&group->launch, entry_of(group), 1);
-  *launches = &group->launch;
-  *count = 1;
-  return status;
-}
-
-clbt_status clbt__run_launches(clbt__launch *launches,
-                              uint32_t num_launches,
-                              const clbt__step_batch *step,
-                              clbt__sequence *sequence, bool want_event) {
-  clbt_status status = CLBT_SUCCESS;
-  for (uint32_t l = 0; !status && l < num_launches; ++l) {
-    if (!step->gathered_reqs && launches[l].packet_kind == CLBT_PACKET_NONE &&
-        !clbt__launch_maps_tokens(&launches[l]))
-      continue;
-    cl_uint num_events;
-    const cl_event *wait_list;
-    cl_event done = NULL;
-    clbt__sequence_next(sequence, &num_events, &wait_list);
-    /* Events only when the caller wants one: a launch is never staged. */
-    status = clbt__launch_enqueue(&launches[l], sequence->queue, step,
-                                  num_events, wait_list,
-                                  want_event ? &done : NULL);
-    if (!status && done) status = clbt__sequence_done(sequence, done, false);
-  }
-  return status;
-}
-
-clbt_status clbt__enqueue_slot_mapping(clbt_table *group,
-                                       clbt_multi_table *engine,
-                                       const clbt__batch *batch,
-                                       cl_uint num_events,
-                                       const cl_event *wait_list,
-                                       cl_event *event) {
-  clbt__launch *launches = NULL;
-  uint32_t count = 0;
+  uint32_t g = 0;
+  while (engine->groups[g] != group) ++g;
+  clbt__launch *solo = &engine->solo[g];
+  /* A launch binds the engine's entry for the group, which outlives it. */
   clbt_status status =
-      clbt__check_batch_arguments(group, batch, num_events, wait_list);
-  if (!status) status = clbt__launches_of(group, engine, &launches, &count);
-  if (status) return status;
-  const clbt__step_batch step = {*batch, 0};
-  clbt__sequence sequence = {group->device->queue, num_events, wait_list, NULL};
-  status = clbt__run_launches(launches, count, &step, &sequence, event != NULL);
-  return clbt__sequence_end(&sequence, status, event);
-}
-
-clbt_status clbt__enqueue_commit(clbt_table *group, clbt_multi_table *engine,
-                                 uint32_t num_reqs, cl_uint num_events,
-                                 const cl_event *wait_list, cl_event *event) {
-  clbt__launch *launches = NULL;
-  uint32_t count = 0;
-  clbt_status status = clbt__check_batch(group, num_reqs, 0);
-  if (!status)
-    status = clbt__check_wait_list(group->device, num_events, wait_list);
-  if (!status) status = clbt__launches_of(group, engine, &launches, &count);
-  if (status) return status;
-  clbt__sequence sequence = {group->device->queue, num_events, wait_list, NULL};
-  clbt__staging *folded = NULL;
-  status = clbt__commit(launches, count, num_reqs, false, &sequence, &folded);
-  return clbt__sequence_end(&sequence, status, event);
+      solo->groups ? CLBT_SUCCESS
+                   : clbt__launch_init(solo, &engine->groups[g], 1);
+  if (status) {
+    clbt__launch_release(solo);
+    solo->groups = NULL;
+    return status;
+  }
+  *scope = (clbt__scope){engine, solo, 1, group, true};
+  return CLBT_SUCCESS;
 }

@@ -1,8 +1,9 @@
 /*
  * The table engine: a group's layout and buffers, its row operations,
- * commits and their staging, slot-mapping launches, batch checks, and the
- * engine that makes groups and launches together (see base.h for the
- * layers). The kernels' side of the contract is cl/contract.h.
+ * commits and their staging, the step kernel's launches, batch checks, and
+ * the engine that makes groups and launches together and runs every device
+ * call through one plan (see base.h for the layers). The kernel's side of
+ * the contract is cl/contract.h.
  */
 #ifndef CLBT_ENGINE_H
 #define CLBT_ENGINE_H
@@ -10,12 +11,17 @@
 #include "devices.h"
 #include "../cl/contract.h"
 
+/* The host's forms of the step kernel's by-value arguments, for the most
+   groups and the largest inline packet (cl/contract.h). */
+CLBT_DECLARE_LAUNCH_LAYOUT(clbt__launch_layout, CLBT_LAUNCH_GROUPS)
+CLBT_DECLARE_LAUNCH_RECORD(clbt__launch_record, CLBT_INLINE_PACKET_WORDS)
+
 /* ---- groups (group.c, table_rows.c), launches (launch.c), batches
         (batch.c) ---------------------------------------------------------- */
 
 /*
- * What specialises the slot-mapping kernel for one group: its -D values,
- * one field per entry of CLBT_GROUP_CONSTANTS (cl/contract.h).
+ * What specialises the step kernel for one group: its -D values, one field
+ * per entry of CLBT_GROUP_CONSTANTS (cl/contract.h).
  */
 typedef struct clbt__group_spec {
 #define CLBT__SPEC_FIELD(g, name) uint32_t name;
@@ -25,20 +31,21 @@ typedef struct clbt__group_spec {
 
 /* A table config with every default filled in and every rule checked. */
 typedef struct clbt__table_layout {
-  clbt__group_spec spec;
+  clbt__group_spec spec; /* spec.maps_tokens: the slot mode */
   uint32_t kernel_block_size;
-  uint32_t width;               /* kernel blocks per row */
+  uint32_t width;        /* kernel blocks per row */
   uint32_t max_num_reqs;
   uint32_t max_num_batched_tokens;
-  clbt_slot_mode slot_mode;
 } clbt__table_layout;
 
 /* Checks a config and derives the table's layout from it. */
 clbt_status clbt__table_layout_init(const clbt_table_config *config,
                                     clbt__table_layout *layout);
 
-/* The most groups one launch serves (cl/slot_mapping.cl). */
-#define CLBT__MAX_LAUNCH_GROUPS CLBT_MAX_LAUNCH_GROUPS
+/* The most groups one launch serves (cl/contract.h). */
+#define CLBT__MAX_LAUNCH_GROUPS CLBT_LAUNCH_GROUPS
+_Static_assert(CLBT_LAUNCH_GROUPS == CLBT_MAX_LAUNCH_GROUPS,
+               "the header's launch size is the kernel's");
 
 /*
  * A batch as the caller gave it: a slot mapping's, an export's (and a
@@ -55,46 +62,41 @@ typedef struct clbt__batch {
   cl_mem idx_mapping;       /* int32[num_reqs], or NULL: the identity */
 } clbt__batch;
 
+/* The batch buffers a launch binds, in the step kernel's argument order. */
+enum {
+  CLBT__BOUND_QUERY_START_LOC,
+  CLBT__BOUND_POSITIONS,
+  CLBT__BOUND_IDX_MAPPING,
+  CLBT__BOUND_SEQ_LENS,
+  CLBT__BOUND_PACKET,
+  CLBT__NUM_BOUND
+};
+
+/* A kernel object of the step kernel, bound to a launch's groups. */
+typedef struct clbt__kernel {
+  cl_kernel kernel;              /* NULL until made */
+  cl_mem bound[CLBT__NUM_BOUND]; /* the buffers it holds now */
+} clbt__kernel;
+
 /*
- * The kernels of 1..8 groups, bound to their buffers: the step kernel
- * (slot mappings and gather) and, from the first scatter commit on, the
- * commit scatter. An engine launches its groups eight at a time; a group
- * of a multi-group table used on its own has a launch of its own.
+ * The launches of 1..8 groups: the step kernel, and a second kernel of the
+ * same function that only scatters large packets (so that it never holds
+ * a caller's buffer after the call that gave it: drivers resolve every
+ * buffer argument at every enqueue). Arguments persist between launches
+ * and drivers copy every one at every enqueue (docs/design.md): the layout
+ * is set once, and a launch sets only its record and the buffers that
+ * changed.
  */
 typedef struct clbt__launch {
-  cl_kernel kernel;
-  size_t global_size;
-  size_t local_size;
   clbt_table *const *groups; /* num_groups of them, not owned */
   uint32_t num_groups;
-  cl_kernel scatter;         /* NULL until the first scatter commit */
-  /* A commit's packet that the next step kernel applies itself (folded;
-     commit.c): in a buffer, or in the kernel's arguments. */
-  cl_uint packet_kind;       /* CLBT_PACKET_NONE, _IN_BUFFER, _INLINE */
-  cl_mem packet;             /* _IN_BUFFER: the buffer */
-  cl_ulong packet_at;        /* where the launch's part starts, words */
-  cl_uint packet_version;
+  bool maps_tokens;          /* a group maps tokens */
   uint32_t inline_words;     /* what an inline packet may hold; 1: none */
-  cl_uint inline_packet[CLBT_INLINE_PACKET_WORDS];
-} clbt__launch;
-
-/*
- * A group's export kernel, bound to the group's buffer, and its
- * work-group size; how many work-groups is each batch's (export.c).
- */
-typedef struct clbt__exporter {
-  cl_kernel kernel;
+  clbt__kernel step, scatter;
+  size_t kernel_max_group;   /* the step kernel's CL_KERNEL_WORK_GROUP_SIZE */
   size_t local_size;
-} clbt__exporter;
-
-/*
- * A step as the engine runs it: a batch (whose idx_mapping names the rows
- * it reads) and how many positions it gathers (0: none).
- */
-typedef struct clbt__step_batch {
-  clbt__batch batch;
-  uint32_t gathered_reqs;
-} clbt__step_batch;
+  size_t map_global_size;    /* a slot mapping's grid: every slot */
+} clbt__launch;
 
 /*
  * Builds (or finds) the step program for 1..8 group specs of tables with
@@ -107,45 +109,58 @@ clbt_status clbt__launch_program(clbt_device *device,
 
 /*
  * A launch of these tables, which share max_num_reqs and
- * max_num_batched_tokens and outlive it. Its step kernel is built now when
- * a table maps tokens, else on the first gather (clbt__launch_build): a
- * table of NONE groups builds nothing until it gathers.
+ * max_num_batched_tokens and outlive it. Its kernel is built now when a
+ * table maps tokens, else on first use (clbt__launch_build): a table of
+ * NONE groups builds nothing until it gathers or commits.
  */
 clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *tables,
                               uint32_t num_tables);
-/* Builds (or finds) the step program of the launch's tables and binds their
-   buffers, unless the kernel is there. */
+/* Builds (or finds) the launch's program and its step kernel, bound to the
+   groups' storage, unless the kernel is there. */
 clbt_status clbt__launch_build(clbt__launch *launch);
-/* Whether a launch has a group that maps tokens. */
-bool clbt__launch_maps_tokens(const clbt__launch *launch);
+/* The launch's scatter kernel, made (after the step kernel) unless it is
+   there. */
+clbt_status clbt__launch_build_scatter(clbt__launch *launch);
 void clbt__launch_release(clbt__launch *launch);
 
-/* The commit scatter kernel of a launch's groups, made on first use. */
-clbt_status clbt__launch_scatter(clbt__launch *launch);
+/*
+ * One launch as a plan enqueues it: its record (work, batch, inline
+ * packet), the buffers it binds, and its grid.
+ */
+typedef struct clbt__launch_call {
+  const clbt__launch_record *record;
+  cl_mem buffers[CLBT__NUM_BOUND];
+  size_t global_size;
+} clbt__launch_call;
+
+/* Sets what changed of one of a launch's kernels' arguments and enqueues
+   it. */
+clbt_status clbt__launch_enqueue(const clbt__launch *launch,
+                                 clbt__kernel *kernel,
+                                 const clbt__launch_call *call,
+                                 clbt__sequence *sequence);
 
 /*
- * Sets the packet a launch kernel applies (NULL: none), where the launch's
- * part of it starts, and the version its rows get.
+ * The grid of a launch's step kernel: its slot mapping's, widened on a GPU
+ * for a gather or an export of `padded` positions.
  */
-clbt_status clbt__launch_set_packet(cl_kernel kernel, const cl_mem *packet,
-                                    cl_ulong packet_at, cl_uint version);
+size_t clbt__launch_grid(const clbt__launch *launch, uint32_t work,
+                         uint32_t padded);
 
+/* The grid of a launch that scatters `items` packet items. */
+size_t clbt__launch_scatter_grid(const clbt__launch *launch, size_t items);
+
+/* Whether a group maps tokens (CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT). */
+bool clbt__maps_tokens(const clbt_table *group);
 
 /*
  * Checks a batch's arguments against a table's bounds and context (the
  * optional buffers when given), and the wait list.
  */
-clbt_status clbt__check_batch_arguments(const clbt_table *table,
+clbt_status clbt__check_batch_arguments(clbt_table *table,
                                         const clbt__batch *batch,
                                         cl_uint num_events,
                                         const cl_event *wait_list);
-
-/* Enqueues a checked step. */
-clbt_status clbt__launch_enqueue(const clbt__launch *launch,
-                                 cl_command_queue queue,
-                                 const clbt__step_batch *step,
-                                 cl_uint num_events, const cl_event *wait_list,
-                                 cl_event *event);
 
 /*
  * What the row operations changed since the last commit. Per row: the
@@ -163,56 +178,35 @@ typedef struct clbt__changes {
 } clbt__changes;
 
 /*
- * A host packet that enqueued commands read, and (for scatter commits) the
- * device buffer it is uploaded to. A slot is in flight while any of its
- * readers has not ended; the host may rewrite it only once all have.
+ * A host packet that enqueued commands read, and (for packets the kernel
+ * reads from the device) the buffer it is uploaded to. A slot is in flight
+ * until its reader, the last command that reads its host memory, has
+ * ended; the queue is in order, so the commands before it have too.
  */
 typedef struct clbt__staging {
   uint32_t *packet;
   size_t capacity;          /* 32-bit words of packet */
-  cl_mem buffer;            /* NULL until a scatter needs it */
+  cl_mem buffer;            /* NULL until a packet is uploaded */
   size_t buffer_capacity;   /* 32-bit words of buffer */
-  cl_event readers[3];      /* the commands of its commit (each kept until
-                               it ends: PoCL 3.1 aborts when a failure
-                               reaches a command whose event was released);
-                               NULL: none */
+  cl_event reader;          /* NULL: not in flight */
 } clbt__staging;
 
-/*
- * A table's staging slots. A commit takes a slot that is not in flight or
- * adds one, so no enqueue waits for the device: the pool holds one packet
- * per commit still in flight, and settles at the depth the caller keeps.
- */
-typedef struct clbt__staging_pool {
-  clbt__staging *slots;
-  size_t count;
-} clbt__staging_pool;
+/* The most slots a pool keeps once their commits have ended. */
+#define CLBT__IDLE_SLOTS 2
 
 /*
- * A table's device data lives in one allocation, because OpenCL drivers
- * charge every launch for every buffer argument (NVIDIA about a quarter of
- * a microsecond each): a launch binds the storage once and finds each
- * region by its offset, while commits and callers use the regions as
- * sub-buffers.
+ * An engine's staging slots: those in flight, oldest first, in a ring, and
+ * up to CLBT__IDLE_SLOTS free ones. A commit takes a free slot or makes
+ * one, so no enqueue waits for the device: the pool holds one packet per
+ * commit still in flight, and gives back all but CLBT__IDLE_SLOTS once they
+ * end.
  */
-typedef enum clbt__region {
-  CLBT__ROWS,            /* int32 [max_num_reqs][width], committed rows */
-  CLBT__ROW_LENGTHS,     /* int32 [max_num_reqs], committed lengths */
-  CLBT__SLOTS,           /* int64 [max_num_batched_tokens], the output */
-  CLBT__REJECTED_TOKENS, /* uint32, the rejected-token count */
-  CLBT__ROW_VERSIONS,    /* uint32 [max_num_reqs], each committed row's
-                            version: the commit that last wrote it */
-  CLBT__GATHERED,        /* int32 [max_num_reqs][width], the gather's output */
-  CLBT__GATHER_RECORDS,  /* uint32 [max_num_reqs][CLBT_GATHER_RECORD_WORDS] */
-  /* The attention export (export.c), token-mapping groups only (empty in a
-     NONE group), int32: */
-  CLBT__EXPORT_INDPTR,   /* [max_num_reqs + 1] */
-  CLBT__EXPORT_INDICES,  /* [max_num_reqs * width] */
-  CLBT__EXPORT_LAST_PAGE_LEN,      /* [max_num_reqs] */
-  CLBT__EXPORT_PAST_LENS,          /* [max_num_reqs] */
-  CLBT__EXPORT_SUBSEQUENCE_BEGINS, /* [max_num_reqs + 1] */
-  CLBT__NUM_REGIONS
-} clbt__region;
+typedef struct clbt__staging_pool {
+  clbt__staging *ring;      /* [first, first + busy), modulo capacity */
+  size_t capacity, first, busy;
+  clbt__staging idle[CLBT__IDLE_SLOTS];
+  size_t num_idle;
+} clbt__staging_pool;
 
 struct clbt_table {
   clbt_device *device;
@@ -223,15 +217,14 @@ struct clbt_table {
   bool device_stale;       /* the device copy may differ from the host
                               beyond what changes lists: the next commit
                               rewrites every row */
-  clbt__exporter exporter; /* built on the first export */
   clbt_commit_mode commit_mode;
   clbt_commit_info last_commit;
-  cl_mem storage;
-  cl_mem regions[CLBT__NUM_REGIONS];       /* sub-buffers of storage */
-  cl_ulong region_words[CLBT__NUM_REGIONS]; /* their offsets, 32-bit words */
+  cl_mem storage;          /* one allocation: drivers charge every launch
+                              for every buffer argument */
+  cl_mem regions[CLBT_NUM_REGIONS]; /* sub-buffers of storage, for callers
+                                       and commits; NULL when empty */
+  clbt_group_layout at;    /* the regions' offsets, for the kernel */
   clbt_multi_table *engine; /* the engine the group belongs to */
-  clbt__launch launch;     /* this group alone, built when a group of a
-                              multi-group table is used on its own */
 };
 
 /*
@@ -242,11 +235,6 @@ clbt_status clbt__group_create(clbt_device *device,
                                const clbt__table_layout *layout,
                                clbt_multi_table *engine, clbt_table **out);
 void clbt__group_destroy(clbt_table *table);
-
-/* Enqueues a fill of one of a group's buffers. */
-clbt_status clbt__group_fill(const clbt_table *table, cl_mem buffer,
-                             const void *pattern, size_t pattern_size,
-                             size_t size);
 
 /*
  * Each row operation is a check, which changes nothing, and an apply, which
@@ -290,14 +278,16 @@ void clbt__apply_swap_row(clbt_table *table, uint32_t a, uint32_t b);
  * cannot fail. A failed clear thus changes nothing the caller can see once
  * it commits.
  */
-clbt_status clbt__table_zero_device(clbt_table *table);
+clbt_status clbt__table_zero_device(clbt_table *table,
+                                    clbt__sequence *sequence);
 void clbt__table_zero_host(clbt_table *table);
 
 /*
  * Checks that a caller's buffer belongs to the table's context and holds
- * `needed` bytes, which count_name's value count asks for.
+ * `needed` bytes, which count_name's value count asks for. A buffer the
+ * engine has checked before costs no driver call (clbt__known_buffers).
  */
-clbt_status clbt__check_buffer(const clbt_table *table, cl_mem buffer,
+clbt_status clbt__check_buffer(clbt_table *table, cl_mem buffer,
                                const char *name, size_t needed,
                                const char *count_name, uint32_t count);
 
@@ -312,10 +302,11 @@ clbt_status clbt__check_batch(const clbt_table *table, uint32_t num_reqs,
 clbt_status clbt__check_padding(const clbt_table *table, const char *name,
                                 uint32_t num_reqs, uint32_t padded);
 
-/* Checks that a step's flags are CLBT_STEP_* flags. */
-clbt_status clbt__check_step_flags(uint32_t flags);
+/* Checks that a step's flags are CLBT_STEP_* flags: a host step's are
+   CLBT_STEP_GATHER and CLBT_STEP_EXPORT, a device step may be a dummy run. */
+clbt_status clbt__check_step_flags(uint32_t flags, bool on_device);
 
-/* ---- the engine (engine.c) ---------------------------------------------- */
+/* ---- the engine (engine.c) and its calls (step.c) ----------------------- */
 
 /* The listed rows below a commit's bound: how many, and their changed
    cells. */
@@ -329,23 +320,68 @@ typedef struct clbt__commit_plan {
   clbt_commit_mode mode; /* CLBT_COMMIT_AUTO: nothing to move */
   uint32_t rows;         /* rows [0, rows) are committed */
   clbt__pending pending;
-  size_t packet_at;      /* its section of the scatter packet, words */
+  size_t packet_at;      /* its section in its launch's part, words */
 } clbt__commit_plan;
 
+/*
+ * The caller's buffers an engine has checked lately, with their sizes: a
+ * steady loop passes the same few every step, and asking the driver about
+ * each costs two calls a buffer a step. The engine keeps a reference to
+ * each, so that a released buffer's handle cannot come back as another
+ * buffer's while it is known.
+ */
+#define CLBT__KNOWN_BUFFERS 8
+typedef struct clbt__known_buffer {
+  cl_mem buffer;
+  size_t size;
+} clbt__known_buffer;
+typedef struct clbt__known_buffers {
+  clbt__known_buffer buffers[CLBT__KNOWN_BUFFERS];
+  uint32_t next; /* the oldest, replaced next */
+} clbt__known_buffers;
+
+/* Releases every known buffer. */
+void clbt__known_buffers_release(clbt__known_buffers *known);
+
+/* Where a launch's part of a commit packet goes. */
+typedef enum clbt__packet_place {
+  CLBT__PACKET_NONE,      /* the launch's groups scatter nothing */
+  CLBT__PACKET_INLINE,    /* in its record: no upload */
+  CLBT__PACKET_FOLDED,    /* uploaded; its step kernel applies it */
+  CLBT__PACKET_SCATTERED  /* uploaded; a scatter launch of its own */
+} clbt__packet_place;
+
+/* One launch's share of a call (step.c plans it). */
+typedef struct clbt__launch_plan {
+  clbt__packet_place place;
+  size_t part_at, part_words; /* its part of the packet, words */
+  size_t scatter_items;       /* its largest group's lengths and cells */
+  uint32_t work;              /* CLBT_WORK_* of its step kernel; 0: none */
+} clbt__launch_plan;
 
 /*
  * Groups made, launched and freed together: a clbt_multi_table, or the one
  * group of a clbt_table, which then owns its engine (standalone).
  */
 struct clbt_multi_table {
+  clbt_device *device;
   uint32_t num_groups;
   clbt_table **groups;
   uint32_t num_launches;   /* one per eight groups */
   clbt__launch *launches;
+  clbt__launch *solo;      /* [num_groups], each group's own launch for
+                              calls on it alone, made on the first; NULL
+                              in a standalone engine, whose one launch is
+                              its group's */
   bool standalone;
   clbt__staging_pool staging; /* every commit's packets */
-  uint32_t version;        /* the last version a commit gave rows */
-  clbt__commit_plan *commit_plans; /* [num_groups], a commit's scratch */
+  uint64_t version;        /* the last version a commit gave rows */
+  uint64_t seen_failures;  /* the device watch's count at the last commit */
+  clbt__known_buffers known; /* the caller's buffers checked lately */
+  /* Scratch for one call's plan, sized at creation so that a call
+     allocates nothing; no value in it outlives the call. */
+  clbt__commit_plan *commit_plans; /* [num_groups] */
+  clbt__launch_plan *launch_plans; /* [num_launches] */
 };
 
 /* Creates num_groups groups of these checked layouts, and their launches. */
@@ -361,51 +397,64 @@ clbt_status clbt__engine_prepare(clbt_device *device,
                                  uint32_t num_groups);
 
 /*
- * The launches a call on group works on: with engine, the engine's; with
- * engine NULL, group's own (the engine's when it is standalone), built on
- * first use.
+ * What a device call works on: every group of an engine, or one group
+ * alone (a call through the clbt_table API), with the launches that serve
+ * them. Every group of a scope shares its bounds and context with `first`.
  */
-clbt_status clbt__launches_of(clbt_table *group, clbt_multi_table *engine,
-                              clbt__launch **launches, uint32_t *count);
+typedef struct clbt__scope {
+  clbt_multi_table *engine;
+  clbt__launch *launches;
+  uint32_t num_launches;
+  clbt_table *first;
+  bool alone;             /* one group named by the caller */
+} clbt__scope;
+
+/* The scope of every group of an engine. */
+clbt__scope clbt__engine_scope(clbt_multi_table *engine);
+/* The scope of one group alone; a group of a multi-group table gets a
+   launch of its own on first use. */
+clbt_status clbt__group_scope(clbt_table *group, clbt__scope *scope);
 
 /*
- * Enqueues the step kernel of each launch with work (a gather, a folded
- * packet, or a group that maps tokens) in the sequence; with want_event
- * the sequence keeps the last one's event.
+ * A device call: an optional commit of rows [0, commit_rows), then the step
+ * kernel's work (CLBT_WORK_MAP, _GATHER, _EXPORT; 0: none) on a batch.
  */
-clbt_status clbt__run_launches(clbt__launch *launches,
-                              uint32_t num_launches,
-                              const clbt__step_batch *step,
-                              clbt__sequence *sequence, bool want_event);
+typedef struct clbt__call {
+  bool commits;
+  uint32_t commit_rows;
+  uint32_t work;
+  clbt__batch batch;        /* checked; unused when work is 0 */
+} clbt__call;
 
 /*
- * Checks a batch against group (all of an engine's groups share their
- * bounds and context) and enqueues its slot mapping: for every
- * token-mapping group of engine, or, with engine NULL, for group alone.
+ * Runs a checked call on a scope: plans it (every kernel built, every
+ * packet placed, nothing enqueued when that fails), then enqueues the plan
+ * as one sequence after the wait list, handing back the last command's
+ * event when event is not NULL. A commit that fails once something is
+ * enqueued leaves the scope's groups stale.
  */
-clbt_status clbt__enqueue_slot_mapping(clbt_table *group,
-                                       clbt_multi_table *engine,
+clbt_status clbt__run(const clbt__scope *scope, const clbt__call *call,
+                      cl_uint num_events, const cl_event *wait_list,
+                      cl_event *event);
+
+/*
+ * The public device calls on a scope, each checked before anything runs:
+ * a commit of rows [0, num_reqs), a slot mapping, an export, a step.
+ */
+clbt_status clbt__enqueue_commit(const clbt__scope *scope, uint32_t num_reqs,
+                                 cl_uint num_events, const cl_event *wait_list,
+                                 cl_event *event);
+clbt_status clbt__enqueue_slot_mapping(const clbt__scope *scope,
                                        const clbt__batch *batch,
                                        cl_uint num_events,
                                        const cl_event *wait_list,
                                        cl_event *event);
-
-/*
- * Checks num_reqs and the wait list and enqueues the commit of rows
- * [0, num_reqs) of every group of engine or, with engine NULL, of group
- * alone.
- */
-clbt_status clbt__enqueue_commit(clbt_table *group, clbt_multi_table *engine,
-                                 uint32_t num_reqs, cl_uint num_events,
+clbt_status clbt__enqueue_export(const clbt__scope *scope,
+                                 const clbt__batch *batch, cl_uint num_events,
                                  const cl_event *wait_list, cl_event *event);
-
-/*
- * Checks a step against group and enqueues it, for every group of engine
- * or, with engine NULL, for group alone (clbt_table_enqueue_step).
- */
-clbt_status clbt__enqueue_step(clbt_table *group, clbt_multi_table *engine,
-                               const clbt_step *step, cl_uint num_events,
-                               const cl_event *wait_list, cl_event *event);
+clbt_status clbt__enqueue_step(const clbt__scope *scope, const clbt_step *step,
+                               cl_uint num_events, const cl_event *wait_list,
+                               cl_event *event);
 
 /* ---- the host reference (reference.c) ----------------------------------- */
 
@@ -423,22 +472,16 @@ void clbt__compute_step_host(const clbt_table *table,
 clbt__batch clbt__export_batch(const clbt_export_request *request);
 
 /*
- * Checks a batch against group (all of an engine's groups share their
- * bounds and context) and enqueues the export of every token-mapping
- * group of engine, or, with engine NULL, of group alone (which must map
- * tokens). clbt__check_export makes the checks alone.
+ * Checks a batch for an export of a scope, in this order: a group named
+ * alone must map tokens (clbt__check_export_target), the batch's arguments,
+ * and every exported group's worst-case page count must fit the int32
+ * indptr (clbt__check_export_groups).
  */
-clbt_status clbt__check_export(clbt_table *group,
-                               const clbt_multi_table *engine,
+clbt_status clbt__check_export(const clbt__scope *scope,
                                const clbt__batch *batch, cl_uint num_events,
                                const cl_event *wait_list);
-clbt_status clbt__enqueue_export(clbt_table *group,
-                                 const clbt_multi_table *engine,
-                                 const clbt__batch *batch, cl_uint num_events,
-                                 const cl_event *wait_list, cl_event *event);
-
-/* Releases a group's export kernel, if built. */
-void clbt__exporter_release(clbt__exporter *exporter);
+clbt_status clbt__check_export_target(const clbt__scope *scope);
+clbt_status clbt__check_export_groups(const clbt__scope *scope);
 
 /* ---- commits (commit.c) -------------------------------------------------- */
 
@@ -453,56 +496,76 @@ void clbt__changes_reset(clbt__changes *changes, uint32_t max_num_reqs);
 /*
  * How a commit of `rows` listed rows and `cells` changed cells, among
  * num_reqs rows of `width`, travels in `mode`: SCATTER or WHOLE, or
- * CLBT_SIZE_OVERFLOW when SCATTER was asked for and the scatter kernel
- * cannot count the cells.
+ * CLBT_SIZE_OVERFLOW when SCATTER was asked for and the scatter cannot
+ * count the cells.
  */
 clbt_status clbt__commit_choose(clbt_commit_mode mode, uint32_t num_reqs,
                                 uint32_t width, uint64_t rows, uint64_t cells,
                                 clbt_commit_mode *chosen);
 
 /*
- * Commits rows [0, num_reqs) of every group of the launches, each the way
- * its mode picks, or every row of a group whose device copy is stale: the
- * scatter commits of all groups share one upload and one kernel per
- * launch. With fold, a launch whose part of the packet is small gets no
- * scatter: its next step kernel applies it (launch->packet), and *folded is
- * the staging slot that kernel must be added to as a reader. A failure
- * leaves the groups stale.
+ * Plans group g's commit of rows [0, num_reqs) (every row of a stale
+ * group) into plans[g]: its mode, and where its section of its launch's
+ * packet part starts; nothing changes.
  */
-clbt_status clbt__commit(clbt__launch *launches, uint32_t num_launches,
-                         uint32_t num_reqs, bool fold,
-                         clbt__sequence *sequence, clbt__staging **folded);
+clbt_status clbt__commit_plan_group(const clbt_table *group,
+                                    uint32_t num_reqs,
+                                    clbt__commit_plan *plan);
 
-/* Forgets the folded packets of the launches (their kernels ran). */
-void clbt__unfold(clbt__launch *launches, uint32_t num_launches);
+/* The words a group's scatter section takes. */
+size_t clbt__commit_section_words(const clbt__commit_plan *plan);
 
-/* After a folded commit whose step kernels were not enqueued: the groups
-   are stale, their packets forgotten. */
-void clbt__commit_lost(clbt__launch *launches, uint32_t num_launches);
+/*
+ * Packs a launch's part of the packet: each group's counts, then the
+ * sections of the groups that scatter (cl/contract.h).
+ */
+void clbt__commit_pack(const clbt__launch *launch,
+                       const clbt__commit_plan *plans, uint32_t *part);
+
+/* Enqueues a WHOLE commit of a group's rows [0, rows), from a snapshot in a
+   staging packet, every row given version. */
+clbt_status clbt__commit_whole(clbt_table *group, uint32_t rows,
+                               uint64_t version, clbt__sequence *sequence);
+
+/* What a commit that enqueued everything leaves: synced rows unlisted. */
+void clbt__commit_settle(clbt_table *group, const clbt__commit_plan *plan);
 
 /* A new version for the rows a commit or clear writes. */
-uint32_t clbt__next_version(clbt_table *group);
+uint64_t clbt__next_version(clbt_multi_table *engine);
+
+/*
+ * Before a commit: reaps the device's watch and, with staging, the
+ * engine's staging pool, and marks every group stale when a command that
+ * never arrived is found.
+ */
+clbt_status clbt__commit_reap(clbt_multi_table *engine, bool staging);
 
 /* ---- staging (staging.c) ------------------------------------------------ */
 
 /*
- * Frees the slots whose readers have all ended. *failed becomes true when
- * any of them ended in error: what it carried never reached the device.
+ * Frees the oldest slots whose readers have ended, stopping at the first
+ * that has not: O(1) driver calls a commit. *failed becomes true when one
+ * ended in error: what it carried never reached the device.
  */
 clbt_status clbt__staging_reap(clbt__staging_pool *pool, bool *failed);
 
 /*
- * A slot not in flight whose packet holds `words` (and, with on_device, a
- * device buffer of as many words in context), added when none is free.
+ * Takes a free slot whose packet holds `words` (and, with on_device, a
+ * device buffer of as many words in context), making one when none is
+ * free, with room to be in flight: the caller submits it or returns it.
  */
 clbt_status clbt__staging_acquire(clbt__staging_pool *pool, cl_context context,
                                   size_t words, bool on_device,
-                                  clbt__staging **slot);
+                                  clbt__staging *slot);
 
-/* Records a command that reads the slot; the slot keeps the event. */
-void clbt__staging_add_reader(clbt__staging *slot, cl_event reader);
+/* Puts a slot in flight until reader, whose reference it takes, ends. */
+void clbt__staging_submit(clbt__staging_pool *pool, clbt__staging *slot,
+                          cl_event reader);
 
-/* Waits for every slot's readers, then frees the pool. */
+/* Gives back a slot that nothing reads. */
+void clbt__staging_return(clbt__staging_pool *pool, clbt__staging *slot);
+
+/* Waits for every slot's reader, then frees the pool. */
 void clbt__staging_pool_free(clbt__staging_pool *pool);
 
 #endif /* CLBT_ENGINE_H */

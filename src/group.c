@@ -86,19 +86,11 @@ clbt_status clbt__table_layout_init(const clbt_table_config *config,
   layout->spec.zero_gathered_tails = config->zero_gathered_tails != 0;
   layout->max_num_reqs = config->max_num_reqs;
   layout->max_num_batched_tokens = config->max_num_batched_tokens;
-  layout->slot_mode = config->slot_mode;
   return check_sizes(layout);
 }
 
-clbt_status clbt__group_fill(const clbt_table *table, cl_mem buffer,
-                             const void *pattern, size_t pattern_size,
-                             size_t size) {
-  clbt_status status = CLBT_SUCCESS;
-  CLBT__CL_TRY(clEnqueueFillBuffer(table->device->queue, buffer, pattern,
-                                   pattern_size, 0, size, 0, NULL, NULL),
-               status, done);
-done:
-  return status;
+bool clbt__maps_tokens(const clbt_table *group) {
+  return group->layout.spec.maps_tokens != 0;
 }
 
 static size_t rows_bytes(const clbt_table *table) {
@@ -111,30 +103,35 @@ static size_t rows_bytes(const clbt_table *table) {
  * NONE group exports nothing and has none.
  */
 static void export_sizes(const clbt_table *table, size_t *sizes) {
-  bool maps_tokens = table->layout.slot_mode == CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT;
+  bool maps_tokens = clbt__maps_tokens(table);
   size_t requests = maps_tokens ? table->layout.max_num_reqs : 0;
-  sizes[CLBT__EXPORT_INDPTR] = maps_tokens ? (requests + 1) * sizeof(cl_int) : 0;
-  sizes[CLBT__EXPORT_INDICES] = maps_tokens ? rows_bytes(table) : 0;
-  sizes[CLBT__EXPORT_LAST_PAGE_LEN] = requests * sizeof(cl_int);
-  sizes[CLBT__EXPORT_PAST_LENS] = requests * sizeof(cl_int);
-  sizes[CLBT__EXPORT_SUBSEQUENCE_BEGINS] = sizes[CLBT__EXPORT_INDPTR];
+  sizes[CLBT_REGION_EXPORT_INDPTR] =
+      maps_tokens ? (requests + 1) * sizeof(cl_int) : 0;
+  sizes[CLBT_REGION_EXPORT_INDICES] = maps_tokens ? rows_bytes(table) : 0;
+  sizes[CLBT_REGION_EXPORT_LAST_PAGE_LEN] = requests * sizeof(cl_int);
+  sizes[CLBT_REGION_EXPORT_PAST_LENS] = requests * sizeof(cl_int);
+  sizes[CLBT_REGION_EXPORT_SUBSEQUENCE_BEGINS] =
+      sizes[CLBT_REGION_EXPORT_INDPTR];
 }
 
 /* Where each region starts in the storage, and the storage's size. */
 static clbt_status plan_regions(const clbt_table *table, size_t *origins,
                                 size_t *sizes, size_t *total) {
   size_t alignment = table->device->properties.base_address_alignment;
-  sizes[CLBT__ROWS] = rows_bytes(table);
-  sizes[CLBT__ROW_LENGTHS] = table->layout.max_num_reqs * sizeof(cl_int);
-  sizes[CLBT__SLOTS] = table->layout.max_num_batched_tokens * sizeof(cl_long);
-  sizes[CLBT__REJECTED_TOKENS] = sizeof(cl_uint);
-  sizes[CLBT__ROW_VERSIONS] = table->layout.max_num_reqs * sizeof(cl_uint);
-  sizes[CLBT__GATHERED] = rows_bytes(table);
-  sizes[CLBT__GATHER_RECORDS] = (size_t)table->layout.max_num_reqs *
-                                CLBT_GATHER_RECORD_WORDS * sizeof(cl_uint);
+  sizes[CLBT_REGION_ROWS] = rows_bytes(table);
+  sizes[CLBT_REGION_ROW_LENGTHS] = table->layout.max_num_reqs * sizeof(cl_int);
+  sizes[CLBT_REGION_SLOTS] =
+      table->layout.max_num_batched_tokens * sizeof(cl_long);
+  sizes[CLBT_REGION_REJECTED_TOKENS] = sizeof(cl_uint);
+  sizes[CLBT_REGION_ROW_VERSIONS] =
+      table->layout.max_num_reqs * sizeof(cl_ulong);
+  sizes[CLBT_REGION_GATHERED] = rows_bytes(table);
+  sizes[CLBT_REGION_GATHER_RECORDS] = (size_t)table->layout.max_num_reqs *
+                                      CLBT_GATHER_RECORD_WORDS *
+                                      sizeof(cl_uint);
   export_sizes(table, sizes);
   size_t offset = 0;
-  for (int r = 0; r < CLBT__NUM_REGIONS; ++r) {
+  for (int r = 0; r < CLBT_NUM_REGIONS; ++r) {
     if (sizes[r] > SIZE_MAX - offset - alignment)
       return clbt__fail(CLBT_SIZE_OVERFLOW,
                         "the table's device data exceeds SIZE_MAX bytes");
@@ -147,7 +144,7 @@ static clbt_status plan_regions(const clbt_table *table, size_t *origins,
 
 /* The storage and its regions: zeroed rows, pad-filled slot mapping. */
 static clbt_status create_storage(clbt_table *table) {
-  size_t origins[CLBT__NUM_REGIONS], sizes[CLBT__NUM_REGIONS], total = 0;
+  size_t origins[CLBT_NUM_REGIONS], sizes[CLBT_NUM_REGIONS], total = 0;
   cl_int error = CL_SUCCESS;
   clbt_status status = plan_regions(table, origins, sizes, &total);
   if (status) return status;
@@ -158,23 +155,29 @@ static clbt_status create_storage(clbt_table *table) {
     return clbt__prefix_error(clbt__cl_fail(error, "clCreateBuffer"),
                               "device data of %zu bytes (rows %zu, slot "
                               "mapping %zu)",
-                              total, sizes[CLBT__ROWS], sizes[CLBT__SLOTS]);
-  for (int r = 0; r < CLBT__NUM_REGIONS; ++r) {
+                              total, sizes[CLBT_REGION_ROWS],
+                              sizes[CLBT_REGION_SLOTS]);
+  table->at.row_stride = table->layout.width;
+  for (int r = 0; r < CLBT_NUM_REGIONS; ++r) {
     cl_buffer_region region = {origins[r], sizes[r]};
+    table->at.at[r] = origins[r] / sizeof(cl_uint);
     if (sizes[r] == 0) continue; /* a NONE group's export */
     table->regions[r] =
         clCreateSubBuffer(table->storage, CL_MEM_READ_WRITE,
                           CL_BUFFER_CREATE_TYPE_REGION, &region, &error);
     if (error) return clbt__cl_fail(error, "clCreateSubBuffer");
-    table->region_words[r] = origins[r] / sizeof(cl_int);
   }
   const cl_int zero = 0;
   const cl_long pad = CLBT_PAD_SLOT_ID;
-  status = clbt__group_fill(table, table->storage, &zero, sizeof zero, total);
+  clbt__sequence sequence =
+      clbt__sequence_start(table->device, 0, NULL, false);
+  status = clbt__sequence_fill(&sequence, table->storage, &zero, sizeof zero,
+                               0, total);
   if (!status)
-    status = clbt__group_fill(table, table->regions[CLBT__SLOTS], &pad, sizeof pad,
-                  sizes[CLBT__SLOTS]);
-  return status;
+    status = clbt__sequence_fill(&sequence, table->storage, &pad, sizeof pad,
+                                 origins[CLBT_REGION_SLOTS],
+                                 sizes[CLBT_REGION_SLOTS]);
+  return clbt__sequence_end(&sequence, status, NULL);
 }
 
 clbt_status clbt__group_create(clbt_device *device,
@@ -207,9 +210,7 @@ clbt_status clbt__group_create(clbt_device *device,
 
 void clbt__group_destroy(clbt_table *table) {
   if (!table) return;
-  clbt__launch_release(&table->launch);
-  clbt__exporter_release(&table->exporter);
-  for (int r = 0; r < CLBT__NUM_REGIONS; ++r)
+  for (int r = 0; r < CLBT_NUM_REGIONS; ++r)
     if (table->regions[r]) clReleaseMemObject(table->regions[r]);
   if (table->storage) clReleaseMemObject(table->storage);
   clbt__changes_free(&table->changes);
@@ -219,19 +220,24 @@ void clbt__group_destroy(clbt_table *table) {
   free(table);
 }
 
-clbt_status clbt__table_zero_device(clbt_table *table) {
+clbt_status clbt__table_zero_device(clbt_table *table,
+                                    clbt__sequence *sequence) {
   const cl_int zero = 0;
-  const cl_uint version = clbt__next_version(table);
+  const cl_ulong version = clbt__next_version(table->engine);
   size_t rows = table->layout.max_num_reqs;
-  clbt_status status = clbt__group_fill(table, table->regions[CLBT__ROWS],
-                                        &zero, sizeof zero, rows_bytes(table));
+  clbt_status status =
+      clbt__sequence_fill(sequence, table->regions[CLBT_REGION_ROWS], &zero,
+                          sizeof zero, 0, rows_bytes(table));
   if (!status)
-    status = clbt__group_fill(table, table->regions[CLBT__ROW_LENGTHS], &zero,
-                              sizeof zero, rows * sizeof(int32_t));
+    status = clbt__sequence_fill(sequence,
+                                 table->regions[CLBT_REGION_ROW_LENGTHS],
+                                 &zero, sizeof zero, 0, rows * sizeof(int32_t));
   /* Every row changed: the gather copies each again. */
   if (!status)
-    status = clbt__group_fill(table, table->regions[CLBT__ROW_VERSIONS],
-                              &version, sizeof version, rows * sizeof version);
+    status = clbt__sequence_fill(sequence,
+                                 table->regions[CLBT_REGION_ROW_VERSIONS],
+                                 &version, sizeof version, 0,
+                                 rows * sizeof version);
   /* The first fill may have run: the next commit rewrites every row. */
   if (status) table->device_stale = true;
   return status;

@@ -239,8 +239,9 @@ clbt_status clbt_multi_table_enqueue_commit(clbt_multi_table *table,
                                             const cl_event *wait_list,
                                             cl_event *event) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
-  return clbt__enqueue_commit(first_group(table), table, num_reqs, num_events,
-                              wait_list, event);
+  const clbt__scope scope = clbt__engine_scope(table);
+  return clbt__enqueue_commit(&scope, num_reqs, num_events, wait_list,
+                              event);
 }
 
 clbt_status clbt_multi_table_commit(clbt_multi_table *table,
@@ -257,8 +258,9 @@ clbt_status clbt_multi_table_enqueue_slot_mapping(
                              .query_start_loc = query_start_loc,
                              .positions = positions,
                              .num_tokens = num_tokens};
-  return clbt__enqueue_slot_mapping(first_group(table), table, &batch,
-                                    num_events, wait_list, event);
+  const clbt__scope scope = clbt__engine_scope(table);
+  return clbt__enqueue_slot_mapping(&scope, &batch, num_events, wait_list,
+                                    event);
 }
 
 clbt_status clbt_multi_table_enqueue_step(clbt_multi_table *table,
@@ -267,8 +269,8 @@ clbt_status clbt_multi_table_enqueue_step(clbt_multi_table *table,
                                           const cl_event *wait_list,
                                           cl_event *event) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
-  return clbt__enqueue_step(first_group(table), table, step, num_events,
-                            wait_list, event);
+  const clbt__scope scope = clbt__engine_scope(table);
+  return clbt__enqueue_step(&scope, step, num_events, wait_list, event);
 }
 
 clbt_status clbt_multi_table_enqueue_export(clbt_multi_table *table,
@@ -279,8 +281,8 @@ clbt_status clbt_multi_table_enqueue_export(clbt_multi_table *table,
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   if (!request) return clbt__fail(CLBT_NULL_ARGUMENT, "request is NULL");
   const clbt__batch batch = clbt__export_batch(request);
-  return clbt__enqueue_export(first_group(table), table, &batch, num_events,
-                              wait_list, event);
+  const clbt__scope scope = clbt__engine_scope(table);
+  return clbt__enqueue_export(&scope, &batch, num_events, wait_list, event);
 }
 
 clbt_status clbt_multi_table_compute_slot_mapping(clbt_multi_table *table,
@@ -320,8 +322,11 @@ clbt_status clbt_multi_table_clear(clbt_multi_table *table) {
      the groups already zeroed on the device for the next commit to repair. */
   uint32_t zeroed = 0;
   clbt_status status = CLBT_SUCCESS;
+  clbt__sequence sequence =
+      clbt__sequence_start(table->device, 0, NULL, false);
   for (; !status && zeroed < table->num_groups; ++zeroed)
-    status = clbt__table_zero_device(table->groups[zeroed]);
+    status = clbt__table_zero_device(table->groups[zeroed], &sequence);
+  status = clbt__sequence_end(&sequence, status, NULL);
   if (status) {
     for (uint32_t g = 0; g < zeroed; ++g) table->groups[g]->device_stale = true;
     return status;

@@ -10,22 +10,17 @@
 #include <string.h>
 #include <time.h>
 
-/* The kernels in cl/, embedded at build time (cmake/embed_source.cmake). */
-extern const char clbt__slot_mapping_source[];
-extern const size_t clbt__slot_mapping_source_length;
-extern const char clbt__export_source[];
-extern const size_t clbt__export_source_length;
+/* The kernel in cl/, embedded at build time (cmake/embed_source.cmake). */
+extern const char clbt__step_source[];
+extern const size_t clbt__step_source_length;
 
 static const struct {
   const char *text;
   const size_t *length;
   const char *file;
 } sources[] = {
-    [CLBT__SOURCE_SLOT_MAPPING] = {clbt__slot_mapping_source,
-                                   &clbt__slot_mapping_source_length,
-                                   "slot_mapping.cl"},
-    [CLBT__SOURCE_EXPORT] = {clbt__export_source, &clbt__export_source_length,
-                             "export.cl"},
+    [CLBT__SOURCE_STEP] = {clbt__step_source, &clbt__step_source_length,
+                           "step.cl"},
 };
 
 struct clbt__program_entry {

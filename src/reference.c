@@ -91,7 +91,7 @@ clbt_status clbt_table_compute_slot_mapping_host(
     return clbt__fail(CLBT_NULL_ARGUMENT, "positions is NULL with num_tokens %u",
                       (unsigned)num_tokens);
   clbt_status status = clbt__check_batch(table, num_reqs, num_tokens);
-  if (status || table->layout.slot_mode == CLBT_SLOT_MODE_NONE) return status;
+  if (status || !clbt__maps_tokens(table)) return status;
   map_tokens(table, num_reqs, query_start_loc, positions, num_tokens, NULL,
              out);
   return CLBT_SUCCESS;
@@ -127,7 +127,7 @@ clbt_status clbt__check_host_step(const clbt_table *table,
     return clbt__fail(CLBT_NULL_ARGUMENT,
                       "step->positions is NULL with num_tokens %u",
                       (unsigned)step->num_tokens);
-  clbt_status status = clbt__check_step_flags(step->flags);
+  clbt_status status = clbt__check_step_flags(step->flags, false);
   if (!status) status = clbt__check_batch(table, step->num_reqs, step->num_tokens);
   if (!status)
     status = clbt__check_padding(table, "step->num_reqs_padded",
@@ -137,7 +137,7 @@ clbt_status clbt__check_host_step(const clbt_table *table,
 
 void clbt__compute_step_host(const clbt_table *table,
                              const clbt_host_step *step) {
-  if (step->slot_mapping && table->layout.slot_mode != CLBT_SLOT_MODE_NONE)
+  if (step->slot_mapping && clbt__maps_tokens(table))
     map_tokens(table, step->num_reqs, step->query_start_loc, step->positions,
                step->num_tokens, step->idx_mapping, step->slot_mapping);
   if (step->gathered_rows && (step->flags & CLBT_STEP_GATHER))

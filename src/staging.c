@@ -1,13 +1,18 @@
 /*
- * Staging: the host packets that commits hand to non-blocking commands.
- * An OpenCL write reads its host memory at some later time, so a packet
- * stays untouched until every command reading it has ended. Instead of
- * waiting for that, a commit takes another slot: no enqueue ever waits on
- * the device, and a caller that keeps N commits in flight keeps N packets.
+ * Staging: the host packets that commits hand to non-blocking writes. An
+ * OpenCL write reads its host memory at some later time, so a packet stays
+ * untouched until its write has ended. Instead of waiting for that, a
+ * commit takes another slot: no enqueue ever waits on the device, and a
+ * caller that keeps N commits in flight keeps N packets, until they end.
  *
- * Reaping is also where a commit that failed after its enqueue returned
- * (a wait-list event that ended in error, say) comes to light: its
- * readers end with a negative status, and the table is marked stale so
+ * Slots in flight sit in a ring, oldest first. The queue is in order, so
+ * they end in that order (a command failed by its wait list ends early, and
+ * so does every command queued behind it): reaping asks the oldest, frees
+ * it if it ended and asks the next, and stops at the first that has not,
+ * which makes a commit's reaping O(1) driver calls however many are in
+ * flight. Reaping is also where a commit that failed after its enqueue
+ * returned (a wait-list event that ended in error, say) comes to light:
+ * its write ended with a negative status, and the engine is marked stale so
  * that the next commit rewrites what never arrived.
  */
 #include "engine.h"
@@ -15,76 +20,80 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CLBT__MAX_READERS \
-  (sizeof ((clbt__staging *)0)->readers / sizeof(cl_event))
-
 /* The smallest packet a slot gets, in 32-bit words. */
 #define CLBT__MIN_PACKET_WORDS 256
 
-static bool in_flight(const clbt__staging *slot) {
-  return slot->readers[0] != NULL;
+/* A ring this large or smaller is kept when it empties. */
+#define CLBT__KEPT_RING 16
+
+static void free_slot(clbt__staging *slot) {
+  if (slot->buffer) clReleaseMemObject(slot->buffer);
+  free(slot->packet);
+  memset(slot, 0, sizeof *slot);
 }
 
-static void forget_readers(clbt__staging *slot) {
-  for (size_t i = 0; i < CLBT__MAX_READERS && slot->readers[i]; ++i) {
-    clReleaseEvent(slot->readers[i]);
-    slot->readers[i] = NULL;
-  }
+/* Keeps an ended slot for reuse, or frees it past CLBT__IDLE_SLOTS. */
+static void keep_idle(clbt__staging_pool *pool, clbt__staging *slot) {
+  slot->reader = NULL;
+  if (pool->num_idle < CLBT__IDLE_SLOTS)
+    pool->idle[pool->num_idle++] = *slot;
+  else
+    free_slot(slot);
 }
 
-/* Whether every reader of a slot has ended, and whether one failed. */
-static clbt_status readers_ended(const clbt__staging *slot, bool *ended,
-                                 bool *failed) {
+static clbt__staging *busy_slot(clbt__staging_pool *pool, size_t i) {
+  return &pool->ring[(pool->first + i) % pool->capacity];
+}
+
+/* Whether a slot's reader has ended, and whether it failed. */
+static clbt_status reader_ended(const clbt__staging *slot, bool *ended,
+                                bool *failed) {
   clbt_status status = CLBT_SUCCESS;
-  *ended = true;
-  for (size_t i = 0; i < CLBT__MAX_READERS && slot->readers[i]; ++i) {
-    cl_int execution = CL_QUEUED;
-    CLBT__CL_TRY(clGetEventInfo(slot->readers[i],
-                                CL_EVENT_COMMAND_EXECUTION_STATUS,
-                                sizeof execution, &execution, NULL),
-                 status, done);
-    if (execution > CL_COMPLETE) *ended = false;
-    if (execution < 0) *failed = true;
-  }
+  cl_int execution = CL_QUEUED;
+  CLBT__CL_TRY(clGetEventInfo(slot->reader, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                              sizeof execution, &execution, NULL),
+               status, done);
+  *ended = execution <= CL_COMPLETE;
+  *failed = execution < 0;
 done:
   return status;
 }
 
 clbt_status clbt__staging_reap(clbt__staging_pool *pool, bool *failed) {
-  for (size_t s = 0; s < pool->count; ++s) {
-    clbt__staging *slot = &pool->slots[s];
-    if (!in_flight(slot)) continue;
-    bool ended = false, slot_failed = false;
-    clbt_status status = readers_ended(slot, &ended, &slot_failed);
+  while (pool->busy > 0) {
+    clbt__staging *oldest = busy_slot(pool, 0);
+    bool ended = false, oldest_failed = false;
+    clbt_status status = reader_ended(oldest, &ended, &oldest_failed);
     if (status) return status;
-    if (!ended) continue;
-    *failed = *failed || slot_failed;
-    forget_readers(slot);
+    if (!ended) break;
+    *failed = *failed || oldest_failed;
+    clReleaseEvent(oldest->reader);
+    keep_idle(pool, oldest);
+    pool->first = (pool->first + 1) % pool->capacity;
+    --pool->busy;
+  }
+  /* A deep burst of commits in flight leaves no large ring behind it. */
+  if (pool->busy == 0 && pool->capacity > CLBT__KEPT_RING) {
+    free(pool->ring);
+    pool->ring = NULL;
+    pool->capacity = pool->first = 0;
   }
   return CLBT_SUCCESS;
 }
 
-/* A free slot, the first large enough if any is; NULL when all are busy. */
-static clbt__staging *free_slot(clbt__staging_pool *pool, size_t words) {
-  clbt__staging *found = NULL;
-  for (size_t s = 0; s < pool->count; ++s) {
-    clbt__staging *slot = &pool->slots[s];
-    if (in_flight(slot)) continue;
-    if (slot->capacity >= words) return slot;
-    if (!found) found = slot;
-  }
-  return found;
-}
-
-static clbt_status add_slot(clbt__staging_pool *pool, clbt__staging **slot) {
-  clbt__staging *slots =
-      realloc(pool->slots, (pool->count + 1) * sizeof *slots);
-  if (!slots)
+/* Room in the ring for one more slot in flight. */
+static clbt_status reserve_ring(clbt__staging_pool *pool) {
+  if (pool->busy < pool->capacity) return CLBT_SUCCESS;
+  size_t capacity = pool->capacity ? 2 * pool->capacity : 4;
+  clbt__staging *ring = malloc(capacity * sizeof *ring);
+  if (!ring)
     return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY,
-                      "no memory for staging slot %zu", pool->count + 1);
-  pool->slots = slots;
-  *slot = &slots[pool->count++];
-  memset(*slot, 0, sizeof **slot);
+                      "no memory for %zu staging slots", capacity);
+  for (size_t i = 0; i < pool->busy; ++i) ring[i] = *busy_slot(pool, i);
+  free(pool->ring);
+  pool->ring = ring;
+  pool->capacity = capacity;
+  pool->first = 0;
   return CLBT_SUCCESS;
 }
 
@@ -120,23 +129,46 @@ static clbt_status reserve_buffer(clbt__staging *slot, cl_context context,
   return CLBT_SUCCESS;
 }
 
+/* The idle slot that needs the least growing: the first large enough, else
+   the largest; -1 when there is none. */
+static int best_idle(const clbt__staging_pool *pool, size_t words) {
+  int best = -1;
+  for (size_t i = 0; i < pool->num_idle; ++i) {
+    if (pool->idle[i].capacity >= words) return (int)i;
+    if (best < 0 || pool->idle[i].capacity > pool->idle[best].capacity)
+      best = (int)i;
+  }
+  return best;
+}
+
 clbt_status clbt__staging_acquire(clbt__staging_pool *pool, cl_context context,
                                   size_t words, bool on_device,
-                                  clbt__staging **slot) {
-  clbt__staging *found = free_slot(pool, words);
-  clbt_status status = found ? CLBT_SUCCESS : add_slot(pool, &found);
-  if (!status) status = reserve_packet(found, words);
-  if (!status && on_device) status = reserve_buffer(found, context, words);
-  if (!status) *slot = found;
+                                  clbt__staging *slot) {
+  clbt_status status = reserve_ring(pool);
+  if (status) return status;
+  memset(slot, 0, sizeof *slot);
+  int found = best_idle(pool, words);
+  if (found >= 0) {
+    *slot = pool->idle[found];
+    pool->idle[found] = pool->idle[--pool->num_idle];
+  }
+  status = reserve_packet(slot, words);
+  if (!status && on_device) status = reserve_buffer(slot, context, words);
+  if (status) clbt__staging_return(pool, slot);
   return status;
 }
 
-void clbt__staging_add_reader(clbt__staging *slot, cl_event reader) {
-  for (size_t i = 0; i < CLBT__MAX_READERS; ++i)
-    if (!slot->readers[i]) {
-      slot->readers[i] = reader;
-      return;
-    }
+void clbt__staging_submit(clbt__staging_pool *pool, clbt__staging *slot,
+                          cl_event reader) {
+  /* acquire() made room in the ring. */
+  slot->reader = reader;
+  *busy_slot(pool, pool->busy++) = *slot;
+  memset(slot, 0, sizeof *slot);
+}
+
+void clbt__staging_return(clbt__staging_pool *pool, clbt__staging *slot) {
+  keep_idle(pool, slot);
+  memset(slot, 0, sizeof *slot);
 }
 
 /*
@@ -144,22 +176,20 @@ void clbt__staging_add_reader(clbt__staging *slot, cl_event reader) {
  * wait is logged; the packet is freed regardless, as nothing better can be
  * done with it when its table goes.
  */
-static void wait_for_readers(const clbt__staging *slot) {
-  for (size_t i = 0; i < CLBT__MAX_READERS && slot->readers[i]; ++i) {
-    cl_int error = clWaitForEvents(1, &slot->readers[i]);
-    if (error && error != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
-      clbt__cl_fail(error, "clWaitForEvents");
-  }
+static void wait_for_reader(const clbt__staging *slot) {
+  cl_int error = clWaitForEvents(1, &slot->reader);
+  if (error && error != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+    clbt__cl_fail(error, "clWaitForEvents");
 }
 
 void clbt__staging_pool_free(clbt__staging_pool *pool) {
-  for (size_t s = 0; s < pool->count; ++s) {
-    clbt__staging *slot = &pool->slots[s];
-    wait_for_readers(slot);
-    forget_readers(slot);
-    if (slot->buffer) clReleaseMemObject(slot->buffer);
-    free(slot->packet);
+  for (size_t i = 0; i < pool->busy; ++i) {
+    clbt__staging *slot = busy_slot(pool, i);
+    wait_for_reader(slot);
+    clReleaseEvent(slot->reader);
+    free_slot(slot);
   }
-  free(pool->slots);
+  for (size_t i = 0; i < pool->num_idle; ++i) free_slot(&pool->idle[i]);
+  free(pool->ring);
   memset(pool, 0, sizeof *pool);
 }

@@ -8,6 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The scope of a call on a table: the table alone. */
+static clbt_status scope_of(clbt_table *table, clbt__scope *scope) {
+  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+  return clbt__group_scope(table, scope);
+}
+
 clbt_status clbt_table_create(clbt_device *device,
                               const clbt_table_config *config,
                               clbt_table **out) {
@@ -50,9 +56,11 @@ clbt_status clbt_table_enqueue_commit(clbt_table *table, uint32_t num_reqs,
                                       cl_uint num_events,
                                       const cl_event *wait_list,
                                       cl_event *event) {
-  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
-  return clbt__enqueue_commit(table, NULL, num_reqs, num_events, wait_list,
-                              event);
+  clbt__scope scope;
+  clbt_status status = scope_of(table, &scope);
+  return status ? status
+                : clbt__enqueue_commit(&scope, num_reqs, num_events,
+                                       wait_list, event);
 }
 
 clbt_status clbt_table_commit(clbt_table *table, uint32_t num_reqs) {
@@ -82,21 +90,26 @@ clbt_status clbt_table_enqueue_slot_mapping(
     clbt_table *table, uint32_t num_reqs, cl_mem query_start_loc,
     cl_mem positions, uint32_t num_tokens, cl_uint num_events,
     const cl_event *wait_list, cl_event *event) {
-  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   const clbt__batch batch = {.num_reqs = num_reqs,
                              .query_start_loc = query_start_loc,
                              .positions = positions,
                              .num_tokens = num_tokens};
-  return clbt__enqueue_slot_mapping(table, NULL, &batch, num_events,
-                                    wait_list, event);
+  clbt__scope scope;
+  clbt_status status = scope_of(table, &scope);
+  return status ? status
+                : clbt__enqueue_slot_mapping(&scope, &batch, num_events,
+                                             wait_list, event);
 }
 
 clbt_status clbt_table_enqueue_step(clbt_table *table, const clbt_step *step,
                                     cl_uint num_events,
                                     const cl_event *wait_list,
                                     cl_event *event) {
-  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
-  return clbt__enqueue_step(table, NULL, step, num_events, wait_list, event);
+  clbt__scope scope;
+  clbt_status status = scope_of(table, &scope);
+  return status ? status
+                : clbt__enqueue_step(&scope, step, num_events, wait_list,
+                                     event);
 }
 
 clbt_status clbt_table_enqueue_export(clbt_table *table,
@@ -104,27 +117,31 @@ clbt_status clbt_table_enqueue_export(clbt_table *table,
                                       cl_uint num_events,
                                       const cl_event *wait_list,
                                       cl_event *event) {
-  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
-  if (!request) return clbt__fail(CLBT_NULL_ARGUMENT, "request is NULL");
+  if (table && !request)
+    return clbt__fail(CLBT_NULL_ARGUMENT, "request is NULL");
+  clbt__scope scope;
+  clbt_status status = scope_of(table, &scope);
+  if (status) return status;
   const clbt__batch batch = clbt__export_batch(request);
-  return clbt__enqueue_export(table, NULL, &batch, num_events, wait_list,
-                              event);
+  return clbt__enqueue_export(&scope, &batch, num_events, wait_list, event);
 }
 
 clbt_status clbt_table_export_buffers(const clbt_table *table,
                                       clbt_export_buffers *out) {
   if (!table || !out)
     return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL", table ? "out" : "table");
-  if (table->layout.slot_mode != CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT)
+  if (!clbt__maps_tokens(table))
     return clbt__fail(CLBT_INVALID_ARGUMENT,
                       "the table's slot_mode is CLBT_SLOT_MODE_NONE: it has "
                       "no export buffers");
   *out = (clbt_export_buffers){
-      .paged_kv_indptr = table->regions[CLBT__EXPORT_INDPTR],
-      .paged_kv_indices = table->regions[CLBT__EXPORT_INDICES],
-      .paged_kv_last_page_len = table->regions[CLBT__EXPORT_LAST_PAGE_LEN],
-      .past_lens = table->regions[CLBT__EXPORT_PAST_LENS],
-      .subsequence_begins = table->regions[CLBT__EXPORT_SUBSEQUENCE_BEGINS],
+      .paged_kv_indptr = table->regions[CLBT_REGION_EXPORT_INDPTR],
+      .paged_kv_indices = table->regions[CLBT_REGION_EXPORT_INDICES],
+      .paged_kv_last_page_len =
+          table->regions[CLBT_REGION_EXPORT_LAST_PAGE_LEN],
+      .past_lens = table->regions[CLBT_REGION_EXPORT_PAST_LENS],
+      .subsequence_begins =
+          table->regions[CLBT_REGION_EXPORT_SUBSEQUENCE_BEGINS],
       .page_size = table->layout.kernel_block_size};
   return CLBT_SUCCESS;
 }
@@ -140,7 +157,10 @@ clbt_status clbt_table_compute_slot_mapping(clbt_table *table,
 
 clbt_status clbt_table_clear(clbt_table *table) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
-  clbt_status status = clbt__table_zero_device(table);
+  clbt__sequence sequence =
+      clbt__sequence_start(table->device, 0, NULL, false);
+  clbt_status status = clbt__sequence_end(
+      &sequence, clbt__table_zero_device(table, &sequence), NULL);
   if (!status) clbt__table_zero_host(table);
   return status;
 }
@@ -150,22 +170,30 @@ clbt_status clbt_table_read_rejected_tokens(clbt_table *table,
   if (!table || !count)
     return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
                       !table ? "table" : "count");
-  clbt_status status = CLBT_SUCCESS;
   cl_uint value = 0;
-  CLBT__CL_TRY(clEnqueueReadBuffer(table->device->queue, table->regions[CLBT__REJECTED_TOKENS],
-                                   CL_TRUE, 0, sizeof value, &value, 0, NULL,
-                                   NULL),
-               status, done);
-  *count = value;
-done:
+  clbt__sequence sequence =
+      clbt__sequence_start(table->device, 0, NULL, false);
+  clbt_status status = clbt__sequence_end(
+      &sequence,
+      clbt__sequence_read(&sequence,
+                          table->regions[CLBT_REGION_REJECTED_TOKENS],
+                          sizeof value, &value),
+      NULL);
+  if (!status) *count = value;
   return status;
 }
 
 clbt_status clbt_table_reset_rejected_tokens(clbt_table *table) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   const cl_uint zero = 0;
-  return clbt__group_fill(table, table->regions[CLBT__REJECTED_TOKENS], &zero,
-                          sizeof zero, sizeof zero);
+  clbt__sequence sequence =
+      clbt__sequence_start(table->device, 0, NULL, false);
+  return clbt__sequence_end(
+      &sequence,
+      clbt__sequence_fill(&sequence,
+                          table->regions[CLBT_REGION_REJECTED_TOKENS], &zero,
+                          sizeof zero, 0, sizeof zero),
+      NULL);
 }
 
 uint32_t clbt_table_width(const clbt_table *table) {
@@ -177,21 +205,21 @@ const int32_t *clbt_table_host_data(const clbt_table *table) {
 }
 
 cl_mem clbt_table_device_data(const clbt_table *table) {
-  return table ? table->regions[CLBT__ROWS] : NULL;
+  return table ? table->regions[CLBT_REGION_ROWS] : NULL;
 }
 
 cl_mem clbt_table_device_row_lengths(const clbt_table *table) {
-  return table ? table->regions[CLBT__ROW_LENGTHS] : NULL;
+  return table ? table->regions[CLBT_REGION_ROW_LENGTHS] : NULL;
 }
 
 cl_mem clbt_table_gathered_rows(const clbt_table *table) {
-  return table ? table->regions[CLBT__GATHERED] : NULL;
+  return table ? table->regions[CLBT_REGION_GATHERED] : NULL;
 }
 
 cl_mem clbt_table_slot_mapping(const clbt_table *table) {
-  return table ? table->regions[CLBT__SLOTS] : NULL;
+  return table ? table->regions[CLBT_REGION_SLOTS] : NULL;
 }
 
 cl_mem clbt_table_rejected_tokens(const clbt_table *table) {
-  return table ? table->regions[CLBT__REJECTED_TOKENS] : NULL;
+  return table ? table->regions[CLBT_REGION_REJECTED_TOKENS] : NULL;
 }

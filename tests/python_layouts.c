@@ -99,7 +99,8 @@ int main(void) {
   FIELD(clbt_multi_host_step, slot_mappings)
   FIELD(clbt_multi_host_step, gathered_rows)
   SIZE(clbt_multi_host_step)
-  printf("CLBT_STEP_GATHER value %u\nCLBT_STEP_EXPORT value %u\n",
-         CLBT_STEP_GATHER, CLBT_STEP_EXPORT);
+  printf("CLBT_STEP_GATHER value %u\nCLBT_STEP_EXPORT value %u\n"
+         "CLBT_STEP_DUMMY value %u\n",
+         CLBT_STEP_GATHER, CLBT_STEP_EXPORT, CLBT_STEP_DUMMY);
   return 0;
 }

@@ -337,6 +337,44 @@ START_TEST(clear_leaves_nothing_to_commit) {
 }
 END_TEST
 
+/*
+ * A gathered position is trusted while its row's version is the one it
+ * copied. Versions come from the engine's counter, which every commit
+ * advances: the test hook below starts it just short of 2^32, where a
+ * 32-bit version wrapped, then moves it on as 2^32 - 1 empty commits would,
+ * so that row 0's next version is exactly 2^32 after the one its gathered
+ * copy holds. The second gather must still copy row 0's new blocks.
+ */
+static void gather_row_zero(clbt_table *table, cl_mem qsl, int32_t *out) {
+  clbt_step step = CLBT_STEP_INIT;
+  step.flags = CLBT_STEP_GATHER;
+  step.num_reqs = 1;
+  step.query_start_loc = qsl;
+  clbt_assert_ok(clbt_table_enqueue_step(table, &step, 0, NULL, NULL));
+  clbt_test_read(clbt_table_gathered_rows(table),
+                 3 * sizeof(int32_t), out);
+}
+
+START_TEST(versions_do_not_come_round) {
+  clbt_table *table = create(2, 3, CLBT_COMMIT_AUTO);
+  cl_mem qsl = clbt_test_buffer(2 * sizeof(int32_t), (const int32_t[]){0, 0});
+  int32_t gathered[3];
+  table->engine->version = UINT32_MAX - 1;
+  clbt_assert_ok(clbt_table_add_row(table, 0, (const int32_t[]){1, 2, 3}, 3));
+  gather_row_zero(table, qsl, gathered);
+  ck_assert_int_eq(gathered[0], 1);
+  ck_assert_int_eq(gathered[2], 3);
+  table->engine->version += ((uint64_t)1 << 32) - 1;
+  clbt_assert_ok(clbt_table_add_row(table, 0, (const int32_t[]){7, 8, 9}, 3));
+  gather_row_zero(table, qsl, gathered);
+  ck_assert_int_eq(gathered[0], 7);
+  ck_assert_int_eq(gathered[1], 8);
+  ck_assert_int_eq(gathered[2], 9);
+  clReleaseMemObject(qsl);
+  clbt_table_destroy(table);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("commit");
   TCase *tc = tcase_create("commit");
@@ -350,6 +388,7 @@ int main(void) {
   tcase_add_test(tc, bad_arguments);
   tcase_add_test(tc, scatter_refuses_what_it_cannot_count);
   tcase_add_test(tc, clear_leaves_nothing_to_commit);
+  tcase_add_test(tc, versions_do_not_come_round);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

@@ -169,6 +169,18 @@ static clbt_status commit_with_events(scenario *s) {
   if (!status)
     status = clbt_table_enqueue_commit(s->table, 2, 0, NULL, &nothing_moved);
   if (nothing_moved) release_event(nothing_moved);
+  /* Behind a wait list, with an event: the device watches the commit's
+     command while the caller holds it too. */
+  cl_int error = CL_SUCCESS;
+  cl_event ready = clCreateUserEvent(clbt_device_context(s->device), &error);
+  ck_assert_int_eq(error, CL_SUCCESS);
+  ck_assert_int_eq(clSetUserEventStatus(ready, CL_COMPLETE), CL_SUCCESS);
+  cl_event waited = NULL;
+  clbt_assert_ok(clbt_table_add_row(s->table, 1, row1, 1));
+  if (!status)
+    status = clbt_table_enqueue_commit(s->table, 2, 1, &ready, &waited);
+  if (waited) release_event(waited);
+  clReleaseEvent(ready);
   clbt_assert_ok(clbt_table_set_commit_mode(s->table, CLBT_COMMIT_AUTO));
   return status;
 }
@@ -724,6 +736,172 @@ START_TEST(every_allocation_can_fail) {
 }
 END_TEST
 
+/* ---- the first step with the export --------------------------------- */
+
+/*
+ * A first step with CLBT_STEP_EXPORT plans everything (every check, every
+ * kernel it runs, where its packet goes) before it enqueues; its small
+ * packet travels in its one launch. With each of its OpenCL calls failing
+ * in turn, it must return that failure, leave every device region as it
+ * was and the host rows' changes pending, and build nothing (the kernel is
+ * the table's, made when it was created); the same step with nothing
+ * failing then gives the slots worked out by hand above: rows {7, 3}, {5}.
+ */
+typedef struct export_subject {
+  clbt_device *device;
+  clbt_table *table;
+  batch b;
+} export_subject;
+
+static void export_setup(export_subject *e) {
+  clbt_assert_ok(clbt_device_open(NULL, &e->device));
+  e->b = make_batch(clbt_device_context(e->device),
+                    clbt_device_queue(e->device));
+  clbt_assert_ok(clbt_table_create(e->device, &table_config, &e->table));
+  /* Its packet then travels in the step's one launch. */
+  clbt_assert_ok(clbt_table_set_commit_mode(e->table, CLBT_COMMIT_SCATTER));
+  clbt_assert_ok(clbt_table_add_row(e->table, 0, row0, 1));
+  clbt_assert_ok(clbt_table_commit(e->table, 2));
+  /* Pending for the step: row 0's second block, row 1. */
+  clbt_assert_ok(clbt_table_append_row(e->table, 0, row0 + 1, 1));
+  clbt_assert_ok(clbt_table_add_row(e->table, 1, row1, 1));
+}
+
+static clbt_status export_step(export_subject *e) {
+  clbt_step step = CLBT_STEP_INIT;
+  step.flags = CLBT_STEP_GATHER | CLBT_STEP_EXPORT;
+  step.num_reqs = 2;
+  step.num_tokens = 4;
+  step.query_start_loc = e->b.query_start_loc;
+  step.positions = e->b.positions;
+  return clbt_table_enqueue_step(e->table, &step, 0, NULL, NULL);
+}
+
+/* Every byte of the table's storage, as the device holds it. */
+enum { DEVICE_BYTES_READ = 4096 };
+static void read_storage(const export_subject *e, unsigned char *out) {
+  cl_command_queue queue = clbt_device_queue(e->device);
+  const cl_mem regions[] = {clbt_table_device_data(e->table),
+                            clbt_table_device_row_lengths(e->table),
+                            clbt_table_slot_mapping(e->table),
+                            clbt_table_gathered_rows(e->table)};
+  static const size_t bytes[] = {2 * 2 * sizeof(int32_t), 2 * sizeof(int32_t),
+                                 4 * sizeof(int64_t), 2 * 2 * sizeof(int32_t)};
+  clbt_export_buffers exported;
+  clbt_assert_ok(clbt_table_export_buffers(e->table, &exported));
+  size_t at = 0;
+  for (size_t r = 0; r < 4; ++r) {
+    read_buffer(queue, regions[r], bytes[r], out + at);
+    at += bytes[r];
+  }
+  read_buffer(queue, exported.paged_kv_indptr, 3 * sizeof(int32_t), out + at);
+  at += 3 * sizeof(int32_t);
+  read_buffer(queue, exported.paged_kv_last_page_len, 2 * sizeof(int32_t),
+              out + at);
+  at += 2 * sizeof(int32_t);
+  ck_assert_uint_le(at, DEVICE_BYTES_READ);
+}
+
+static void export_teardown(export_subject *e) {
+  clbt_table_destroy(e->table);
+  release_batch(&e->b);
+  clbt_device_release(e->device);
+}
+
+START_TEST(a_failed_first_export_step_changes_nothing) {
+  export_subject e = {0};
+  export_setup(&e);
+  clbt_fault_start(CLBT_FAULT_OPENCL, 0);
+  clbt_assert_ok(export_step(&e));
+  unsigned long calls = clbt_fault_calls(CLBT_FAULT_OPENCL);
+  export_teardown(&e);
+  ck_assert_uint_gt(calls, 0);
+  for (unsigned long call = 1; call <= calls; ++call) {
+    unsigned char before[DEVICE_BYTES_READ] = {0}, after[DEVICE_BYTES_READ] = {0};
+    export_setup(&e);
+    read_storage(&e, before);
+    clbt_fault_start(CLBT_FAULT_OPENCL, call);
+    clbt_status status = export_step(&e);
+    clbt_fault_disarm();
+    ck_assert_msg(status == (clbt_status)CLBT_FAULT_INJECTED_ERROR,
+                  "call %lu (%s) failing: the step returned %s", call,
+                  clbt_fault_failed_function(), clbt_status_name(status));
+    ck_assert_int_eq(clFinish(clbt_device_queue(e.device)), CL_SUCCESS);
+    read_storage(&e, after);
+    /* Its one enqueue is the launch: any failure leaves the device be. */
+    ck_assert_msg(memcmp(before, after, sizeof before) == 0,
+                  "call %lu (%s) failing changed the device", call,
+                  clbt_fault_failed_function());
+    /* The changes are still pending: the same step now does all of it. */
+    clbt_assert_ok(export_step(&e));
+    check_slots(clbt_device_queue(e.device), e.table, "after the failure");
+    export_teardown(&e);
+  }
+  static const char *const builders[] = {"clBuildProgram", "clCreateKernel",
+                                         "clCreateProgramWithSource",
+                                         "clCreateProgramWithBinary"};
+  for (size_t b = 0; b < sizeof builders / sizeof builders[0]; ++b)
+    ck_assert_msg(!clbt_fault_function_failed(CLBT_FAULT_OPENCL, builders[b]),
+                  "the first export step called %s", builders[b]);
+  printf("fault injection: the first export step's %lu OpenCL calls failed "
+         "one at a time; none changed the device or built anything\n",
+         calls);
+}
+END_TEST
+
+/* ---- many commits in flight ------------------------------------------- */
+
+/*
+ * Commits behind a closed gate each keep a staging packet. The 300th must
+ * cost the OpenCL calls the 10th did (reaping asks the oldest slot only),
+ * and once they have all ended the next commit that takes a packet leaves
+ * the table holding what it held before them, two packets and the ring
+ * that lists the packets in flight, nothing else.
+ */
+START_TEST(commits_in_flight_cost_what_one_does) {
+  enum { IN_FLIGHT = 300 };
+  clbt_device *device = NULL;
+  clbt_table *table = NULL;
+  cl_int error = CL_SUCCESS;
+  clbt_assert_ok(clbt_device_open(NULL, &device));
+  clbt_assert_ok(clbt_table_create(device, &carry_config, &table));
+  clbt_assert_ok(clbt_table_set_commit_mode(table, CLBT_COMMIT_WHOLE));
+  for (int i = 0; i < 3; ++i) {
+    clbt_assert_ok(clbt_table_commit(table, CARRY_ROWS));
+    ck_assert_int_eq(clFinish(clbt_device_queue(device)), CL_SUCCESS);
+  }
+  size_t objects = clbt_fault_live_objects();
+  size_t blocks = clbt_fault_live_allocations();
+  cl_event gate = clCreateUserEvent(clbt_device_context(device), &error);
+  ck_assert_int_eq(error, CL_SUCCESS);
+  clbt_assert_ok(clbt_table_enqueue_commit(table, CARRY_ROWS, 1, &gate, NULL));
+  unsigned long cost[IN_FLIGHT + 1] = {0};
+  for (uint32_t i = 1; i <= IN_FLIGHT; ++i) {
+    int32_t id = (int32_t)i;
+    clbt_assert_ok(clbt_table_add_row(table, i % CARRY_ROWS, &id, 1));
+    unsigned long before = clbt_fault_calls(CLBT_FAULT_OPENCL);
+    clbt_assert_ok(clbt_table_commit(table, CARRY_ROWS));
+    cost[i] = clbt_fault_calls(CLBT_FAULT_OPENCL) - before;
+  }
+  ck_assert_uint_eq(cost[IN_FLIGHT], cost[10]);
+  ck_assert_int_eq(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+  ck_assert_int_eq(clFinish(clbt_device_queue(device)), CL_SUCCESS);
+  clReleaseEvent(gate);
+  /* Measured as the first figures were: after a commit that ended; one
+     that takes a packet, which reaps the pool. */
+  clbt_assert_ok(clbt_table_add_row(table, 0, (const int32_t[]){1}, 1));
+  clbt_assert_ok(clbt_table_commit(table, CARRY_ROWS));
+  ck_assert_int_eq(clFinish(clbt_device_queue(device)), CL_SUCCESS);
+  /* Two packets at most, and the small ring that lists those in flight;
+     WHOLE commits upload into no buffer. */
+  ck_assert_uint_le(clbt_fault_live_allocations(), blocks + 3);
+  /* And the event of the last commit's write, which the next reaps. */
+  ck_assert_uint_le(clbt_fault_live_objects(), objects + 1);
+  clbt_table_destroy(table);
+  clbt_device_release(device);
+}
+END_TEST
+
 /* One case per sweep, so that CTest runs (and times) each on its own. */
 static void add_case(Suite *suite, const char *name, const TTest *test) {
   TCase *tc = tcase_create(name);
@@ -740,5 +918,8 @@ int main(void) {
            opencl_failures_are_repaired_by_the_next_commit);
   add_case(suite, "carrying_on_allocations",
            allocation_failures_are_repaired_by_the_next_commit);
+  add_case(suite, "first_export_step",
+           a_failed_first_export_step_changes_nothing);
+  add_case(suite, "commits_in_flight", commits_in_flight_cost_what_one_does);
   return clbt_test_run(suite);
 }

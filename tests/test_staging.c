@@ -277,6 +277,119 @@ START_TEST(slot_mapping_behind_a_failed_gate) {
 }
 END_TEST
 
+/* ---- every path behind a failed wait list ------------------------------ */
+
+/*
+ * PoCL 3.1 aborts the process when a failure reaches a command whose event
+ * nobody holds and another command follows it; a failure runs down the
+ * queue from command to command. So each path below runs behind a clbt
+ * call whose wait list fails, and is followed by more commands: the
+ * process must survive, and the next commit must bring every row back.
+ */
+typedef void (*behind_gate)(clbt_multi_table *table, cl_mem qsl,
+                            cl_mem positions);
+
+static void clear_twice(clbt_multi_table *table, cl_mem qsl,
+                        cl_mem positions) {
+  (void)qsl, (void)positions;
+  clbt_assert_ok(clbt_multi_table_clear(table));
+  clbt_assert_ok(clbt_table_clear(clbt_multi_table_group(table, 0)));
+}
+
+static void map_twice(clbt_multi_table *table, cl_mem qsl, cl_mem positions) {
+  for (int i = 0; i < 2; ++i)
+    clbt_assert_ok(clbt_table_compute_slot_mapping(
+        clbt_multi_table_group(table, 0), ROWS, qsl, positions, ROWS));
+  clbt_assert_ok(clbt_multi_table_compute_slot_mapping(table, ROWS, qsl,
+                                                       positions, ROWS));
+}
+
+static void reset_twice(clbt_multi_table *table, cl_mem qsl,
+                        cl_mem positions) {
+  (void)qsl, (void)positions;
+  for (int i = 0; i < 2; ++i)
+    clbt_assert_ok(
+        clbt_table_reset_rejected_tokens(clbt_multi_table_group(table, 1)));
+}
+
+/* Steps that export, the first of them WHOLE (the table is stale after the
+   failure), with many groups: two launches. */
+static void step_and_export(clbt_multi_table *table, cl_mem qsl,
+                            cl_mem positions) {
+  clbt_step step = CLBT_STEP_INIT;
+  step.flags = CLBT_STEP_GATHER | CLBT_STEP_EXPORT;
+  step.num_reqs = step.num_tokens = ROWS;
+  step.query_start_loc = qsl;
+  step.positions = positions;
+  for (int i = 0; i < 2; ++i) {
+    for (uint32_t g = 0; g < clbt_multi_table_num_groups(table); ++g)
+      clbt_assert_ok(clbt_table_set_commit_mode(
+          clbt_multi_table_group(table, g),
+          i ? CLBT_COMMIT_AUTO : CLBT_COMMIT_WHOLE));
+    clbt_assert_ok(clbt_multi_table_enqueue_step(table, &step, 0, NULL, NULL));
+  }
+}
+
+/* A table of `num_groups` groups of 16-token blocks, every row grown twice. */
+static clbt_multi_table *grown_table(uint32_t num_groups) {
+  clbt_group_config configs[12];
+  for (uint32_t g = 0; g < num_groups; ++g)
+    configs[g] = (clbt_group_config){.block_size = 16, .max_num_blocks = 16};
+  clbt_multi_table_config config = {.max_num_reqs = ROWS,
+                                    .max_num_batched_tokens = ROWS,
+                                    .num_groups = num_groups,
+                                    .groups = configs};
+  clbt_multi_table *table = NULL;
+  clbt_assert_ok(clbt_multi_table_create(clbt_test_device(), &config, &table));
+  for (uint32_t r = 0; r < ROWS; ++r)
+    for (int k = 0; k < 2; ++k) {
+      int32_t id = (int32_t)(100 * r + k);
+      const int32_t *ids[12];
+      size_t counts[12];
+      for (uint32_t g = 0; g < num_groups; ++g) ids[g] = &id, counts[g] = 1;
+      clbt_assert_ok(clbt_multi_table_append_row(table, r, ids, counts));
+    }
+  return table;
+}
+
+static void run_behind_a_failed_gate(uint32_t num_groups, behind_gate path) {
+  clbt_multi_table *table = grown_table(num_groups);
+  cl_mem qsl = clbt_test_buffer((ROWS + 1) * sizeof(int32_t),
+                                (const int32_t[]){0, 1, 2, 3, 4});
+  cl_mem positions = clbt_test_buffer(ROWS * sizeof(int64_t),
+                                      (const int64_t[]){5, 21, 5, 21});
+  cl_event gate = user_event();
+  clbt_assert_ok(clbt_multi_table_enqueue_commit(table, ROWS, 1, &gate, NULL));
+  path(table, qsl, positions);
+  path(table, qsl, positions);
+  fail_gate(gate);
+  /* Whatever the path left, one more commit brings the device back. */
+  for (uint32_t r = 0; r < ROWS; ++r) {
+    int32_t id = (int32_t)(100 * r + 7);
+    const int32_t *ids[12];
+    size_t counts[12];
+    for (uint32_t g = 0; g < num_groups; ++g) ids[g] = &id, counts[g] = 1;
+    clbt_assert_ok(clbt_multi_table_append_row(table, r, ids, counts));
+  }
+  clbt_assert_ok(clbt_multi_table_commit(table, ROWS));
+  for (uint32_t g = 0; g < num_groups; ++g)
+    clbt_test_assert_in_sync(clbt_device_queue(clbt_test_device()),
+                             clbt_multi_table_group(table, g), ROWS);
+  clReleaseMemObject(qsl);
+  clReleaseMemObject(positions);
+  clbt_multi_table_destroy(table);
+}
+
+START_TEST(every_path_survives_a_failed_gate) {
+  static const behind_gate paths[] = {clear_twice, map_twice, reset_twice,
+                                      step_and_export};
+  for (size_t p = 0; p < sizeof paths / sizeof paths[0]; ++p) {
+    run_behind_a_failed_gate(2, paths[p]);
+    run_behind_a_failed_gate(9, paths[p]); /* two launches */
+  }
+}
+END_TEST
+
 /* ---- nothing waits ----------------------------------------------------- */
 
 enum { IN_FLIGHT = 64 };
@@ -333,6 +446,7 @@ int main(void) {
   tcase_add_test(tc, lost_multi_group_commit_is_sent_again);
   tcase_add_test(tc, lost_step_is_sent_again);
   tcase_add_test(tc, slot_mapping_behind_a_failed_gate);
+  tcase_add_test(tc, every_path_survives_a_failed_gate);
   tcase_add_test(tc, no_enqueue_waits_for_the_device);
   tcase_add_test(tc, no_multi_group_enqueue_waits_for_the_device);
   suite_add_tcase(suite, tc);

@@ -16,9 +16,18 @@
  *     A call that fails midway (a driver call or an allocation failed)
  *     leaves the host rows as they were and the handle usable; whatever it
  *     already did on the device, the next successful commit repairs, so
- *     that the device then holds exactly the host's rows and lengths. An
- *     upload that fails after its call returned (its wait list failed) is
- *     found and sent again by a later commit.
+ *     that the device then holds exactly the host's rows and lengths. A
+ *     command that fails after its call returned (its wait list failed),
+ *     and every command of any table queued behind it then, is found and
+ *     its rows sent again by a later commit: clbt keeps the event of every
+ *     command that can fail that way until it ends (docs/design.md,
+ *     "Events"), and none otherwise, unless the caller asks for one. A
+ *     command of yours on the device's queue that can fail should be in
+ *     the wait list of the next clbt call that follows it.
+ *   - A table keeps a reference to the last eight buffers of yours it
+ *     checked (query_start_loc, positions, idx_mapping, seq_lens), so that
+ *     a buffer it was given before costs no check; they are released as
+ *     newer ones take their place, or with the table.
  *   - Every call that takes a wait list (num_events, wait_list) refuses,
  *     before it enqueues anything, one that is NULL with num_events > 0 or
  *     given with num_events 0 (CLBT_INVALID_ARGUMENT), a NULL event in it
@@ -688,7 +697,11 @@ CLBT_API clbt_status clbt_table_swap_row(clbt_table *table, uint32_t a,
  * Enqueues and returns without waiting for the device: the copy is taken
  * into a staging packet, and each commit still in flight keeps its own
  * (about 12 bytes per changed cell for SCATTER, 4 x (width + 1) bytes per
- * row for WHOLE), reused once the device has run it.
+ * row for WHOLE; a small packet travels in the kernel launch itself and
+ * keeps none), reused once the device has run it. Once no commit of the
+ * table is in flight, the next commit leaves at most two packets (each no
+ * larger than the largest a commit of the table took) and their upload
+ * buffers: the rest go back to the system.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_TOO_MANY_REQUESTS;
  * CLBT_SIZE_OVERFLOW for a CLBT_COMMIT_SCATTER commit of more than
  * 2^32 - 1 changed cells or rows; or an OpenCL error.
@@ -720,8 +733,9 @@ typedef enum clbt_commit_mode {
   /** Copy rows [0, num_reqs) whole, as vLLM does: two enqueued writes of
       a snapshot, no wait. */
   CLBT_COMMIT_WHOLE = 1,
-  /** Upload a packet of the changed cells and lengths and scatter it on the
-      device: two enqueued commands, no wait. */
+  /** Send a packet of the changed cells and lengths and scatter it on the
+      device: inside a kernel launch's arguments when it fits (one command),
+      else an upload and a launch; no wait. */
   CLBT_COMMIT_SCATTER = 2
 } clbt_commit_mode;
 
@@ -934,6 +948,17 @@ CLBT_API clbt_status clbt_table_export_buffers(const clbt_table *table,
 /** clbt_step.flags: also export the page tables (clbt_table_enqueue_export)
     for this batch, through the same idx_mapping. */
 #define CLBT_STEP_EXPORT 2u
+/**
+ * clbt_step.flags, since 0.4: a dummy run, for graph capture and warm-up
+ * (Model Runner V2's get_dummy_block_tables and get_dummy_slot_mappings).
+ * It commits nothing (the rows' changes stay for the next step) and reads
+ * no buffer of the caller's: num_reqs and num_tokens must be 0, and
+ * query_start_loc, positions, idx_mapping and seq_lens may be NULL and are
+ * ignored. Every slot of every token-mapping group becomes the pad id; with
+ * CLBT_STEP_GATHER gathered rows [0, num_reqs_padded) become 0, with
+ * CLBT_STEP_EXPORT every exported request has no pages.
+ */
+#define CLBT_STEP_DUMMY 8u
 
 /**
  * One serving step (docs/guide.md, "Two ways to keep rows"). Rows are
@@ -953,7 +978,7 @@ CLBT_API clbt_status clbt_table_export_buffers(const clbt_table *table,
  */
 typedef struct clbt_step {
   uint32_t struct_size;     /**< 0 (the 0.3 layout) or sizeof(clbt_step) */
-  uint32_t flags;           /**< CLBT_STEP_GATHER | CLBT_STEP_EXPORT */
+  uint32_t flags;           /**< CLBT_STEP_GATHER, _EXPORT, _DUMMY */
   uint32_t num_reqs;        /**< requests in the batch */
   uint32_t num_reqs_padded; /**< gathered and exported entries, >= num_reqs
                                and at most max_num_reqs; 0: num_reqs */

@@ -21,7 +21,7 @@ from ._core import (PAD_SLOT_ID, CommitMode, Device, Export, Group, MultiTable, 
 from ._device_array import DeviceArray, StackedDeviceArray
 from ._errors import (DeviceError, Error, InvalidArgumentError, OutOfMemoryError,
                       OutOfRangeError, TypeMismatchError)
-from ._library import STEP_EXPORT, STEP_GATHER
+from ._library import STEP_DUMMY, STEP_EXPORT, STEP_GATHER
 from ._opencl import Buffer, CommandQueue, Context, Event, release_event
 
 library_path = _library.path
@@ -34,5 +34,6 @@ __version__ = _library.lib.clbt_version_string().decode()
 __all__ = ["Buffer", "CommandQueue", "CommitMode", "Context", "Device", "DeviceArray",
            "DeviceError", "Error", "Event", "Export", "Group",
            "InvalidArgumentError", "MultiTable", "OutOfMemoryError", "OutOfRangeError",
-           "PAD_SLOT_ID", "STEP_EXPORT", "STEP_GATHER", "SlotMode", "StackedDeviceArray", "Table",
+           "PAD_SLOT_ID", "STEP_DUMMY", "STEP_EXPORT", "STEP_GATHER", "SlotMode",
+           "StackedDeviceArray", "Table",
            "TypeMismatchError", "devices", "library_path", "release_event"]

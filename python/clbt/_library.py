@@ -98,6 +98,7 @@ class MultiHostStep(_SizedConfig):
 
 STEP_GATHER = 1  # CLBT_STEP_GATHER
 STEP_EXPORT = 2  # CLBT_STEP_EXPORT
+STEP_DUMMY = 8  # CLBT_STEP_DUMMY (0.4): a dummy run
 
 
 class CommitInfo(ctypes.Structure):

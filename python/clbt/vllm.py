@@ -34,7 +34,7 @@ from ._core import PAD_SLOT_ID
 from ._device_array import DeviceArray, Memory, StackedDeviceArray
 from ._errors import Error, TypeMismatchError
 from ._opencl import describe
-from ._library import STEP_GATHER, Step, lib
+from ._library import STEP_DUMMY, STEP_GATHER, Step, lib
 
 __all__ = ["BlockTable", "BlockTables", "MultiGroupBlockTable", "PAD_SLOT_ID",
            "RowCapacityError", "SlotMappingMode", "get_block_table_width"]
@@ -45,7 +45,6 @@ _ROW_OUT_OF_RANGE = -4005
 _ROW_OVERFLOW = -4006
 _INVALID_BLOCK_ID = -4007
 _TOO_MANY_REQUESTS = -4008
-_STEP_DUMMY = 4  # CLBT_STEP_DUMMY: commits nothing, pads every slot, zeroes gathered rows
 _INT32_MAX = 0x7FFFFFFF
 
 
@@ -1222,7 +1221,7 @@ class BlockTables:
         padded = self._padded(num_reqs, 0)
         if engine.gather is not None:
             engine.run_gather()
-        engine.dummy(padded, _STEP_DUMMY | STEP_GATHER)
+        engine.dummy(padded, STEP_DUMMY | STEP_GATHER)
         return tuple(table[:padded] for table in self.input_block_tables)
 
     def get_dummy_slot_mappings(self, num_tokens):
@@ -1232,7 +1231,7 @@ class BlockTables:
         num_tokens = _u32(num_tokens, "num_tokens")
         if engine.gather is not None:
             engine.run_gather()
-        engine.dummy(0, _STEP_DUMMY)
+        engine.dummy(0, STEP_DUMMY)
         return self.slot_mappings[:, :num_tokens]
 
     def compute_slot_mappings(self, idx_mapping, query_start_loc, positions,

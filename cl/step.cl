@@ -1,0 +1,211 @@
+/*
+ * The step kernel: every device command of a step but the uploads is a
+ * launch of it. Its record (cl/contract.h) says what the launch does, in
+ * this order:
+ *
+ *   1. a commit packet, when the record carries one: with
+ *      CLBT_WORK_SCATTER spread over the whole grid, and nothing else;
+ *      otherwise applied by every work-group on its own before it reads
+ *      (a folded commit): each work-group then reads rows it wrote itself,
+ *      and where two work-groups write one word they write the same value;
+ *   2. with CLBT_WORK_MAP, each token-mapping group's slot mapping;
+ *   3. with CLBT_WORK_GATHER, each group's gather;
+ *   4. with CLBT_WORK_EXPORT, each token-mapping group's export.
+ *
+ * The slot mapping is token-parallel: each work-item takes a contiguous run
+ * of tokens, so the host picks the launch geometry per device
+ * (docs/design.md). Every element of every slot mapping is written by every
+ * launch that maps.
+ */
+
+CLBT_DECLARE_LAUNCH_RECORD(clbt_kernel_record, CLBT_INLINE_WORDS)
+CLBT_DECLARE_LAUNCH_LAYOUT(clbt_kernel_layout, CLBT_NUM_GROUPS)
+
+/* Parameter lists from the contract's lists. */
+#define FIRST_PARAMETER(NAME, type, name) type name
+#define PARAMETER(NAME, type, name) , type name
+#define GROUP_PARAMETER(g, NAME, type, name) , type name##_##g
+#define GROUP_PARAMETERS(g) CLBT_STEP_GROUP_ARGUMENTS(GROUP_PARAMETER, g)
+
+/* Region REGION of group g, in words from its storage (the launch layout). */
+#define AT(g, REGION) ((ulong)layout.groups[g].at[CLBT_REGION_##REGION])
+
+#define MAPS_TOKENS(g) (GROUP_CONSTANTS(g).maps_tokens != 0)
+
+#define GROUP_POINTERS(g)                                                  \
+  __global const int *rows_##g = storage_##g + AT(g, ROWS);               \
+  __global const int *row_lengths_##g = storage_##g + AT(g, ROW_LENGTHS); \
+  __global long *slots_##g = (__global long *)(storage_##g + AT(g, SLOTS)); \
+  uint row_stride_##g = layout.groups[g].row_stride;                      \
+  uint rejected_##g = 0;
+
+#define REJECT_TOKENS(g) \
+  if (MAPS_TOKENS(g)) rejected_##g += end - begin;
+
+#define PAD_TOKENS(g)                              \
+  if (MAPS_TOKENS(g))                              \
+    for (uint token = begin; token < end; ++token) \
+      slots_##g[token] = CLBT_PAD_SLOT_ID;
+
+/* A token of a request whose row is outside the table is counted. */
+#define MAP_TOKEN(g)                                                        \
+  if (MAPS_TOKENS(g)) {                                                     \
+    if (row_in_table)                                                       \
+      slots_##g[token] =                                                    \
+          slot_of(position, rows_##g + (ulong)row * row_stride_##g,         \
+                  (uint)row_lengths_##g[row], &rejected_##g,                \
+                  GROUP_CONSTANTS(g));                                      \
+    else                                                                    \
+      slots_##g[token] = CLBT_PAD_SLOT_ID;                                  \
+    if (row_outside) ++rejected_##g;                                        \
+  }
+
+/* The gather of group g over the positions, a chunk at a time. */
+#define GATHER_GROUP(g)                                                     \
+  for (uint start = get_group_id(0) * chunk; start < padded;                \
+       start += get_num_groups(0) * chunk) {                                \
+    uint count = min(chunk, padded - start);                                \
+    if (get_local_id(0) < count)                                            \
+      rejected_##g += plan_position(                                        \
+          start + get_local_id(0), num_reqs, idx_mapping, has_idx_mapping,  \
+          layout.max_num_reqs, row_lengths_##g,                             \
+          (__global const ulong *)(storage_##g + AT(g, ROW_VERSIONS)),      \
+          (__global uint *)(storage_##g + AT(g, GATHER_RECORDS)),           \
+          GROUP_CONSTANTS(g).zero_gathered_tails != 0,                      \
+          &plans[get_local_id(0)]);                                         \
+    barrier(CLK_LOCAL_MEM_FENCE);                                           \
+    copy_positions(start, count, plans, rows_##g, row_stride_##g,           \
+                   storage_##g + AT(g, GATHERED));                          \
+    barrier(CLK_LOCAL_MEM_FENCE);                                           \
+  }
+
+/* Group g's storage and constants, for the loops over groups that are
+   not unrolled (the export: one copy of its code, whose barriers in
+   loops PoCL's compiler takes minutes over when it is copied per group). */
+#define STORAGE_ENTRY(g) storage_##g,
+#define CONSTANTS_ENTRY(g) GROUP_CONSTANTS(g),
+
+/* Exports every token-mapping group: a NONE group has no export regions,
+   and exports no requests. */
+#define EXPORT_GROUPS                                                        \
+  {                                                                          \
+    __global int *storages[] = {CLBT_FOR_EACH_GROUP(STORAGE_ENTRY)};         \
+    const group_constants constants[] = {                                    \
+        CLBT_FOR_EACH_GROUP(CONSTANTS_ENTRY)};                               \
+    _Pragma("unroll 1") for (uint g = 0; g < CLBT_NUM_GROUPS; ++g) {         \
+      __global int *storage = storages[g];                                   \
+      const ulong *at = layout.groups[g].at;                                 \
+      export_regions out = {                                                 \
+          storage + at[CLBT_REGION_ROWS],                                    \
+          storage + at[CLBT_REGION_ROW_LENGTHS],                             \
+          storage + at[CLBT_REGION_EXPORT_INDPTR],                           \
+          storage + at[CLBT_REGION_EXPORT_INDICES],                          \
+          storage + at[CLBT_REGION_EXPORT_LAST_PAGE_LEN],                    \
+          storage + at[CLBT_REGION_EXPORT_PAST_LENS],                        \
+          storage + at[CLBT_REGION_EXPORT_SUBSEQUENCE_BEGINS],               \
+          layout.groups[g].row_stride,                                       \
+          constants[g].maps_tokens != 0};                                    \
+      uint rejected =                                                        \
+          export_group(&batch, padded, out, scratch, constants[g]);          \
+      if (rejected)                                                          \
+        atomic_add((__global uint *)(storage +                               \
+                                     at[CLBT_REGION_REJECTED_TOKENS]),       \
+                   rejected);                                                \
+    }                                                                        \
+  }
+
+#define ADD_COUNT(g)                                                     \
+  if (rejected_##g)                                                      \
+    atomic_add((__global uint *)(storage_##g + AT(g, REJECTED_TOKENS)),  \
+               rejected_##g);
+
+/* Maps this work-item's run of tokens in every token-mapping group, and
+   pads its run of the tail. */
+#define MAP_GROUPS                                                          \
+  {                                                                         \
+    uint begin, end;                                                        \
+    share(num_tokens, get_global_id(0), get_global_size(0), &begin, &end);  \
+    if (!batch_ok) {                                                        \
+      CLBT_FOR_EACH_GROUP(REJECT_TOKENS)                                    \
+      CLBT_FOR_EACH_GROUP(PAD_TOKENS)                                       \
+    } else if (begin < end) {                                               \
+      /* One search per run; then the request advances with the tokens. */ \
+      int request = find_request(qsl, num_reqs, (int)begin);                \
+      for (uint token = begin; token < end; ++token) {                      \
+        while (request < (int)num_reqs && qsl[request + 1] <= (int)token)   \
+          ++request;                                                        \
+        bool owned = request >= 0 && request < (int)num_reqs;               \
+        int row = owned ? row_of((uint)request, num_reqs, idx_mapping,      \
+                                 has_idx_mapping)                           \
+                        : -1;                                               \
+        bool row_in_table = row >= 0 && row < (int)layout.max_num_reqs;     \
+        bool row_outside = row >= (int)layout.max_num_reqs;                 \
+        long position = row_in_table ? positions[token] : 0;                \
+        CLBT_FOR_EACH_GROUP(MAP_TOKEN)                                      \
+      }                                                                     \
+    }                                                                       \
+    share(layout.max_num_tokens - num_tokens, get_global_id(0),             \
+          get_global_size(0), &begin, &end);                                \
+    begin += num_tokens;                                                    \
+    end += num_tokens;                                                      \
+    CLBT_FOR_EACH_GROUP(PAD_TOKENS)                                         \
+  }
+
+__kernel void clbt_step(CLBT_STEP_FIRST_ARGUMENT(FIRST_PARAMETER)
+                            CLBT_STEP_ARGUMENTS(PARAMETER)
+                                CLBT_FOR_EACH_GROUP(GROUP_PARAMETERS)) {
+  __local int well_formed;
+  __local gather_plan plans[CLBT_MAX_WORK_GROUP_SIZE];
+  __local uint export_sums[CLBT_MAX_WORK_GROUP_SIZE];
+  __local uint export_offsets[CLBT_MAX_WORK_GROUP_SIZE];
+  __local uint export_pages[CLBT_MAX_WORK_GROUP_SIZE];
+  __local int export_rows[CLBT_MAX_WORK_GROUP_SIZE];
+  uint work = record.work, num_reqs = record.num_reqs;
+  uint num_tokens = record.num_tokens, padded = record.padded_reqs;
+  bool has_idx_mapping = (work & CLBT_WORK_IDX_MAPPING) != 0;
+  ulong version = (ulong)record.version_high << 32 | record.version_low;
+
+  if (work & (CLBT_WORK_PACKET_IN_BUFFER | CLBT_WORK_PACKET_INLINE)) {
+    bool scatter = (work & CLBT_WORK_SCATTER) != 0;
+    ulong first = scatter ? get_global_id(0) : get_local_id(0);
+    ulong stride = scatter ? get_global_size(0) : get_local_size(0);
+    if (work & CLBT_WORK_PACKET_INLINE) {
+      APPLY_PACKET(__private, record.packet, APPLY_SECTION_INLINE)
+    } else {
+      ulong packet_at =
+          (ulong)record.packet_at_high << 32 | record.packet_at_low;
+      APPLY_PACKET(__global, packet + packet_at, APPLY_SECTION_IN_BUFFER)
+    }
+    if (scatter) return;
+    barrier(CLK_GLOBAL_MEM_FENCE);
+  }
+
+  CLBT_FOR_EACH_GROUP(GROUP_POINTERS)
+  if (work & CLBT_WORK_MAP) {
+    bool batch_ok = batch_is_well_formed(query_start_loc, num_reqs,
+                                         num_tokens, qsl_cache, &well_formed);
+#if CLBT_QSL_IN_LOCAL
+    QSL_SPACE const int *qsl = qsl_cache;
+#else
+    QSL_SPACE const int *qsl = query_start_loc;
+#endif
+    MAP_GROUPS
+  }
+  if (work & CLBT_WORK_GATHER) {
+    /* Chunks of positions spread over every work-group. */
+    uint per_group = (padded + get_num_groups(0) - 1) / get_num_groups(0);
+    uint chunk = clamp(per_group, 1u, (uint)get_local_size(0));
+    CLBT_FOR_EACH_GROUP(GATHER_GROUP)
+  }
+  if (work & CLBT_WORK_EXPORT) {
+    export_batch batch = {num_reqs,         num_tokens,
+                          layout.max_num_reqs, query_start_loc,
+                          positions,
+                          (work & CLBT_WORK_SEQ_LENS) ? seq_lens : 0,
+                          idx_mapping,      has_idx_mapping};
+    export_scratch scratch = {export_sums, export_offsets, export_pages,
+                              export_rows};
+    EXPORT_GROUPS
+  }
+  CLBT_FOR_EACH_GROUP(ADD_COUNT)
+}
