@@ -543,7 +543,7 @@ clbt_status clbt__commit_reap(clbt_multi_table *engine, bool staging);
 /* ---- staging (staging.c) ------------------------------------------------ */
 
 /*
- * Frees the oldest slots whose readers have ended, stopping at the first
+ * Frees the oldest slots whose reader has ended, stopping at the first
  * that has not: O(1) driver calls a commit. *failed becomes true when one
  * ended in error: what it carried never reached the device.
  */

@@ -849,6 +849,83 @@ START_TEST(steps_repair_a_failed_commit) {
 }
 END_TEST
 
+/*
+ * A dummy run (CLBT_STEP_DUMMY) with no batch buffers at all: every slot
+ * becomes the pad id, gathered positions [0, 3) zero and position 3 as it
+ * was, every exported request has no pages, and the row change made before
+ * it stays pending: the device rows are still the committed ones, and the
+ * next step commits it. Row r holds blocks 10 r + 1, 10 r + 2 (16 tokens
+ * each).
+ */
+START_TEST(dummy_runs_read_nothing_and_commit_nothing) {
+  enum { DUMMY_ROWS = 4, DUMMY_WIDTH = 4, DUMMY_TOKENS = 8 };
+  clbt_table_config config = {.block_size = 16, .max_num_reqs = DUMMY_ROWS,
+                              .max_num_blocks_per_req = DUMMY_WIDTH,
+                              .max_num_batched_tokens = DUMMY_TOKENS};
+  clbt_table *table = NULL;
+  clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
+  for (uint32_t r = 0; r < DUMMY_ROWS; ++r)
+    clbt_assert_ok(clbt_table_add_row(
+        table, r, (const int32_t[]){(int32_t)(10 * r + 1), (int32_t)(10 * r + 2)},
+        2));
+  cl_mem qsl = clbt_test_buffer(5 * sizeof(int32_t),
+                                (const int32_t[]){0, 1, 2, 3, 4});
+  cl_mem positions = clbt_test_buffer(4 * sizeof(int64_t),
+                                      (const int64_t[]){0, 17, 5, 20});
+  clbt_step step = CLBT_STEP_INIT;
+  step.flags = CLBT_STEP_GATHER | CLBT_STEP_EXPORT;
+  step.num_reqs = step.num_tokens = DUMMY_ROWS;
+  step.query_start_loc = qsl;
+  step.positions = positions;
+  clbt_assert_ok(clbt_table_enqueue_step(table, &step, 0, NULL, NULL));
+  /* Pending for later: row 1 gains block 99. */
+  clbt_assert_ok(clbt_table_append_row(table, 1, (const int32_t[]){99}, 1));
+
+  clbt_export_buffers exported;
+  clbt_assert_ok(clbt_table_export_buffers(table, &exported));
+  clbt_test_poison(clbt_table_slot_mapping(table), DUMMY_TOKENS);
+  clbt_step dummy = CLBT_STEP_INIT;
+  dummy.flags = CLBT_STEP_DUMMY | CLBT_STEP_GATHER | CLBT_STEP_EXPORT;
+  dummy.num_reqs_padded = 3;
+  clbt_assert_ok(clbt_table_enqueue_step(table, &dummy, 0, NULL, NULL));
+  int64_t slots[DUMMY_TOKENS];
+  int32_t gathered[DUMMY_ROWS][DUMMY_WIDTH], rows[DUMMY_ROWS][DUMMY_WIDTH], indptr[4], last[3];
+  clbt_test_read(clbt_table_slot_mapping(table), sizeof slots, slots);
+  for (int t = 0; t < DUMMY_TOKENS; ++t) ck_assert_int_eq(slots[t], CLBT_PAD_SLOT_ID);
+  clbt_test_read(clbt_table_gathered_rows(table), sizeof gathered, gathered);
+  for (int b = 0; b < 3; ++b)
+    for (int j = 0; j < DUMMY_WIDTH; ++j) ck_assert_int_eq(gathered[b][j], 0);
+  ck_assert_int_eq(gathered[3][0], 31);
+  ck_assert_int_eq(gathered[3][1], 32);
+  clbt_test_read(exported.paged_kv_indptr, sizeof indptr, indptr);
+  clbt_test_read(exported.paged_kv_last_page_len, sizeof last, last);
+  for (int r = 0; r < 4; ++r) ck_assert_int_eq(indptr[r], 0);
+  for (int r = 0; r < 3; ++r) ck_assert_int_eq(last[r], 1);
+  clbt_test_read(clbt_table_device_data(table), sizeof rows, rows);
+  ck_assert_int_eq(rows[1][1], 12);
+  ck_assert_int_eq(rows[1][2], 0); /* block 99 not committed */
+
+  /* A dummy run has no requests and no tokens. */
+  dummy.num_reqs = 1;
+  clbt_assert_fails(clbt_table_enqueue_step(table, &dummy, 0, NULL, NULL),
+                    CLBT_INVALID_ARGUMENT, "CLBT_STEP_DUMMY");
+  dummy.num_reqs = 0;
+  dummy.num_tokens = 1;
+  clbt_assert_fails(clbt_table_enqueue_step(table, &dummy, 0, NULL, NULL),
+                    CLBT_INVALID_ARGUMENT, "num_tokens 1");
+
+  clbt_assert_ok(clbt_table_enqueue_step(table, &step, 0, NULL, NULL));
+  clbt_test_read(clbt_table_device_data(table), sizeof rows, rows);
+  ck_assert_int_eq(rows[1][2], 99);
+  /* Request 1's token at position 17 is block 1 of row 1: 12 * 16 + 1. */
+  clbt_test_read(clbt_table_slot_mapping(table), sizeof slots, slots);
+  ck_assert_int_eq(slots[1], 12 * 16 + 1);
+  clReleaseMemObject(qsl);
+  clReleaseMemObject(positions);
+  clbt_table_destroy(table);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("step");
   TCase *tc = tcase_create("step");
@@ -856,6 +933,7 @@ int main(void) {
   tcase_add_test(tc, host_reference_agrees_with_the_model);
   tcase_add_test(tc, device_steps_agree_with_the_model);
   tcase_add_test(tc, steps_repair_a_failed_commit);
+  tcase_add_test(tc, dummy_runs_read_nothing_and_commit_nothing);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

@@ -1247,8 +1247,8 @@ CLBT_API clbt_status clbt_multi_table_enqueue_slot_mapping(
 
 /**
  * Exports every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's page table for one
- * batch (clbt_table_enqueue_export), one launch per such group; NONE groups
- * are skipped. Each group writes its own buffers (clbt_table_export_buffers
+ * batch (clbt_table_enqueue_export), one launch per CLBT_MAX_LAUNCH_GROUPS
+ * groups; NONE groups are skipped. Each group writes its own buffers (clbt_table_export_buffers
  * of clbt_multi_table_group) in its own kernel-block units and counts its
  * own rejected requests. *event (when not NULL) completes once every group
  * is exported; with no token-mapping group it is a marker after the wait
@@ -1260,12 +1260,14 @@ CLBT_API clbt_status clbt_multi_table_enqueue_export(
     cl_uint num_events, const cl_event *wait_list, cl_event *event);
 
 /**
- * clbt_table_enqueue_step for every group: one upload and one scatter
- * kernel commit the changes of every group that has any (a group rewritten
- * WHOLE takes its own writes), and one launch per CLBT_MAX_LAUNCH_GROUPS
- * token-mapping groups computes their slot mappings and every group's
- * gather. NONE groups are gathered and have no slot mapping or export.
- * Fails as the single-table call does.
+ * clbt_table_enqueue_step for every group: one launch per
+ * CLBT_MAX_LAUNCH_GROUPS groups commits the changes of every group that has
+ * any (inside the launch's arguments when they fit, else from one upload
+ * for all; a group rewritten WHOLE takes its own writes), computes the
+ * token-mapping groups' slot mappings, every group's gather and, with
+ * CLBT_STEP_EXPORT, the token-mapping groups' exports. NONE groups are
+ * gathered and have no slot mapping or export. Fails as the single-table
+ * call does.
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_step(clbt_multi_table *table,
                                                    const clbt_step *step,
