@@ -1248,9 +1248,9 @@ CLBT_API clbt_status clbt_multi_table_enqueue_slot_mapping(
 /**
  * Exports every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's page table for one
  * batch (clbt_table_enqueue_export), one launch per CLBT_MAX_LAUNCH_GROUPS
- * groups; NONE groups are skipped. Each group writes its own buffers (clbt_table_export_buffers
- * of clbt_multi_table_group) in its own kernel-block units and counts its
- * own rejected requests. *event (when not NULL) completes once every group
+ * groups; NONE groups are skipped. Each group writes its own buffers
+ * (clbt_table_export_buffers of clbt_multi_table_group) in its own
+ * kernel-block units and counts its own rejected requests. *event (when not NULL) completes once every group
  * is exported; with no token-mapping group it is a marker after the wait
  * list. Fails as the single-table call does, without CLBT_INVALID_ARGUMENT
  * for NONE groups.
