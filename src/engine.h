@@ -465,6 +465,16 @@ clbt_status clbt__enqueue_step(const clbt__scope *scope, const clbt_step *step,
                                cl_uint num_events, const cl_event *wait_list,
                                cl_event *event);
 
+/* ---- the host reference (reference.c) ----------------------------------- */
+
+/* Checks a host step's batch against a table (all of an engine's groups
+   share their bounds). */
+clbt_status clbt__check_host_step(const clbt_table *table,
+                                  const clbt_host_step *step);
+/* Computes a checked host step of one table into the outputs it names. */
+void clbt__compute_step_host(const clbt_table *table,
+                             const clbt_host_step *step);
+
 /* ---- the attention export (export.c) ------------------------------------ */
 
 /* The batch of an export request. */
@@ -563,7 +573,7 @@ clbt_status clbt__commit_reap(clbt_multi_table *engine, bool staging);
 /* ---- staging (staging.c) ------------------------------------------------ */
 
 /*
- * Frees the oldest slots whose readers have ended, stopping at the first
+ * Frees the oldest slots whose reader has ended, stopping at the first
  * that has not: O(1) driver calls a commit. *failed becomes true when one
  * ended in error: what it carried never reached the device.
  */

@@ -90,17 +90,23 @@ static bool uploads(clbt__packet_place place) {
   return place == CLBT__PACKET_FOLDED || place == CLBT__PACKET_SCATTERED;
 }
 
+/* Whether a launch's part is applied by a scatter launch of its own: too
+   large to fold, or a commit with no step kernel after it. */
+static bool scatters_alone(const clbt__launch_plan *share) {
+  return share->place == CLBT__PACKET_SCATTERED ||
+         (share->place == CLBT__PACKET_INLINE && !share->work);
+}
+
 /* Builds what each launch runs: its step kernel, its scatter kernel. */
 static clbt_status build_kernels(const call_plan *plan) {
   clbt_status status = CLBT_SUCCESS;
   FOR_EACH_LAUNCH(plan, l, p) {
     clbt__launch *launch = &plan->scope->launches[l];
     const clbt__launch_plan *share = &plan->launches[l];
-    bool scatters = share->place == CLBT__PACKET_SCATTERED ||
-                    (share->place == CLBT__PACKET_INLINE && !share->work);
     if (!status && (share->work || share->place != CLBT__PACKET_NONE))
       status = clbt__launch_build(launch);
-    if (!status && scatters) status = clbt__launch_build_scatter(launch);
+    if (!status && scatters_alone(share))
+      status = clbt__launch_build_scatter(launch);
   }
   return status;
 }
@@ -244,8 +250,7 @@ static clbt_status enqueue_launch(const call_plan *plan, uint32_t l, uint32_t p,
   const clbt__batch *batch = &plan->call->batch;
   clbt__launch_record record;
   clbt_status status = CLBT_SUCCESS;
-  if (share->place == CLBT__PACKET_SCATTERED ||
-      (share->place == CLBT__PACKET_INLINE && !share->work)) {
+  if (scatters_alone(share)) {
     start_record(&record, CLBT_WORK_SCATTER, NULL, version);
     add_packet(&record, plan, l, p);
     clbt__launch_call scatter = {
