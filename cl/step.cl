@@ -139,59 +139,52 @@ CLBT_DECLARE_LAUNCH_LAYOUT(clbt_kernel_layout, CLBT_NUM_GROUPS)
     }                                                                       \
   }
 
-/* Group g's section of the token slots, and its row's length and entries
-   for the run's current row. */
-#define TOKEN_GROUP_STATE(g)                          \
-  ulong section_##g = sections * (ulong)entries;      \
-  if (MAPS_TOKENS(g)) ++sections;                     \
-  uint token_row_length_##g = 0;                      \
-  __global const int *token_row_##g = rows_##g;
+/* Group g's section of the token slots. */
+#define TOKEN_SECTION(g)                         \
+  ulong section_##g = sections * (ulong)entries; \
+  if (MAPS_TOKENS(g)) ++sections;
 
-#define TOKEN_ROW_OF(g)                                                     \
+/* Entries [from, to) of one row in group g's section: one loop a group, so
+   that each runs down the row's indices with unit stride. */
+#define TOKEN_ROW_SLOTS(g)                                                  \
   if (MAPS_TOKENS(g)) {                                                     \
-    token_row_length_##g = t.row >= 0 ? (uint)row_lengths_##g[t.row] : 0;   \
-    token_row_##g = rows_##g + (ulong)max(t.row, 0) * row_stride_##g;       \
+    uint length = t.row >= 0 ? (uint)row_lengths_##g[t.row] : 0;           \
+    __global const int *row =                                               \
+        rows_##g + (ulong)max(t.row, 0) * row_stride_##g;                   \
+    for (uint e = from; e < to; ++e)                                        \
+      token_slots[section_##g + e] = token_slot_of(                         \
+          token_indices[e], t, row, length, &rejected_##g,                  \
+          GROUP_CONSTANTS(g));                                              \
   }
-
-#define TOKEN_SLOT_OF(g)                                                    \
-  if (MAPS_TOKENS(g))                                                       \
-    token_slots[section_##g + e] =                                          \
-        token_slot_of(index, t, token_row_##g, token_row_length_##g,        \
-                      &rejected_##g, GROUP_CONSTANTS(g));
 
 /*
  * Each work-item takes a run of the matrix's entries (row-major, k to a
  * row): it finds the request of the run's first row by binary search and
- * advances it with the rows, and writes each entry's slot in every
- * token-mapping group's section.
+ * advances it row by row, and writes each of the row's entries in the run
+ * to every token-mapping group's section.
  */
 #define TOKEN_SLOT_GROUPS                                                   \
   {                                                                         \
     uint k = record.indices_per_row, entries = num_tokens * k;              \
     uint sections = record.token_section;                                   \
-    CLBT_FOR_EACH_GROUP(TOKEN_GROUP_STATE)                                  \
+    CLBT_FOR_EACH_GROUP(TOKEN_SECTION)                                      \
     uint begin, end;                                                        \
     share(entries, get_global_id(0), get_global_size(0), &begin, &end);     \
-    uint i = k ? begin / k : 0, column = k ? begin % k : 0;                 \
-    int request = begin < end && batch_ok                                   \
-                      ? find_request(qsl, num_reqs, (int)i)                 \
-                      : -1;                                                 \
-    token_row t = {-1, false};                                              \
-    for (uint e = begin; e < end; ++e) {                                    \
-      if (e == begin || column == 0) {                                      \
-        while (batch_ok && request < (int)num_reqs &&                       \
-               qsl[request + 1] <= (int)i)                                  \
-          ++request;                                                        \
-        t = token_row_of(request, num_reqs, batch_ok, layout.max_num_reqs,  \
-                         idx_mapping, has_idx_mapping);                     \
-        CLBT_FOR_EACH_GROUP(TOKEN_ROW_OF)                                   \
-      }                                                                     \
-      int index = token_indices[e];                                         \
-      CLBT_FOR_EACH_GROUP(TOKEN_SLOT_OF)                                    \
-      if (++column == k) {                                                  \
-        column = 0;                                                         \
-        ++i;                                                                \
-      }                                                                     \
+    /* A run of no entries (k may be 0) has no rows. */                     \
+    bool runs = begin < end;                                                \
+    uint first = runs ? begin / k : 1, last = runs ? (end - 1) / k : 0;     \
+    int request =                                                           \
+        runs && batch_ok ? find_request(qsl, num_reqs, (int)first) : -1;    \
+    for (uint i = first; i <= last; ++i) {                                  \
+      uint start = i * k, from = max(begin, start);                         \
+      uint to = start + min(k, end - start); /* no wrap past 2^32 */        \
+      while (batch_ok && request < (int)num_reqs &&                         \
+             qsl[request + 1] <= (int)i)                                    \
+        ++request;                                                          \
+      token_row t = token_row_of(request, num_reqs, batch_ok,               \
+                                 layout.max_num_reqs, idx_mapping,          \
+                                 has_idx_mapping);                          \
+      CLBT_FOR_EACH_GROUP(TOKEN_ROW_SLOTS)                                  \
     }                                                                       \
   }
 
