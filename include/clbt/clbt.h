@@ -25,7 +25,8 @@
  *     command of yours on the device's queue that can fail should be in
  *     the wait list of the next clbt call that follows it.
  *   - A table keeps a reference to the last eight buffers of yours it
- *     checked (query_start_loc, positions, idx_mapping, seq_lens), so that
+ *     checked (query_start_loc, positions, idx_mapping, seq_lens, the
+ *     token slots' token_indices and token_slots), so that
  *     a buffer it was given before costs no check; they are released as
  *     newer ones take their place, or with the table.
  *   - Every call that takes a wait list (num_events, wait_list) refuses,
@@ -505,7 +506,9 @@ CLBT_API clbt_status clbt_block_table_width(uint32_t max_num_blocks,
 typedef enum clbt_slot_mode {
   /** Tokens write KV-cache slots: compute_slot_mapping fills the buffer. */
   CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT = 0,
-  /** Rows are state indices (Mamba): compute_slot_mapping does nothing. */
+  /** Rows are state indices (Mamba): compute_slot_mapping does nothing;
+      a step can write each request's state slots
+      (CLBT_STEP_STATE_SLOTS). */
   CLBT_SLOT_MODE_NONE = 1
 } clbt_slot_mode;
 
@@ -1015,7 +1018,8 @@ typedef struct clbt_step {
  * Enqueues a whole serving step for the table: the commit of every row's
  * changes (every row, not only rows below num_reqs: a persistent slot can
  * be anywhere), then one launch that computes the slot mapping and, with
- * CLBT_STEP_GATHER, the gather, then with CLBT_STEP_EXPORT the export. A
+ * CLBT_STEP_GATHER, the gather, then with CLBT_STEP_EXPORT the export,
+ * then with CLBT_STEP_STATE_SLOTS a NONE table's state slots. A
  * steady step (the same idx_mapping, a few rows changed) moves only the
  * changed rows' entries into the gathered table. The first command waits
  * for wait_list; *event (when not NULL) completes with the last. Nothing
@@ -1024,7 +1028,8 @@ typedef struct clbt_step {
  * query_start_loc, or NULL positions with num_tokens > 0;
  * CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
  * CLBT_INVALID_ARGUMENT for unknown flags, num_reqs_padded below num_reqs,
- * or an inconsistent wait list; CLBT_TOO_MANY_REQUESTS;
+ * CLBT_STEP_STATE_SLOTS on a token-mapping table, num_state_slots above a
+ * NONE table's width, or an inconsistent wait list; CLBT_TOO_MANY_REQUESTS;
  * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH; what
  * a commit or an export fails with; or an OpenCL error. After a failure
  * the next commit or step rewrites the device rows from the host.
@@ -1363,8 +1368,9 @@ CLBT_API clbt_status clbt_multi_table_enqueue_export(
  * for all; a group rewritten WHOLE takes its own writes), computes the
  * token-mapping groups' slot mappings, every group's gather and, with
  * CLBT_STEP_EXPORT, the token-mapping groups' exports. NONE groups are
- * gathered and have no slot mapping or export. Fails as the single-table
- * call does.
+ * gathered and have no slot mapping or export; with CLBT_STEP_STATE_SLOTS
+ * each writes its state slots (num_state_slots may not exceed any NONE
+ * group's width). Fails as the single-table call does.
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_step(clbt_multi_table *table,
                                                    const clbt_step *step,
