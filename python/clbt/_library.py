@@ -100,6 +100,15 @@ class MultiHostStep(_SizedConfig):
 STEP_GATHER = 1  # CLBT_STEP_GATHER
 STEP_EXPORT = 2  # CLBT_STEP_EXPORT
 STEP_DUMMY = 8  # CLBT_STEP_DUMMY (0.4): a dummy run
+STEP_STATE_SLOTS = 16  # CLBT_STEP_STATE_SLOTS (0.4): NONE groups' state ids
+
+
+class TokenSlotsRequest(_SizedConfig):
+    """clbt_token_slots_request (CLBT_TOKEN_SLOTS_INIT)."""
+    _fields_ = [(name, c_uint32) for name in (
+        "struct_size", "num_reqs", "num_rows", "indices_per_row")] + [
+        (name, c_void_p) for name in (
+            "query_start_loc", "idx_mapping", "token_indices", "token_slots")]
 
 
 class CommitInfo(ctypes.Structure):
@@ -150,6 +159,7 @@ _FUNCTIONS = {
     "clbt_multi_table_truncate_row": (_status, (_handle, c_uint32, _pointer)),
     "clbt_table_export_buffers": (_status, (_handle, _pointer)),
     "clbt_table_gathered_rows": (_handle, (_handle,)),
+    "clbt_table_state_slots": (_handle, (_handle,)),
     "clbt_table_compute_step_host": (_status, (_handle, _pointer)),
     "clbt_multi_table_compute_step_host": (_status, (_handle, _pointer)),
     "clbt_table_device_row_lengths": (_handle, (_handle,)),
@@ -167,6 +177,7 @@ for _kind in ("table", "multi_table"):
             _status, (_handle, c_uint32, _handle, _handle, c_uint32) + _events),
         "clbt_%s_enqueue_export" % _kind: (_status, (_handle, _pointer) + _events),
         "clbt_%s_enqueue_step" % _kind: (_status, (_handle, _pointer) + _events),
+        "clbt_%s_enqueue_token_slots" % _kind: (_status, (_handle, _pointer) + _events),
     })
 
 
