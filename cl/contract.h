@@ -91,14 +91,16 @@ typedef ulong cl_ulong;
 #endif
 
 /*
- * Where one group's regions are, in 32-bit words from the start of its
- * storage (below 2^32: src/group.c checks), and its row stride. 32-bit
- * offsets keep a launch layout of eight groups within the 1024 bytes of
- * argument space the OpenCL minimum (and PoCL) gives every argument of
- * the kernel together.
+ * Where one group's regions are, in units of CLBT_REGION_UNIT_WORDS 32-bit
+ * words (64 bytes, which every region's start is a multiple of) from the
+ * start of its storage, and its row stride. 32-bit offsets keep a launch
+ * layout of eight groups within the 1024 bytes of argument space the
+ * OpenCL minimum (and PoCL) gives every argument of the kernel together;
+ * in 64-byte units they reach 256 GiB of storage (src/group.c checks).
  */
+#define CLBT_REGION_UNIT_WORDS 16
 typedef struct clbt_group_layout {
-  cl_uint at[CLBT_NUM_REGIONS];
+  cl_uint offsets[CLBT_NUM_REGIONS]; /* in CLBT_REGION_UNIT_WORDS */
   cl_uint row_stride; /* kernel blocks per row: the width */
 } clbt_group_layout;
 

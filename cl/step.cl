@@ -31,7 +31,12 @@ CLBT_DECLARE_LAUNCH_LAYOUT(clbt_kernel_layout, CLBT_NUM_GROUPS)
 #define GROUP_PARAMETERS(g) CLBT_STEP_GROUP_ARGUMENTS(GROUP_PARAMETER, g)
 
 /* Region REGION of group g, in words from its storage (the launch layout). */
-#define AT(g, REGION) ((ulong)layout.groups[g].at[CLBT_REGION_##REGION])
+#define AT(g, REGION) REGION_WORDS(layout.groups[g], REGION)
+
+/* Region REGION of a group whose layout is `group`, in words from its
+   storage. */
+#define REGION_WORDS(group, REGION) \
+  ((ulong)(group).offsets[CLBT_REGION_##REGION] * CLBT_REGION_UNIT_WORDS)
 
 #define MAPS_TOKENS(g) (GROUP_CONSTANTS(g).maps_tokens != 0)
 
@@ -97,22 +102,22 @@ CLBT_DECLARE_LAUNCH_LAYOUT(clbt_kernel_layout, CLBT_NUM_GROUPS)
         CLBT_FOR_EACH_GROUP(CONSTANTS_ENTRY)};                               \
     _Pragma("unroll 1") for (uint g = 0; g < CLBT_NUM_GROUPS; ++g) {         \
       __global int *storage = storages[g];                                   \
-      const uint *at = layout.groups[g].at;                                  \
+      const clbt_group_layout *at = &layout.groups[g];                       \
       export_regions out = {                                                 \
-          storage + at[CLBT_REGION_ROWS],                                    \
-          storage + at[CLBT_REGION_ROW_LENGTHS],                             \
-          storage + at[CLBT_REGION_EXPORT_INDPTR],                           \
-          storage + at[CLBT_REGION_EXPORT_INDICES],                          \
-          storage + at[CLBT_REGION_EXPORT_LAST_PAGE_LEN],                    \
-          storage + at[CLBT_REGION_EXPORT_PAST_LENS],                        \
-          storage + at[CLBT_REGION_EXPORT_SUBSEQUENCE_BEGINS],               \
+          storage + REGION_WORDS(*at, ROWS),                                 \
+          storage + REGION_WORDS(*at, ROW_LENGTHS),                          \
+          storage + REGION_WORDS(*at, EXPORT_INDPTR),                        \
+          storage + REGION_WORDS(*at, EXPORT_INDICES),                       \
+          storage + REGION_WORDS(*at, EXPORT_LAST_PAGE_LEN),                 \
+          storage + REGION_WORDS(*at, EXPORT_PAST_LENS),                     \
+          storage + REGION_WORDS(*at, EXPORT_SUBSEQUENCE_BEGINS),            \
           layout.groups[g].row_stride,                                       \
           constants[g].maps_tokens != 0};                                    \
       uint rejected =                                                        \
           export_group(&batch, padded, out, scratch, constants[g]);          \
       if (rejected)                                                          \
         atomic_add((__global uint *)(storage +                               \
-                                     at[CLBT_REGION_REJECTED_TOKENS]),       \
+                                     REGION_WORDS(*at, REJECTED_TOKENS)),    \
                    rejected);                                                \
     }                                                                        \
   }

@@ -119,10 +119,22 @@ static size_t state_slots_bytes(const clbt_table *table) {
   return clbt__maps_tokens(table) ? 0 : rows_bytes(table);
 }
 
+/* The bytes of the kernel's unit of region offsets (cl/contract.h). */
+#define REGION_UNIT_BYTES (CLBT_REGION_UNIT_WORDS * sizeof(cl_uint))
+
+/* Where regions may start: the device's sub-buffer alignment and a whole
+   unit of the kernel's offsets, both. */
+static size_t region_alignment(const clbt_table *table) {
+  size_t device = table->device->properties.base_address_alignment;
+  size_t alignment = device;
+  while (alignment % REGION_UNIT_BYTES) alignment += device;
+  return alignment;
+}
+
 /* Where each region starts in the storage, and the storage's size. */
 static clbt_status plan_regions(const clbt_table *table, size_t *origins,
                                 size_t *sizes, size_t *total) {
-  size_t alignment = table->device->properties.base_address_alignment;
+  size_t alignment = region_alignment(table);
   sizes[CLBT_REGION_ROWS] = rows_bytes(table);
   sizes[CLBT_REGION_ROW_LENGTHS] = table->layout.max_num_reqs * sizeof(cl_int);
   sizes[CLBT_REGION_SLOTS] =
@@ -141,12 +153,12 @@ static clbt_status plan_regions(const clbt_table *table, size_t *origins,
     if (sizes[r] > SIZE_MAX - offset - alignment)
       return clbt__fail(CLBT_SIZE_OVERFLOW,
                         "the table's device data exceeds SIZE_MAX bytes");
-    /* The kernel finds each region by a 32-bit word offset. */
-    if (offset / sizeof(cl_uint) > UINT32_MAX)
+    /* The kernel finds each region by a 32-bit offset in units. */
+    if (offset / REGION_UNIT_BYTES > UINT32_MAX)
       return clbt__fail(CLBT_SIZE_OVERFLOW,
-                        "the table's device data exceeds 16 GiB before its "
+                        "the table's device data exceeds 256 GiB before its "
                         "last region: the kernel's region offsets are 32-bit "
-                        "word counts");
+                        "counts of 64 bytes");
     origins[r] = offset;
     offset = (offset + sizes[r] + alignment - 1) / alignment * alignment;
   }
@@ -172,7 +184,7 @@ static clbt_status create_storage(clbt_table *table) {
   table->at.row_stride = table->layout.width;
   for (int r = 0; r < CLBT_NUM_REGIONS; ++r) {
     cl_buffer_region region = {origins[r], sizes[r]};
-    table->at.at[r] = (cl_uint)(origins[r] / sizeof(cl_uint));
+    table->at.offsets[r] = (cl_uint)(origins[r] / REGION_UNIT_BYTES);
     if (sizes[r] == 0) continue; /* a NONE group's export, say */
     table->regions[r] =
         clCreateSubBuffer(table->storage, CL_MEM_READ_WRITE,
