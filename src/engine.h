@@ -213,6 +213,8 @@ typedef struct clbt__staging {
 typedef struct clbt__staging_pool {
   clbt__staging *ring;      /* [first, first + busy), modulo capacity */
   size_t capacity, first, busy;
+  size_t taken;             /* acquired, not yet submitted or returned: the
+                               ring keeps room for each */
   clbt__staging idle[CLBT__IDLE_SLOTS];
   size_t num_idle;
 } clbt__staging_pool;
