@@ -89,14 +89,26 @@ typedef ulong cl_ulong;
 #endif
 
 /*
- * Where one group's regions are, in 32-bit words from the start of its
- * storage, and its row stride.
+ * Regions start on boundaries of this many 32-bit words (64 bytes, or the
+ * device's base address alignment when that is larger), and the launch
+ * layout gives their offsets in these units: 32 bits an offset reach 256
+ * GiB, where 64-bit word offsets made each region cost eight bytes a group
+ * of PoCL's 1024 bytes of arguments.
+ */
+#define CLBT_REGION_UNIT_WORDS 16
+
+/*
+ * Where one group's regions are, in CLBT_REGION_UNIT_WORDS from the start
+ * of its storage, and its row stride.
  */
 typedef struct clbt_group_layout {
-  cl_ulong at[CLBT_NUM_REGIONS];
+  cl_uint at[CLBT_NUM_REGIONS];
   cl_uint row_stride; /* kernel blocks per row: the width */
-  cl_uint unused;     /* 0: the struct ends on an 8-byte boundary */
 } clbt_group_layout;
+
+/* Where region r of a group starts, in 32-bit words from its storage. */
+#define CLBT_REGION_WORDS(group_layout, r) \
+  ((cl_ulong)(group_layout).at[r] * CLBT_REGION_UNIT_WORDS)
 
 /*
  * A launch layout, what stays the same from launch to launch: the sizes

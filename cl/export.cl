@@ -118,9 +118,28 @@ typedef struct export_regions {
   __global const int *rows, *row_lengths;
   __global int *indptr, *indices, *last_page_len, *past_lens,
       *subsequence_begins;
+  __global uint *rejected_tokens;
   uint row_stride;
   bool exported; /* false: a NONE group, with no export regions */
 } export_regions;
+
+/* A group's export regions, from its storage and layout. */
+static export_regions regions_of(__global int *storage, clbt_group_layout at,
+                                 bool exported) {
+#define REGION(NAME) (storage + CLBT_REGION_WORDS(at, CLBT_REGION_##NAME))
+  export_regions out = {REGION(ROWS),
+                        REGION(ROW_LENGTHS),
+                        REGION(EXPORT_INDPTR),
+                        REGION(EXPORT_INDICES),
+                        REGION(EXPORT_LAST_PAGE_LEN),
+                        REGION(EXPORT_PAST_LENS),
+                        REGION(EXPORT_SUBSEQUENCE_BEGINS),
+                        (__global uint *)REGION(REJECTED_TOKENS),
+                        at.row_stride,
+                        exported};
+#undef REGION
+  return out;
+}
 
 /* What one work-group of the export knows of a chunk of requests. */
 typedef struct export_scratch {

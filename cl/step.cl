@@ -28,7 +28,7 @@ CLBT_DECLARE_LAUNCH_LAYOUT(clbt_kernel_layout, CLBT_NUM_GROUPS)
 #define GROUP_PARAMETERS(g) CLBT_STEP_GROUP_ARGUMENTS(GROUP_PARAMETER, g)
 
 /* Region REGION of group g, in words from its storage (the launch layout). */
-#define AT(g, REGION) ((ulong)layout.groups[g].at[CLBT_REGION_##REGION])
+#define AT(g, REGION) CLBT_REGION_WORDS(layout.groups[g], CLBT_REGION_##REGION)
 
 #define MAPS_TOKENS(g) (GROUP_CONSTANTS(g).maps_tokens != 0)
 
@@ -94,23 +94,12 @@ CLBT_DECLARE_LAUNCH_LAYOUT(clbt_kernel_layout, CLBT_NUM_GROUPS)
         CLBT_FOR_EACH_GROUP(CONSTANTS_ENTRY)};                               \
     _Pragma("unroll 1") for (uint g = 0; g < CLBT_NUM_GROUPS; ++g) {         \
       __global int *storage = storages[g];                                   \
-      const ulong *at = layout.groups[g].at;                                 \
-      export_regions out = {                                                 \
-          storage + at[CLBT_REGION_ROWS],                                    \
-          storage + at[CLBT_REGION_ROW_LENGTHS],                             \
-          storage + at[CLBT_REGION_EXPORT_INDPTR],                           \
-          storage + at[CLBT_REGION_EXPORT_INDICES],                          \
-          storage + at[CLBT_REGION_EXPORT_LAST_PAGE_LEN],                    \
-          storage + at[CLBT_REGION_EXPORT_PAST_LENS],                        \
-          storage + at[CLBT_REGION_EXPORT_SUBSEQUENCE_BEGINS],               \
-          layout.groups[g].row_stride,                                       \
-          constants[g].maps_tokens != 0};                                    \
+      export_regions out = regions_of(storage, layout.groups[g],            \
+                                      constants[g].maps_tokens != 0);        \
       uint rejected =                                                        \
           export_group(&batch, padded, out, scratch, constants[g]);          \
       if (rejected)                                                          \
-        atomic_add((__global uint *)(storage +                               \
-                                     at[CLBT_REGION_REJECTED_TOKENS]),       \
-                   rejected);                                                \
+        atomic_add(out.rejected_tokens, rejected);                           \
     }                                                                        \
   }
 
