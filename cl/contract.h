@@ -54,7 +54,14 @@
   X(EXPORT_INDICES)  /* int32 [max_num_reqs * width] */                     \
   X(EXPORT_LAST_PAGE_LEN)      /* int32 [max_num_reqs] */                   \
   X(EXPORT_PAST_LENS)          /* int32 [max_num_reqs] */                   \
-  X(EXPORT_SUBSEQUENCE_BEGINS) /* int32 [max_num_reqs + 1] */
+  X(EXPORT_SUBSEQUENCE_BEGINS) /* int32 [max_num_reqs + 1] */            \
+  X(EXPORT_SEQ_LENS)           /* int32 [max_num_reqs] */                   \
+  X(EXPORT_LOCAL_SEQ_LENS)     /* int32 [max_num_reqs] */                   \
+  X(EXPORT_MAX_SEQ_LEN)        /* int32 [1] */                              \
+  X(EXPORT_CONTEXT_INDPTR)     /* int32 [max_num_reqs + 1] */               \
+  X(EXPORT_CONTEXT_INDICES)    /* int32 [max_num_reqs * width] */           \
+  X(EXPORT_CONTEXT_LAST_PAGE_LEN) /* int32 [max_num_reqs] */                \
+  X(EXPORT_PAGE_TABLE)         /* int32 [max_num_reqs * width] */
 
 enum {
 #define CLBT_REGION_INDEX(NAME) CLBT_REGION_##NAME,
@@ -127,7 +134,8 @@ typedef struct clbt_group_layout {
  * What a launch does (clbt_launch_record.work): any of the first four,
  * with the flags after them. SCATTER spreads the packet over the whole grid
  * and does nothing else; MAP, GATHER and EXPORT apply it first, each
- * work-group all of it (a folded commit).
+ * work-group all of it (a folded commit). EXPORT_CONTEXT and EXPORT_DENSE
+ * add parts to EXPORT.
  */
 #define CLBT_WORK_SCATTER 0x01u     /* apply the packet, nothing else */
 #define CLBT_WORK_MAP 0x02u         /* the token-mapping groups' slots */
@@ -137,6 +145,8 @@ typedef struct clbt_group_layout {
 #define CLBT_WORK_SEQ_LENS 0x20u    /* seq_lens gives each KV length */
 #define CLBT_WORK_PACKET_IN_BUFFER 0x40u /* the packet, from packet_at */
 #define CLBT_WORK_PACKET_INLINE 0x80u    /* the packet, in the record */
+#define CLBT_WORK_EXPORT_CONTEXT 0x100u  /* EXPORT: the context CSR too */
+#define CLBT_WORK_EXPORT_DENSE 0x200u    /* EXPORT: the dense page table */
 
 /*
  * One launch's record, its first argument, by value: what it does, its
@@ -160,7 +170,8 @@ typedef struct clbt_group_layout {
   X(cl_uint, work)          /* CLBT_WORK_* */                         \
   X(cl_uint, num_reqs)                                                \
   X(cl_uint, num_tokens)                                              \
-  X(cl_uint, padded_reqs) /* entries gathered and exported */
+  X(cl_uint, padded_reqs) /* entries gathered and exported */         \
+  X(cl_uint, dense_pitch) /* EXPORT_DENSE: a row's entries; 0: width */
 
 /* A launch record whose packet holds `words` words (host: the most;
    kernel: CLBT_INLINE_WORDS, what the device's argument space leaves). */

@@ -45,7 +45,7 @@
 CLBT__CHECK_LAYOUT(clbt_table_config, zero_gathered_tails);
 CLBT__CHECK_LAYOUT(clbt_group_config, cp_replicated);
 CLBT__CHECK_LAYOUT(clbt_multi_table_config, zero_gathered_tails);
-CLBT__CHECK_LAYOUT(clbt_step, seq_lens);
+CLBT__CHECK_LAYOUT(clbt_step, dense_row_pitch);
 CLBT__CHECK_LAYOUT(clbt_host_step, gathered_rows);
 
 /* clbt_step as 0.3, its first version, declared it. Frozen. */

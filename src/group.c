@@ -99,19 +99,28 @@ static size_t rows_bytes(const clbt_table *table) {
 }
 
 /*
- * The export's regions, worst case: every row's whole width of pages. A
- * NONE group exports nothing and has none.
+ * The export's regions, worst case: every row's whole width of pages (the
+ * dense page table: max_num_reqs rows of the width, or fewer rows of a
+ * wider pitch). A NONE group exports nothing and has none.
  */
 static void export_sizes(const clbt_table *table, size_t *sizes) {
   bool maps_tokens = clbt__maps_tokens(table);
   size_t requests = maps_tokens ? table->layout.max_num_reqs : 0;
-  sizes[CLBT_REGION_EXPORT_INDPTR] =
-      maps_tokens ? (requests + 1) * sizeof(cl_int) : 0;
-  sizes[CLBT_REGION_EXPORT_INDICES] = maps_tokens ? rows_bytes(table) : 0;
-  sizes[CLBT_REGION_EXPORT_LAST_PAGE_LEN] = requests * sizeof(cl_int);
-  sizes[CLBT_REGION_EXPORT_PAST_LENS] = requests * sizeof(cl_int);
-  sizes[CLBT_REGION_EXPORT_SUBSEQUENCE_BEGINS] =
-      sizes[CLBT_REGION_EXPORT_INDPTR];
+  size_t per_request = requests * sizeof(cl_int);
+  size_t offsets = maps_tokens ? per_request + sizeof(cl_int) : 0;
+  size_t pages = maps_tokens ? rows_bytes(table) : 0;
+  sizes[CLBT_REGION_EXPORT_INDPTR] = offsets;
+  sizes[CLBT_REGION_EXPORT_INDICES] = pages;
+  sizes[CLBT_REGION_EXPORT_LAST_PAGE_LEN] = per_request;
+  sizes[CLBT_REGION_EXPORT_PAST_LENS] = per_request;
+  sizes[CLBT_REGION_EXPORT_SUBSEQUENCE_BEGINS] = offsets;
+  sizes[CLBT_REGION_EXPORT_SEQ_LENS] = per_request;
+  sizes[CLBT_REGION_EXPORT_LOCAL_SEQ_LENS] = per_request;
+  sizes[CLBT_REGION_EXPORT_MAX_SEQ_LEN] = maps_tokens ? sizeof(cl_int) : 0;
+  sizes[CLBT_REGION_EXPORT_CONTEXT_INDPTR] = offsets;
+  sizes[CLBT_REGION_EXPORT_CONTEXT_INDICES] = pages;
+  sizes[CLBT_REGION_EXPORT_CONTEXT_LAST_PAGE_LEN] = per_request;
+  sizes[CLBT_REGION_EXPORT_PAGE_TABLE] = pages;
 }
 
 /* Where each region starts in the storage, and the storage's size. */
