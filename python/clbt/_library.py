@@ -98,6 +98,8 @@ class HostStep(_SizedConfig):
 
 STEP_GATHER = 1  # CLBT_STEP_GATHER
 STEP_EXPORT = 2  # CLBT_STEP_EXPORT
+EXPORT_CONTEXT = 1  # CLBT_EXPORT_CONTEXT
+EXPORT_DENSE = 2  # CLBT_EXPORT_DENSE
 
 
 class CommitInfo(ctypes.Structure):
