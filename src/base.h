@@ -103,4 +103,8 @@ clbt_group_config clbt__group_config_at(const clbt_multi_table_config *config,
 clbt_status clbt__host_step_read(const clbt_host_step *given,
                                  clbt_host_step *out);
 
+/* The same for a multi-group host step, whose first layout is 0.4's. */
+clbt_status clbt__multi_host_step_read(const clbt_multi_host_step *given,
+                                       clbt_multi_host_step *out);
+
 #endif /* CLBT_BASE_H */

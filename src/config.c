@@ -2,7 +2,8 @@
  * Reading a caller's config structs. Each public config struct starts with
  * struct_size, the size of the struct in the caller's header (0: the
  * layout of 0.2, the first with the field, or of the version that brought
- * the struct, 0.3 for the step's). A caller's struct is read into
+ * the struct: 0.3 for the steps', 0.4 for the multi-group host step's). A
+ * caller's struct is read into
  * the layout this library declares: the fields the caller's version has
  * are copied and those it lacks get their default, 0; bytes past what this
  * library knows must be 0, since they would set fields of a later version.
@@ -26,8 +27,10 @@
 #define CLBT__GROUP_CONFIG_0_2 CLBT__END_OF(clbt_group_config, cp_replicated)
 #define CLBT__MULTI_TABLE_CONFIG_0_2 \
   CLBT__END_OF(clbt_multi_table_config, groups)
-/* And as 0.3 declared those that came with it. */
+/* And as 0.3 and 0.4 declared those that came with them. */
 #define CLBT__HOST_STEP_0_3 CLBT__END_OF(clbt_host_step, gathered_rows)
+#define CLBT__MULTI_HOST_STEP_0_4 \
+  CLBT__END_OF(clbt_multi_host_step, gathered_rows)
 
 /* A struct_size above this is not a size (an uninitialised field, say). */
 #define CLBT__MAX_STRUCT_SIZE 4096
@@ -44,9 +47,10 @@
                  #type " starts with struct_size and ends with " #last)
 CLBT__CHECK_LAYOUT(clbt_table_config, zero_gathered_tails);
 CLBT__CHECK_LAYOUT(clbt_group_config, cp_replicated);
-CLBT__CHECK_LAYOUT(clbt_multi_table_config, zero_gathered_tails);
+CLBT__CHECK_LAYOUT(clbt_multi_table_config, reserved);
 CLBT__CHECK_LAYOUT(clbt_step, dense_row_pitch);
 CLBT__CHECK_LAYOUT(clbt_host_step, gathered_rows);
+CLBT__CHECK_LAYOUT(clbt_multi_host_step, gathered_rows);
 
 /* clbt_step as 0.3, its first version, declared it. Frozen. */
 #define CLBT__STEP_0_3 CLBT__END_OF(clbt_step, seq_lens)
@@ -178,4 +182,12 @@ clbt_status clbt__host_step_read(const clbt_host_step *given,
   if (!given) return clbt__fail(CLBT_NULL_ARGUMENT, "step is NULL");
   return read_struct(given, CLBT__HOST_STEP_0_3, "0.3", sizeof *out, "step",
                      out, &size);
+}
+
+clbt_status clbt__multi_host_step_read(const clbt_multi_host_step *given,
+                                       clbt_multi_host_step *out) {
+  size_t size;
+  if (!given) return clbt__fail(CLBT_NULL_ARGUMENT, "step is NULL");
+  return read_struct(given, CLBT__MULTI_HOST_STEP_0_4, "0.4", sizeof *out,
+                     "step", out, &size);
 }

@@ -458,6 +458,16 @@ clbt_status clbt__enqueue_step(const clbt__scope *scope, const clbt_step *step,
                                cl_uint num_events, const cl_event *wait_list,
                                cl_event *event);
 
+/* ---- the host reference (reference.c) ----------------------------------- */
+
+/* Checks a host step's batch against a table (all of an engine's groups
+   share their bounds). */
+clbt_status clbt__check_host_step(const clbt_table *table,
+                                  const clbt_host_step *step);
+/* Computes a checked host step of one table into the outputs it names. */
+void clbt__compute_step_host(const clbt_table *table,
+                             const clbt_host_step *step);
+
 /* ---- the attention export (export.c) ------------------------------------ */
 
 /* The batch of an export request. */

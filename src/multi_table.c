@@ -23,9 +23,10 @@ static clbt_status group_config(const clbt_multi_table_config *config,
   if (group->max_num_blocks == 0)
     return clbt__fail(CLBT_INVALID_CONFIG,
                       "max_num_blocks is 0; it must be >= 1");
+  bool aligned = maps_tokens && !config->exact_widths;
   clbt_status status = clbt_block_table_width(
       group->max_num_blocks, group->block_size, 0,
-      maps_tokens ? CLBT__TOKEN_ALIGNMENT : 0, &kv_blocks);
+      aligned ? CLBT__TOKEN_ALIGNMENT : 0, &kv_blocks);
   if (status) return status;
   /* Groups that map no tokens, or hold their whole cache on every rank, are
      not sharded. */
@@ -58,6 +59,10 @@ static clbt_status check_config(const clbt_device *device,
     return clbt__fail(CLBT_INVALID_CONFIG,
                       "config->commit_mode %d is not a clbt_commit_mode",
                       (int)config->commit_mode);
+  if (config->reserved)
+    return clbt__fail(CLBT_INVALID_CONFIG,
+                      "config->reserved is %u; it must be 0",
+                      (unsigned)config->reserved);
   /* Checked here, not per group: groups that are not sharded ignore it. */
   uint32_t world = config->cp_world_size ? config->cp_world_size : 1;
   if (config->cp_rank >= world)
@@ -287,6 +292,28 @@ clbt_status clbt_multi_table_compute_slot_mapping(clbt_multi_table *table,
                                                   uint32_t num_tokens) {
   return clbt_multi_table_enqueue_slot_mapping(
       table, num_reqs, query_start_loc, positions, num_tokens, 0, NULL, NULL);
+}
+
+clbt_status clbt_multi_table_compute_step_host(
+    const clbt_multi_table *table, const clbt_multi_host_step *given) {
+  clbt_multi_host_step step;
+  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+  clbt_status status = clbt__multi_host_step_read(given, &step);
+  clbt_host_step group_step = {.flags = step.flags,
+                               .num_reqs = step.num_reqs,
+                               .num_reqs_padded = step.num_reqs_padded,
+                               .num_tokens = step.num_tokens,
+                               .query_start_loc = step.query_start_loc,
+                               .positions = step.positions,
+                               .idx_mapping = step.idx_mapping};
+  if (!status) status = clbt__check_host_step(first_group(table), &group_step);
+  for (uint32_t g = 0; !status && g < table->num_groups; ++g) {
+    group_step.slot_mapping = step.slot_mappings ? step.slot_mappings[g] : NULL;
+    group_step.gathered_rows =
+        step.gathered_rows ? step.gathered_rows[g] : NULL;
+    clbt__compute_step_host(table->groups[g], &group_step);
+  }
+  return status;
 }
 
 clbt_status clbt_multi_table_clear(clbt_multi_table *table) {

@@ -119,8 +119,8 @@ static void gather_rows(const clbt_table *table, const clbt_host_step *step,
   }
 }
 
-static clbt_status check_host_step(const clbt_table *table,
-                                   const clbt_host_step *step) {
+clbt_status clbt__check_host_step(const clbt_table *table,
+                                  const clbt_host_step *step) {
   if (!step->query_start_loc)
     return clbt__fail(CLBT_NULL_ARGUMENT, "step->query_start_loc is NULL");
   if (!step->positions && step->num_tokens > 0)
@@ -135,18 +135,23 @@ static clbt_status check_host_step(const clbt_table *table,
   return status;
 }
 
+void clbt__compute_step_host(const clbt_table *table,
+                             const clbt_host_step *step) {
+  if (step->slot_mapping && clbt__maps_tokens(table))
+    map_tokens(table, step->num_reqs, step->query_start_loc, step->positions,
+               step->num_tokens, step->idx_mapping, step->slot_mapping);
+  if (step->gathered_rows && (step->flags & CLBT_STEP_GATHER))
+    gather_rows(table, step,
+                step->num_reqs_padded ? step->num_reqs_padded
+                                      : step->num_reqs);
+}
+
 clbt_status clbt_table_compute_step_host(const clbt_table *table,
                                          const clbt_host_step *given) {
   clbt_host_step step;
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   clbt_status status = clbt__host_step_read(given, &step);
-  if (!status) status = check_host_step(table, &step);
-  if (status) return status;
-  if (step.slot_mapping && clbt__maps_tokens(table))
-    map_tokens(table, step.num_reqs, step.query_start_loc, step.positions,
-               step.num_tokens, step.idx_mapping, step.slot_mapping);
-  if (step.gathered_rows && (step.flags & CLBT_STEP_GATHER))
-    gather_rows(table, &step,
-                step.num_reqs_padded ? step.num_reqs_padded : step.num_reqs);
-  return CLBT_SUCCESS;
+  if (!status) status = clbt__check_host_step(table, &step);
+  if (!status) clbt__compute_step_host(table, &step);
+  return status;
 }

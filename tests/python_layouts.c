@@ -45,6 +45,8 @@ int main(void) {
   FIELD(clbt_multi_table_config, groups)
   FIELD(clbt_multi_table_config, commit_mode)
   FIELD(clbt_multi_table_config, zero_gathered_tails)
+  FIELD(clbt_multi_table_config, exact_widths)
+  FIELD(clbt_multi_table_config, reserved)
   SIZE(clbt_multi_table_config)
   FIELD(clbt_commit_info, mode)
   FIELD(clbt_commit_info, rows)
@@ -98,7 +100,19 @@ int main(void) {
   FIELD(clbt_host_step, slot_mapping)
   FIELD(clbt_host_step, gathered_rows)
   SIZE(clbt_host_step)
-  printf("CLBT_STEP_GATHER value %u\nCLBT_STEP_EXPORT value %u\n",
-         CLBT_STEP_GATHER, CLBT_STEP_EXPORT);
+  FIELD(clbt_multi_host_step, struct_size)
+  FIELD(clbt_multi_host_step, flags)
+  FIELD(clbt_multi_host_step, num_reqs)
+  FIELD(clbt_multi_host_step, num_reqs_padded)
+  FIELD(clbt_multi_host_step, num_tokens)
+  FIELD(clbt_multi_host_step, query_start_loc)
+  FIELD(clbt_multi_host_step, positions)
+  FIELD(clbt_multi_host_step, idx_mapping)
+  FIELD(clbt_multi_host_step, slot_mappings)
+  FIELD(clbt_multi_host_step, gathered_rows)
+  SIZE(clbt_multi_host_step)
+  printf("CLBT_STEP_GATHER value %u\nCLBT_STEP_EXPORT value %u\n"
+         "CLBT_STEP_DUMMY value %u\n",
+         CLBT_STEP_GATHER, CLBT_STEP_EXPORT, CLBT_STEP_DUMMY);
   return 0;
 }

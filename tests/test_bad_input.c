@@ -162,7 +162,7 @@ typedef enum function {
   DEVICE_BUILD_OPTIONS, DEVICE_SET_CACHE_DIR, DEVICE_CACHE_DIR,
   BLOCK_TABLE_WIDTH, TABLE_TRUNCATE_ROW, MULTI_TRUNCATE_ROW,
   TABLE_ENQUEUE_EXPORT, MULTI_ENQUEUE_EXPORT, TABLE_EXPORT_BUFFERS,
-  TABLE_STEP_HOST, TABLE_ENQUEUE_STEP, MULTI_ENQUEUE_STEP,
+  TABLE_STEP_HOST, TABLE_ENQUEUE_STEP, MULTI_ENQUEUE_STEP, MULTI_STEP_HOST,
   NUM_FUNCTIONS
 } function;
 
@@ -190,7 +190,8 @@ static const char *const function_names[] = {
     "clbt_table_truncate_row", "clbt_multi_table_truncate_row",
     "clbt_table_enqueue_export", "clbt_multi_table_enqueue_export",
     "clbt_table_export_buffers", "clbt_table_compute_step_host",
-    "clbt_table_enqueue_step", "clbt_multi_table_enqueue_step"};
+    "clbt_table_enqueue_step", "clbt_multi_table_enqueue_step",
+    "clbt_multi_table_compute_step_host"};
 _Static_assert(sizeof function_names / sizeof function_names[0] ==
                    NUM_FUNCTIONS,
                "one name per function, in the enum's order");
@@ -779,6 +780,40 @@ static const bad_input cases[] = {
         CLBT_INVALID_ARGUMENT, "step->num_reqs_padded 1 is below num_reqs 2",
         .a = 2, .b = 1, .num_tokens = 2),
     BAD(TABLE_STEP_HOST, "num_reqs_padded = max_num_reqs + 1",
+        CLBT_TOO_MANY_REQUESTS,
+        "step->num_reqs_padded 5 exceeds max_num_reqs 4", .a = 2, .b = 5,
+        .num_tokens = 2),
+    /* The multi-group host step, likewise (group 0's slots and gathered
+       rows go to the outputs, group 1 maps no tokens and gathers nowhere). */
+    BAD(MULTI_STEP_HOST, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE, .a = 1, .num_tokens = 1),
+    BAD(MULTI_STEP_HOST, "NULL step", CLBT_NULL_ARGUMENT, "step is NULL",
+        .null = NULL_REQUEST, .a = 1, .num_tokens = 1),
+    BAD(MULTI_STEP_HOST, "struct_size below 0.4's", CLBT_INVALID_CONFIG,
+        "step: struct_size is 8; clbt reads 0 (the layout of 0.4) or 64 to "
+        "4096",
+        .struct_size = 8, .a = 1, .num_tokens = 1),
+    BAD(MULTI_STEP_HOST, "a field of a later version", CLBT_INVALID_CONFIG,
+        "step sets byte 64 of its 72, past the 64 bytes clbt",
+        .later_field = true, .a = 1, .num_tokens = 1),
+    BAD(MULTI_STEP_HOST, "NULL query_start_loc", CLBT_NULL_ARGUMENT,
+        "step->query_start_loc is NULL", .null = NULL_QUERY_START_LOC, .a = 1,
+        .num_tokens = 1),
+    BAD(MULTI_STEP_HOST, "NULL positions with num_tokens > 0",
+        CLBT_NULL_ARGUMENT, "step->positions is NULL with num_tokens 2",
+        .null = NULL_POSITIONS, .a = 1, .num_tokens = 2),
+    BAD(MULTI_STEP_HOST, "an unknown flag", CLBT_INVALID_ARGUMENT,
+        "step->flags 0x9 has bits other than", .flags = 8, .a = 1,
+        .num_tokens = 1),
+    BAD(MULTI_STEP_HOST, "num_reqs above max_num_reqs",
+        CLBT_TOO_MANY_REQUESTS, "num_reqs 5 exceeds max_num_reqs 4", .a = 5),
+    BAD(MULTI_STEP_HOST, "num_tokens above max_num_batched_tokens",
+        CLBT_TOO_MANY_TOKENS, "num_tokens 9 exceeds max_num_batched_tokens 8",
+        .a = 1, .num_tokens = 9),
+    BAD(MULTI_STEP_HOST, "num_reqs_padded below num_reqs",
+        CLBT_INVALID_ARGUMENT, "step->num_reqs_padded 1 is below num_reqs 2",
+        .a = 2, .b = 1, .num_tokens = 2),
+    BAD(MULTI_STEP_HOST, "num_reqs_padded = max_num_reqs + 1",
         CLBT_TOO_MANY_REQUESTS,
         "step->num_reqs_padded 5 exceeds max_num_reqs 4", .a = 2, .b = 5,
         .num_tokens = 2),
@@ -1461,8 +1496,8 @@ static clbt_status call_export(const bad_input *c, const fixture *f,
 }
 
 /*
- * A step struct of `type` (clbt_step or clbt_host_step, whose first fields
- * are alike) inside a struct one field larger, which the case sets when it
+ * A step struct of `type` (clbt_step, clbt_host_step or
+ * clbt_multi_host_step, whose first fields are alike) inside a struct one field larger, which the case sets when it
  * asks for a later version's field; its sizes and flags as the case sets
  * them, .a requests padded to .b with a gather.
  */
@@ -1519,10 +1554,30 @@ static clbt_status call_step_host(const bad_input *c, const fixture *f,
       c->null == NULL_REQUEST ? NULL : &grown.step);
 }
 
+/* The multi-group host step, writing group 0's outputs into out. */
+static clbt_status call_multi_step_host(const bad_input *c, const fixture *f,
+                                        outputs *out) {
+  static const int32_t qsl[5] = {0, 1, 1, 1, 1}, idx[4] = {0, 1, 2, 3};
+  static const int64_t positions[8] = {0};
+  int64_t *const slots[2] = {out->slots, NULL};
+  int32_t *const gathered[2] = {out->gathered, NULL};
+  GROWN_STEP(clbt_multi_host_step, grown, c);
+  grown.step.query_start_loc = c->null == NULL_QUERY_START_LOC ? NULL : qsl;
+  grown.step.positions = c->null == NULL_POSITIONS ? NULL : positions;
+  grown.step.idx_mapping = idx;
+  grown.step.slot_mappings = slots;
+  grown.step.gathered_rows = gathered;
+  return clbt_multi_table_compute_step_host(
+      c->null == NULL_HANDLE ? NULL : f->multi,
+      c->null == NULL_REQUEST ? NULL : &grown.step);
+}
+
 static clbt_status call(const bad_input *c, const fixture *f, outputs *out) {
   switch (c->function) {
   case TABLE_STEP_HOST:
     return call_step_host(c, f, out);
+  case MULTI_STEP_HOST:
+    return call_multi_step_host(c, f, out);
   case TABLE_ENQUEUE_STEP: case MULTI_ENQUEUE_STEP:
     return call_step(c, f);
   case TABLE_ENQUEUE_EXPORT: case MULTI_ENQUEUE_EXPORT:

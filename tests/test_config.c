@@ -156,6 +156,67 @@ START_TEST(groups_of_one_array_have_one_size) {
 }
 END_TEST
 
+/* The multi-group config as 0.3 declared it, before exact_widths. */
+typedef struct multi_table_config_0_3 {
+  uint32_t struct_size, max_num_reqs, max_num_batched_tokens, cp_world_size,
+      cp_rank, cp_interleave_size, num_groups;
+  const clbt_group_config *groups;
+  clbt_commit_mode commit_mode;
+  uint32_t zero_gathered_tails;
+} multi_table_config_0_3;
+
+/* Groups 0 and 1 of a table made from config (a struct of any layout). */
+static void assert_widths(const void *config, uint32_t width0,
+                          uint32_t width1) {
+  clbt_multi_table *table = NULL;
+  clbt_assert_ok(clbt_multi_table_create(clbt_test_device(), config, &table));
+  ck_assert_uint_eq(clbt_table_width(clbt_multi_table_group(table, 0)), width0);
+  ck_assert_uint_eq(clbt_table_width(clbt_multi_table_group(table, 1)), width1);
+  clbt_multi_table_destroy(table);
+  clbt_assert_ok(clbt_multi_table_prepare(clbt_test_device(), config));
+}
+
+/*
+ * exact_widths (0.4): 9 blocks of 16 stay 9 (aligned: 128 tokens are 8
+ * blocks, so 16); 3 blocks of 64 over kernel blocks of 16 stay 3 x 4 = 12
+ * (aligned: 4 blocks, 16). A struct of 0.3's size has no such field,
+ * whatever lies past it, and gets the aligned default; so does
+ * struct_size 0, the 0.2 layout.
+ */
+START_TEST(exact_widths_are_read_only_when_struct_size_covers_them) {
+  static const clbt_group_config groups[2] = {
+      {.block_size = 16, .max_num_blocks = 9},
+      {.block_size = 64, .kernel_block_size = 16, .max_num_blocks = 3}};
+  clbt_multi_table_config config = CLBT_MULTI_TABLE_CONFIG_INIT;
+  config.max_num_reqs = 2;
+  config.max_num_batched_tokens = 4;
+  config.num_groups = 2;
+  config.groups = groups;
+  assert_widths(&config, 16, 16);
+  config.exact_widths = 1;
+  assert_widths(&config, 9, 12);
+
+  struct {
+    multi_table_config_0_3 config;
+    uint32_t beyond[2]; /* where 0.4's exact_widths would lie */
+  } older = {{.struct_size = sizeof(multi_table_config_0_3),
+              .max_num_reqs = 2, .max_num_batched_tokens = 4,
+              .num_groups = 2, .groups = groups},
+             {1, 0}};
+  ck_assert_uint_eq(sizeof(multi_table_config_0_3), 48);
+  assert_widths(&older.config, 16, 16);
+  config.struct_size = 0;
+  assert_widths(&config, 16, 16);
+
+  config.struct_size = sizeof config;
+  config.reserved = 1;
+  clbt_multi_table *table = NULL;
+  clbt_assert_fails(clbt_multi_table_create(clbt_test_device(), &config, &table),
+                    CLBT_INVALID_CONFIG, "config->reserved is 1; it must be 0");
+  ck_assert_ptr_null(table);
+}
+END_TEST
+
 /* Zero-initialised groups and configs, and the macros, read alike. */
 START_TEST(multi_configs_of_every_spelling_read_alike) {
   clbt_group_config zero[2] = {{.block_size = 16, .max_num_blocks = 8},
@@ -199,6 +260,7 @@ int main(void) {
   tcase_add_test(tc, groups_are_walked_at_their_size);
   tcase_add_test(tc, groups_of_one_array_have_one_size);
   tcase_add_test(tc, multi_configs_of_every_spelling_read_alike);
+  tcase_add_test(tc, exact_widths_are_read_only_when_struct_size_covers_them);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

@@ -497,6 +497,156 @@ START_TEST(cp_rank_is_checked_without_sharded_groups) {
 }
 END_TEST
 
+/*
+ * The multi-group host step against a model of its own: each group's
+ * KV-manager block ids as the test appended them, and vLLM's slot rule
+ * (a virtual block of block_size x cp_world_size tokens dealt round-robin
+ * to ranks interleave tokens at a time) written out here, apart from
+ * src/reference.c. Groups: 0 sharded (block 16), 1 replicated (32 over
+ * kernel blocks of 16), 2 Mamba state (NONE, block 64); CP rank 1 of 2.
+ */
+enum { MODEL_REQS = 4, MODEL_TOKENS = 16, MODEL_GROUPS = 3, MODEL_WIDTH = 16 };
+
+typedef struct model_group {
+  uint32_t block_size, kernel_block_size, world, rank, width;
+  bool maps_tokens;
+  int32_t ids[MODEL_REQS][4]; /* KV-manager ids of each row */
+  uint32_t count[MODEL_REQS];
+} model_group;
+
+static int64_t model_slot(const model_group *m, uint32_t row, int64_t position) {
+  uint64_t virtual_size = (uint64_t)m->block_size * m->world;
+  uint64_t index = (uint64_t)position / virtual_size;
+  uint64_t offset = (uint64_t)position % virtual_size;
+  if (position < 0 || offset % m->world != m->rank || index >= m->count[row])
+    return CLBT_PAD_SLOT_ID;
+  uint64_t local = offset / m->world; /* interleave 1 */
+  uint64_t per_kv = m->block_size / m->kernel_block_size;
+  uint64_t kernel_id = (uint64_t)m->ids[row][index] * per_kv +
+                       local / m->kernel_block_size;
+  return (int64_t)(kernel_id * m->kernel_block_size +
+                   local % m->kernel_block_size);
+}
+
+/* Row `row` of group m in kernel blocks: each KV id b as b*k .. b*k+k-1. */
+static uint32_t model_kernel_row(const model_group *m, uint32_t row,
+                                 int32_t *out) {
+  uint32_t per_kv = m->block_size / m->kernel_block_size, n = 0;
+  for (uint32_t i = 0; i < m->count[row]; ++i)
+    for (uint32_t k = 0; k < per_kv; ++k)
+      out[n++] = m->ids[row][i] * (int32_t)per_kv + (int32_t)k;
+  return n;
+}
+
+START_TEST(host_step_of_every_group_matches_a_model) {
+  const clbt_group_config groups[MODEL_GROUPS] = {
+      {.block_size = 16, .max_num_blocks = 4},
+      {.block_size = 32, .kernel_block_size = 16, .max_num_blocks = 4,
+       .cp_replicated = 1},
+      {.block_size = 64, .max_num_blocks = 4,
+       .slot_mode = CLBT_SLOT_MODE_NONE}};
+  clbt_multi_table_config config = {
+      .struct_size = sizeof config, .max_num_reqs = MODEL_REQS,
+      .max_num_batched_tokens = MODEL_TOKENS, .cp_world_size = 2,
+      .cp_rank = 1, .num_groups = MODEL_GROUPS, .groups = groups,
+      .exact_widths = 1};
+  clbt_multi_table *table = NULL;
+  clbt_assert_ok(clbt_multi_table_create(clbt_test_device(), &config, &table));
+  model_group model[MODEL_GROUPS] = {
+      {.block_size = 16, .kernel_block_size = 16, .world = 2, .rank = 1,
+       .width = 4, .maps_tokens = true},
+      {.block_size = 32, .kernel_block_size = 16, .world = 1, .rank = 0,
+       .width = 8, .maps_tokens = true},
+      {.block_size = 64, .kernel_block_size = 64, .world = 1, .rank = 0,
+       .width = 4, .maps_tokens = false}};
+  /* Rows 0..2 in every group; row 3 stays empty. */
+  static const int32_t ids[MODEL_GROUPS][3][3] = {
+      {{4, 2, 9}, {5}, {11, 12}}, {{1, 3}, {6}, {13, 14}}, {{7}, {8}, {15}}};
+  static const size_t counts[MODEL_GROUPS][3] = {
+      {3, 1, 2}, {2, 1, 2}, {1, 1, 1}};
+  for (uint32_t row = 0; row < 3; ++row) {
+    const int32_t *row_ids[MODEL_GROUPS];
+    size_t row_counts[MODEL_GROUPS];
+    for (uint32_t g = 0; g < MODEL_GROUPS; ++g) {
+      row_ids[g] = ids[g][row];
+      row_counts[g] = counts[g][row];
+      model[g].count[row] = (uint32_t)counts[g][row];
+      memcpy(model[g].ids[row], ids[g][row], counts[g][row] * sizeof(int32_t));
+    }
+    clbt_assert_ok(clbt_multi_table_append_row(table, row, row_ids, row_counts));
+  }
+  for (uint32_t g = 0; g < MODEL_GROUPS; ++g)
+    ck_assert_uint_eq(clbt_table_width(clbt_multi_table_group(table, g)),
+                      model[g].width);
+
+  /* Request 0 reads row 2, request 1 is padding, request 2 reads row 0;
+     gathered to 4 positions. Position 95 is past group 1's 64 tokens. */
+  const int32_t qsl[] = {0, 3, 4, 8}, idx_mapping[] = {2, -1, 0};
+  const int64_t positions[] = {0, 17, 40, 3, 1, 33, 62, 95};
+  const uint32_t request_of[] = {0, 0, 0, 1, 2, 2, 2, 2};
+  int64_t slots[MODEL_GROUPS][MODEL_TOKENS + 1];
+  int32_t gathered[MODEL_GROUPS][(MODEL_REQS + 1) * MODEL_WIDTH];
+  for (uint32_t g = 0; g < MODEL_GROUPS; ++g) {
+    for (uint32_t t = 0; t <= MODEL_TOKENS; ++t) slots[g][t] = CLBT_TEST_POISON;
+    for (uint32_t e = 0; e < (MODEL_REQS + 1) * MODEL_WIDTH; ++e)
+      gathered[g][e] = (int32_t)CLBT_TEST_POISON;
+  }
+  int64_t *const slot_outputs[] = {slots[0], slots[1], slots[2]};
+  int32_t *const gathered_outputs[] = {gathered[0], gathered[1], gathered[2]};
+  clbt_multi_host_step step = CLBT_MULTI_HOST_STEP_INIT;
+  step.flags = CLBT_STEP_GATHER;
+  step.num_reqs = 3;
+  step.num_reqs_padded = 4;
+  step.num_tokens = 8;
+  step.query_start_loc = qsl;
+  step.positions = positions;
+  step.idx_mapping = idx_mapping;
+  step.slot_mappings = slot_outputs;
+  step.gathered_rows = gathered_outputs;
+
+  /* Refused before anything is written: too many requests. */
+  step.num_reqs = MODEL_REQS + 1;
+  clbt_assert_fails(clbt_multi_table_compute_step_host(table, &step),
+                    CLBT_TOO_MANY_REQUESTS, "num_reqs 5 exceeds max_num_reqs 4");
+  for (uint32_t g = 0; g < MODEL_GROUPS; ++g)
+    ck_assert_int_eq(slots[g][0], CLBT_TEST_POISON);
+  step.num_reqs = 3;
+  clbt_assert_ok(clbt_multi_table_compute_step_host(table, &step));
+
+  for (uint32_t g = 0; g < MODEL_GROUPS; ++g) {
+    const model_group *m = &model[g];
+    for (uint32_t t = 0; t <= MODEL_TOKENS; ++t) {
+      int64_t expected = CLBT_TEST_POISON; /* NONE groups and past the end */
+      if (m->maps_tokens && t < MODEL_TOKENS) expected = CLBT_PAD_SLOT_ID;
+      if (m->maps_tokens && t < 8 && idx_mapping[request_of[t]] >= 0)
+        expected = model_slot(m, (uint32_t)idx_mapping[request_of[t]],
+                              positions[t]);
+      ck_assert_msg(slots[g][t] == expected,
+                    "group %u slot[%u] is %lld, expected %lld", g, t,
+                    (long long)slots[g][t], (long long)expected);
+    }
+    for (uint32_t b = 0; b <= MODEL_REQS; ++b) {
+      int32_t row[MODEL_WIDTH];
+      uint32_t length = 0;
+      if (b < 3 && idx_mapping[b] >= 0)
+        length = model_kernel_row(m, (uint32_t)idx_mapping[b], row);
+      for (uint32_t e = 0; e < m->width; ++e) {
+        /* Past a live row's length the caller's entries stay (tails are
+           not zeroed); padding requests and rows 3 are zero; row 4 is past
+           num_reqs_padded, untouched. */
+        int32_t expected = e < length ? row[e] : 0;
+        if ((b < 3 && idx_mapping[b] >= 0 && e >= length) || b == MODEL_REQS)
+          expected = (int32_t)CLBT_TEST_POISON;
+        int32_t got = gathered[g][b * m->width + e];
+        ck_assert_msg(got == expected, "group %u gathered[%u][%u] is %d, "
+                      "expected %d", g, b, e, got, expected);
+      }
+    }
+  }
+  clbt_multi_table_destroy(table);
+}
+END_TEST
+
 START_TEST(null_table) {
   clbt_multi_table_destroy(NULL);
   ck_assert_uint_eq(clbt_multi_table_num_groups(NULL), 0);
@@ -507,6 +657,9 @@ START_TEST(null_table) {
   clbt_assert_fails(clbt_multi_table_commit(NULL, 0), CLBT_NULL_ARGUMENT, "table");
   clbt_assert_fails(clbt_multi_table_clear(NULL), CLBT_NULL_ARGUMENT, "table");
   clbt_assert_fails(clbt_multi_table_compute_slot_mapping(NULL, 0, NULL, NULL, 0),
+                    CLBT_NULL_ARGUMENT, "table");
+  clbt_multi_host_step step = CLBT_MULTI_HOST_STEP_INIT;
+  clbt_assert_fails(clbt_multi_table_compute_step_host(NULL, &step),
                     CLBT_NULL_ARGUMENT, "table");
 }
 END_TEST
@@ -526,6 +679,7 @@ int main(void) {
   tcase_add_test(tc, config_errors);
   tcase_add_test(tc, cp_rank_is_checked_without_sharded_groups);
   tcase_add_test(tc, null_table);
+  tcase_add_test(tc, host_step_of_every_group_matches_a_model);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

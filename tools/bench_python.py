@@ -1,45 +1,56 @@
-"""What a decode step costs the host when Python drives clbt, and what one
-binding call costs against the C it wraps.
+"""What a decode step costs the host when Python drives clbt through
+clbt.vllm, side by side in one process with vLLM's own block table for the
+same calls, and what one binding call costs against the C it wraps.
 
-The step is the one ../shared/anchors/seed_step.py times for vLLM's own
-block table (its `host` column), on the same cases: 256 and 1024 requests
-in one KV-cache group, 256 in four; rows of 64-512 blocks; each step one
-row in sixteen gains a block in every group, then commit_block_table and
-compute_slot_mapping, without waiting for the device. It is driven
+The step is ../shared/anchors/seed_step.py's, on its cases: 256 and 1024
+requests in one KV-cache group, 256 in four; rows of 64-512 blocks; each
+step one row in sixteen gains a block in every group, then
+commit_block_table and compute_slot_mapping, without waiting for the
+device. The block ids of every step are drawn before the timing (the seed
+draws them inside its loop, which times numpy's generator too). Paths:
 
-  facade   through clbt.vllm's MultiGroupBlockTable call by call, as vLLM's
-           code calls its own (append_row per row), with query_start_loc and
-           positions already on the device, as the seed has them;
-  +upload  the same, with query_start_loc and positions handed over as numpy
-           arrays that the facade uploads every step;
-  batch    with the step's appends in one append_rows call.
+  vllm     vLLM's own MultiGroupBlockTable, loaded from --vllm (its
+           block_table.py, read from outside this repository) with
+           stand-ins for its vllm imports: on a CUDA machine with Triton,
+           torch's CUDA tensors and the real kernel; elsewhere its device
+           copy and its kernel launch are stood in by nothing, so that only
+           its host work counts and the ratios below are upper bounds;
+  facade   clbt.vllm's MultiGroupBlockTable, call by call as vLLM's code
+           calls its own (append_row per row), query_start_loc and
+           positions already on the device, as vLLM has them;
+  upload   the same, handed query_start_loc and positions as numpy arrays;
+  batch    the step's appends in one append_rows call.
 
-Each figure is the median of per-step times and the mean over the run (the
-seed's way: total time / steps, no synchronisation); "updates" is the
-median of the row updates alone, the part Python adds beside the commit's
-and the kernel's enqueues. With --seed-json, the
-JSON seed_step.py wrote, it prints each path's mean over the seed's host
-time.
+Paths are timed in turn at every step; each figure is the median of per-step
+host times in microseconds, and the ratios are of medians. "updates" is the
+row updates alone.
 
     python3 tools/bench_python.py [--iters N] [--rounds N] [--json FILE]
-                                  [--seed-json FILE]
+                                  [--vllm PATH]
 
-Needs numpy and libclbt.so (CLBT_LIBRARY, or the build tree's), and runs on
-the device CLBT_DEVICE selects; PyOpenCL and torch are not needed.
+Needs numpy, torch (for the vllm path) and libclbt.so (CLBT_LIBRARY, or
+the build tree's), and runs on the device CLBT_DEVICE selects.
 """
 import argparse
 import json
+import logging
 import os
 import statistics
 import sys
 import time
+import types
+from typing import Generic, TypeVar
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
 import clbt  # noqa: E402
 from clbt import _opencl, vllm  # noqa: E402
+from clbt._device_array import DeviceArray, Memory  # noqa: E402
 from clbt._library import lib  # noqa: E402
+
+REFERENCE = os.path.join(HERE, "..", "..", "shared", "reference", "block_table.py")
 
 # name: (requests, kv block size per group, max_num_blocks per group), as seed_step.py
 CASES = {
@@ -49,95 +60,235 @@ CASES = {
 }
 MAX_NUM_REQS = 1024
 MAX_TOKENS = 16384
+STEPS_PLANNED = 64  # distinct steps of ids, cycled
+
+
+def _module(name, **attrs):
+    module = sys.modules.get(name)
+    if module is None:
+        module = types.ModuleType(name)
+        module.__path__ = []
+        sys.modules[name] = module
+    module.__dict__.update(attrs)
+    parent, _, child = name.rpartition(".")
+    if parent:
+        setattr(_module(parent), child, module)
+    return module
+
+
+class _Launch:
+    """A stand-in Triton kernel: kernel[grid](...) does nothing."""
+
+    def __init__(self, function):
+        self.function = function
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: None
+
+
+def _jit(function=None, **options):
+    return _Launch(function) if function is not None else _Launch
+
+
+K = TypeVar("K")
+
+
+class _VllmJitKernel(Generic[K]):
+    def register_warmup(self, **kwargs):  # the first call compiles instead
+        pass
+
+
+def load_vllm(path):
+    """vLLM's block_table.py with stand-ins for what it imports; returns
+    (module, torch device, whether its device work runs)."""
+    import torch
+    triton = types.SimpleNamespace(jit=_jit)
+    tl = types.SimpleNamespace(constexpr=int)
+    cuda = torch.cuda.is_available()
+    if cuda:
+        try:
+            import triton
+            import triton.language as tl
+        except ImportError:
+            cuda = False
+
+    class CpuGpuBuffer:
+        """vLLM's CpuGpuBuffer: a CPU tensor, its numpy view, a device
+        tensor; without CUDA the device copy is stood in by nothing."""
+
+        def __init__(self, *size, dtype, device, pin_memory, with_numpy=True):
+            self.cpu = torch.zeros(*size, dtype=dtype, device="cpu", pin_memory=pin_memory)
+            self.gpu = torch.zeros_like(self.cpu, device=device)
+            self.np = self.cpu.numpy()
+
+        def copy_to_gpu(self, n=None):
+            if not cuda:
+                return self.gpu
+            if n is None:
+                return self.gpu.copy_(self.cpu, non_blocking=True)
+            return self.gpu[:n].copy_(self.cpu[:n], non_blocking=True)
+
+    def not_initialised():
+        raise AssertionError("group is not initialized")
+
+    if not hasattr(torch, "SymInt"):
+        torch.SymInt = type("SymInt", (), {})
+    _module("vllm.distributed", get_dcp_group=not_initialised, get_pcp_group=not_initialised)
+    _module("vllm.logger", init_logger=logging.getLogger)
+    _module("vllm.model_executor.warmup.jit_warmup", VllmJitKernel=_VllmJitKernel)
+    _module("vllm.model_executor.warmup.jit_warmup_triton_helper",
+            TritonWarmupTensor=lambda dtype: None, triton_scalar_specialization_rep=lambda v: v)
+    _module("vllm.triton_utils", tl=tl, triton=triton)
+    _module("vllm.utils.math_utils", cdiv=lambda a, b: -(a // -b))
+    _module("vllm.v1.attention.backends.utils", PAD_SLOT_ID=-1)
+    _module("vllm.v1.utils", CpuGpuBuffer=CpuGpuBuffer)
+    module = types.ModuleType("vllm_block_table")
+    module.__file__ = path
+    with open(path, encoding="utf-8") as f:
+        exec(compile(f.read(), path, "exec"), module.__dict__)
+    return module, torch.device("cuda" if cuda else "cpu"), cuda
 
 
 def device_array(device, values):
-    """A device copy of a numpy array as a clbt.Buffer, through the
-    package's own OpenCL calls (PyOpenCL may be missing)."""
-    buffer = _opencl.create_buffer(lib.clbt_device_context(device._live()), values.nbytes)
-    _opencl.write(lib.clbt_device_queue(device._live()), buffer.int_ptr, values.ctypes.data,
-                  values.nbytes).wait()
-    return buffer
+    """values copied into a new device buffer, as a clbt DeviceArray."""
+    context = lib.clbt_device_context(device._live())
+    queue = lib.clbt_device_queue(device._live())
+    buffer = _opencl.create_buffer(context, values.nbytes)
+    _opencl.write(queue, buffer.int_ptr, values.ctypes.data, values.nbytes).wait()
+    memory = Memory(buffer.int_ptr, queue, lib.clbt_device_id(device._live()), values.nbytes)
+    buffer.close()  # the Memory holds its own reference
+    return DeviceArray(memory, values.shape, values.dtype)
 
 
-def timed(step, iters):
-    """(median of per-step times, mean over the run), microseconds."""
-    for _ in range(20):
-        step()
-    samples = []
-    for _ in range(iters):
-        start = time.perf_counter()
-        step()
-        samples.append(time.perf_counter() - start)
-    start = time.perf_counter()
-    for _ in range(iters):
-        step()
-    mean = (time.perf_counter() - start) / iters
-    return statistics.median(samples) * 1e6, mean * 1e6
+def plan_steps(rng, requests, groups):
+    """Each planned step's rows (one in sixteen) and one new id per group
+    per row, as Python lists and as the batch call's arrays."""
+    plan = []
+    for step in range(STEPS_PLANNED):
+        rows = list(range(step % 16, requests, 16))
+        ids = [[[int(i)] for i in rng.integers(1, 1 << 20, size=groups)] for _ in rows]
+        flat = [np.array([row_ids[g][0] for row_ids in ids], np.int32) for g in range(groups)]
+        plan.append((rows, [tuple(row_ids) for row_ids in ids],
+                     np.array(rows, np.uint32), np.ones(len(rows), np.uint32), flat))
+    return plan
 
 
-def run_case(device, requests, block_sizes, max_blocks, iters):
-    table = vllm.MultiGroupBlockTable(
-        max_num_reqs=MAX_NUM_REQS, max_num_batched_tokens=MAX_TOKENS, pin_memory=False,
-        device=device, block_sizes=block_sizes, kernel_block_sizes=block_sizes,
-        max_num_blocks=max_blocks)
+def build(make, requests, block_sizes, max_blocks, lengths, rng_seed):
+    table = make(block_sizes, max_blocks)
+    rng = np.random.default_rng(rng_seed)
+    for r in range(requests):
+        table.add_row(tuple(list(int(i) for i in rng.integers(
+            1, 1 << 20, size=max(1, int(lengths[r]) * 16 // bs))) for bs in block_sizes), r)
+    table.commit_block_table(requests)
+    return table
+
+
+def run_case(device, reference, requests, block_sizes, max_blocks, iters):
     rng = np.random.default_rng(1)
     lengths = rng.integers(64, 512, size=requests)  # blocks per request in the first group
-    for r in range(requests):
-        table.add_row(tuple(list(rng.integers(1, 1 << 20, size=max(1, int(lengths[r]) * 16 // bs)))
-                            for bs in block_sizes), r)
-    table.commit_block_table(requests)
+    groups = len(block_sizes)
+    plan = plan_steps(rng, requests, groups)
     qsl = np.arange(requests + 1, dtype=np.int32)
     positions = (lengths * 16 - 1).astype(np.int64)
-    qsl_device, positions_device = device_array(device, qsl), device_array(device, positions)
-    groups = len(block_sizes)
-    counter = [0]
 
-    def rows_of_step():
-        k = counter[0] % 16
-        counter[0] += 1
-        return range(k, requests, 16)
+    def clbt_table(sizes, blocks):
+        return vllm.MultiGroupBlockTable(MAX_NUM_REQS, MAX_TOKENS, False, device, sizes, sizes,
+                                         blocks)
+
+    facade = build(clbt_table, requests, block_sizes, max_blocks, lengths, 2)
+    batch = build(clbt_table, requests, block_sizes, max_blocks, lengths, 2)
+    qsl_device, positions_device = device_array(device, qsl), device_array(device, positions)
+    paths = {}
+    step_of = {}
+
+    def steps(name):
+        k = step_of.get(name, 0)
+        step_of[name] = k + 1
+        return plan[k % STEPS_PLANNED]
 
     def facade_updates():
-        for r in rows_of_step():
-            table.append_row(tuple([int(rng.integers(1, 1 << 20))] for _ in block_sizes), r)
+        rows, ids = steps("facade")[:2]
+        for row, row_ids in zip(rows, ids):
+            facade.append_row(row_ids, row)
+
+    def facade_step():
+        facade_updates()
+        facade.commit_block_table(requests)
+        facade.compute_slot_mapping(requests, qsl_device, positions_device)
+
+    def upload_step():
+        facade_updates()
+        facade.commit_block_table(requests)
+        facade.compute_slot_mapping(requests, qsl, positions)
 
     def batch_updates():
-        rows = np.arange(counter[0] % 16, requests, 16, dtype=np.uint32)
-        counter[0] += 1
-        ones = np.ones(rows.size, np.uint32)
-        table.append_rows(rows, [ones] * groups,
-                          [rng.integers(1, 1 << 20, size=rows.size, dtype=np.int32)
-                           for _ in range(groups)])
+        _, _, rows, ones, flat = steps("batch")
+        batch.append_rows(rows, [ones] * groups, flat)
 
-    def on_device(updates):
-        def step():
-            updates()
-            table.commit_block_table(requests)
-            table.compute_slot_mapping(requests, qsl_device, positions_device,
-                                       num_tokens=requests)
-        return step
+    def batch_step():
+        batch_updates()
+        batch.commit_block_table(requests)
+        batch.compute_slot_mapping(requests, qsl_device, positions_device)
 
-    def uploading():
-        facade_updates()
-        table.commit_block_table(requests)
-        table.compute_slot_mapping(requests, qsl, positions)
+    def step_alone():
+        batch.commit_block_table(requests)
+        batch.compute_slot_mapping(requests, qsl_device, positions_device)
 
+    paths["facade"] = facade_step
+    paths["upload"] = upload_step
+    paths["batch"] = batch_step
+    paths["step"] = step_alone
+    updates = {"facade": facade_updates, "batch": batch_updates}
+    if reference is not None:
+        module, torch_device, _ = reference
+        import torch
+
+        def vllm_table(sizes, blocks):
+            return module.MultiGroupBlockTable(
+                max_num_reqs=MAX_NUM_REQS, max_num_batched_tokens=MAX_TOKENS,
+                pin_memory=torch_device.type == "cuda", device=torch_device,
+                block_sizes=sizes, kernel_block_sizes=sizes, max_num_blocks=blocks)
+
+        own = build(vllm_table, requests, block_sizes, max_blocks, lengths, 2)
+        qsl_own = torch.tensor(qsl, device=torch_device)
+        positions_own = torch.tensor(positions, device=torch_device)
+
+        def vllm_updates():
+            rows, ids = steps("vllm")[:2]
+            for row, row_ids in zip(rows, ids):
+                own.append_row(row_ids, row)
+
+        def vllm_step():
+            vllm_updates()
+            own.commit_block_table(requests)
+            own.compute_slot_mapping(requests, qsl_own, positions_own)
+
+        paths["vllm"] = vllm_step
+        updates["vllm"] = vllm_updates
+
+    samples = {name: [] for name in list(paths) + ["%s_updates" % n for n in updates]}
+    for _ in range(20):
+        for step in list(paths.values()) + list(updates.values()):
+            step()
+    for _ in range(iters):  # interleaved: every path at every iteration
+        for name, step in list(paths.items()) + [("%s_updates" % n, u) for n, u in
+                                                  updates.items()]:
+            start = time.perf_counter()
+            step()
+            samples[name].append(time.perf_counter() - start)
+    device.finish()
     result = {"requests": requests, "groups": groups}
-    for name, step in (("facade", on_device(facade_updates)), ("facade_upload", uploading),
-                       ("batch", on_device(batch_updates))):
-        median, mean = timed(step, iters)
-        device.finish()
-        result[name + "_median_us"], result[name + "_mean_us"] = median, mean
-    # The row updates alone: what Python adds, apart from the commit's and
-    # the kernel's enqueues.
-    for name, updates in (("facade", facade_updates), ("batch", batch_updates)):
-        result[name + "_updates_us"] = timed(updates, iters)[0]
-    expected = table[0]._table.compute_slot_mapping_host(requests, qsl, positions)
-    assert (table[0].slot_mapping.np == expected).all(), "the last step's slots are wrong"
-    table.close()
-    for buffer in (qsl_device, positions_device):
-        buffer.close()
+    for name, values in samples.items():
+        result[name + "_us"] = statistics.median(values) * 1e6
+    if "vllm_us" in result:
+        for name in ("facade", "upload", "batch"):
+            result[name + "_ratio"] = result[name + "_us"] / result["vllm_us"]
+        result["facade_updates_ratio"] = result["facade_updates_us"] / result["vllm_updates_us"]
+    # the last step's slots, against clbt's host reference
+    expected = facade[0]._engine.groups[0].compute_slot_mapping_host(requests, qsl, positions)
+    assert (facade[0].slot_mapping.np == expected).all(), "the last step's slots are wrong"
+    facade.close()
+    batch.close()
     return result
 
 
@@ -149,16 +300,14 @@ def per_call_us(call, calls):
 
 
 def binding_costs(device, runs):
-    """Medians of `runs` rounds: a ctypes call of clbt_table_width (the C
-    function is a few instructions, so this is the binding alone), a
-    one-block append through Table.append_row and through the facade, and
-    the same append in C, timed as one entry of a 100000-entry
-    append_rows call."""
+    """Medians of `runs` rounds: a ctypes call of clbt_table_width (a few
+    instructions of C: the binding alone), a one-block append through
+    Table.append_row and through the facade, and the same append in C,
+    timed as one entry of a 100000-entry append_rows call."""
     rows, calls = 1024, 2000
     with clbt.Table(device, block_size=16, max_num_reqs=rows, max_num_blocks_per_req=8192,
                     max_num_batched_tokens=16) as table:
-        facade = vllm.BlockTable._of(table, False, device, vllm.SlotMappingMode.TOKEN_TO_KV_SLOT,
-                                     1, 1, 0)
+        facade = vllm.BlockTable(16, rows, 8192, 16, False, device, 16, 1)
         handle, one = table._live(), [7]
         entries = np.arange(100000, dtype=np.uint32) % rows
         ones = np.ones(entries.size, np.uint32)
@@ -167,16 +316,21 @@ def binding_costs(device, runs):
                    "c_append_row": []}
         for _ in range(runs):
             table.clear()
+            facade.clear()
             figures["ctypes_width"].append(per_call_us(lambda: lib.clbt_table_width(handle), calls))
             row = iter(range(10 ** 9))
             figures["table_append_row"].append(
                 per_call_us(lambda: table.append_row(next(row) % rows, one), calls))
-            figures["facade_append_row"].append(
-                per_call_us(lambda: facade.append_row(one, next(row) % rows), calls))
+            start = time.perf_counter()
+            for _ in range(calls):
+                facade.append_row(one, next(row) % rows)
+            facade.num_blocks_per_row  # the recorded appends reach C here
+            figures["facade_append_row"].append((time.perf_counter() - start) / calls * 1e6)
             table.clear()
             start = time.perf_counter()
             table.append_rows(entries, ones, ids)
             figures["c_append_row"].append((time.perf_counter() - start) / entries.size * 1e6)
+        facade.close()
     return {name: statistics.median(values) for name, values in figures.items()}
 
 
@@ -185,36 +339,40 @@ def main():
     parser.add_argument("--iters", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=21, help="of the binding costs")
     parser.add_argument("--json")
-    parser.add_argument("--seed-json", help="seed_step.py's --json output, for ratios")
+    parser.add_argument("--vllm", default=REFERENCE if os.path.exists(REFERENCE) else None,
+                        help="vLLM's block_table.py (default: ../shared/reference's when "
+                             "present); 'none' to leave it out")
     args = parser.parse_args()
-    seed = {}
-    if args.seed_json:
-        with open(args.seed_json) as f:
-            seed = json.load(f)
+    reference = None
+    if args.vllm and args.vllm != "none":
+        try:
+            reference = load_vllm(args.vllm)
+        except ImportError as error:  # no torch: clbt's paths alone
+            print("vLLM's block table left out: %s" % error)
     device = clbt.Device()
     print("clbt %s from %s on %s, PyOpenCL %s" % (
         clbt.__version__, clbt.library_path, device.selector,
         "present" if _opencl.pyopencl else "absent"))
-    results = {"device": device.selector, "pyopencl": _opencl.pyopencl is not None, "cases": {}}
-    print("\nhost time of a decode step driven from Python, us: median of steps / mean over "
-          "%d steps" % args.iters)
-    print("%-20s %17s %17s %17s %9s %9s %9s %12s %12s" % (
-        "case", "facade", "facade+upload", "batch", "updates", "updates", "seed",
-        "facade/seed", "batch/seed"))
-    print("%-20s %17s %17s %17s %9s %9s" % ("", "", "", "", "facade", "batch"))
+    if reference is not None:
+        print("vLLM's block table from %s, %s" % (args.vllm, "on CUDA with Triton" if
+              reference[2] else "host work only (no CUDA: its copy and launch do nothing)"))
+    results = {"device": device.selector, "pyopencl": _opencl.pyopencl is not None,
+               "vllm_device_work": bool(reference and reference[2]), "cases": {}}
+    print("\nhost time of a decode step, us: medians of %d interleaved steps (step: "
+          "commit_block_table and compute_slot_mapping with no row changed)" % args.iters)
+    print("%-20s %8s %8s %8s %8s %8s %9s %9s %9s %8s %8s %8s" % (
+        "case", "vllm", "facade", "upload", "batch", "step", "upd:vllm", "upd:fac", "upd:batch",
+        "fac/vllm", "upl/vllm", "bat/vllm"))
     for name, (requests, block_sizes, max_blocks) in CASES.items():
-        r = run_case(device, requests, block_sizes, max_blocks, args.iters)
+        r = run_case(device, reference, requests, block_sizes, max_blocks, args.iters)
         results["cases"][name] = r
-        host = seed.get(name, {}).get("host_us")
-        ratios = ("%12.3f %12.3f" % (r["facade_mean_us"] / host, r["batch_mean_us"] / host)
-                  if host else "%12s %12s" % ("-", "-"))
-        if host:
-            r["seed_host_us"] = host
-        print("%-20s %8.1f/%8.1f %8.1f/%8.1f %8.1f/%8.1f %9.1f %9.1f %9s %s" % (
-            name, r["facade_median_us"], r["facade_mean_us"], r["facade_upload_median_us"],
-            r["facade_upload_mean_us"], r["batch_median_us"], r["batch_mean_us"],
-            r["facade_updates_us"], r["batch_updates_us"], "%.1f" % host if host else "-",
-            ratios))
+        show = lambda key, form="%8.1f": form % r[key] if key in r else "%8s" % "-"  # noqa
+        print("%-20s %s %s %s %s %s %s %s %s %s %s %s" % (
+            name, show("vllm_us"), show("facade_us"), show("upload_us"), show("batch_us"),
+            show("step_us"),
+            show("vllm_updates_us", "%9.1f"), show("facade_updates_us", "%9.1f"),
+            show("batch_updates_us", "%9.1f"), show("facade_ratio", "%8.3f"),
+            show("upload_ratio", "%8.3f"), show("batch_ratio", "%8.3f")))
     costs = binding_costs(device, args.rounds)
     results["binding"] = costs
     c = costs["c_append_row"]

@@ -445,7 +445,7 @@ CLBT_API size_t clbt_device_program_count(clbt_device *device);
  * Writes to buf (size bytes, NUL-terminated) the build options of the
  * device's program number index, counting from the newest, which are also
  * its key in the device's program cache: clbt's common options, its
- * defines for the kernel (-DCLBT_...; the compiler gets them as #define
+ * defines for the kernel (-DCLBT_...; the compiler gets them as \#define
  * lines in front of the source) and the device's build options. Indices
  * stay valid until the next program is built.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_INVALID_ARGUMENT when index
@@ -1167,6 +1167,20 @@ typedef struct clbt_multi_table_config {
                                       mode at creation; 0: AUTO */
   uint32_t zero_gathered_tails;    /**< since 0.3: as in clbt_table_config,
                                       for every group */
+  uint32_t exact_widths;           /**< since 0.4; read only when
+                                      struct_size covers it. Nonzero: each
+                                      group's row is exactly max_num_blocks
+                                      KV-manager blocks wide (times
+                                      block_size / kernel_block_size kernel
+                                      blocks), as vLLM's Model Runner V2
+                                      sizes rows; 0: token-mapping groups
+                                      align to 128 tokens, as its
+                                      MultiGroupBlockTable does */
+  uint32_t reserved;               /**< since 0.4: must be 0. It keeps the
+                                      struct free of trailing padding (which
+                                      a caller's struct_size would cover
+                                      with bytes nobody set), for a later
+                                      version's field */
 } clbt_multi_table_config;
 
 /** A clbt_multi_table_config with this header's struct_size, all else 0. */
@@ -1178,7 +1192,8 @@ typedef struct clbt_multi_table clbt_multi_table;
 /**
  * Creates one table per group. Each group's width is
  * clbt_block_table_width(max_num_blocks, block_size, kernel_block_size, 128),
- * or with no alignment for a CLBT_SLOT_MODE_NONE group, as vLLM sizes them.
+ * or with no alignment for a CLBT_SLOT_MODE_NONE group or with
+ * exact_widths, as vLLM sizes them.
  * Returns as clbt_table_create does; the message names the group.
  * CLBT_INVALID_CONFIG for cp_rank not below cp_world_size (0 counting as
  * 1), whether or not any group is sharded, or for a group whose
@@ -1296,9 +1311,9 @@ CLBT_API clbt_status clbt_multi_table_enqueue_slot_mapping(
 /**
  * Exports every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's page table for one
  * batch (clbt_table_enqueue_export), one launch per CLBT_MAX_LAUNCH_GROUPS
- * groups; NONE groups are skipped. Each group writes its own buffers (clbt_table_export_buffers
- * of clbt_multi_table_group) in its own kernel-block units and counts its
- * own rejected requests. *event (when not NULL) completes once every group
+ * groups; NONE groups are skipped. Each group writes its own buffers
+ * (clbt_table_export_buffers of clbt_multi_table_group) in its own
+ * kernel-block units and counts its own rejected requests. *event (when not NULL) completes once every group
  * is exported; with no token-mapping group it is a marker after the wait
  * list. Fails as the single-table call does, without CLBT_INVALID_ARGUMENT
  * for NONE groups.
@@ -1322,6 +1337,46 @@ CLBT_API clbt_status clbt_multi_table_enqueue_step(clbt_multi_table *table,
                                                    cl_uint num_events,
                                                    const cl_event *wait_list,
                                                    cl_event *event);
+
+/**
+ * A step of every group computed on the host from the host rows: the
+ * reference of clbt_multi_table_enqueue_step's slot mappings and gathers,
+ * as clbt_host_step is one table's. The batch fields are clbt_host_step's;
+ * the outputs are one array per group.
+ */
+typedef struct clbt_multi_host_step {
+  uint32_t struct_size;     /**< 0 (the 0.4 layout) or sizeof */
+  uint32_t flags;           /**< CLBT_STEP_GATHER: fill gathered_rows */
+  uint32_t num_reqs;        /**< requests in the batch */
+  uint32_t num_reqs_padded; /**< 0: num_reqs */
+  uint32_t num_tokens;      /**< tokens in the batch */
+  const int32_t *query_start_loc; /**< required: [num_reqs + 1] */
+  const int64_t *positions;       /**< [num_tokens] */
+  const int32_t *idx_mapping;     /**< [num_reqs], or NULL: the identity */
+  int64_t *const *slot_mappings;  /**< out: NULL, or one pointer per group,
+                                     each NULL or [max_num_batched_tokens];
+                                     a CLBT_SLOT_MODE_NONE group's is left
+                                     untouched */
+  int32_t *const *gathered_rows;  /**< in and out: NULL, or one pointer per
+                                     group, each NULL or that group's
+                                     [max_num_reqs][width], as
+                                     clbt_host_step's gathered_rows */
+} clbt_multi_host_step;
+
+/** A clbt_multi_host_step with this header's struct_size, all else 0. */
+#define CLBT_MULTI_HOST_STEP_INIT CLBT__SIZED(clbt_multi_host_step)
+
+/**
+ * Computes a step of every group on the host (see clbt_multi_host_step):
+ * group g's outputs are what clbt_table_compute_step_host gives group g's
+ * table for the same batch. Every argument is checked before any output is
+ * written. Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, step
+ * or query_start_loc, or NULL positions with num_tokens > 0;
+ * CLBT_INVALID_CONFIG for a struct_size clbt cannot read; otherwise fails
+ * as clbt_multi_table_enqueue_step does for the same arguments.
+ */
+CLBT_API clbt_status clbt_multi_table_compute_step_host(
+    const clbt_multi_table *table, const clbt_multi_host_step *step);
 
 /**
  * Clears every group (clbt_table_clear), all or nothing on the host: when a

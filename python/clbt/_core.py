@@ -22,8 +22,8 @@ from . import _opencl, _uploads
 from ._arguments import INT32, INT64, SIZE, UINT32
 from ._errors import Error, InvalidArgumentError, TypeMismatchError
 from ._library import (EXPORT_CONTEXT, EXPORT_DENSE, CommitInfo, ExportBuffers, ExportRequest,
-                       GroupConfig, HostStep,
-                       MultiTableConfig, Step, TableConfig, lib)
+                       GroupConfig, HostStep, MultiHostStep, MultiTableConfig, Step, TableConfig,
+                       lib)
 
 PAD_SLOT_ID = -1
 
@@ -819,14 +819,16 @@ class MultiTable(_Rows):
                max_num_reqs=256, max_num_batched_tokens=16384)
 
     commit_mode sets every group's clbt_commit_mode at creation;
-    zero_gathered_tails is Table's, for every group."""
+    zero_gathered_tails is Table's, for every group; exact_widths sizes
+    each group's row at exactly max_num_blocks KV blocks, with no 128-token
+    alignment (Model Runner V2's rows)."""
     _kind = "multi-group table"
     _prefix = "clbt_multi_table_"
 
     def __init__(self, device: Device, *, groups: Iterable[Group], max_num_reqs: int,
                  max_num_batched_tokens: int, cp_world_size: int = 0, cp_rank: int = 0,
                  cp_interleave_size: int = 0, commit_mode: int = CommitMode.AUTO,
-                 zero_gathered_tails: bool = False):
+                 zero_gathered_tails: bool = False, exact_widths: bool = False):
         groups = list(groups)
         for g, group in enumerate(groups):
             if not isinstance(group, Group):
@@ -839,7 +841,7 @@ class MultiTable(_Rows):
             max_num_batched_tokens=max_num_batched_tokens, cp_world_size=cp_world_size,
             cp_rank=cp_rank, cp_interleave_size=cp_interleave_size, num_groups=len(groups),
             groups=configs, commit_mode=commit_mode,
-            zero_gathered_tails=bool(zero_gathered_tails))
+            zero_gathered_tails=bool(zero_gathered_tails), exact_widths=bool(exact_widths))
         _check_device(device)
         out = c_void_p()
         _check(lib.clbt_multi_table_create(device._live(), byref(config), byref(out)))
@@ -917,6 +919,48 @@ class MultiTable(_Rows):
                  block_ids: Sequence[HostArray]) -> None:
         """Table.add_rows for every group in one call."""
         self._rows(lib.clbt_multi_table_add_rows, rows, counts, block_ids)
+
+    def compute_step_host(self, num_reqs: int, query_start_loc: HostArray, positions: HostArray,
+                          *, idx_mapping: Optional[HostArray] = None, num_reqs_padded: int = 0,
+                          flags: int = 0, gathered_rows: Optional[Iterable] = None
+                          ) -> Tuple[list, list]:
+        """Table.compute_step_host for every group in one call
+        (clbt_multi_table_compute_step_host): gathered_rows is None or one
+        gathered table (or None) per group, not changed. Returns (one slot
+        mapping per group, None for a SlotMode.NONE group; one gathered
+        table per group, new arrays)."""
+        handle = self._live()
+        num_reqs = check.u32(num_reqs, "num_reqs")
+        held, qsl, address, num_tokens, idx = _host_batch(num_reqs, query_start_loc, positions,
+                                                          idx_mapping)
+        before = [None] * len(self.groups) if gathered_rows is None else \
+            check.sequence(gathered_rows, "gathered_rows")
+        if len(before) != len(self.groups):
+            raise InvalidArgumentError(check.INVALID_ARGUMENT, "gathered_rows has %d groups; "
+                                       "the table has %d" % (len(before), len(self.groups)))
+        slots, gathered = [], []
+        for g, (table, rows) in enumerate(zip(self.groups, before)):
+            shape = (self.max_num_reqs, table.width)
+            out = np.zeros(shape, np.int32)
+            if rows is not None:
+                rows = np.asarray(rows)
+                if rows.shape != shape:
+                    raise InvalidArgumentError(check.INVALID_ARGUMENT, "gathered_rows[%d] has "
+                                               "shape %s; the group's is %s" % (g, rows.shape,
+                                                                                 shape))
+                out[:] = check.convert(rows, np.int32, "gathered_rows[%d]" % g)
+            gathered.append(out)
+            slots.append(None if table.slot_mode == SlotMode.NONE else
+                         np.empty(self.max_num_batched_tokens, np.int64))
+        slot_addresses = array.array("Q", [0 if a is None else a.ctypes.data for a in slots])
+        gathered_addresses = array.array("Q", [a.ctypes.data for a in gathered])
+        step = check.struct(MultiHostStep, flags=flags, num_reqs=num_reqs,
+                            num_reqs_padded=num_reqs_padded, num_tokens=num_tokens,
+                            query_start_loc=qsl, positions=address, idx_mapping=idx,
+                            slot_mappings=slot_addresses.buffer_info()[0],
+                            gathered_rows=gathered_addresses.buffer_info()[0])
+        _check(lib.clbt_multi_table_compute_step_host(handle, byref(step)))
+        return slots, gathered
 
     def _rows(self, function, rows, counts, block_ids):
         handle = self._live()

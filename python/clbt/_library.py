@@ -53,7 +53,8 @@ class MultiTableConfig(_SizedConfig):
                 ("max_num_batched_tokens", c_uint32), ("cp_world_size", c_uint32),
                 ("cp_rank", c_uint32), ("cp_interleave_size", c_uint32),
                 ("num_groups", c_uint32), ("groups", POINTER(GroupConfig)),
-                ("commit_mode", c_int), ("zero_gathered_tails", c_uint32)]
+                ("commit_mode", c_int), ("zero_gathered_tails", c_uint32),
+                ("exact_widths", c_uint32), ("reserved", c_uint32)]
 
 
 class ExportRequest(ctypes.Structure):
@@ -96,8 +97,15 @@ class HostStep(_SizedConfig):
     _fields_ = _STEP_COUNTS + [("slot_mapping", c_void_p), ("gathered_rows", c_void_p)]
 
 
+class MultiHostStep(_SizedConfig):
+    """clbt_multi_host_step (CLBT_MULTI_HOST_STEP_INIT): one output array
+    per group, each an array of addresses."""
+    _fields_ = _STEP_COUNTS + [("slot_mappings", c_void_p), ("gathered_rows", c_void_p)]
+
+
 STEP_GATHER = 1  # CLBT_STEP_GATHER
 STEP_EXPORT = 2  # CLBT_STEP_EXPORT
+STEP_DUMMY = 8  # CLBT_STEP_DUMMY (0.4): a dummy run
 EXPORT_CONTEXT = 1  # CLBT_EXPORT_CONTEXT
 EXPORT_DENSE = 2  # CLBT_EXPORT_DENSE
 
@@ -151,6 +159,8 @@ _FUNCTIONS = {
     "clbt_table_export_buffers": (_status, (_handle, _pointer)),
     "clbt_table_gathered_rows": (_handle, (_handle,)),
     "clbt_table_compute_step_host": (_status, (_handle, _pointer)),
+    "clbt_multi_table_compute_step_host": (_status, (_handle, _pointer)),
+    "clbt_table_device_row_lengths": (_handle, (_handle,)),
 }
 for _kind in ("table", "multi_table"):
     _FUNCTIONS.update({

@@ -1,59 +1,75 @@
-"""vLLM's block tables on clbt: ``BlockTable``, ``MultiGroupBlockTable``,
-``get_block_table_width``, ``SlotMappingMode`` and ``PAD_SLOT_ID`` with the
-constructor arguments, methods and attributes of
-vllm/v1/worker/block_table.py, so that code written against those classes
-runs on any OpenCL device by changing an import::
+"""vLLM's block tables on clbt, as vLLM's own code and tests use them.
+
+``BlockTable``, ``MultiGroupBlockTable``, ``get_block_table_width``,
+``SlotMappingMode`` and ``PAD_SLOT_ID`` are vllm/v1/worker/block_table.py's;
+``BlockTables`` is Model Runner V2's (vllm/v1/worker/gpu/block_table.py),
+where rows are persistent request slots read through ``idx_mapping``. Code
+written against those classes runs on any OpenCL device by changing an
+import::
 
     from clbt.vllm import MultiGroupBlockTable
 
-Where clbt departs from vLLM on purpose, the docstring of the method says
-so; docs/python.md lists every departure. In short:
+Their device tensors (``.gpu``, ``input_block_tables``, ``slot_mappings``,
+``num_blocks.gpu``) are clbt.DeviceArray views of clbt's buffers
+(_device_array.py): indexing, ``fill_``, ``copy_``, ``cpu()``, ``numpy()``
+and torch's functions work on them as on vLLM's tensors.
 
-- ``device`` is a clbt.Device or a CLBT_DEVICE selector; anything else (a
-  torch.device) means the default device (CLBT_DEVICE, else the first GPU),
-  opened once and shared. ``pin_memory`` is accepted and ignored.
-- Context parallelism comes from the keywords ``dcp_world_size`` and
-  ``dcp_rank`` (vLLM reads them from its distributed groups).
-- Errors are clbt.Error (vLLM raises ValueError or IndexError, or writes
-  out of bounds).
-- The host rows (``get_numpy_array``, ``get_cpu_tensor``, ``block_table.np``,
-  ``num_blocks_per_row``) are read-only views: rows change through the row
-  operations, which record what the next commit moves.
-- Batch updates, an extension: ``append_rows`` and ``add_rows`` change many
-  rows in one call.
-
-``BlockTables`` is Model Runner V2's class (vllm/v1/worker/gpu/
-block_table.py): rows are persistent request slots, and each step reads
-them through ``idx_mapping``; its methods are thin calls of clbt's step.
+Row updates are recorded when called and applied in one C call at the next
+use of the rows, and a commit is carried out by the step that follows it:
+a decode step is a Python call per row update and one clbt step, whatever
+its number of rows and groups (docs/python.md, "How the facade runs a
+step"). Every argument is checked when it is given, so a refused call still
+raises at once and changes nothing. docs/python.md lists every difference
+from vLLM; each method's docstring names its own.
 """
+import array
 import enum
-from ctypes import byref, c_uint32
+from ctypes import addressof, byref, c_char, c_uint32
+from itertools import chain
 
 import numpy as np
 
-from . import _arguments, _core, _opencl
-from ._core import PAD_SLOT_ID, Error
-from ._library import STEP_GATHER, lib
+from . import _core
+from ._core import PAD_SLOT_ID
+from ._device_array import DeviceArray, Memory, StackedDeviceArray
+from ._errors import Error, TypeMismatchError
+from ._opencl import describe
+from ._library import STEP_DUMMY, STEP_GATHER, Step, lib
 
 __all__ = ["BlockTable", "BlockTables", "MultiGroupBlockTable", "PAD_SLOT_ID",
-           "SlotMappingMode", "get_block_table_width"]
+           "RowCapacityError", "SlotMappingMode", "get_block_table_width"]
 
 _INVALID_ARGUMENT = -4002
+_INVALID_CONFIG = -4003
+_ROW_OUT_OF_RANGE = -4005
+_ROW_OVERFLOW = -4006
+_INVALID_BLOCK_ID = -4007
+_TOO_MANY_REQUESTS = -4008
+_INT32_MAX = 0x7FFFFFFF
+
+
+class RowCapacityError(Error, RuntimeError):
+    """An append that would outgrow a row: the RuntimeError Model Runner
+    V2's BlockTables raises, with clbt's CLBT_ROW_OVERFLOW status."""
+
+
+def _wrong_type(message):
+    """The error of an argument of the wrong type: a TypeError."""
+    return TypeMismatchError(_INVALID_ARGUMENT, message)
 
 
 def get_block_table_width(max_num_blocks, block_size, kernel_block_size=None, *,
                           token_alignment=128):
     """The row width after optional alignment (token_alignment tokens; None:
-    none) and kernel-block splitting. Raises clbt.Error where vLLM raises
-    ValueError."""
+    none) and kernel-block splitting."""
     if token_alignment is not None and token_alignment <= 0:
         raise Error(_INVALID_ARGUMENT, "token_alignment must be positive")
     width = c_uint32()
-    u32 = _arguments.u32
-    _core._check(lib.clbt_block_table_width(
-        u32(max_num_blocks, "max_num_blocks"), u32(block_size, "block_size"),
-        u32(kernel_block_size or 0, "kernel_block_size"),
-        u32(token_alignment or 0, "token_alignment"), byref(width)))
+    _core._check(lib.clbt_block_table_width(_u32(max_num_blocks, "max_num_blocks"),
+                                            _u32(block_size, "block_size"),
+                                            _u32(kernel_block_size or 0, "kernel_block_size"),
+                                            _u32(token_alignment or 0, "token_alignment"),
+                                            byref(width)))
     return width.value
 
 
@@ -62,40 +78,465 @@ class SlotMappingMode(enum.Enum):
     NONE = "none"
 
 
-_SLOT_MODES = {SlotMappingMode.TOKEN_TO_KV_SLOT: _core.SlotMode.TOKEN_TO_KV_SLOT,
-               SlotMappingMode.NONE: _core.SlotMode.NONE}
-_default_device = None
+_default_device = []
 
 
 def _device(device):
-    global _default_device
+    """A clbt.Device, a CLBT_DEVICE selector, or anything else (a
+    torch.device): the default device, opened once and shared."""
     if isinstance(device, _core.Device):
         return device
-    if isinstance(device, str):
+    if isinstance(device, str) and device not in ("cpu", "cuda") and \
+            not device.startswith(("cuda:", "cpu:")):
         return _core.Device(device)
-    if _default_device is None:
-        _default_device = _core.Device()
-    return _default_device
+    if not _default_device:
+        _default_device.append(_core.Device())
+    return _default_device[0]
 
 
-def _torch_view(array):
-    """A torch CPU tensor on the same memory when torch is installed, else
-    the numpy array. Read-only: torch would warn on every call."""
+def _u32(value, name):
     try:
-        import torch
-    except ImportError:
-        return array
-    import warnings
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return torch.from_numpy(array)
+        number = int(value)
+    except (TypeError, ValueError):
+        raise _wrong_type("%s is %s; an integer expected" % (name, describe(value))) from None
+    if number != value or not 0 <= number <= 0xFFFFFFFF:
+        raise Error(_INVALID_ARGUMENT, "%s %r is not an integer in [0, 4294967295]" % (
+            name, value))
+    return number
+
+
+def _row_index(row, max_num_reqs, name="row_idx"):
+    if type(row) is not int:
+        try:
+            row = int(row.__index__())
+        except AttributeError:
+            raise _wrong_type("%s is %s; an integer expected" % (name, describe(row))) from None
+    if not 0 <= row < max_num_reqs:
+        raise Error(_ROW_OUT_OF_RANGE, "%s %d is out of range: max_num_reqs is %d" % (
+            name, row, max_num_reqs))
+    return row
+
+
+def _ids(block_ids, per_kv, name):
+    """block_ids as array('i'): a list, tuple, range or 1-D integer array
+    of ids in [0, INT32_MAX] whose kernel blocks fit in int32."""
+    kind = type(block_ids)
+    if kind is list or kind is tuple or kind is range:
+        try:
+            ids = array.array("i", block_ids)
+        except OverflowError:
+            raise Error(_INVALID_BLOCK_ID, "%s holds an id outside int32" % name) from None
+        except TypeError:
+            raise _wrong_type("%s holds %s; a 1-D sequence of ints expected" % (
+                name, ", ".join(sorted({describe(b) for b in block_ids
+                                        if type(b) is not int})))) from None
+    elif isinstance(block_ids, (int, float, str, bytes)) or not hasattr(block_ids, "__len__"):
+        raise _wrong_type("%s is %s; a 1-D sequence of ints expected" % (
+            name, describe(block_ids)))
+    else:
+        values = np.asarray(block_ids)
+        if values.ndim != 1:
+            raise _wrong_type("%s has shape %s; a 1-D sequence of ints expected" % (
+                name, values.shape))
+        if values.size and values.dtype.kind not in "iu":
+            raise _wrong_type("%s has dtype %s; ints expected" % (name, values.dtype))
+        if values.size and (values.min() < 0 or values.max() > _INT32_MAX):
+            raise Error(_INVALID_BLOCK_ID, "%s holds %d; block ids are in [0, %d]" % (
+                name, values.min() if values.min() < 0 else values.max(), _INT32_MAX))
+        ids = array.array("i", values.astype(np.int32).tobytes())
+    if ids:
+        low, high = min(ids), max(ids)
+        limit = (_INT32_MAX - per_kv + 1) // per_kv
+        if low < 0 or high > limit:
+            raise Error(_INVALID_BLOCK_ID, "%s holds %d; with %d kernel blocks a block, ids "
+                        "are in [0, %d]" % (name, low if low < 0 else high, per_kv, limit))
+    return ids
+
+
+def _vector(values, dtype, name):
+    """values as a 1-D contiguous array of dtype (uint32 or int32), as the
+    batch calls hand it to C; refused when it is not one, or holds a value
+    dtype cannot (a negative row, an id outside int32)."""
+    if type(values) is np.ndarray and values.dtype is dtype and values.ndim == 1 and \
+            values.strides[0] == 4:
+        return values
+    if isinstance(values, (int, float, str, bytes)) or not hasattr(values, "__len__"):
+        raise _wrong_type("%s is %s; a 1-D sequence of ints expected" % (name,
+                                                                          describe(values)))
+    converted = np.asarray(values)
+    if converted.ndim != 1:
+        raise _wrong_type("%s has shape %s; a 1-D sequence of ints expected" % (
+            name, converted.shape))
+    if converted.size == 0:
+        return np.zeros(0, dtype)
+    if converted.dtype.kind not in "iu":
+        raise _wrong_type("%s has dtype %s; ints expected" % (name, converted.dtype))
+    bounds = np.iinfo(dtype)
+    low, high = int(converted.min()), int(converted.max())
+    if low < bounds.min or high > bounds.max:
+        status = _ROW_OUT_OF_RANGE if name == "rows" else _INVALID_BLOCK_ID \
+            if name.startswith("block_ids") else _INVALID_ARGUMENT
+        raise Error(status, "%s holds %d; %s takes [%d, %d]" % (
+            name, low if low < bounds.min else high, dtype.name, bounds.min, bounds.max))
+    return np.ascontiguousarray(converted, dtype)
+
+
+_UINT32, _INT32 = np.dtype(np.uint32), np.dtype(np.int32)
+
+
+def _address(values):
+    """The address of a contiguous array's first element (the cheaper way
+    for a writable one)."""
+    try:
+        return addressof(c_char.from_buffer(values))
+    except (TypeError, ValueError):  # read-only, or empty
+        return values.ctypes.data
+
+
+def _total(counts):
+    """The sum of a uint32 array, as a Python int."""
+    return sum(counts.tolist()) if counts.size <= 256 else int(counts.sum())
+
+
+def _checked(block_ids, g, limits):
+    """block_ids with group g's ids converted by _ids, which refuses what
+    is not a sequence of valid ids."""
+    converted = list(block_ids)
+    converted[g] = _ids(converted[g], limits[g][1], "block_ids[%d]" % g)
+    return converted
+
+
+def _row_overflow(grouped):
+    """The CLBT_ROW_OVERFLOW error of vLLM's v1 classes' updates (naming
+    the group in a multi-group table)."""
+    def error(row, g, length, width):
+        return Error(_ROW_OVERFLOW, "%srow %d would hold %d kernel blocks; its width is %d" % (
+            "groups[%d]: " % g if grouped else "", row, length, width))
+    return error
+
+
+def _capacity_overflow(row, g, length, width):
+    """Model Runner V2's row-capacity error."""
+    return RowCapacityError(_ROW_OVERFLOW, "request %d, group %d exceeds row capacity "
+                            "(%d > %d)" % (row, g, length, width))
+
+
+class _Engine:
+    """A clbt multi-group table and what the facade defers on it: row
+    updates recorded but not yet given to C (applied in one batch call, in
+    order, before anything reads or changes the rows otherwise), a commit
+    (carried out by the next step, or by the first read of the device
+    rows), and, for BlockTables, a gather (merged into the slot mapping's
+    step when idx_mapping is the same)."""
+
+    def __init__(self, device, groups, max_num_reqs, max_num_batched_tokens, cp_world_size,
+                 cp_rank, cp_interleave_size, exact_widths, zero_gathered_tails=False):
+        self.device = _device(device)
+        self.settings = dict(groups=groups, max_num_reqs=max_num_reqs,
+                             max_num_batched_tokens=max_num_batched_tokens,
+                             exact_widths=exact_widths, zero_gathered_tails=zero_gathered_tails)
+        self.max_num_reqs, self.max_num_batched_tokens = max_num_reqs, max_num_batched_tokens
+        self.per_kv = [g.block_size // (g.kernel_block_size or g.block_size) for g in groups]
+        self.layout = (cp_world_size, cp_rank, cp_interleave_size)
+        self.wanted = self.layout
+        self.table = None
+        self._build_step()
+        self._build()
+
+    def _build_step(self):
+        self.step_struct = Step()
+        self.step_address = byref(self.step_struct)
+
+    def _build(self):
+        world, rank, interleave = self.wanted
+        table = _core.MultiTable(self.device, cp_world_size=world, cp_rank=rank,
+                                 cp_interleave_size=interleave, **self.settings)
+        if self.table is not None:
+            self.table.close()
+        self.table, self.layout = table, self.wanted
+        self.groups = table.groups
+        self.widths = [group.width for group in self.groups]
+        # Each group's row lengths as int32 (vLLM's dtype; they fit).
+        self.lengths = [group.row_lengths.view(np.int32) for group in self.groups]
+        self.limits = [(width, k, (_INT32_MAX - k + 1) // k)
+                       for width, k in zip(self.widths, self.per_kv)]
+        self.pending = []  # (row, replace, ids per group), in call order
+        self.known = {}  # row -> its lengths once the pending updates apply
+        self.open = True
+        self.commit_rows = 0  # a commit of rows [0, commit_rows) is owed
+        self.gather = None  # (idx_mapping, num_reqs_padded) owed
+        self.arrays = {}
+
+    def relayout(self):
+        """Makes a CP layout assigned after construction take effect: a new
+        table, while no row holds blocks (clbt specialises each table's
+        kernel for its layout)."""
+        if self.wanted == self.layout:
+            self.wanted = self.layout
+            return
+        self.apply_rows()
+        if any(lengths.any() for lengths in self.lengths):
+            wanted, self.wanted = self.wanted, self.layout
+            raise Error(_INVALID_CONFIG, "dcp_world_size, dcp_rank and cp_kv_cache_"
+                        "interleave_size (%d, %d, %d) can change only while every row is "
+                        "empty: clbt specialises the table's kernel for its layout at "
+                        "creation; set them before the first append_row" % wanted)
+        try:
+            self._build()
+        except Error:
+            self.wanted = self.layout
+            raise
+
+    def update(self, row, block_ids, replace, overflow):
+        """Checks and records one row update of every group: block_ids[g]
+        appended to (or, with replace, written over) the row of group g,
+        checked against the row as the updates before it leave it. row is
+        a checked index; overflow(row, g, length, width) makes the error
+        of a row that would outgrow its width. Returns the row's lengths
+        before the update. Nothing is recorded when anything is refused.
+        The hot path of a decode step: a list of Python ints per group is
+        checked in place; anything else goes through _ids."""
+        if not self.open:
+            self.table._live()  # raises: the table is closed
+        limits = self.limits
+        if (type(block_ids) is not tuple and type(block_ids) is not list) or \
+                len(block_ids) != len(limits):
+            raise _wrong_type("block_ids is %s; a sequence with one entry per group (%d) "
+                              "expected" % (describe(block_ids), len(limits)))
+        known = self.known
+        before = known.get(row)
+        if before is None:
+            before = [lengths.item(row) for lengths in self.lengths]
+        after = []
+        g = 0
+        for ids in block_ids:
+            width, k, largest = limits[g]
+            if type(ids) is list:
+                for b in ids:
+                    if type(b) is not int or b < 0 or b > largest:
+                        block_ids = _checked(block_ids, g, limits)
+                        ids = block_ids[g]
+                        break
+            else:
+                block_ids = _checked(block_ids, g, limits)
+                ids = block_ids[g]
+            length = len(ids) * k
+            if not replace:
+                length += before[g]
+            if length > width:
+                raise overflow(row, g, length, width)
+            after.append(length)
+            g += 1
+        self.pending.append((row, replace, block_ids))
+        known[row] = after
+        return before
+
+    def batch(self, rows, counts, block_ids, replace, grouped=True):
+        """The batch updates (append_rows, add_rows) of every group, in one
+        C call after the recorded updates: counts[g] and block_ids[g] are
+        group g's, checked here for what C cannot check, that block_ids[g]
+        holds the sum of counts[g] (C reads that many)."""
+        if self.wanted is not self.layout:
+            self.relayout()
+        if self.pending:
+            self.apply_rows()
+        if not self.open:
+            self.table._live()  # raises: the table is closed
+        groups = len(self.limits)
+        rows = _vector(rows, _UINT32, "rows")
+        if isinstance(counts, (int, str, bytes)) or isinstance(block_ids, (int, str, bytes)) \
+                or len(counts) != groups or len(block_ids) != groups:
+            raise _wrong_type("counts and block_ids need %d groups each" % groups)
+        held, count_addresses, id_addresses = [], array.array("Q"), array.array("Q")
+        for g in range(groups):
+            which = "[%d]" % g if grouped else ""
+            group_counts = _vector(counts[g], _UINT32, "counts" + which)
+            group_ids = _vector(block_ids[g], _INT32, "block_ids" + which)
+            if group_counts.size != rows.size:
+                raise Error(_INVALID_ARGUMENT, "counts%s holds %d entries; rows holds %d" % (
+                    which, group_counts.size, rows.size))
+            needed = _total(group_counts)
+            if needed > group_ids.size:
+                raise Error(_INVALID_ARGUMENT, "block_ids%s holds %d values; sum(counts%s) "
+                            "needs %d" % (which, group_ids.size, which, needed))
+            held += (group_counts, group_ids)
+            count_addresses.append(_address(group_counts) if group_counts.size else 0)
+            id_addresses.append(_address(group_ids) if group_ids.size else 0)
+        function = lib.clbt_multi_table_add_rows if replace else lib.clbt_multi_table_append_rows
+        _core._check(function(self.table._live(), rows.size, _address(rows) if rows.size else None,
+                              count_addresses.buffer_info()[0], id_addresses.buffer_info()[0]))
+
+    def apply_rows(self):
+        """Gives the recorded updates to C: one batch call per run of
+        appends or of replacements, in order."""
+        pending = self.pending
+        if not pending:
+            return
+        self.pending, self.known = [], {}
+        start = 0
+        while start < len(pending):
+            replace, end = pending[start][1], start
+            while end < len(pending) and pending[end][1] == replace:
+                end += 1
+            self._apply_run(pending[start:end], replace)
+            start = end
+
+    def _apply_run(self, entries, replace):
+        rows = array.array("I", [entry[0] for entry in entries])
+        counts, flat = [], []
+        for g in range(len(self.limits)):
+            counts.append(array.array("I", [len(entry[2][g]) for entry in entries]))
+            flat.append(array.array("i", chain.from_iterable(entry[2][g] for entry in entries)))
+        function = lib.clbt_multi_table_add_rows if replace else lib.clbt_multi_table_append_rows
+        count_addresses = array.array("Q", [c.buffer_info()[0] for c in counts])
+        id_addresses = array.array("Q", [f.buffer_info()[0] for f in flat])
+        _core._check(function(self.table._live(), len(rows), rows.buffer_info()[0],
+                              count_addresses.buffer_info()[0], id_addresses.buffer_info()[0]))
+
+    def sync(self):
+        """What every read or write of a device array runs first (nothing
+        once the table is closed: the arrays keep their buffers)."""
+        if self.table.closed:
+            return
+        self.relayout()
+        self.apply_rows()
+        if self.gather is not None:
+            self.run_gather()
+        if self.commit_rows:
+            rows, self.commit_rows = self.commit_rows, 0
+            self.table.commit(rows)
+
+    def run_gather(self):
+        idx_mapping, padded = self.gather
+        self.gather = None
+        self.step(len(idx_mapping), np.zeros(len(idx_mapping) + 1, np.int32), np.empty(0, np.int64),
+                  idx_mapping=idx_mapping, num_reqs_padded=padded, flags=STEP_GATHER)
+
+    def step(self, num_reqs, query_start_loc, positions, num_tokens=None, idx_mapping=None,
+             num_reqs_padded=0, flags=0):
+        """A clbt step (it commits every row first, so an owed commit is
+        done). Inputs already on the device (buffer handles, as
+        _batch_input gives them) go straight to C in a Step kept for the
+        purpose; host arrays go through MultiTable.step, which uploads
+        them."""
+        if self.pending:
+            self.apply_rows()
+        if type(query_start_loc) is int and type(positions) is int and \
+                (idx_mapping is None or type(idx_mapping) is int):
+            step = self.step_struct
+            step.flags = flags  # the facade's own values
+            step.num_reqs = _u32(num_reqs, "num_reqs")
+            step.num_reqs_padded = num_reqs_padded
+            step.num_tokens = _u32(num_tokens, "num_tokens")
+            step.query_start_loc, step.positions = query_start_loc, positions
+            step.idx_mapping = idx_mapping
+            _core._check(lib.clbt_multi_table_enqueue_step(self.table._live(), self.step_address,
+                                                           0, None, None))
+        else:
+            self.table.step(num_reqs, query_start_loc, positions, num_tokens,
+                            idx_mapping=idx_mapping, num_reqs_padded=num_reqs_padded,
+                            flags=flags)
+        self.commit_rows = 0
+
+    def dummy(self, num_reqs_padded, flags):
+        """A dummy run (CLBT_STEP_DUMMY in flags): no request, no token, no
+        batch buffer (NULL), and no commit, so an owed one stays owed."""
+        step = self.step_struct
+        step.flags, step.num_reqs, step.num_reqs_padded, step.num_tokens = \
+            flags, 0, num_reqs_padded, 0
+        step.query_start_loc = step.positions = step.idx_mapping = None
+        _core._check(lib.clbt_multi_table_enqueue_step(self.table._live(), self.step_address,
+                                                       0, None, None))
+
+    def map_slots(self, table, function, num_reqs, query_start_loc, positions, num_tokens):
+        """The slot mapping alone (no commit owed) of table (the engine's
+        MultiTable, or one group's Table) with C function (its
+        enqueue_slot_mapping): device inputs (handles) straight to C, host
+        ones through the table, which uploads them."""
+        if self.pending:
+            self.apply_rows()
+        if type(query_start_loc) is int and type(positions) is int:
+            _core._check(function(table._live(), _u32(num_reqs, "num_reqs"), query_start_loc,
+                                  positions, _u32(num_tokens, "num_tokens"), 0, None, None))
+        else:
+            table.compute_slot_mapping(num_reqs, query_start_loc, positions, num_tokens)
+
+    def host(self):
+        """Makes the host rows current: a new layout, the recorded
+        updates."""
+        self.relayout()
+        self.apply_rows()
+
+    def device_array(self, key, group, buffer, shape, dtype):
+        """The cached DeviceArray of one of a group's buffers."""
+        array_ = self.arrays.get((key, group))
+        if array_ is None:
+            nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+            memory = Memory(buffer, lib.clbt_device_queue(self.device._live()),
+                            lib.clbt_device_id(self.device._live()), nbytes, self.sync)
+            array_ = self.arrays[(key, group)] = DeviceArray(memory, shape, dtype)
+        return array_
+
+    def rows_array(self, g):
+        group = self.groups[g]
+        return self.device_array("rows", g, lib.clbt_table_device_data(group._live()),
+                                 (self.max_num_reqs, group.width), np.int32)
+
+    def lengths_array(self, g):
+        group = self.groups[g]
+        return self.device_array("lengths", g,
+                                 lib.clbt_table_device_row_lengths(group._live()),
+                                 (self.max_num_reqs,), np.int32)
+
+    def slots_array(self, g):
+        group = self.groups[g]
+        return self.device_array("slots", g, lib.clbt_table_slot_mapping(group._live()),
+                                 (self.max_num_batched_tokens,), np.int64)
+
+    def gathered_array(self, g):
+        group = self.groups[g]
+        return self.device_array("gathered", g, lib.clbt_table_gathered_rows(group._live()),
+                                 (self.max_num_reqs, group.width), np.int32)
+
+    def close(self):
+        self.pending, self.known, self.commit_rows, self.gather = [], {}, 0, None
+        self.open = False
+        self.table.close()
+
+
+def _batch_input(value, name):
+    """A batch input as the clbt step takes it: host arrays (numpy, torch
+    CPU tensors, lists) and PyOpenCL arrays as they are; a DeviceArray by
+    its buffer when it starts there and has no gaps, else by its
+    contents."""
+    if type(value) is DeviceArray and value._offset == 0 and value.is_contiguous():
+        memory = value._memory
+        if memory.sync is not None:
+            memory.sync()
+        return memory.handle
+    if isinstance(value, (DeviceArray, StackedDeviceArray)):
+        return value.numpy()
+    if isinstance(value, (int, float, str, bytes)):
+        raise _wrong_type("%s is %s; an array expected" % (name, describe(value)))
+    return value
+
+
+def _token_count(positions, num_tokens):
+    if num_tokens is not None:
+        return num_tokens
+    shape = getattr(positions, "shape", None)
+    if shape is None:
+        if not hasattr(positions, "__len__"):
+            raise _wrong_type("positions is %s; an array expected" % describe(positions))
+        return len(positions)
+    if len(shape) != 1:
+        raise _wrong_type("positions has shape %s; a 1-D array expected" % (tuple(shape),))
+    return int(shape[0])
 
 
 class _CpuGpuBuffer:
-    """vLLM's CpuGpuBuffer as its callers read it: ``.gpu`` on the device (a
-    pyopencl.array.Array, or a clbt.Buffer without PyOpenCL), ``.np``
-    and ``.cpu`` on the host, read-only. Departure: a slot mapping has no
-    host copy, so its ``.np`` reads the device buffer back (and waits)."""
+    """vLLM's CpuGpuBuffer as its callers read it: ``gpu`` on the device (a
+    DeviceArray), ``cpu`` and ``np`` on the host (read-only views)."""
 
     def __init__(self, gpu, host):
         self._gpu, self._host = gpu, host
@@ -110,118 +551,129 @@ class _CpuGpuBuffer:
 
     @property
     def cpu(self):
-        return _torch_view(self._host())
+        return _core_torch_view(self._host())
 
 
-class _RowOperations:
-    """The methods BlockTable and MultiGroupBlockTable share; on a
-    MultiGroupBlockTable they act on every group, all or nothing, and the
-    block ids of append_row and add_row are one list per group."""
-
-    def append_row(self, block_ids, row_idx):
-        self._table.append_row(row_idx, block_ids)
-
-    def add_row(self, block_ids, row_idx):
-        self._table.add_row(row_idx, block_ids)
-
-    def append_rows(self, rows, counts, block_ids):
-        """Extension: many append_row calls in one. Entry i appends
-        counts[i] ids to rows[i], its ids right after entry i-1's in
-        block_ids; on a MultiGroupBlockTable counts[g] and block_ids[g] are
-        group g's. All or nothing."""
-        self._table.append_rows(rows, counts, block_ids)
-
-    def add_rows(self, rows, counts, block_ids):
-        """Extension: many add_row calls in one, laid out as append_rows."""
-        self._table.add_rows(rows, counts, block_ids)
-
-    def clear_row(self, row_idx):
-        self._table.clear_row(row_idx)
-
-    def move_row(self, src, tgt):
-        """Moves row src to tgt and clears src. Departure: move_row(r, r)
-        keeps the row (vLLM erases it)."""
-        self._table.move_row(src, tgt)
-
-    def swap_row(self, src, tgt):
-        self._table.swap_row(src, tgt)
-
-    def commit_block_table(self, num_reqs):
-        """Copies rows [0, num_reqs) to the device, only what changed."""
-        self._table.commit(num_reqs)
-
-    def compute_slot_mapping(self, num_reqs, query_start_loc, positions, *, num_tokens=None):
-        """Enqueues the slot mapping into ``slot_mapping.gpu`` (every group's
-        in one launch on a MultiGroupBlockTable). query_start_loc and
-        positions are host arrays (numpy, torch CPU tensors; uploaded into
-        buffers the table keeps) or device buffers (pyopencl Array; or, an
-        extension, buffers (clbt.Buffer) with num_tokens given).
-        Departure: every element of the output is written, and a token past
-        its row's committed blocks, at a negative position or of a malformed
-        batch gets -1 (vLLM reads whatever the row holds)."""
-        self._table.compute_slot_mapping(num_reqs, query_start_loc, positions, num_tokens)
-
-    def clear(self):
-        """Zeroes every row on the host and the device. Departure: the row
-        lengths are reset too (vLLM keeps them, so a later append would
-        start after a run of block 0)."""
-        self._table.clear()
-
-    def close(self):
-        """Extension: frees the table now (a group's table goes with its
-        MultiGroupBlockTable); later calls raise clbt.Error."""
-        self._table.close()
+def _core_torch_view(host):
+    """A torch tensor on host's memory when torch is installed (read-only:
+    writes go through the row operations), else host."""
+    from ._device_array import _torch
+    torch = _torch()
+    if torch is None:
+        return host
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.from_numpy(host)
 
 
-class BlockTable(_RowOperations):
-    """vLLM's BlockTable on a clbt table (one KV-cache group). Departures
-    are in the docstrings of move_row, compute_slot_mapping, clear and the
-    host views (docs/python.md lists them all)."""
+def _fixed(getter, name, doc=None):
+    """A property set at creation: assigning it raises AttributeError
+    saying why, since clbt sizes and specialises a table for it."""
+    def refuse(self, value):
+        raise AttributeError("%s is fixed when the table is made: clbt sizes and specialises "
+                             "the table's buffers and kernel for it; make a new table" % name)
+    return property(getter, refuse, doc=doc)
+
+
+class BlockTable:
+    """vLLM's BlockTable (one KV-cache group) on clbt. A BlockTable made
+    here has a one-group table of its own; one from a MultiGroupBlockTable
+    is a view of its group."""
 
     def __init__(self, block_size, max_num_reqs, max_num_blocks_per_req, max_num_batched_tokens,
-                 pin_memory, device, kernel_block_size, cp_kv_cache_interleave_size,
+                 pin_memory, device, kernel_block_size=None, cp_kv_cache_interleave_size=1,
                  slot_mapping_mode=SlotMappingMode.TOKEN_TO_KV_SLOT, *, dcp_world_size=1,
                  dcp_rank=0):
-        table = _core.Table(_device(device), block_size=block_size,
-                            kernel_block_size=kernel_block_size, max_num_reqs=max_num_reqs,
-                            max_num_blocks_per_req=max_num_blocks_per_req,
-                            max_num_batched_tokens=max_num_batched_tokens,
-                            cp_world_size=dcp_world_size, cp_rank=dcp_rank,
-                            cp_interleave_size=cp_kv_cache_interleave_size,
-                            slot_mode=_SLOT_MODES[slot_mapping_mode])
-        self._attach(table, pin_memory, device, slot_mapping_mode, cp_kv_cache_interleave_size,
-                     dcp_world_size, dcp_rank)
+        if kernel_block_size is None:
+            kernel_block_size = block_size
+        group = _core.Group(block_size, max_num_blocks_per_req, kernel_block_size=kernel_block_size,
+                            slot_mode=_slot_mode(slot_mapping_mode))
+        engine = _Engine(device, [group], max_num_reqs, max_num_batched_tokens, dcp_world_size,
+                         dcp_rank, cp_kv_cache_interleave_size, exact_widths=True)
+        self._attach(engine, 0, pin_memory, device, slot_mapping_mode, owner=None)
 
     @classmethod
-    def _of(cls, table, *settings):
-        """A group of a MultiGroupBlockTable."""
-        block_table = cls.__new__(cls)
-        block_table._attach(table, *settings)
-        return block_table
+    def _of(cls, engine, g, pin_memory, device, slot_mapping_mode, owner):
+        table = cls.__new__(cls)
+        table._attach(engine, g, pin_memory, device, slot_mapping_mode, owner)
+        return table
 
-    def _attach(self, table, pin_memory, device, slot_mapping_mode, interleave, dcp_world_size,
-                dcp_rank):
-        self._table = table
-        self.max_num_reqs = table.max_num_reqs
-        self.max_num_batched_tokens = table.max_num_batched_tokens
-        self.pin_memory = pin_memory
-        self.device = device
-        self.kv_cache_block_size = table.kv_block_size
-        self.block_size = table.block_size
-        self.blocks_per_kv_block = table.kv_block_size // table.block_size
-        self.use_hybrid_blocks = self.blocks_per_kv_block != 1
-        self.max_num_blocks_per_req = table.width
+    def _attach(self, engine, g, pin_memory, device, slot_mapping_mode, owner):
+        self._engine, self._g, self._owner = engine, g, owner
+        group = engine.settings["groups"][g]
+        self.pin_memory, self.device = pin_memory, device
         self.slot_mapping_mode = slot_mapping_mode
-        self.cp_kv_cache_interleave_size = interleave
-        self.dcp_world_size, self.dcp_rank = dcp_world_size, dcp_rank
-        self.block_table = _CpuGpuBuffer(lambda: table.device_rows, lambda: table.host_rows)
-        self.slot_mapping = _CpuGpuBuffer(lambda: table.slot_mapping, table.read_slot_mapping)
+        self.pcp_world_size, self.pcp_rank = 1, 0  # vLLM's kernel reads neither
+        k = engine.per_kv[g]
+        self._k = k
+        self._kernel_block_arange = np.arange(0, k).reshape(1, -1) if k != 1 else None
+        self.block_table = _CpuGpuBuffer(lambda: engine.rows_array(self._g), self.get_numpy_array)
+        self.slot_mapping = _CpuGpuBuffer(lambda: engine.slots_array(self._g),
+                                          self._read_slot_mapping)
+        self._kv_block_size = group.block_size
+        self._overflow = _row_overflow(owner is not None)
+
+    # What the table is sized and specialised for: fixed at creation.
+    max_num_reqs = _fixed(lambda self: self._engine.max_num_reqs, "max_num_reqs")
+    max_num_batched_tokens = _fixed(lambda self: self._engine.max_num_batched_tokens,
+                                    "max_num_batched_tokens")
+    kv_cache_block_size = _fixed(lambda self: self._kv_block_size, "kv_cache_block_size")
+    block_size = _fixed(lambda self: self._kv_block_size // self._k, "block_size",
+                        "The kernel block size (vLLM's block_size).")
+    blocks_per_kv_block = _fixed(lambda self: self._k, "blocks_per_kv_block")
+    use_hybrid_blocks = _fixed(lambda self: self._k != 1, "use_hybrid_blocks")
+    max_num_blocks_per_req = _fixed(lambda self: self._engine.widths[self._g],
+                                    "max_num_blocks_per_req", "The row width in kernel blocks.")
+
+    def _layout(self, index):
+        return self._engine.wanted[index]
+
+    def _set_layout(self, index, value, name):
+        number = _u32(value, name)
+        wanted = list(self._engine.wanted)
+        wanted[index] = number
+        self._engine.wanted = tuple(wanted)
+
+    dcp_world_size = property(lambda self: self._layout(0) or 1,
+                              lambda self, v: self._set_layout(0, v, "dcp_world_size"),
+                              doc="Settable, as vLLM's model runner sets it: the new layout "
+                                  "takes effect at the next call (while every row is empty); "
+                                  "on a MultiGroupBlockTable's group it sets every group's.")
+    dcp_rank = property(lambda self: self._layout(1),
+                        lambda self, v: self._set_layout(1, v, "dcp_rank"))
+    cp_kv_cache_interleave_size = property(
+        lambda self: self._layout(2) or 1,
+        lambda self, v: self._set_layout(2, v, "cp_kv_cache_interleave_size"))
 
     @property
     def num_blocks_per_row(self):
-        """Each row's length in kernel blocks: a read-only uint32 view
-        (vLLM's is a writable int32 array)."""
-        return self._table.row_lengths
+        """Each row's length in kernel blocks: a read-only int32 view of the
+        host lengths (vLLM's is writable)."""
+        engine = self._engine
+        engine.host()
+        return engine.lengths[self._g]
+
+    def get_numpy_array(self):
+        """The host rows: a read-only numpy view (vLLM's is writable; rows
+        change through the row operations, which record what the next
+        commit moves)."""
+        engine = self._engine
+        engine.host()
+        return engine.groups[self._g].host_rows
+
+    def get_cpu_tensor(self):
+        """The host rows as a torch tensor on the same memory (the numpy
+        view without torch): read it, do not write it."""
+        return _core_torch_view(self.get_numpy_array())
+
+    def get_device_tensor(self, num_reqs):
+        """Rows [0, num_reqs) on the device: a DeviceArray view."""
+        self._engine.relayout()
+        return self._engine.rows_array(self._g)[:num_reqs]
+
+    def _read_slot_mapping(self):
+        return self._engine.slots_array(self._g).numpy()
 
     @staticmethod
     def map_to_kernel_blocks(kv_manager_block_ids, blocks_per_kv_block, kernel_block_arange):
@@ -232,180 +684,634 @@ class BlockTable(_RowOperations):
         blocks = np.asarray(kv_manager_block_ids).reshape(-1, 1) * blocks_per_kv_block
         return (blocks + kernel_block_arange).reshape(-1)
 
-    def get_device_tensor(self, num_reqs):
-        """Rows [0, num_reqs) on the device: a pyopencl.array.Array view, or,
-        without PyOpenCL, a clbt.Buffer of the whole rows buffer."""
-        rows = self._table.device_rows
-        return rows if _opencl.pyopencl is None else rows[:num_reqs]
+    # ---- row operations ---------------------------------------------------
 
-    def get_cpu_tensor(self):
-        """The host rows as a read-only torch tensor (numpy without torch)."""
-        return _torch_view(self._table.host_rows)
+    def append_row(self, block_ids, row_idx):
+        self._update(block_ids, row_idx, False)
 
-    def get_numpy_array(self):
-        """The host rows: a read-only numpy view."""
-        return self._table.host_rows
+    def add_row(self, block_ids, row_idx):
+        self._update(block_ids, row_idx, True)
+
+    def _update(self, block_ids, row_idx, replace):
+        engine = self._engine
+        if engine.wanted is not engine.layout:
+            engine.relayout()
+        if type(row_idx) is not int or not 0 <= row_idx < engine.max_num_reqs:
+            row_idx = _row_index(row_idx, engine.max_num_reqs)
+        if self._owner is None:
+            engine.update(row_idx, (block_ids,), replace, self._overflow)
+        else:
+            every = [[]] * len(engine.limits)
+            every[self._g] = block_ids
+            engine.update(row_idx, every, replace, self._overflow)
+
+    def _direct(self, function, *args):
+        engine = self._engine
+        engine.relayout()
+        engine.apply_rows()
+        _core._check(function(engine.groups[self._g]._live(), *args))
+
+    def clear_row(self, row_idx):
+        self._direct(lib.clbt_table_clear_row, _row_index(row_idx, self.max_num_reqs))
+
+    def move_row(self, src, tgt):
+        """Moves row src to tgt and clears src. Departure: move_row(r, r)
+        keeps the row (vLLM erases it)."""
+        self._direct(lib.clbt_table_move_row, _row_index(src, self.max_num_reqs, "src"),
+                     _row_index(tgt, self.max_num_reqs, "tgt"))
+
+    def swap_row(self, src, tgt):
+        self._direct(lib.clbt_table_swap_row, _row_index(src, self.max_num_reqs, "src"),
+                     _row_index(tgt, self.max_num_reqs, "tgt"))
+
+    def append_rows(self, rows, counts, block_ids):
+        """Extension: many append_row calls in one. Entry i appends
+        counts[i] ids to rows[i], its ids right after entry i-1's in
+        block_ids. All or nothing."""
+        self._batch(False, rows, counts, block_ids)
+
+    def add_rows(self, rows, counts, block_ids):
+        """Extension: many add_row calls in one, laid out as append_rows."""
+        self._batch(True, rows, counts, block_ids)
+
+    def _batch(self, replace, rows, counts, block_ids):
+        engine = self._engine
+        if self._owner is None:
+            engine.batch(rows, (counts,), (block_ids,), replace, grouped=False)
+            return
+        rows = _vector(rows, _UINT32, "rows")
+        every_count = [np.zeros(rows.size, np.uint32)] * len(engine.limits)
+        every_id = [np.zeros(0, np.int32)] * len(engine.limits)
+        every_count[self._g], every_id[self._g] = counts, block_ids
+        engine.batch(rows, every_count, every_id, replace)
+
+    def commit_block_table(self, num_reqs):
+        """Copies rows [0, num_reqs) to the device, only what changed. On a
+        standalone table the copy is made by the next compute_slot_mapping,
+        in its step (or by the first read of the device rows); a group of
+        a MultiGroupBlockTable commits alone, now."""
+        engine = self._engine
+        num_reqs = _u32(num_reqs, "num_reqs")
+        if num_reqs > engine.max_num_reqs:
+            raise Error(_TOO_MANY_REQUESTS, "num_reqs %d exceeds max_num_reqs %d" % (
+                num_reqs, engine.max_num_reqs))
+        engine.relayout()
+        if self._owner is None:
+            engine.commit_rows = max(engine.commit_rows, num_reqs)
+            return
+        engine.apply_rows()
+        engine.groups[self._g].commit(num_reqs)
+
+    def compute_slot_mapping(self, num_reqs, query_start_loc, positions, *, num_tokens=None):
+        """Enqueues the slot mapping into ``slot_mapping.gpu``. The inputs
+        are host arrays (numpy, torch CPU tensors; uploaded into buffers the
+        table keeps), DeviceArrays or PyOpenCL arrays (with num_tokens=).
+        Departure: every element of the output is written, and a token past
+        its row's committed blocks, at a negative position or of a
+        malformed batch gets -1 (vLLM reads whatever the row holds)."""
+        engine = self._engine
+        engine.relayout()
+        count = _token_count(positions, num_tokens)
+        query_start_loc = _batch_input(query_start_loc, "query_start_loc")
+        positions = _batch_input(positions, "positions")
+        if self._owner is None and engine.commit_rows:
+            engine.step(_u32(num_reqs, "num_reqs"), query_start_loc, positions,
+                        num_tokens=count)
+            return
+        engine.sync()
+        engine.map_slots(engine.groups[self._g], lib.clbt_table_enqueue_slot_mapping, num_reqs,
+                         query_start_loc, positions, count)
+
+    def clear(self):
+        """Zeroes every row on the host and the device. Departure: the row
+        lengths are reset too (vLLM keeps them, so a later append would
+        start after a run of block 0)."""
+        engine = self._engine
+        engine.relayout()
+        engine.apply_rows()
+        _core._check(lib.clbt_table_clear(engine.groups[self._g]._live()))
+
+    def close(self):
+        """Extension: frees the table now (a group's table goes with its
+        MultiGroupBlockTable); later calls raise clbt.Error."""
+        if self._owner is None:
+            self._engine.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exception):
+        self.close()
+
+    def __repr__(self):
+        return "clbt.vllm.BlockTable(block_size=%d, max_num_reqs=%d, width=%d)" % (
+            self.kv_cache_block_size, self.max_num_reqs, self.max_num_blocks_per_req)
 
 
-class MultiGroupBlockTable(_RowOperations):
+def _slot_mode(mode):
+    if mode == SlotMappingMode.TOKEN_TO_KV_SLOT:
+        return _core.SlotMode.TOKEN_TO_KV_SLOT
+    if mode == SlotMappingMode.NONE:
+        return _core.SlotMode.NONE
+    raise _wrong_type("slot_mapping_mode must be a SlotMappingMode; got %r" % (mode,))
+
+
+def _per_group(values, count, name, against="block_sizes"):
+    values = list(values)
+    if len(values) != count:
+        raise Error(_INVALID_ARGUMENT, "%s length (%d) must match %s length (%d)" % (
+            name, len(values), against, count))
+    return values
+
+
+class MultiGroupBlockTable:
     """vLLM's MultiGroupBlockTable on a clbt multi-group table: row
     operations change every group or none, and compute_slot_mapping maps
-    every group in one launch. Departures as BlockTable's."""
+    every group with the commit in one step."""
 
     def __init__(self, max_num_reqs, max_num_batched_tokens, pin_memory, device, block_sizes,
                  kernel_block_sizes, max_num_blocks, cp_kv_cache_interleave_size=1,
                  slot_mapping_modes=None, *, dcp_world_size=1, dcp_rank=0):
+        count = len(block_sizes)
+        kernel_block_sizes = _per_group(kernel_block_sizes, count, "kernel_block_sizes")
         if slot_mapping_modes is None:
-            slot_mapping_modes = [SlotMappingMode.TOKEN_TO_KV_SLOT] * len(block_sizes)
-        for name, values in (("kernel_block_sizes", kernel_block_sizes),
-                             ("slot_mapping_modes", slot_mapping_modes),
-                             ("max_num_blocks", max_num_blocks)):
-            if len(values) != len(block_sizes):
-                raise Error(_INVALID_ARGUMENT, "%s length (%d) must match block_sizes length "
-                            "(%d)" % (name, len(values), len(block_sizes)))
-        groups = [_core.Group(b, n, kernel_block_size=k, slot_mode=_SLOT_MODES[m])
+            slot_mapping_modes = [SlotMappingMode.TOKEN_TO_KV_SLOT] * count
+        slot_mapping_modes = _per_group(slot_mapping_modes, count, "slot_mapping_modes")
+        max_num_blocks = _per_group(max_num_blocks, count, "max_num_blocks")
+        groups = [_core.Group(b, n, kernel_block_size=k, slot_mode=_slot_mode(m))
                   for b, k, n, m in zip(block_sizes, kernel_block_sizes, max_num_blocks,
                                         slot_mapping_modes)]
-        self._table = _core.MultiTable(_device(device), groups=groups, max_num_reqs=max_num_reqs,
-                                       max_num_batched_tokens=max_num_batched_tokens,
-                                       cp_world_size=dcp_world_size, cp_rank=dcp_rank,
-                                       cp_interleave_size=cp_kv_cache_interleave_size)
-        self.block_tables = [
-            BlockTable._of(group, pin_memory, device, mode, cp_kv_cache_interleave_size,
-                           dcp_world_size, dcp_rank)
-            for group, mode in zip(self._table.groups, slot_mapping_modes)]
+        self._engine = _Engine(device, groups, max_num_reqs, max_num_batched_tokens,
+                               dcp_world_size, dcp_rank, cp_kv_cache_interleave_size,
+                               exact_widths=False)
+        self.block_tables = [BlockTable._of(self._engine, g, pin_memory, device, mode, self)
+                             for g, mode in enumerate(slot_mapping_modes)]
+        self._overflow = _row_overflow(True)
 
     def __getitem__(self, idx):
         """The BlockTable of the idx-th KV-cache group."""
         return self.block_tables[idx]
 
+    def __len__(self):
+        return len(self.block_tables)
 
-def _length(array, given, name):
-    """The entries of a batch array: given, else its length (a buffer has
-    none)."""
-    if given is not None:
-        return given
-    if not hasattr(array, "__len__"):
-        raise Error(_INVALID_ARGUMENT, "%s is needed with a buffer" % name)
-    return len(array)
+    def append_row(self, block_ids, row_idx):
+        """Appends block_ids[g] to the row of every group g, all or
+        nothing."""
+        engine = self._engine
+        if engine.wanted is not engine.layout:
+            engine.relayout()
+        if type(row_idx) is not int or not 0 <= row_idx < engine.max_num_reqs:
+            row_idx = _row_index(row_idx, engine.max_num_reqs)
+        engine.update(row_idx, block_ids, False, self._overflow)
+
+    def add_row(self, block_ids, row_idx):
+        engine = self._engine
+        if engine.wanted is not engine.layout:
+            engine.relayout()
+        if type(row_idx) is not int or not 0 <= row_idx < engine.max_num_reqs:
+            row_idx = _row_index(row_idx, engine.max_num_reqs)
+        engine.update(row_idx, block_ids, True, self._overflow)
+
+    def _direct(self, function, *rows):
+        engine = self._engine
+        engine.relayout()
+        engine.apply_rows()
+        _core._check(function(engine.table._live(), *rows))
+
+    def clear_row(self, row_idx):
+        self._direct(lib.clbt_multi_table_clear_row, _row_index(row_idx, self._max_reqs()))
+
+    def move_row(self, src, tgt):
+        """Moves row src to tgt in every group and clears src. Departure:
+        move_row(r, r) keeps the row (vLLM erases it)."""
+        self._direct(lib.clbt_multi_table_move_row, _row_index(src, self._max_reqs(), "src"),
+                     _row_index(tgt, self._max_reqs(), "tgt"))
+
+    def swap_row(self, src, tgt):
+        self._direct(lib.clbt_multi_table_swap_row, _row_index(src, self._max_reqs(), "src"),
+                     _row_index(tgt, self._max_reqs(), "tgt"))
+
+    def _max_reqs(self):
+        return self._engine.max_num_reqs
+
+    def append_rows(self, rows, counts, block_ids):
+        """Extension: many append_row calls in one; counts[g] and
+        block_ids[g] are group g's, the rows are shared. All or nothing."""
+        self._engine.batch(rows, counts, block_ids, False)
+
+    def add_rows(self, rows, counts, block_ids):
+        """Extension: many add_row calls in one, laid out as append_rows."""
+        self._engine.batch(rows, counts, block_ids, True)
+
+    def commit_block_table(self, num_reqs):
+        """Owes the device rows [0, num_reqs) of every group: the next
+        compute_slot_mapping commits them in its step (a read of a device
+        array commits at once). Departure: the step commits every changed
+        row, not only rows below num_reqs."""
+        engine = self._engine
+        num_reqs = _u32(num_reqs, "num_reqs")
+        if num_reqs > engine.max_num_reqs:
+            raise Error(_TOO_MANY_REQUESTS, "num_reqs %d exceeds max_num_reqs %d" % (
+                num_reqs, engine.max_num_reqs))
+        engine.commit_rows = max(engine.commit_rows, num_reqs)
+
+    def compute_slot_mapping(self, num_reqs, query_start_loc, positions, *, num_tokens=None):
+        """Every group's slot mapping in one step, with an owed commit;
+        inputs and departures as BlockTable.compute_slot_mapping's."""
+        engine = self._engine
+        if engine.wanted is not engine.layout:
+            engine.relayout()
+        count = _token_count(positions, num_tokens)
+        query_start_loc = _batch_input(query_start_loc, "query_start_loc")
+        positions = _batch_input(positions, "positions")
+        num_reqs = _u32(num_reqs, "num_reqs")
+        if engine.commit_rows:
+            engine.step(num_reqs, query_start_loc, positions, num_tokens=count)
+        else:
+            engine.map_slots(engine.table, lib.clbt_multi_table_enqueue_slot_mapping, num_reqs,
+                             query_start_loc, positions, count)
+
+    def clear(self):
+        """Zeroes every group's rows and lengths (departure: vLLM keeps the
+        lengths)."""
+        self._direct(lib.clbt_multi_table_clear)
+
+    # The CP layout of every sharded group (clbt's multi-group table has one).
+    dcp_world_size = property(lambda self: self.block_tables[0].dcp_world_size,
+                              lambda self, v: setattr(self.block_tables[0], "dcp_world_size", v))
+    dcp_rank = property(lambda self: self.block_tables[0].dcp_rank,
+                        lambda self, v: setattr(self.block_tables[0], "dcp_rank", v))
+
+    def close(self):
+        """Extension: frees the tables now; later calls raise clbt.Error."""
+        self._engine.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exception):
+        self.close()
+
+    def __repr__(self):
+        return "clbt.vllm.MultiGroupBlockTable(%d groups, max_num_reqs=%d)" % (
+            len(self.block_tables), self._engine.max_num_reqs)
 
 
-def _first(view, count):
-    """A device view's first count rows (a clbt.Buffer stays whole)."""
-    return view if _opencl.pyopencl is None else view[:count]
+# ---- Model Runner V2 ------------------------------------------------------
+
+
+class _NumBlocks:
+    """BlockTables.num_blocks: ``np``, the host lengths [G, max_num_reqs]
+    (a new int32 array at each read, with the appends so far), and ``gpu``,
+    the committed lengths on the device (a StackedDeviceArray)."""
+
+    def __init__(self, engine):
+        self._engine = engine
+
+    @property
+    def np(self):
+        engine = self._engine
+        engine.host()
+        return np.stack(engine.lengths)
+
+    @property
+    def gpu(self):
+        engine = self._engine
+        return StackedDeviceArray(engine.lengths_array(g) for g in range(len(engine.groups)))
+
+
+class _GroupRows:
+    """One group's persistent rows, as Model Runner V2's StagedWriteTensor:
+    ``gpu`` (the committed rows, a DeviceArray [max_num_reqs, width]),
+    ``apply_write()`` and the writes staged since the last apply."""
+
+    def __init__(self, owner, g):
+        self._owner, self._g = owner, g
+
+    @property
+    def gpu(self):
+        return self._owner._engine.rows_array(self._g)
+
+    def apply_write(self):
+        """Applies this group's staged writes alone: its commit, now."""
+        owner = self._owner
+        owner._engine.apply_rows()
+        owner._engine.groups[self._g].commit(owner.max_num_reqs)
+        owner._applied[self._g] = len(owner._staged)
+
+    def _writes(self):
+        owner, g = self._owner, self._g
+        return [(row, starts[g], ids[g]) for row, starts, ids in owner._staged[owner._applied[g]:]
+                if len(ids[g])]
+
+    @property
+    def _staged_write_indices(self):
+        return [row for row, _, _ in self._writes()]
+
+    @property
+    def _staged_write_starts(self):
+        return [start for _, start, _ in self._writes()]
+
+    @property
+    def _staged_write_contents(self):
+        k = self._owner.blocks_per_kv_block[self._g]
+        return [b * k + j for _, _, ids in self._writes() for b in ids for j in range(k)]
+
+    @property
+    def _staged_write_cu_lens(self):
+        k, total, out = self._owner.blocks_per_kv_block[self._g], 0, []
+        for _, _, ids in self._writes():
+            total += len(ids) * k
+            out.append(total)
+        return out
 
 
 class BlockTables:
     """Model Runner V2's BlockTables on a clbt multi-group table: each
     request keeps one row (its request slot, req_index) from arrival to
     end, and each step reads the rows through idx_mapping (batch index ->
-    slot; negative: a padding request). What maps to what:
+    slot; negative: a padding request).
 
-    - append_block_ids(req_index, ids, overwrite): add_row (overwrite) or
-      append_row of every group, all or nothing;
-    - apply_staged_writes(): commit of every row (what clbt's step also
-      does first, so calling it is optional);
-    - gather_block_tables(idx_mapping, num_reqs_padded): a step with
-      STEP_GATHER and no tokens; input_block_tables are the groups'
-      gathered_rows, fixed addresses;
-    - compute_slot_mappings(idx_mapping, query_start_loc, positions): a
-      step without gather; slot_mappings are the groups' slot_mapping;
-    - step(...), an extension: both in one launch.
+    One MRV2 step (append_block_ids per request, apply_staged_writes,
+    gather_block_tables, compute_slot_mappings) is one clbt step: the
+    appends go to C in one batch call, apply owes the commit, the gather is
+    kept until compute_slot_mappings (or a read of the gathered tables),
+    and compute_slot_mappings runs commit, slot mappings and gather as one
+    clbt_multi_table_enqueue_step. docs/python.md lists the differences
+    from MRV2; in short, clbt's bounds guard (out-of-range idx_mapping
+    entries and block indices past a row's length give -1 and zero rows,
+    where MRV2 reads out of bounds) and zeroed gathered tails
+    (zero_gathered_tails=False keeps MRV2's stale ones) stay."""
 
-    Departures: widths are clbt's (cdiv(max_model_len, block_size) KV
-    blocks aligned to 128 tokens, times block_size / kernel_block_size);
-    slot_mappings and the returned block tables are one array per group
-    (vLLM: one [G, max_num_batched_tokens] tensor for the slots);
-    gather_block_tables also sets every slot to -1; an idx_mapping entry
-    at or above max_num_reqs gives -1 slots and a zero row, counted, where
-    vLLM reads out of bounds; zero_gathered_tails=True zeroes the stale
-    entries vLLM leaves past a row's length. Arrays as for BlockTable:
-    host arrays or PyOpenCL arrays; with buffers, pass num_reqs= and
-    num_tokens=."""
-
-    def __init__(self, block_sizes, max_num_reqs, max_num_batched_tokens, max_model_len, device,
-                 cp_kv_cache_interleave_size=1, *, kernel_block_sizes=None, dcp_world_size=1,
-                 dcp_rank=0, zero_gathered_tails=False):
-        kernel_block_sizes = kernel_block_sizes or block_sizes
-        if len(kernel_block_sizes) != len(block_sizes):
-            raise Error(_INVALID_ARGUMENT, "kernel_block_sizes length (%d) must match "
-                        "block_sizes length (%d)" % (len(kernel_block_sizes), len(block_sizes)))
-        groups = [_core.Group(b, -(-max_model_len // b), kernel_block_size=k)
-                  for b, k in zip(block_sizes, kernel_block_sizes)]
-        self._table = _core.MultiTable(_device(device), groups=groups, max_num_reqs=max_num_reqs,
-                                       max_num_batched_tokens=max_num_batched_tokens,
-                                       cp_world_size=dcp_world_size, cp_rank=dcp_rank,
-                                       cp_interleave_size=cp_kv_cache_interleave_size,
-                                       zero_gathered_tails=zero_gathered_tails)
-        self.block_sizes = list(block_sizes)
-        self.max_num_reqs = max_num_reqs
-        self.max_num_batched_tokens = max_num_batched_tokens
-        self.max_model_len = max_model_len
+    def __init__(self, block_sizes, max_num_reqs, max_num_batched_tokens,
+                 max_num_blocks_per_group=None, device=None, kernel_block_sizes=None,
+                 cp_size=1, cp_rank=0, cp_interleave=1, slot_mapping_enabled=None,
+                 dcp_sharded=None, *, max_model_len=None, zero_gathered_tails=True):
+        count = len(block_sizes)
+        self._block_sizes = list(block_sizes)
+        kernel_block_sizes = _per_group(kernel_block_sizes or block_sizes, count,
+                                        "kernel_block_sizes")
+        for b, k in zip(block_sizes, kernel_block_sizes):
+            if not k or b % k:
+                raise Error(_INVALID_CONFIG, "kernel_block_size %r must divide block_size %r"
+                            % (k, b))
+        if max_num_blocks_per_group is None:
+            if max_model_len is None:
+                raise _wrong_type("BlockTables needs max_num_blocks_per_group (or, as older "
+                                  "Model Runner V2 versions took, max_model_len)")
+            max_num_blocks_per_group = [-(-max_model_len // (b * cp_size)) for b in block_sizes]
+        elif max_model_len is not None:
+            raise _wrong_type("give max_num_blocks_per_group or max_model_len, not both")
+        max_num_blocks_per_group = _per_group(max_num_blocks_per_group, count,
+                                              "max_num_blocks_per_group")
+        enabled = _per_group([True] * count if slot_mapping_enabled is None
+                             else slot_mapping_enabled, count, "slot_mapping_enabled")
+        sharded = _per_group([True] * count if dcp_sharded is None else dcp_sharded, count,
+                             "dcp_sharded")
+        groups = [_core.Group(b, n, kernel_block_size=k,
+                              slot_mode=_core.SlotMode.TOKEN_TO_KV_SLOT if e
+                              else _core.SlotMode.NONE, cp_replicated=not s)
+                  for b, k, n, e, s in zip(block_sizes, kernel_block_sizes,
+                                           max_num_blocks_per_group, enabled, sharded)]
+        self._engine = _Engine(device, groups, max_num_reqs, max_num_batched_tokens, cp_size,
+                               cp_rank, cp_interleave, exact_widths=True,
+                               zero_gathered_tails=zero_gathered_tails)
+        self._kernel_block_sizes = kernel_block_sizes
+        self._max_num_blocks = max_num_blocks_per_group
+        self._slot_mapping_enabled = [bool(e) for e in enabled]
+        self._dcp_sharded = [bool(s) for s in sharded]
+        self._cp = (cp_size, cp_rank, cp_interleave)
         self.device = device
-        self.num_kv_cache_groups = len(block_sizes)
-        self._no_tokens = np.zeros(max_num_reqs + 1, np.int32)  # a batch of empty requests
+        self.blocks_per_kv_block = list(self._engine.per_kv)
+        self._no_starts = [0] * count
+        self.block_tables = [_GroupRows(self, g) for g in range(count)]
+        self.num_blocks = _NumBlocks(self._engine)
+        self._staged = []  # (row, starts, ids) since the last apply
+        self._applied = [0] * count  # per group: staged entries applied alone
+
+    block_sizes = _fixed(lambda self: list(self._block_sizes), "block_sizes")
+    kernel_block_sizes = _fixed(lambda self: list(self._kernel_block_sizes),
+                                "kernel_block_sizes")
+    max_num_reqs = _fixed(lambda self: self._engine.max_num_reqs, "max_num_reqs")
+    max_num_batched_tokens = _fixed(lambda self: self._engine.max_num_batched_tokens,
+                                    "max_num_batched_tokens")
+    max_num_blocks_per_group = _fixed(lambda self: list(self._max_num_blocks),
+                                      "max_num_blocks_per_group")
+    num_kv_cache_groups = _fixed(lambda self: len(self._block_sizes), "num_kv_cache_groups")
+    cp_size = _fixed(lambda self: self._cp[0], "cp_size")
+    cp_rank = _fixed(lambda self: self._cp[1], "cp_rank")
+    cp_interleave = _fixed(lambda self: self._cp[2], "cp_interleave")
+    slot_mapping_enabled = _fixed(lambda self: list(self._slot_mapping_enabled),
+                                  "slot_mapping_enabled")
+    dcp_sharded = _fixed(lambda self: list(self._dcp_sharded), "dcp_sharded")
+
+    @property
+    def num_null_blocks(self):
+        """[G, max_num_reqs] int32: the kernel blocks of the null block (KV
+        block 0) in each slot's row, from the host rows as staged (a new
+        array at each read)."""
+        engine = self._engine
+        engine.host()
+        counts = []
+        for g, group in enumerate(engine.groups):
+            rows, lengths = group.host_rows, engine.lengths[g]
+            live = np.arange(rows.shape[1]) < lengths[:, None]
+            counts.append(((rows < engine.per_kv[g]) & live).sum(axis=1, dtype=np.int32))
+        return np.stack(counts)
 
     @property
     def input_block_tables(self):
-        """Each group's gathered table [max_num_reqs, width] int32 (PyOpenCL
-        arrays, or clbt.Buffers), at addresses fixed for the table's life."""
-        return [group.gathered_rows for group in self._table]
+        """Each group's gathered table [max_num_reqs, width] int32
+        (DeviceArrays), at addresses fixed for the table's life."""
+        engine = self._engine
+        return [engine.gathered_array(g) for g in range(len(engine.groups))]
 
     @property
     def slot_mappings(self):
-        """Each group's slot mapping [max_num_batched_tokens] int64."""
-        return [group.slot_mapping for group in self._table]
+        """Every group's slot mapping, [G, max_num_batched_tokens] int64 (a
+        StackedDeviceArray over the groups' buffers). A group without slot
+        mapping holds -1 throughout."""
+        engine = self._engine
+        return StackedDeviceArray(engine.slots_array(g) for g in range(len(engine.groups)))
 
-    @property
-    def num_blocks(self):
-        """[G][max_num_reqs] row lengths in kernel blocks, read-only host
-        views (vLLM's num_blocks.np)."""
-        return [group.row_lengths for group in self._table]
+    def init_block_table_layout_tensors(self):
+        """MRV2 rebuilds its tables of device pointers after a sleep-mode
+        wake-up; clbt keeps no device pointers (its kernels bind the
+        buffers themselves), so nothing needs rebuilding."""
 
     def append_block_ids(self, req_index, new_block_ids, overwrite):
-        """Appends new_block_ids[g] to slot req_index of every group g, or
-        with overwrite replaces the slot's blocks (columns past the new
-        length keep their old ids, as in vLLM)."""
-        (self._table.add_row if overwrite else self._table.append_row)(req_index, new_block_ids)
+        """Stages new_block_ids[g] into slot req_index of every group g:
+        appended after the slot's blocks, or with overwrite written from
+        column 0 (columns past the new length keep their old ids, as in
+        MRV2). Every group is checked before any is staged: a row that
+        would outgrow its width raises RowCapacityError (a RuntimeError)
+        and stages nothing (MRV2 may have staged the groups before)."""
+        engine = self._engine
+        row = req_index
+        if type(row) is not int or not 0 <= row < engine.max_num_reqs:
+            row = _row_index(req_index, engine.max_num_reqs, "req_index")
+        before = engine.update(row, new_block_ids, overwrite, _capacity_overflow)
+        self._staged.append((row, self._no_starts if overwrite else before,
+                             engine.pending[-1][2]))
 
     def apply_staged_writes(self):
-        """Commits every slot's changes (only what changed moves)."""
-        self._table.commit(self.max_num_reqs)
+        """Applies the staged writes of every group: in one C call on the
+        host now, on the device by the next step (or the first read of a
+        device array), all groups in one commit."""
+        engine = self._engine
+        engine.table._live()  # a closed table raises
+        engine.apply_rows()
+        engine.commit_rows = engine.max_num_reqs
+        self._unstage()
 
-    def gather_block_tables(self, idx_mapping, num_reqs_padded, *, num_reqs=None):
-        """Builds each group's input block table in batch order: row b <
-        num_reqs is slot idx_mapping[b]'s committed entries, rows up to
-        num_reqs_padded are 0; returns each group's first num_reqs_padded
-        rows."""
-        num_reqs = _length(idx_mapping, num_reqs, "num_reqs")
-        self._table.step(num_reqs, self._no_tokens[:num_reqs + 1], None,
-                         idx_mapping=idx_mapping, num_reqs_padded=num_reqs_padded,
-                         flags=STEP_GATHER)
-        return tuple(_first(rows, num_reqs_padded or num_reqs)
-                     for rows in self.input_block_tables)
+    def _unstage(self):
+        self._staged = []
+        self._applied = [0] * len(self._applied)
 
-    def compute_slot_mappings(self, idx_mapping, query_start_loc, positions, *, num_reqs=None,
-                              num_tokens=None):
+    def _idx(self, idx_mapping):
+        """idx_mapping as an int32 host copy (the step uploads it), or a
+        PyOpenCL array as it is; and its length."""
+        if isinstance(idx_mapping, (DeviceArray, StackedDeviceArray)):
+            idx_mapping = idx_mapping.numpy()
+        shape = getattr(idx_mapping, "shape", None)
+        if shape is not None and hasattr(idx_mapping, "get") and hasattr(idx_mapping, "queue"):
+            return idx_mapping, int(shape[0])  # a pyopencl.array.Array
+        values = np.array(idx_mapping, copy=True)
+        if values.ndim != 1 or (values.size and values.dtype.kind not in "iu"):
+            raise _wrong_type("idx_mapping has dtype %s and shape %s; a 1-D array of ints "
+                              "expected" % (
+                values.dtype, values.shape))
+        if values.size and (values.min() < -2**31 or values.max() > _INT32_MAX):
+            raise Error(_INVALID_ARGUMENT, "idx_mapping holds a value outside int32")
+        return values.astype(np.int32), values.size
+
+    def _padded(self, num_reqs_padded, num_reqs):
+        if num_reqs_padded is None:
+            return num_reqs
+        padded = _u32(num_reqs_padded, "num_reqs_padded")
+        if padded < num_reqs:
+            raise Error(_INVALID_ARGUMENT, "num_reqs_padded %d is below num_reqs %d" % (
+                padded, num_reqs))
+        if padded > self.max_num_reqs:
+            raise Error(_TOO_MANY_REQUESTS, "num_reqs_padded %d exceeds max_num_reqs %d" % (
+                padded, self.max_num_reqs))
+        return padded
+
+    def gather_block_tables(self, idx_mapping, num_reqs_padded=None):
+        """Each group's input block table in batch order: row b < num_reqs
+        is slot idx_mapping[b]'s committed entries, rows up to
+        num_reqs_padded are 0. Returns each group's first num_reqs_padded
+        rows (views of input_block_tables). The gather itself runs in the
+        next compute_slot_mappings' step when its idx_mapping is the same,
+        else first; a read of the returned arrays runs it at once."""
+        engine = self._engine
+        idx, num_reqs = self._idx(idx_mapping)
+        padded = self._padded(num_reqs_padded, num_reqs)
+        if engine.gather is not None:
+            engine.run_gather()
+        engine.gather = (idx, padded)
+        return tuple(table[:padded] for table in self.input_block_tables)
+
+    def get_dummy_block_tables(self, num_reqs):
+        """The first num_reqs rows of every input block table, zeroed (a
+        dummy run: CLBT_STEP_DUMMY with a gather, which commits nothing),
+        at the persistent addresses a recorded graph reads."""
+        engine = self._engine
+        padded = self._padded(num_reqs, 0)
+        if engine.gather is not None:
+            engine.run_gather()
+        engine.dummy(padded, STEP_DUMMY | STEP_GATHER)
+        return tuple(table[:padded] for table in self.input_block_tables)
+
+    def get_dummy_slot_mappings(self, num_tokens):
+        """Every slot of every group set to -1 (CLBT_STEP_DUMMY, which
+        commits nothing); returns slot_mappings[:, :num_tokens]."""
+        engine = self._engine
+        num_tokens = _u32(num_tokens, "num_tokens")
+        if engine.gather is not None:
+            engine.run_gather()
+        engine.dummy(0, STEP_DUMMY)
+        return self.slot_mappings[:, :num_tokens]
+
+    def compute_slot_mappings(self, idx_mapping, query_start_loc, positions,
+                              num_tokens_padded=None, *, num_tokens=None):
         """Every group's slot mapping, request r's tokens through slot
-        idx_mapping[r], in one launch; returns each group's first
-        num_tokens slots."""
-        return self.step(idx_mapping, query_start_loc, positions, gather=False,
-                         num_reqs=num_reqs, num_tokens=num_tokens)[1]
+        idx_mapping[r] (negative: a padding request, whose tokens get -1),
+        with the staged writes and an owed gather of the same idx_mapping,
+        in one clbt step; returns slot_mappings[:, :num_tokens_padded]
+        (num_tokens_padded None: positions' length)."""
+        engine = self._engine
+        idx, num_reqs = self._idx(idx_mapping)
+        count = _token_count(positions, num_tokens)
+        query_start_loc = _batch_input(query_start_loc, "query_start_loc")
+        positions = _batch_input(positions, "positions")
+        padded = count if num_tokens_padded is None else _u32(num_tokens_padded,
+                                                               "num_tokens_padded")
+        options = {}
+        if engine.gather is not None:
+            gather_idx, gather_padded = engine.gather
+            if _same_indices(gather_idx, idx):
+                engine.gather = None
+                options = dict(flags=STEP_GATHER, num_reqs_padded=gather_padded)
+            else:
+                engine.run_gather()
+        engine.step(num_reqs, query_start_loc, positions, num_tokens=count, idx_mapping=idx,
+                    **options)
+        self._unstage()
+        return self.slot_mappings[:, :padded]
 
-    def step(self, idx_mapping, query_start_loc, positions, num_reqs_padded=0, *, gather=True,
-             num_reqs=None, num_tokens=None):
+    def step(self, idx_mapping, query_start_loc, positions, num_reqs_padded=None, *,
+             gather=True, num_tokens=None):
         """Extension: the commit, every group's slot mapping and (gather)
-        the gather in one call and one launch. Returns (block tables, or
-        None without gather; slot mappings) as the two methods do."""
-        num_reqs = _length(idx_mapping, num_reqs, "num_reqs")
-        num_tokens = _length(positions, num_tokens, "num_tokens")
-        self._table.step(num_reqs, query_start_loc, positions, num_tokens,
-                         idx_mapping=idx_mapping, num_reqs_padded=num_reqs_padded,
-                         flags=STEP_GATHER if gather else 0)
-        tables = tuple(_first(rows, num_reqs_padded or num_reqs)
-                       for rows in self.input_block_tables) if gather else None
-        return tables, tuple(_first(slots, num_tokens) for slots in self.slot_mappings)
+        the gather in one call. Returns (the gathered tables' first
+        num_reqs_padded rows, or None; slot_mappings[:, :num_tokens])."""
+        engine = self._engine
+        idx, num_reqs = self._idx(idx_mapping)
+        padded = self._padded(num_reqs_padded, num_reqs)
+        count = _token_count(positions, num_tokens)
+        query_start_loc = _batch_input(query_start_loc, "query_start_loc")
+        positions = _batch_input(positions, "positions")
+        if engine.gather is not None:
+            engine.run_gather()
+        engine.step(num_reqs, query_start_loc, positions, num_tokens=count, idx_mapping=idx,
+                    num_reqs_padded=padded, flags=STEP_GATHER if gather else 0)
+        self._unstage()
+        tables = tuple(t[:padded] for t in self.input_block_tables) if gather else None
+        return tables, self.slot_mappings[:, :count]
+
+    def compute_step_host(self, idx_mapping, query_start_loc, positions, num_reqs_padded=None,
+                          *, gather=True, gathered_rows=None):
+        """Extension: the step computed on the host from the host rows
+        (clbt_multi_table_compute_step_host), for checks and as a CPU
+        fallback. Returns (per group: slot mapping or None for a group
+        without slot mapping; gathered table after the step)."""
+        engine = self._engine
+        idx, num_reqs = self._idx(idx_mapping)
+        engine.apply_rows()
+        return engine.table.compute_step_host(
+            num_reqs, np.asarray(query_start_loc), np.asarray(positions), idx_mapping=idx,
+            num_reqs_padded=self._padded(num_reqs_padded, num_reqs),
+            flags=STEP_GATHER if gather else 0, gathered_rows=gathered_rows)
 
     def close(self):
-        """Extension: frees the tables now."""
-        self._table.close()
+        """Extension: frees the tables now; later calls raise clbt.Error."""
+        self._engine.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exception):
+        self.close()
+
+    def __repr__(self):
+        return "clbt.vllm.BlockTables(block_sizes=%s, max_num_reqs=%d)" % (
+            self._block_sizes, self.max_num_reqs)
+
+
+def _same_indices(a, b):
+    """Whether two idx_mapping inputs are the same batch: equal host
+    arrays, or one PyOpenCL array."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return a.shape == b.shape and bool(np.array_equal(a, b))
+    return a is b

@@ -41,9 +41,9 @@ def test_batch_updates_read_no_further_than_block_ids(device):
         for call in (multi.append_rows, multi.add_rows):
             refused(lambda: call([1], [[1], [3]], [[4], [5, 6]]), ValueError,
                     "block_ids[1] holds 2 values; sum(counts[1]) needs 3")
-        facade = vllm.BlockTable._of(table, False, device, vllm.SlotMappingMode.TOKEN_TO_KV_SLOT,
-                                     1, 1, 0)
+        facade = vllm.BlockTable(16, 4, 4, 8, False, device, 16, 1)
         refused(lambda: facade.append_rows([1], [8], [5]), ValueError, "sum(counts) needs 8")
+        assert not facade.num_blocks_per_row.any()
         assert table.host_rows[1, :3].tolist() == [2, 0, 0]
         assert table.row_lengths.tolist() == [0, 1, 0, 0]
         assert [g.row_lengths.tolist() for g in multi] == [[0] * 4, [0] * 4]

@@ -18,6 +18,7 @@ MIRRORS = {
     "clbt_export_buffers": _library.ExportBuffers,
     "clbt_step": _library.Step,
     "clbt_host_step": _library.HostStep,
+    "clbt_multi_host_step": _library.MultiHostStep,
 }
 
 
@@ -42,18 +43,20 @@ def test_mirror_has_the_c_fields_at_the_c_offsets(struct):
 
 
 def test_every_mirrored_struct_is_printed():
-    assert set(c_layouts()) - {"CLBT_STEP_GATHER", "CLBT_STEP_EXPORT"} == set(MIRRORS)
+    assert set(c_layouts()) - {"CLBT_STEP_GATHER", "CLBT_STEP_EXPORT", "CLBT_STEP_DUMMY"} == \
+        set(MIRRORS)
 
 
 def test_step_flags_are_the_c_values():
     c = c_layouts()
-    assert (_library.STEP_GATHER, _library.STEP_EXPORT) == (
-        c["CLBT_STEP_GATHER"]["value"], c["CLBT_STEP_EXPORT"]["value"])
+    assert (_library.STEP_GATHER, _library.STEP_EXPORT, _library.STEP_DUMMY) == (
+        c["CLBT_STEP_GATHER"]["value"], c["CLBT_STEP_EXPORT"]["value"],
+        c["CLBT_STEP_DUMMY"]["value"])
 
 
 def test_sized_structs_carry_their_own_size():
     # what lets a newer library read them at this size (clbt.h, config structs)
     c = c_layouts()
     for struct in ("clbt_table_config", "clbt_group_config", "clbt_multi_table_config",
-                   "clbt_step", "clbt_host_step"):
+                   "clbt_step", "clbt_host_step", "clbt_multi_host_step"):
         assert MIRRORS[struct]().struct_size == c[struct]["sizeof"]

@@ -11,6 +11,11 @@ import clbt
 from clbt import vllm
 from model import Refused, TableModel
 
+try:
+    import torch
+except ImportError:  # the facade's arrays are numpy's then
+    torch = None
+
 SEED = int(os.environ.get("CLBT_TEST_SEED", random.randrange(1 << 30)))
 
 
@@ -48,13 +53,223 @@ def test_device_tensor_views(device):
     table.append_row([5, 6], 0)
     table.commit_block_table(1)
     tensor = table.get_device_tensor(1)
-    if clbt._opencl.pyopencl is None:
-        assert isinstance(tensor, clbt.Buffer)
-    else:
-        assert tensor.shape == (1, 4) and tensor.get().tolist() == [[5, 6, 0, 0]]
+    assert isinstance(tensor, clbt.DeviceArray) and tensor.shape == (1, 4)
+    assert tensor.tolist() == [[5, 6, 0, 0]]  # the read commits what is owed
     table.compute_slot_mapping(1, np.array([0, 2], np.int32), np.array([0, 17]))
     assert table.slot_mapping.np[:3].tolist() == [80, 97, -1]
+    assert table.slot_mapping.gpu[:3].tolist() == [80, 97, -1]
     table.close()
+
+
+def hand_table(device, **keywords):
+    """vLLM's test shape: 8 rows of 32 blocks, 2048 tokens."""
+    settings = dict(block_size=16, max_num_reqs=8, max_num_blocks_per_req=32,
+                    max_num_batched_tokens=2048, pin_memory=False, device=device,
+                    kernel_block_size=16, cp_kv_cache_interleave_size=1)
+    settings.update(keywords)
+    return vllm.BlockTable(**settings)
+
+
+def run_batch(table, rows, positions):
+    """add_row for each request's KV blocks, commit, map; returns the whole
+    slot mapping read through .gpu.cpu(), as vLLM's tests read it."""
+    for row, ids in enumerate(rows):
+        table.add_row(ids, row)
+    table.commit_block_table(len(rows))
+    qsl = np.cumsum([0] + [len(p) for p in positions]).astype(np.int32)
+    flat = np.array([p for ps in positions for p in ps], np.int64)
+    if torch is None:
+        table.compute_slot_mapping(len(rows), qsl, flat)
+        return table.slot_mapping.gpu.cpu()  # numpy without torch
+    table.compute_slot_mapping(len(rows), torch.from_numpy(qsl), torch.from_numpy(flat))
+    out = table.slot_mapping.gpu.cpu()
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.int64
+    return out.numpy()
+
+
+def test_slots_by_hand_with_the_pad_tail(device):
+    # block 16, blocks 5 6 7: positions 0 15 16 47 -> 80 95 96 127; a second
+    # request's row [7, 4]: position 20 -> 4 * 16 + 4 = 68.
+    out = run_batch(hand_table(device), [[5, 6, 7], [7, 4]], [[0, 15, 16, 47], [20]])
+    assert out[:5].tolist() == [80, 95, 96, 127, 68]
+    assert (out[5:] == -1).all() and out.size == 2048
+
+
+def test_dcp_layout_set_after_construction_takes_effect(device):
+    # vLLM's model runner (and its tests) set dcp_world_size and dcp_rank on
+    # the table after making it. Rank 1 of 2, block 16: a virtual block of
+    # 32 tokens, rank 1 owns the odd offsets; blocks [5, 6]: positions 1 3 5
+    # -> 80 81 82, position 33 -> 96; the even ones are other ranks'.
+    table = hand_table(device)
+    table.dcp_world_size = 2
+    table.dcp_rank = 1
+    assert (table.dcp_world_size, table.dcp_rank) == (2, 1)
+    out = run_batch(table, [[5, 6]], [[0, 1, 2, 3, 4, 5, 32, 33]])
+    assert out[:8].tolist() == [-1, 80, -1, 81, -1, 82, -1, 96]
+    # With rows in it the layout can no longer change: refused, with the
+    # table as it was.
+    table.dcp_rank = 0
+    with pytest.raises(clbt.Error, match="can change only while every row is empty"):
+        table.append_row([9], 1)
+    assert (table.dcp_world_size, table.dcp_rank) == (2, 1)
+    assert table.num_blocks_per_row[:2].tolist() == [2, 0]
+
+
+@pytest.mark.parametrize("world, interleave", [(2, 1), (4, 1), (2, 4), (4, 4)])
+def test_every_token_has_exactly_one_rank(device, world, interleave):
+    owners = np.zeros(96, np.int64)
+    for rank in range(world):
+        table = hand_table(device, cp_kv_cache_interleave_size=interleave)
+        table.dcp_world_size, table.dcp_rank = world, rank
+        model = TableModel(16, 8, 32, 2048, cp_world_size=world, cp_rank=rank,
+                           interleave=interleave)
+        model.add_row([1, 2, 3], 0)
+        model.commit(1)
+        out = run_batch(table, [[1, 2, 3]], [list(range(96))])
+        expected = model.slot_mapping(1, np.array([0, 96]), np.arange(96))
+        assert out.tolist() == expected.tolist()
+        owners += out[:96] != -1
+        table.close()
+    assert owners.tolist() == [1] * 96
+
+
+def test_layout_and_sizes_fixed_at_creation_refuse_assignment(device):
+    table = hand_table(device, block_size=32)
+    for name in ("block_size", "kv_cache_block_size", "blocks_per_kv_block",
+                 "max_num_blocks_per_req", "max_num_reqs", "max_num_batched_tokens",
+                 "use_hybrid_blocks"):
+        before = getattr(table, name)
+        with pytest.raises(AttributeError, match="fixed when the table is made"):
+            setattr(table, name, 8)
+        assert getattr(table, name) == before
+    # pcp is vLLM's too, and its kernel reads it no more than clbt does
+    table.pcp_world_size = 2
+    assert table.pcp_world_size == 2
+
+
+@pytest.mark.parametrize("kv, kernel", [(32, 16), (64, 16)])
+def test_hybrid_blocks_map_kernel_blocks(device, kv, kernel):
+    table = hand_table(device, block_size=kv, kernel_block_size=kernel)
+    k = kv // kernel
+    assert table.use_hybrid_blocks and table.blocks_per_kv_block == k
+    assert table.block_size == kernel and table.kv_cache_block_size == kv
+    assert table._kernel_block_arange.tolist() == [list(range(k))]
+    model = TableModel(kv, 8, table.max_num_blocks_per_req, 2048, kernel_block_size=kernel)
+    model.add_row([5, 9, 2], 0)
+    model.commit(1)
+    out = run_batch(table, [[5, 9, 2]], [list(range(3 * kv))])
+    assert out.tolist() == model.slot_mapping(1, np.array([0, 3 * kv]),
+                                              np.arange(3 * kv)).tolist()
+    # KV blocks [5, 9] of 32 over kernel blocks of 16 are kernel blocks
+    # 10 11 18 19: positions 0 15 16 31 32 47 48 -> 160 175 176 191 288 303 304
+    if kv == 32:
+        table.clear()
+        out = run_batch(table, [[5, 9]], [[0, 15, 16, 31, 32, 47, 48]])
+        assert out[:7].tolist() == [160, 175, 176, 191, 288, 303, 304]
+        assert table.get_numpy_array()[0, :4].tolist() == [10, 11, 18, 19]
+    assert table._kernel_block_arange is not None
+    assert hand_table(device)._kernel_block_arange is None
+
+
+def test_slot_mapping_none_mode_leaves_the_buffer_alone(device):
+    table = hand_table(device, slot_mapping_mode=vllm.SlotMappingMode.NONE)
+    table.slot_mapping.gpu.fill_(-12345)
+    out = run_batch(table, [[5, 6]], [[0, 1, 2]])
+    assert (out == -12345).all()
+
+
+def test_tail_of_padding_past_a_1024_tile(device):
+    table = hand_table(device, max_num_batched_tokens=2100, max_num_blocks_per_req=65)
+    out = run_batch(table, [list(range(1, 66))], [list(range(1030))])
+    assert out[1023:1030].tolist() == list(range(1039, 1046))  # block b is slots 16b..
+    assert out[:16].tolist() == list(range(16, 32)) and (out[1030:] == -1).all()
+
+
+def test_move_row_clears_the_vacated_row(device):
+    table = vllm.BlockTable(block_size=16, max_num_reqs=4, max_num_blocks_per_req=8,
+                            max_num_batched_tokens=64, pin_memory=False, device=device,
+                            cp_kv_cache_interleave_size=1)  # kernel_block_size: block_size
+    table.add_row([7, 8, 9], row_idx=0)
+    table.add_row([4, 5], row_idx=1)
+    table.move_row(1, 0)
+    assert table.block_table.np[0, :3].tolist() == [4, 5, 9]  # past the length: kept
+    assert table.num_blocks_per_row[:2].tolist() == [2, 0]
+    assert not table.block_table.np[1].any()
+    assert table.num_blocks_per_row.dtype == np.int32  # vLLM's dtype
+
+
+def test_widths_as_vllm_computes_them(device):
+    # 1875 blocks of 64 align to 1876 (128 tokens = 2 blocks); 235 blocks of
+    # 256 over kernel blocks of 64: 235 (256 is already a multiple of 128) x 4
+    assert vllm.get_block_table_width(1875, 64, 64) == 1876
+    assert vllm.get_block_table_width(235, 256, 64) == 940
+    one = vllm.MultiGroupBlockTable(2, 8, False, device, [64], [64], [1875])
+    rows = one[0].get_device_tensor(2)
+    assert rows.shape == (2, 1876) and rows.stride() == (1876, 1)
+    assert not np.asarray(rows.cpu()).any()  # zero rows, read as vLLM's tensors are
+    two = vllm.MultiGroupBlockTable(1, 1, False, device, [256], [64], [235])
+    assert two[0].get_device_tensor(1).shape[1] == 940 == two[0].max_num_blocks_per_req
+
+
+def test_device_rows_written_through_the_view(device):
+    # vLLM's code writes device tables with copy_ (the DSA indexer's test
+    # does); the write goes through clbt's queue and reads back.
+    table = vllm.MultiGroupBlockTable(2, 8, False, device, [64], [64], [4])
+    rows = table[0].get_device_tensor(2)
+    rows.copy_(np.arange(2 * rows.shape[1], dtype=np.int32).reshape(2, -1))
+    assert rows[1, :3].tolist() == [rows.shape[1], rows.shape[1] + 1, rows.shape[1] + 2]
+
+
+def test_updates_are_checked_when_given(device):
+    # Row updates reach C at the next use of the rows; a bad one still
+    # raises at once and records nothing.
+    table = vllm.MultiGroupBlockTable(4, 8, False, device, [16, 32], [16, 16], [8, 4])
+    table.append_row(([1], [2]), 0)
+    with pytest.raises(TypeError, match="block_ids\\[0\\] is an int; a 1-D sequence"):
+        table.append_row([1, 2], 1)  # two ids, not one list per group
+    with pytest.raises(TypeError, match="one entry per group"):
+        table.append_row([[1]], 1)
+    with pytest.raises(TypeError, match="block_ids\\[0\\] is an int"):
+        table.append_row((3, [4]), 1)
+    with pytest.raises(TypeError, match="holds a float"):
+        table.append_row(([1.5], [4]), 1)
+    with pytest.raises(TypeError, match="has shape \\(2, 2\\)"):
+        table.append_row((np.ones((2, 2), np.int32), [4]), 1)
+    with pytest.raises(clbt.Error, match="row_idx 9 is out of range") as refused:
+        table.append_row(([1], [2]), 9)
+    assert refused.value.status == "CLBT_ROW_OUT_OF_RANGE"
+    with pytest.raises(clbt.Error, match="holds -1") as refused:
+        table.add_row(([-1], [2]), 1)
+    assert refused.value.status == "CLBT_INVALID_BLOCK_ID"
+    with pytest.raises(clbt.Error, match="groups\\[1\\]: row 0 would hold 18") as refused:
+        table.append_row(([1], list(range(8))), 0)  # group 1: 1 + 8 blocks x 2 > 16
+    assert refused.value.status == "CLBT_ROW_OVERFLOW"
+    table.append_row(([3], [4, 5]), 0)
+    assert table[0].num_blocks_per_row[0] == 2 and table[1].num_blocks_per_row[0] == 6
+    assert table[1].block_table.np[0, :6].tolist() == [4, 5, 8, 9, 10, 11]
+    assert not table[0].num_blocks_per_row[1:].any()
+
+
+def test_one_step_per_commit_and_slot_mapping(device, monkeypatch):
+    # commit_block_table owes the commit; compute_slot_mapping runs it with
+    # every group's slot mapping as one clbt step.
+    calls = []
+    for name in ("clbt_multi_table_enqueue_step", "clbt_multi_table_enqueue_commit",
+                 "clbt_multi_table_enqueue_slot_mapping", "clbt_multi_table_append_rows",
+                 "clbt_multi_table_add_rows", "clbt_multi_table_append_row"):
+        function = getattr(clbt._library.lib, name)
+        monkeypatch.setattr(clbt._library.lib, name,
+                            lambda *args, _f=function, _n=name: calls.append(_n) or _f(*args))
+    table = vllm.MultiGroupBlockTable(4, 8, False, device, [16, 32], [16, 16], [8, 4])
+    for row in range(3):
+        table.add_row(([row + 1], [row + 4]), row)
+    table.append_row(([7], [8]), 0)
+    table.commit_block_table(3)
+    table.compute_slot_mapping(3, np.array([0, 1, 2, 3], np.int32), np.array([16, 0, 0]))
+    assert calls == ["clbt_multi_table_add_rows", "clbt_multi_table_append_rows",
+                     "clbt_multi_table_enqueue_step"]
+    assert table[0].slot_mapping.gpu[:3].tolist() == [7 * 16, 2 * 16, 3 * 16]
+    assert table[1].slot_mapping.gpu[:3].tolist() == [9 * 16, 10 * 16, 12 * 16]
 
 
 class Scheduler:
@@ -227,65 +442,28 @@ def apply_to_model(model, operation, args):
     return None
 
 
-def read_views(device, views, shapes, dtype):
-    """Device views returned by BlockTables read back: PyOpenCL arrays
-    directly, handles (whole buffers) through the package's read."""
-    return [view.get() if hasattr(view, "get") else
-            clbt._opencl.read(device.queue.int_ptr, view.int_ptr, np.empty(shape, dtype))
-            for view, shape in zip(views, shapes)]
-
-
-@pytest.mark.parametrize("zero_tails", [False, True])
-def test_block_tables_persistent_loop_matches_the_model(device, zero_tails):
-    # Model Runner V2's call sequence: arrivals take a free slot
-    # (overwrite), running requests grow (append), finished ones free their
-    # slot; each step gathers through idx_mapping (shuffled, padded, with a
-    # padding entry) and maps the batch's tokens.
-    rng = random.Random(SEED)
-    print("CLBT_TEST_SEED=%d" % SEED)
-    tables = vllm.BlockTables([16, 32], max_num_reqs=6, max_num_batched_tokens=24,
-                              max_model_len=256, device=device, kernel_block_sizes=[16, 16],
-                              zero_gathered_tails=zero_tails)
-    groups = tables._table.groups
-    models = [TableModel(b, 6, g.width, 24, kernel_block_size=16, zero_gathered_tails=zero_tails)
-              for b, g in zip([16, 32], groups)]
-    running, free, next_id = {}, list(range(6)), 1  # slot -> tokens so far
-    for step in range(12):
-        for slot in [s for s in running if rng.random() < 0.2]:
-            del running[slot]
-            free.append(slot)
-        while free and rng.random() < 0.6:
-            slot = free.pop(rng.randrange(len(free)))
-            ids = ([next_id, next_id + 1], [next_id + 2])  # 32 tokens in each group
-            next_id += 3
-            tables.append_block_ids(slot, ids, overwrite=True)
-            for model, group_ids in zip(models, ids):
-                model.add_row(group_ids, slot)
-            running[slot] = rng.randrange(1, 31)
-        for slot in running:  # decode: one token, one new block when full
-            if running[slot] % 32 == 0:
-                ids = ([next_id, next_id + 1], [next_id + 2])
-                next_id += 3
-                tables.append_block_ids(slot, ids, overwrite=False)
-                for model, group_ids in zip(models, ids):
-                    model.append_row(group_ids, slot)
-        tables.apply_staged_writes()
-        batch = list(running)
-        rng.shuffle(batch)
-        idx = np.array(batch + [-1] * (len(batch) < 6), np.int32)
-        padded = min(len(idx) + rng.randrange(2), 6)
-        positions = np.array([running[s] for s in batch] + [0] * (len(batch) < 6), np.int64)
-        qsl = np.arange(len(idx) + 1, dtype=np.int32)
-        gathered = tables.gather_block_tables(idx, padded)
-        for model in models:
-            model.step(len(idx), qsl[:1].repeat(len(idx) + 1), [], idx, padded, gather=True)
-        for got, model in zip(read_views(device, gathered, [(padded, g.width) for g in groups],
-                                               np.int32), models):
-            assert got.tolist() == model.gathered[:padded].tolist(), "step %d" % step
-        slots = tables.compute_slot_mappings(idx, qsl, positions)
-        for got, model in zip(read_views(device, slots, [len(positions)] * 2, np.int64), models):
-            expected = model.step(len(idx), qsl, positions, idx)
-            assert got.tolist() == expected[:len(positions)].tolist(), "step %d" % step
-        for slot in running:
-            running[slot] += 1
-    tables.close()
+def test_batch_updates_cannot_read_past_their_arrays(device):
+    # Issue 19: append_rows([1], [8], [5]) copied 7 words from past the
+    # one id into the row. Every length is checked before C reads.
+    table = vllm.BlockTable(16, 4, 8, 8, False, device, 16, 1)
+    with pytest.raises(clbt.Error, match=r"block_ids holds 1 values; sum\(counts\) needs 8"):
+        table.append_rows([1], [8], [5])
+    with pytest.raises(clbt.Error, match=r"counts holds 2 entries; rows holds 1"):
+        table.append_rows([1], [1, 1], [5, 6])
+    with pytest.raises(TypeError, match="rows is an int; a 1-D sequence of ints expected"):
+        table.append_rows(1, [1], [5])
+    with pytest.raises(TypeError, match="1-D"):
+        table.add_rows([[1]], [[1]], [[5]])
+    with pytest.raises(clbt.Error, match="rows holds -1") as refused:
+        table.append_rows([-1], [1], [5])
+    assert refused.value.status == "CLBT_ROW_OUT_OF_RANGE"
+    assert not table.num_blocks_per_row.any() and not table.get_numpy_array().any()
+    multi = vllm.MultiGroupBlockTable(4, 8, False, device, [16, 32], [16, 16], [8, 4])
+    with pytest.raises(clbt.Error, match=r"block_ids\[1\] holds 0 values; sum\(counts\[1\]\) needs 2"):
+        multi.append_rows([0, 1], [[1, 0], [1, 1]], [[5], []])
+    with pytest.raises(TypeError, match="counts and block_ids need 2 groups each"):
+        multi.append_rows([0], [[1]], [[5]])
+    multi.append_rows(np.array([0, 1], np.uint32), [[1, 0], [1, 1]], [[5], [6, 7]])
+    assert multi[1].get_numpy_array()[:2, :2].tolist() == [[12, 13], [14, 15]]
+    with pytest.raises(TypeError, match="positions has shape"):
+        multi.compute_slot_mapping(1, np.array([0, 1], np.int32), np.zeros((1, 1), np.int64))

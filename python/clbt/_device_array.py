@@ -1,0 +1,609 @@
+"""Device buffers shaped as the torch tensors vLLM's code calls on them.
+
+A DeviceArray is a view (shape, strides, offset) of one OpenCL buffer, as
+vLLM's ``.gpu`` tensors are views of CUDA memory: indexing and slicing give
+views of the same buffer, ``fill_`` and ``copy_`` write it, and ``cpu()``,
+``numpy()``, ``tolist()`` and ``item()`` read it. What a read returns is a
+torch tensor when torch is installed (``cpu()``), else a numpy array.
+A StackedDeviceArray stands for a ``[G, ...]`` tensor over G such views of
+equal shape (one per KV-cache group, each group's buffer its own).
+
+How reads and writes meet the device (docs/python.md, "Device arrays"):
+
+- Every read and write first runs the owner's pending work (the facade
+  defers row updates, commits and gathers to the call that needs them),
+  then waits for the queue to reach it: a read returns what the device holds
+  after every command enqueued before it.
+- On a device whose memory is the host's (CL_DEVICE_HOST_UNIFIED_MEMORY:
+  PoCL), ``numpy()`` and ``cpu()`` map the buffer for reading and return a
+  view of the mapping, with no copy; the mapping is released when the last
+  array on it goes. Elsewhere they read into a new array.
+- Writes go through the queue, in order with clbt's commands: ``fill_`` is
+  one enqueued fill (non-blocking), ``copy_`` and item assignment a
+  blocking write of the view's bytes (a view with gaps is read, patched and
+  written back).
+
+torch functions and operators take DeviceArrays too (``torch.equal(a,
+t)``, ``a == 0``): they see a host copy. Nothing here allocates device
+memory: ``clone()``, ``contiguous()`` of a view with gaps and ``to()`` give
+host tensors.
+"""
+import ctypes
+import operator
+import warnings
+import weakref
+from ctypes import POINTER, byref, c_int32, c_size_t, c_uint, c_uint64, c_void_p
+
+import numpy as np
+
+_cl = ctypes.CDLL("libOpenCL.so.1")  # own function objects: their own argtypes
+_cl.clEnqueueMapBuffer.restype = c_void_p
+_cl.clEnqueueMapBuffer.argtypes = (c_void_p, c_void_p, c_uint, c_uint64, c_size_t, c_size_t,
+                                   c_uint, c_void_p, POINTER(c_void_p), POINTER(c_int32))
+_cl.clEnqueueUnmapMemObject.argtypes = (c_void_p, c_void_p, c_void_p, c_uint, c_void_p,
+                                        POINTER(c_void_p))
+_cl.clEnqueueFillBuffer.argtypes = (c_void_p, c_void_p, c_void_p, c_size_t, c_size_t, c_size_t,
+                                    c_uint, c_void_p, POINTER(c_void_p))
+for _name in ("clEnqueueReadBuffer", "clEnqueueWriteBuffer"):
+    getattr(_cl, _name).argtypes = (c_void_p, c_void_p, c_uint, c_size_t, c_size_t, c_void_p,
+                                    c_uint, c_void_p, POINTER(c_void_p))
+_cl.clEnqueueCopyBuffer.argtypes = (c_void_p, c_void_p, c_void_p, c_size_t, c_size_t, c_size_t,
+                                    c_uint, c_void_p, POINTER(c_void_p))
+_cl.clGetDeviceInfo.argtypes = (c_void_p, c_uint, c_size_t, c_void_p, POINTER(c_size_t))
+_cl.clGetEventInfo.argtypes = (c_void_p, c_uint, c_size_t, c_void_p, POINTER(c_size_t))
+for _name in ("clRetainMemObject", "clReleaseMemObject", "clRetainCommandQueue",
+              "clReleaseCommandQueue", "clReleaseEvent"):
+    getattr(_cl, _name).argtypes = (c_void_p,)
+
+_CL_MAP_READ = 1
+_CL_DEVICE_HOST_UNIFIED_MEMORY = 0x1035
+_CL_EVENT_COMMAND_EXECUTION_STATUS = 0x11D3
+_CL_TRUE = 1
+
+_torch_module = []  # [torch or None], imported on first use
+
+
+def _torch():
+    """torch when it is installed, else None (imported once, when first
+    needed: importing it takes a second)."""
+    if not _torch_module:
+        try:
+            import torch
+        except ImportError:
+            torch = None
+        _torch_module.append(torch)
+    return _torch_module[0]
+
+
+def _check(code, call):
+    if code:
+        from ._core import Error
+        raise Error(code, "%s failed" % call)
+
+
+# Commands whose event has not ended: an event is released only once its
+# command has ended, because PoCL aborts when a failure reaches a command
+# whose event was released while it was queued (issue 20).
+_in_flight = []
+
+
+def _keep(event):
+    """Holds a command's event until the command ends; frees the ended."""
+    _in_flight.append(event)
+    status = c_int32()
+    still = []
+    for held in _in_flight:
+        code = _cl.clGetEventInfo(held, _CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                  ctypes.sizeof(status), byref(status), None)
+        if code == 0 and status.value > 0:  # queued, submitted or running
+            still.append(held)
+        else:
+            _cl.clReleaseEvent(held)
+    _in_flight[:] = still
+
+
+_unified = {}  # device id -> whether its memory is the host's
+
+
+def _host_unified(device_id):
+    if device_id not in _unified:
+        value = c_uint()
+        _check(_cl.clGetDeviceInfo(device_id, _CL_DEVICE_HOST_UNIFIED_MEMORY,
+                                   ctypes.sizeof(value), byref(value), None), "clGetDeviceInfo")
+        _unified[device_id] = bool(value.value)
+    return _unified[device_id]
+
+
+def _release(mem, queue):
+    _cl.clReleaseMemObject(mem)
+    _cl.clReleaseCommandQueue(queue)
+
+
+class Memory:
+    """One OpenCL buffer DeviceArrays view, with a reference of its own on
+    the buffer and on the queue (so arrays outlive the table that made
+    them), the device's memory kind, and the owner's sync: a callable run
+    before every read or write (None: nothing to run)."""
+
+    __slots__ = ("handle", "queue", "nbytes", "unified", "sync", "__weakref__")
+
+    def __init__(self, handle, queue, device_id, nbytes, sync=None):
+        _check(_cl.clRetainMemObject(handle), "clRetainMemObject")
+        _check(_cl.clRetainCommandQueue(queue), "clRetainCommandQueue")
+        self.handle, self.queue, self.nbytes = handle, queue, nbytes
+        self.unified = _host_unified(device_id)
+        self.sync = sync
+        weakref.finalize(self, _release, handle, queue)
+
+    def ready(self):
+        if self.sync is not None:
+            self.sync()
+
+
+class _Mapping:
+    """A region mapped for reading, exposed to numpy as bytes; unmapped when
+    the last array on it goes."""
+
+    def __init__(self, memory, offset, nbytes):
+        error = c_int32()
+        pointer = _cl.clEnqueueMapBuffer(memory.queue, memory.handle, _CL_TRUE, _CL_MAP_READ,
+                                         offset, nbytes, 0, None, None, byref(error))
+        _check(error.value, "clEnqueueMapBuffer")
+        self.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1",
+                                    "data": (pointer, True), "version": 3}
+        weakref.finalize(self, _unmap, memory, pointer)
+
+
+def _unmap(memory, pointer):
+    event = c_void_p()
+    if _cl.clEnqueueUnmapMemObject(memory.queue, memory.handle, pointer, 0, None,
+                                   byref(event)) == 0:
+        _keep(event)
+
+
+def _index(value, length, axis):
+    """An integer index in [0, length), as numpy and torch take one."""
+    try:
+        i = operator.index(value)
+    except TypeError:
+        raise TypeError("index %r along axis %d is not an integer" % (value, axis)) from None
+    if not -length <= i < length:
+        raise IndexError("index %d is out of bounds for axis %d with size %d" % (i, axis, length))
+    return i + length if i < 0 else i
+
+
+def _basic(key):
+    """Whether key is basic indexing (ints, slices, Ellipsis, None), which
+    gives a view; anything else (arrays, lists, booleans) copies."""
+    for part in key:
+        if part is None or part is Ellipsis or isinstance(part, slice):
+            continue
+        if isinstance(part, (bool, np.bool_)):
+            return False
+        try:
+            operator.index(part)
+        except TypeError:
+            return False
+        if hasattr(part, "ndim") and part.ndim:
+            return False
+    return True
+
+
+def _expand(key, ndim):
+    """key as a tuple with Ellipsis replaced by full slices."""
+    key = key if isinstance(key, tuple) else (key,)
+    if sum(part is Ellipsis for part in key) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    taken = sum(part is not None and part is not Ellipsis for part in key)
+    if taken > ndim:
+        raise IndexError("too many indices: the array is %d-dimensional, %d were indexed"
+                         % (ndim, taken))
+    if Ellipsis in key:
+        at = key.index(Ellipsis)
+        return key[:at] + (slice(None),) * (ndim - taken) + key[at + 1:]
+    return key + (slice(None),) * (ndim - taken)
+
+
+class _HostForms:
+    """What DeviceArray and StackedDeviceArray share: the host forms of
+    their contents and everything computed from them."""
+
+    __array_priority__ = 1000  # numpy's operators defer to ours
+
+    def cpu(self):
+        """The contents as a torch tensor on the host (a numpy array without
+        torch): a view without a copy where numpy() is one."""
+        host = self.numpy()
+        torch = _torch()
+        if torch is None:
+            return host
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # read-only views
+            return torch.from_numpy(host)
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def item(self):
+        host = self.numpy()
+        if host.size != 1:
+            raise ValueError("item() needs an array of one element; this one has %d"
+                             % host.size)
+        return host.reshape(()).item()
+
+    def __array__(self, dtype=None, copy=None):
+        host = self.numpy()
+        return host if dtype is None else host.astype(dtype)
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        return operator.index(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __bool__(self):
+        return bool(self.item())
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def dim(self):
+        return len(self.shape)
+
+    def size(self, dim=None):
+        """The shape, or its length along dim (torch's size())."""
+        return self.shape if dim is None else self.shape[dim]
+
+    def numel(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def clone(self):
+        """A host copy (a torch tensor; numpy without torch): clbt allocates
+        no device memory for a copy."""
+        host = np.array(self.numpy())
+        torch = _torch()
+        return host if torch is None else torch.from_numpy(host)
+
+    def to(self, *args, **kwargs):
+        """The host tensor converted as torch's to() converts it."""
+        return self.cpu().to(*args, **kwargs)
+
+    def zero_(self):
+        return self.fill_(0)
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return func(*_to_host(args), **_to_host(kwargs or {}))
+
+    def _host_operand(self):
+        torch = _torch()
+        return self.cpu() if torch is not None else self.numpy()
+
+    def __repr__(self):
+        return "%s(%s, dtype=%s)" % (type(self).__name__, np.array2string(self.numpy()),
+                                     self.np_dtype)
+
+    __hash__ = object.__hash__
+
+
+def _host_binary(name):
+    def method(self, other):
+        other = _to_host(other)
+        torch = _torch()
+        if torch is not None and isinstance(other, np.ndarray):
+            other = torch.as_tensor(other)  # torch's operators take no numpy arrays
+        return getattr(self._host_operand(), name)(other)
+    method.__name__ = name
+    return method
+
+
+for _op in ("eq", "ne", "lt", "le", "gt", "ge", "add", "radd", "sub", "rsub", "mul", "rmul",
+            "floordiv", "rfloordiv", "truediv", "rtruediv", "mod", "rmod", "and", "or", "xor"):
+    setattr(_HostForms, "__%s__" % _op, _host_binary("__%s__" % _op))
+_HostForms.__neg__ = lambda self: -self._host_operand()
+
+
+def _to_host(value):
+    """DeviceArrays within value (nested in lists, tuples, dicts) as host
+    tensors."""
+    if isinstance(value, _HostForms):
+        return value._host_operand()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_host(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_host(v) for k, v in value.items()}
+    return value
+
+
+class DeviceArray(_HostForms):
+    """A view of an OpenCL buffer: ``shape``, ``dtype`` (torch's when torch
+    is installed; ``np_dtype`` is numpy's), strides and a byte offset."""
+
+    __slots__ = ("_memory", "shape", "np_dtype", "_strides", "_offset")
+
+    def __init__(self, memory, shape, dtype, strides=None, offset=0):
+        self._memory = memory
+        self.shape = tuple(int(n) for n in shape)
+        self.np_dtype = np.dtype(dtype)
+        if strides is None:
+            strides, step = [], self.np_dtype.itemsize
+            for n in reversed(self.shape):
+                strides.insert(0, step)
+                step *= max(n, 1)
+        self._strides = tuple(strides)
+        self._offset = offset
+
+    @property
+    def dtype(self):
+        torch = _torch()
+        if torch is None:
+            return self.np_dtype
+        return {np.dtype(np.int32): torch.int32, np.dtype(np.int64): torch.int64}.get(
+            self.np_dtype, self.np_dtype)
+
+    def stride(self, dim=None):
+        """Strides in elements, as torch's stride()."""
+        strides = tuple(s // self.np_dtype.itemsize for s in self._strides)
+        return strides if dim is None else strides[dim]
+
+    def data_ptr(self):
+        """The buffer's cl_mem handle plus the view's byte offset: the same
+        for every view of one storage at one place (what a recorded graph
+        checks), not an address to dereference."""
+        return self._memory.handle + self._offset
+
+    @property
+    def cl_mem(self):
+        """The OpenCL buffer's handle, as an integer (the view starts at
+        byte offset ``cl_offset`` of it)."""
+        return self._memory.handle
+
+    @property
+    def cl_offset(self):
+        return self._offset
+
+    def is_contiguous(self):
+        step = self.np_dtype.itemsize
+        for n, s in zip(reversed(self.shape), reversed(self._strides)):
+            if n > 1 and s != step:
+                return False
+            step *= n
+        return True
+
+    def contiguous(self):
+        return self if self.is_contiguous() else self.clone()
+
+    def view(self, *shape):
+        """The same elements in another shape (a contiguous array only)."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if not self.is_contiguous():
+            raise RuntimeError("view() needs a contiguous array")
+        shape = list(shape)
+        if shape.count(-1) == 1:
+            known = int(np.prod([n for n in shape if n != -1], dtype=np.int64))
+            shape[shape.index(-1)] = self.numel() // known if known else 0
+        if int(np.prod(shape, dtype=np.int64)) != self.numel():
+            raise RuntimeError("shape %s is invalid for %d elements" % (tuple(shape),
+                                                                      self.numel()))
+        return DeviceArray(self._memory, shape, self.np_dtype, None, self._offset)
+
+    def _span(self):
+        """The bytes [low, high) of the buffer the view touches."""
+        low = high = self._offset
+        for n, s in zip(self.shape, self._strides):
+            if n == 0:
+                return self._offset, self._offset
+            if s < 0:
+                low += (n - 1) * s
+            else:
+                high += (n - 1) * s
+        return low, high + self.np_dtype.itemsize
+
+    def _strided(self, raw, low):
+        """The view laid over raw, a host copy or mapping of [low, high)."""
+        return np.lib.stride_tricks.as_strided(
+            raw[self._offset - low:].view(self.np_dtype), self.shape, self._strides,
+            writeable=False)
+
+    def numpy(self):
+        """The contents as a numpy array: on a device whose memory is the
+        host's, a read-only view of the buffer mapped for reading (no copy);
+        elsewhere a new array."""
+        memory = self._memory
+        memory.ready()
+        low, high = self._span()
+        if high == low:
+            return np.empty(self.shape, self.np_dtype)
+        if memory.unified:
+            return self._strided(np.asarray(_Mapping(memory, low, high - low)), low)
+        raw = np.empty(high - low, np.uint8)
+        _check(_cl.clEnqueueReadBuffer(memory.queue, memory.handle, _CL_TRUE, low, high - low,
+                                       raw.ctypes.data, 0, None, None), "clEnqueueReadBuffer")
+        return self._strided(raw, low)
+
+    def __getitem__(self, key):
+        """A view for basic indexing (ints, slices, ``...``, None), as torch
+        gives; a host tensor for any other index."""
+        parts = key if isinstance(key, tuple) else (key,)
+        if not _basic(parts):
+            return self.cpu()[_to_host(key)]
+        shape, strides, offset, axis = [], [], self._offset, 0
+        for part in _expand(key, len(self.shape)):
+            if part is None:
+                shape.append(1)
+                strides.append(0)
+                continue
+            n, s = self.shape[axis], self._strides[axis]
+            if isinstance(part, slice):
+                start, stop, step = part.indices(n)
+                shape.append(len(range(start, stop, step)))
+                strides.append(s * step)
+                offset += start * s
+            else:
+                offset += _index(part, n, axis) * s
+            axis += 1
+        return DeviceArray(self._memory, shape, self.np_dtype, strides, offset)
+
+    def __setitem__(self, key, value):
+        parts = key if isinstance(key, tuple) else (key,)
+        if _basic(parts):
+            self[key].copy_(value)
+            return
+        host = np.array(self.numpy())
+        host[_numpy_key(key)] = _host_values(value, self.np_dtype)
+        self.copy_(host)
+
+    def fill_(self, value):
+        """Sets every element to value: one enqueued fill when the view has
+        no gaps; returns self."""
+        memory = self._memory
+        pattern = _host_values(value, self.np_dtype)
+        if pattern.ndim:
+            raise ValueError("fill_ takes one value; got shape %s" % (pattern.shape,))
+        if not self.is_contiguous():
+            return self.copy_(np.full(self.shape, pattern))
+        memory.ready()
+        low, high = self._span()
+        if high > low:
+            event = c_void_p()
+            _check(_cl.clEnqueueFillBuffer(memory.queue, memory.handle, pattern.ctypes.data,
+                                           pattern.nbytes, low, high - low, 0, None,
+                                           byref(event)), "clEnqueueFillBuffer")
+            _keep(event)
+        return self
+
+    def copy_(self, source, non_blocking=False):
+        """Writes source (a DeviceArray, a torch tensor, a numpy array, a
+        list or a scalar, broadcast to the view's shape) into the view;
+        returns self. The write is blocking: source may change once it
+        returns. non_blocking is accepted and changes nothing."""
+        values = _host_values(source, self.np_dtype)
+        try:
+            values = np.broadcast_to(values, self.shape)
+        except ValueError:
+            raise ValueError("cannot copy an array of shape %s into one of shape %s" % (
+                values.shape, self.shape)) from None
+        memory = self._memory
+        memory.ready()
+        low, high = self._span()
+        if high == low:
+            return self
+        if self.is_contiguous():
+            raw = np.ascontiguousarray(values, self.np_dtype)
+        else:  # read the span, patch the view's elements, write it back
+            raw = np.empty(high - low, np.uint8)
+            _check(_cl.clEnqueueReadBuffer(memory.queue, memory.handle, _CL_TRUE, low,
+                                           high - low, raw.ctypes.data, 0, None, None),
+                   "clEnqueueReadBuffer")
+            patch = np.lib.stride_tricks.as_strided(raw[self._offset - low:].view(self.np_dtype),
+                                                    self.shape, self._strides)
+            patch[...] = values
+        _check(_cl.clEnqueueWriteBuffer(memory.queue, memory.handle, _CL_TRUE, low, high - low,
+                                        raw.ctypes.data, 0, None, None), "clEnqueueWriteBuffer")
+        return self
+
+
+def _numpy_key(key):
+    torch = _torch()
+    if torch is not None and isinstance(key, torch.Tensor):
+        return key.numpy()
+    return _to_host(key)
+
+
+def _host_values(source, dtype):
+    """source as a numpy array of dtype, refusing values that do not fit."""
+    if isinstance(source, _HostForms):
+        source = source.numpy()
+    torch = _torch()
+    if torch is not None and isinstance(source, torch.Tensor):
+        source = source.detach().cpu().numpy()
+    values = np.asarray(source)
+    if values.dtype == dtype:
+        return values
+    if values.dtype == object:  # Python ints beyond int64
+        raise ValueError("values do not fit %s" % dtype)
+    if values.size and values.dtype.kind not in "iub":
+        raise TypeError("values of dtype %s cannot be written to a %s array" % (values.dtype,
+                                                                               dtype))
+    bounds = np.iinfo(dtype)
+    if values.size and (values.min() < bounds.min or values.max() > bounds.max):
+        raise ValueError("values do not fit %s: %s holds %d" % (
+            dtype, "the source", values.min() if values.min() < bounds.min else values.max()))
+    return values.astype(dtype)
+
+
+class StackedDeviceArray(_HostForms):
+    """A ``[G, ...]`` array over G DeviceArrays of one shape and dtype (one
+    per KV-cache group, each in its group's own buffer), indexed as one:
+    ``stack[g]`` is group g's array, ``stack[:, :n]`` a stack of views."""
+
+    __slots__ = ("members",)
+
+    def __init__(self, members):
+        self.members = list(members)
+        if not self.members:
+            raise ValueError("a stack needs at least one array")
+
+    @property
+    def shape(self):
+        return (len(self.members),) + self.members[0].shape
+
+    @property
+    def dtype(self):
+        return self.members[0].dtype
+
+    @property
+    def np_dtype(self):
+        return self.members[0].np_dtype
+
+    def data_ptr(self):
+        """Group 0's view's data_ptr: the same at every call for one
+        persistent stack."""
+        return self.members[0].data_ptr()
+
+    def numpy(self):
+        """The members' contents stacked into a new array."""
+        return np.stack([member.numpy() for member in self.members])
+
+    def __getitem__(self, key):
+        parts = key if isinstance(key, tuple) else (key,)
+        if not _basic(parts) or None in parts:
+            return self.cpu()[_to_host(key)]
+        first, rest = _expand(key, len(self.shape))[0], _expand(key, len(self.shape))[1:]
+        if isinstance(first, slice):
+            members = self.members[first]
+            if not members:
+                return self.cpu()[_to_host(key)]
+            return StackedDeviceArray(member[rest] for member in members)
+        return self.members[_index(first, len(self.members), 0)][rest]
+
+    def __setitem__(self, key, value):
+        view = self[key]
+        if not isinstance(view, _HostForms):
+            raise TypeError("assignment through an index that copies is not supported")
+        view.copy_(value)
+
+    def fill_(self, value):
+        for member in self.members:
+            member.fill_(value)
+        return self
+
+    def copy_(self, source, non_blocking=False):
+        values = np.broadcast_to(_host_values(source, self.np_dtype), self.shape)
+        for member, part in zip(self.members, values):
+            member.copy_(part)
+        return self

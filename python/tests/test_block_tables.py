@@ -1,0 +1,329 @@
+"""clbt.vllm.BlockTables, Model Runner V2's class, driven through MRV2's
+call sequence (append_block_ids, apply_staged_writes, gather_block_tables,
+compute_slot_mappings, the dummy runs) and checked by hand or against the
+independent model of model.py, never against clbt's own host reference."""
+import os
+import random
+
+import numpy as np
+import pytest
+from model import TableModel
+
+import clbt
+from clbt import vllm
+from clbt._library import lib
+
+SEED = int(os.environ.get("CLBT_TEST_SEED", random.randrange(1 << 30)))
+
+
+def tables(device, **keywords):
+    settings = dict(block_sizes=[16, 32, 8], max_num_reqs=4, max_num_batched_tokens=64,
+                    max_num_blocks_per_group=[8, 8, 8], device=device)
+    settings.update(keywords)
+    return vllm.BlockTables(**settings)
+
+
+def count_calls(monkeypatch, *names):
+    """Records each call of the named C functions, in order."""
+    calls = []
+    for name in names:
+        function = getattr(lib, name)
+        monkeypatch.setattr(lib, name,
+                            lambda *args, _f=function, _n=name: calls.append(_n) or _f(*args))
+    return calls
+
+
+def test_constructor_and_widths_as_mrv2_sizes_rows(device):
+    # Widths are max_num_blocks_per_group x block / kernel block, with no
+    # 128-token alignment: 8, 8 x 2, 8 (MultiGroupBlockTable would align
+    # 8 blocks of 8 tokens to 16).
+    t = tables(device, kernel_block_sizes=[16, 16, 8])
+    assert t.block_sizes == [16, 32, 8] and t.kernel_block_sizes == [16, 16, 8]
+    assert t.blocks_per_kv_block == [1, 2, 1] and t.num_kv_cache_groups == 3
+    assert [table.gpu.shape for table in t.block_tables] == [(4, 8), (4, 16), (4, 8)]
+    assert [table.shape for table in t.input_block_tables] == [(4, 8), (4, 16), (4, 8)]
+    assert t.slot_mappings.shape == (3, 64) and t.num_blocks.np.shape == (3, 4)
+    assert (t.cp_size, t.cp_rank, t.cp_interleave) == (1, 0, 1)
+    assert (t.max_num_reqs, t.max_num_batched_tokens) == (4, 64)
+    with pytest.raises(AttributeError, match="fixed when the table is made"):
+        t.cp_size = 2
+    # Older MRV2 versions took max_model_len: cdiv(max_model_len, block)
+    old = vllm.BlockTables([16, 32], 2, 8, max_model_len=100, device=device)
+    assert old.max_num_blocks_per_group == [7, 4]
+    assert [table.gpu.shape[1] for table in old.block_tables] == [7, 4]
+    with pytest.raises(clbt.Error, match="kernel_block_size 5 must divide block_size 16"):
+        tables(device, kernel_block_sizes=[5, 32, 8])
+    with pytest.raises(clbt.Error, match="max_num_blocks_per_group length \\(2\\)"):
+        tables(device, max_num_blocks_per_group=[8, 8])
+
+
+def test_staged_writes_of_every_group_are_applied_together(device, monkeypatch):
+    calls = count_calls(monkeypatch, "clbt_multi_table_add_rows",
+                        "clbt_multi_table_append_rows", "clbt_multi_table_enqueue_commit",
+                        "clbt_table_enqueue_commit")
+    t = tables(device, kernel_block_sizes=[16, 16, 8])
+    for table in t.block_tables:  # MRV2's test: the per-group apply is not used
+        monkeypatch.setattr(table, "apply_write", lambda: pytest.fail("per-group apply"))
+    t.append_block_ids(req_index=0, new_block_ids=([1, 2], [10, 11], []), overwrite=True)
+    t.append_block_ids(req_index=1, new_block_ids=([3], [12], [5, 6]), overwrite=True)
+    staged = t.block_tables[1]
+    assert staged._staged_write_indices == [0, 1] and staged._staged_write_starts == [0, 0]
+    assert staged._staged_write_contents == [20, 21, 22, 23, 24, 25]  # KV b -> 2b, 2b+1
+    assert staged._staged_write_cu_lens == [4, 6]
+    assert t.block_tables[2]._staged_write_indices == [1]  # an empty write is no write
+    t.apply_staged_writes()
+    for table in t.block_tables:
+        assert not table._staged_write_indices and not table._staged_write_contents
+    assert t.block_tables[0].gpu[0, :2].tolist() == [1, 2]
+    assert t.block_tables[1].gpu[0, :4].tolist() == [20, 21, 22, 23]
+    assert t.block_tables[1].gpu[1, :2].tolist() == [24, 25]
+    assert t.block_tables[2].gpu[1, :2].tolist() == [5, 6]
+    assert t.num_blocks.np[:, :2].tolist() == [[2, 1], [4, 2], [0, 2]]
+    assert t.num_blocks.gpu[:, :2].tolist() == [[2, 1], [4, 2], [0, 2]]
+    # one batch call for the rows, one commit for all groups
+    assert calls == ["clbt_multi_table_add_rows", "clbt_multi_table_enqueue_commit"]
+    t.append_block_ids(req_index=0, new_block_ids=([7], [13], [8]), overwrite=False)
+    assert t.block_tables[1]._staged_write_starts == [4]
+    t.apply_staged_writes()
+    assert t.block_tables[0].gpu[0, :3].tolist() == [1, 2, 7]
+    assert t.block_tables[1].gpu[0, :6].tolist() == [20, 21, 22, 23, 26, 27]
+    assert t.block_tables[2].gpu[0, :1].tolist() == [8]
+    assert t.num_blocks.np[:, 0].tolist() == [3, 6, 1]
+
+
+def test_a_group_applies_its_own_writes(device):
+    t = tables(device)
+    t.append_block_ids(0, ([4], [5], [6]), overwrite=True)
+    t.block_tables[1].apply_write()
+    assert t.block_tables[1]._staged_write_indices == []
+    assert t.block_tables[0]._staged_write_indices == [0]
+    assert t.block_tables[1].gpu[0, :1].tolist() == [5]
+
+
+def test_overwrite_starts_at_column_0_and_keeps_the_old_tail(device):
+    t = tables(device, max_num_reqs=2)
+    t.append_block_ids(0, ([1, 2, 3], [4], [5]), overwrite=True)
+    t.append_block_ids(0, ([9], [8], []), overwrite=True)
+    t.apply_staged_writes()
+    assert t.num_blocks.np[:, 0].tolist() == [1, 1, 0]
+    assert t.block_tables[0].gpu[0, :3].tolist() == [9, 2, 3]  # as MRV2: tail kept
+
+
+def test_row_capacity_is_a_runtime_error_that_stages_nothing(device):
+    t = tables(device, max_num_reqs=2, max_num_blocks_per_group=[4, 2, 4])
+    t.append_block_ids(1, ([1, 2, 3], [4], [5]), overwrite=True)
+    with pytest.raises(RuntimeError, match=r"request 1, group 1 exceeds row capacity \(3 > 2\)"):
+        t.append_block_ids(1, ([6], [7, 8], [9]), overwrite=False)  # group 0 would fit
+    assert t.num_blocks.np[:, 1].tolist() == [3, 1, 1]
+    assert t.block_tables[0]._staged_write_indices == [1]
+    with pytest.raises(clbt.Error) as refused:
+        t.append_block_ids(1, ([6, 7], [], []), overwrite=False)
+    assert refused.value.status == "CLBT_ROW_OVERFLOW"
+    with pytest.raises(IndexError, match="req_index 2 is out of range"):
+        t.append_block_ids(2, ([1], [1], [1]), overwrite=True)
+    with pytest.raises(TypeError):
+        t.append_block_ids(0, [1, 2, 3], overwrite=True)
+
+
+def test_null_blocks_counted_from_the_staged_rows(device):
+    t = vllm.BlockTables([32], 2, 16, [4], device, kernel_block_sizes=[16])
+    t.append_block_ids(0, ([0, 3],), overwrite=True)
+    assert t.num_null_blocks[0, 0] == 2  # KV block 0 is kernel blocks 0 and 1
+    t.append_block_ids(0, ([0],), overwrite=False)
+    assert t.num_null_blocks[0, 0] == 4
+    t.append_block_ids(0, ([5],), overwrite=True)
+    assert t.num_null_blocks[0, 0] == 0
+
+
+def test_groups_without_slot_mapping_read_pad(device):
+    t = vllm.BlockTables([8, 262144], 1, 4, [1, 1], device, slot_mapping_enabled=[False, True])
+    t.append_block_ids(0, ([7], [12]), overwrite=True)
+    t.apply_staged_writes()
+    slots = t.compute_slot_mappings(np.array([0], np.int32), np.array([0, 2], np.int32),
+                                    np.array([153797, 165757]), num_tokens_padded=2)
+    assert isinstance(slots, clbt.StackedDeviceArray) and slots.shape == (2, 2)
+    assert slots[0].tolist() == [-1, -1]
+    assert slots[1].tolist() == [12 * 262144 + 153797, 12 * 262144 + 165757]
+    assert t.slot_mappings[:, 2:].tolist() == [[-1, -1], [-1, -1]]
+    # the disabled group's rows are still gathered (Mamba state indices)
+    gathered = t.gather_block_tables(np.array([0], np.int32), 1)
+    assert gathered[0].tolist() == [[7]] and gathered[1].tolist() == [[12]]
+
+
+@pytest.mark.parametrize("cp_rank", range(4))
+@pytest.mark.parametrize("kernel", [128, 64])
+def test_dcp_shards_only_the_sharded_groups(device, cp_rank, kernel):
+    # CP 4, interleave 128, block 128: a virtual block of 512 tokens, rank r
+    # owns its offsets [128 r, 128 r + 128); group 0 sharded (blocks 5, 9),
+    # group 1 whole on every rank (blocks 10 .. 17).
+    t = vllm.BlockTables([128, 128], 1, 1024, [2, 8], device,
+                         kernel_block_sizes=[kernel, kernel], cp_size=4, cp_rank=cp_rank,
+                         cp_interleave=128, dcp_sharded=[True, False])
+    t.append_block_ids(0, ([5, 9], list(range(10, 18))), overwrite=True)
+    t.apply_staged_writes()
+    positions = np.arange(1024)
+    slots = t.compute_slot_mappings(np.zeros(1, np.int32), np.array([0, 1024], np.int32),
+                                    positions, num_tokens_padded=1024)
+    expected = np.full(1024, -1)
+    expected[cp_rank * 128:cp_rank * 128 + 128] = np.arange(5 * 128, 6 * 128)
+    expected[512 + cp_rank * 128:512 + cp_rank * 128 + 128] = np.arange(9 * 128, 10 * 128)
+    assert slots[0].tolist() == expected.tolist()
+    assert slots[1].tolist() == (positions + 10 * 128).tolist()
+
+
+def test_padding_requests_get_pad_slots(device):
+    t = vllm.BlockTables([4], 2, 16, [4], device)
+    t.append_block_ids(0, ([7, 8],), overwrite=True)
+    t.apply_staged_writes()
+    qsl, positions = np.array([0, 3], np.int32), np.array([1, 2, 3])
+    real = t.compute_slot_mappings(np.array([0], np.int32), qsl, positions, 3)
+    assert real[0].tolist() == [29, 30, 31]
+    assert t.compute_slot_mappings(np.array([-1], np.int32), qsl, positions, 3)[0].tolist() \
+        == [-1, -1, -1]
+
+
+def test_one_mrv2_step_is_one_clbt_step(device, monkeypatch):
+    calls = count_calls(monkeypatch, "clbt_multi_table_add_rows",
+                        "clbt_multi_table_append_rows", "clbt_multi_table_enqueue_commit",
+                        "clbt_multi_table_enqueue_step")
+    t = tables(device)
+    t.append_block_ids(0, ([1], [2], [3]), overwrite=True)
+    t.append_block_ids(2, ([4], [5], [6]), overwrite=True)
+    t.apply_staged_writes()
+    idx = np.array([2, 0], np.int32)
+    gathered = t.gather_block_tables(idx, num_reqs_padded=3)
+    slots = t.compute_slot_mappings(idx, np.array([0, 1, 2], np.int32), np.array([3, 17]), 2)
+    assert calls == ["clbt_multi_table_add_rows", "clbt_multi_table_enqueue_step"]
+    assert gathered[0].tolist() == [[4] + [0] * 7, [1] + [0] * 7, [0] * 8]
+    assert gathered[1][:2, 0].tolist() == [5, 2] and gathered[2][:, 0].tolist() == [6, 3, 0]
+    # request 1 reads slot 0 (block 1 of 16): position 17 is past its one
+    # block, so -1; request 0 reads slot 2: 4 * 16 + 3
+    assert slots.tolist() == [[67, -1], [5 * 32 + 3, 2 * 32 + 17], [51, -1]]
+    # a gather read before the slot mapping runs on its own
+    del calls[:]
+    gathered = t.gather_block_tables(idx[::-1].copy(), 2)
+    assert gathered[0][:, 0].tolist() == [1, 4]
+    t.compute_slot_mappings(idx, np.array([0, 1, 1], np.int32), np.array([0]), 1)
+    assert calls == ["clbt_multi_table_enqueue_step", "clbt_multi_table_enqueue_step"]
+
+
+def test_gather_arguments_are_checked(device):
+    t = tables(device)
+    with pytest.raises(clbt.Error, match="num_reqs_padded 1 is below num_reqs 2"):
+        t.gather_block_tables(np.array([0, 1], np.int32), 1)
+    with pytest.raises(clbt.Error, match="num_reqs_padded 5 exceeds max_num_reqs 4"):
+        t.gather_block_tables(np.array([0], np.int32), 5)
+    with pytest.raises(TypeError, match="idx_mapping has dtype int32 and shape \\(2, 2\\)"):
+        t.gather_block_tables(np.zeros((2, 2), np.int32), 2)
+    with pytest.raises(TypeError, match="positions has shape"):
+        t.compute_slot_mappings(np.array([0], np.int32), np.array([0, 1], np.int32),
+                                np.zeros((1, 1), np.int64))
+
+
+def test_dummy_runs_zero_rows_and_pad_slots_in_place(device):
+    t = tables(device, max_num_reqs=4)
+    t.append_block_ids(0, ([1, 2], [3], [4]), overwrite=True)
+    t.apply_staged_writes()
+    idx = np.zeros(1, np.int32)
+    t.gather_block_tables(idx, 1)
+    t.compute_slot_mappings(idx, np.array([0, 2], np.int32), np.array([0, 16]), 2)
+    assert t.input_block_tables[0][0, :2].tolist() == [1, 2]
+    assert t.slot_mappings[0, :2].tolist() == [16, 32]
+    # a staged write the dummy run must leave staged
+    t.append_block_ids(1, ([9], [9], [9]), overwrite=True)
+    t.apply_staged_writes()
+    dummy = t.get_dummy_block_tables(num_reqs=1)
+    assert [d.tolist() for d in dummy] == [[[0] * 8], [[0] * 8], [[0] * 8]]
+    assert dummy[0].data_ptr() == t.input_block_tables[0].data_ptr()
+    dummy_slots = t.get_dummy_slot_mappings(3)
+    assert dummy_slots.shape == (3, 3) and (t.slot_mappings.numpy() == -1).all()
+    assert dummy_slots.data_ptr() == t.slot_mappings.data_ptr()
+    # the dummy runs committed nothing; the next real step does
+    gathered = t.gather_block_tables(np.array([1], np.int32), 1)
+    assert gathered[0][0, 0].item() == 9
+
+
+def model_of(t, g, zero_tails):
+    table = t.block_tables[g].gpu
+    return TableModel(t.block_sizes[g], t.max_num_reqs, table.shape[1],
+                      t.max_num_batched_tokens, kernel_block_size=t.kernel_block_sizes[g],
+                      zero_gathered_tails=zero_tails)
+
+
+@pytest.mark.parametrize("zero_tails", [False, True])
+def test_persistent_loop_matches_the_model(device, zero_tails):
+    # MRV2's call sequence: arrivals take a free slot (overwrite), running
+    # requests grow (append), finished ones free their slot; each step
+    # gathers through idx_mapping (shuffled, padded, with a padding entry)
+    # and maps the batch's tokens.
+    rng = random.Random(SEED + zero_tails)
+    print("CLBT_TEST_SEED=%d" % SEED)
+    t = vllm.BlockTables([16, 32], 6, 24, [8, 4], device, kernel_block_sizes=[16, 16],
+                         zero_gathered_tails=zero_tails)
+    models = [model_of(t, g, zero_tails) for g in range(2)]
+    running, free, next_id = {}, list(range(6)), 1  # slot -> tokens so far
+    for step in range(12):
+        for slot in [s for s in running if rng.random() < 0.2]:
+            del running[slot]
+            free.append(slot)
+        while free and rng.random() < 0.6:
+            slot = free.pop(rng.randrange(len(free)))
+            ids = ([next_id, next_id + 1], [next_id + 2])  # 32 tokens in each group
+            next_id += 3
+            t.append_block_ids(slot, ids, overwrite=True)
+            for model, group_ids in zip(models, ids):
+                model.add_row(group_ids, slot)
+            running[slot] = rng.randrange(1, 31)
+        for slot in running:  # decode: one token, one new block when full
+            if running[slot] % 32 == 0 and running[slot] < 96:
+                ids = ([next_id, next_id + 1], [next_id + 2])
+                next_id += 3
+                t.append_block_ids(slot, ids, overwrite=False)
+                for model, group_ids in zip(models, ids):
+                    model.append_row(group_ids, slot)
+        t.apply_staged_writes()
+        batch = list(running)
+        rng.shuffle(batch)
+        idx = np.array(batch + [-1] * (len(batch) < 6), np.int32)
+        padded = min(len(idx) + rng.randrange(2), 6)
+        positions = np.array([running[s] for s in batch] + [0] * (len(batch) < 6), np.int64)
+        qsl = np.arange(len(idx) + 1, dtype=np.int32)
+        gathered = t.gather_block_tables(idx, padded)
+        slots = t.compute_slot_mappings(idx, qsl, positions)
+        for g, model in enumerate(models):
+            expected = model.step(len(idx), qsl, positions, idx, padded, gather=True)
+            assert slots[g].tolist() == expected[:len(positions)].tolist(), (SEED, step, g)
+            assert gathered[g].tolist() == model.gathered[:padded].tolist(), (SEED, step, g)
+            assert t.num_blocks.np[g].tolist() == model.lengths.tolist()
+        for slot in running:
+            running[slot] += 1
+    t.close()
+
+
+def test_host_step_matches_the_device_step(device):
+    t = tables(device, kernel_block_sizes=[16, 16, 8])
+    t.append_block_ids(0, ([3, 4], [5], [6]), overwrite=True)
+    t.append_block_ids(3, ([7], [8, 9], [10]), overwrite=True)
+    idx, qsl, positions = np.array([3, -1, 0], np.int32), np.array([0, 2, 3, 4], np.int32), \
+        np.array([0, 40, 5, 17])
+    host_slots, host_gathered = t.compute_step_host(idx, qsl, positions, 4)
+    tables_out, slots = t.step(idx, qsl, positions, 4)
+    for g in range(3):
+        assert slots[g].tolist() == host_slots[g][:4].tolist()
+        assert tables_out[g].tolist() == host_gathered[g][:4].tolist()
+    # by hand, group 1 (block 32 over 16): slot 3's KV 8, 9 are kernel
+    # blocks 16 17 18 19; position 40 -> kernel block 18, offset 8
+    # and slot 0's KV 5 kernel blocks 10 11: position 17 -> 11 * 16 + 1
+    assert host_slots[1][:4].tolist() == [16 * 16, 18 * 16 + 8, -1, 11 * 16 + 1]
+
+
+def test_close_and_context_manager(device):
+    with tables(device) as t:
+        t.append_block_ids(0, ([1], [1], [1]), overwrite=True)
+        view = t.slot_mappings[0]
+    assert "max_num_reqs=4" in repr(t)
+    with pytest.raises(clbt.Error, match="closed"):
+        t.apply_staged_writes()
+    with pytest.raises(clbt.Error, match="closed"):
+        t.append_block_ids(0, ([1], [1], [1]), overwrite=True)
+    assert view.tolist()[:2] == [-1, -1]  # the view keeps its buffer

@@ -1,0 +1,199 @@
+"""clbt.DeviceArray and StackedDeviceArray, the device views the vLLM
+facade hands out as vLLM's .gpu tensors: views by indexing, writes through
+the queue, reads as torch tensors or numpy arrays, and the zero-copy host
+views of a device whose memory is the host's. Expected values are written
+here by hand; the buffers are made and read with the package's own OpenCL
+calls, apart from the code under test."""
+import numpy as np
+import pytest
+
+import clbt
+from clbt import _device_array, _opencl
+from clbt._device_array import DeviceArray, Memory, StackedDeviceArray
+from clbt._library import lib
+
+try:
+    import torch
+except ImportError:  # the host forms are numpy arrays then
+    torch = None
+
+
+
+
+class Buffer:
+    """A device buffer of values, with the package's own writes and reads."""
+
+    def __init__(self, device, values):
+        self.device = device
+        self.values = np.ascontiguousarray(values)
+        self.buffer = _opencl.create_buffer(lib.clbt_device_context(device._live()),
+                                            self.values.nbytes)
+        self.handle = self.buffer.int_ptr
+        self.queue = lib.clbt_device_queue(device._live())
+        _opencl.write(self.queue, self.handle, self.values.ctypes.data,
+                      self.values.nbytes).wait()
+        self.synced = 0
+
+    def sync(self):
+        self.synced += 1
+
+    def array(self, shape=None, dtype=None):
+        memory = Memory(self.handle, self.queue, lib.clbt_device_id(self.device._live()),
+                        self.values.nbytes, self.sync)
+        return DeviceArray(memory, self.values.shape if shape is None else shape,
+                           self.values.dtype if dtype is None else dtype)
+
+    def read(self):
+        out = np.empty_like(self.values)
+        return _opencl.read(self.queue, self.handle, out)
+
+    def release(self):
+        self.buffer.close()
+
+
+@pytest.fixture
+def grid(device):
+    """A 3 x 4 int32 buffer holding 0 .. 11."""
+    buffer = Buffer(device, np.arange(12, dtype=np.int32).reshape(3, 4))
+    yield buffer
+    buffer.release()
+
+
+def test_shape_dtype_strides_and_reads(grid):
+    a = grid.array()
+    assert a.shape == (3, 4) and a.np_dtype == np.int32
+    assert a.dtype == (np.int32 if torch is None else torch.int32)
+    assert a.stride() == (4, 1) and a.stride(0) == 4 and a.is_contiguous()
+    assert a.numel() == 12 and a.dim() == 2 and len(a) == 3 and a.size(1) == 4
+    host = a.cpu()
+    if torch is not None:
+        assert isinstance(host, torch.Tensor) and host.dtype == torch.int32
+    assert host.tolist() == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    assert a.numpy().tolist() == host.tolist() == a.tolist()
+    assert np.asarray(a).sum() == 66
+    assert grid.synced >= 3  # every read ran the owner's pending work first
+
+
+def test_basic_indexing_gives_views_of_the_same_buffer(grid):
+    a = grid.array()
+    row = a[1]
+    assert isinstance(row, DeviceArray) and row.shape == (4,) and row.tolist() == [4, 5, 6, 7]
+    assert a[1, 2].item() == 6 and int(a[-1, -1]) == 11
+    assert a[:, 1].tolist() == [1, 5, 9] and not a[:, 1].is_contiguous()
+    assert a[::2, 1:3].tolist() == [[1, 2], [9, 10]]
+    assert a[..., 3].tolist() == [3, 7, 11] and a[None, 0].shape == (1, 4)
+    assert a[:, ::-1][0].tolist() == [3, 2, 1, 0]
+    assert a[0:0].shape == (0, 4) and a[0:0].tolist() == []
+    # A view starts inside the buffer: data_ptr is the buffer's handle plus
+    # its byte offset, the same at every call.
+    assert a[1].data_ptr() == a.data_ptr() + 16 == a[1:].data_ptr()
+    assert a[2, 1].data_ptr() == a.data_ptr() + 36
+    assert a.view(12)[5].item() == 5 and a.view(-1, 6)[1, 0].item() == 6
+    # Any other index copies to the host (a torch tensor when torch is there).
+    picked = a[[0, 2]]
+    assert picked.tolist() == [[0, 1, 2, 3], [8, 9, 10, 11]]
+    assert a[np.array([2, 0]), 0].tolist() == [8, 0]
+
+
+@pytest.mark.parametrize("key", [3, -4, (0, 4), (1, 2, 0)])
+def test_index_out_of_range_is_refused(grid, key):
+    with pytest.raises(IndexError):
+        grid.array()[key]
+
+
+def test_writes_reach_the_buffer_in_queue_order(grid):
+    a = grid.array()
+    a[0].fill_(-1)
+    a[1, 1:3] = [50, 60]
+    a[:, 3].copy_(np.array([7, 8, 9], np.int32))  # a view with gaps
+    a[2, 0] = 99
+    assert grid.read().tolist() == [[-1, -1, -1, 7], [4, 50, 60, 8], [99, 9, 10, 9]]
+    a[2].copy_(a[1])  # device to device, through the host
+    assert grid.read()[2].tolist() == [4, 50, 60, 8]
+    a.zero_()
+    assert not grid.read().any()
+    a[[0, 2], 1] = 5  # an index that copies: read, patched, written back
+    assert grid.read()[:, 1].tolist() == [5, 0, 5]
+
+
+@pytest.mark.parametrize("value, error", [(1.5, TypeError), (2**40, ValueError),
+                                          ([1, 2, 3], ValueError)])
+def test_writes_that_do_not_fit_are_refused_and_change_nothing(grid, value, error):
+    before = grid.read().copy()
+    with pytest.raises(error):
+        grid.array()[0].copy_(value)
+    assert grid.read().tolist() == before.tolist()
+    with pytest.raises(ValueError):
+        grid.array().fill_(2**40)
+
+
+def test_operators_see_the_contents_without_torch(grid, monkeypatch):
+    monkeypatch.setattr(_device_array, "_torch_module", [None])  # as without torch
+    a = grid.array()
+    assert isinstance(a.cpu(), np.ndarray) and a.dtype == np.int32
+    assert np.array_equal(a, np.arange(12).reshape(3, 4))
+    assert (a[1] == np.array([4, 5, 6, 7])).all() and (a[0] + a[0]).tolist() == [0, 2, 4, 6]
+    assert (a == 0).sum() == 1 and isinstance(a[[0]], np.ndarray)
+
+
+def test_torch_functions_and_operators_see_the_contents(grid):
+    if torch is None:
+        return test_operators_see_the_contents_without_torch.__doc__  # covered above
+    a = grid.array()
+    expected = torch.arange(12, dtype=torch.int32).reshape(3, 4)
+    assert torch.equal(a, expected) and torch.equal(expected[1], a[1])
+    assert (a[0] == torch.tensor([0, 1, 2, 3], dtype=torch.int32)).all()
+    assert ((a[2] - 8) == torch.arange(4)).all() and (a[0] + a[0]).tolist() == [0, 2, 4, 6]
+    assert (a == 0).sum().item() == 1 and bool(a[0, 1] == 1)
+    assert torch.stack([a[0], a[1]]).tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    clone = a.clone()
+    a.zero_()
+    assert clone.tolist()[1] == [4, 5, 6, 7]  # a host copy, kept
+    assert a.to(torch.int64).dtype == torch.int64
+
+
+def test_zero_copy_host_views_on_a_host_memory_device(grid):
+    a = grid.array()
+    if not _device_array._host_unified(lib.clbt_device_id(grid.device._live())):
+        pytest.skip("this device's memory is not the host's: numpy() copies")
+    first, second = a.numpy(), a[1:].numpy()
+    # Both are views of one mapping of the buffer's own memory: no copy.
+    assert second.__array_interface__["data"][0] == first.__array_interface__["data"][0] + 16
+    assert not first.flags.writeable
+    with pytest.raises(ValueError):
+        first[0, 0] = 5
+    a[0, 0] = 42  # written through the queue, then read back by a new view
+    assert a.numpy()[0, 0] == 42
+
+
+def test_stacked_arrays_index_as_one(device):
+    buffers = [Buffer(device, np.arange(4, dtype=np.int64) + 10 * g) for g in range(3)]
+    try:
+        stack = StackedDeviceArray(b.array() for b in buffers)
+        assert stack.shape == (3, 4) and stack.np_dtype == np.int64
+        assert stack.tolist() == [[0, 1, 2, 3], [10, 11, 12, 13], [20, 21, 22, 23]]
+        assert isinstance(stack[1], DeviceArray) and stack[1].tolist() == [10, 11, 12, 13]
+        assert stack[:, :2].tolist() == [[0, 1], [10, 11], [20, 21]]
+        assert stack[1:, 3].tolist() == [13, 23] and stack[2, 1].item() == 21
+        assert (stack[:, 1] == np.array([1, 11, 21])).all()
+        assert stack.data_ptr() == stack[:, :2].data_ptr()
+        stack[:, 0] = [7, 8, 9]
+        stack[2].fill_(-1)
+        assert [b.read().tolist() for b in buffers] == [[7, 1, 2, 3], [8, 11, 12, 13],
+                                                        [-1, -1, -1, -1]]
+        with pytest.raises(IndexError):
+            stack[3]
+    finally:
+        for b in buffers:
+            b.release()
+
+
+def test_an_array_outlives_the_table_it_came_from(device):
+    table = clbt.Table(device, block_size=16, max_num_reqs=2, max_num_blocks_per_req=2,
+                       max_num_batched_tokens=4)
+    handle = lib.clbt_table_slot_mapping(table._live())
+    memory = Memory(handle, lib.clbt_device_queue(device._live()),
+                    lib.clbt_device_id(device._live()), 32, None)
+    slots = DeviceArray(memory, (4,), np.int64)
+    table.close()  # the array holds its own reference on the buffer
+    assert slots.tolist() == [-1, -1, -1, -1]
