@@ -1315,8 +1315,10 @@ CLBT_API clbt_status clbt_multi_table_enqueue_slot_mapping(
  * (clbt_table_export_buffers of clbt_multi_table_group) in its own
  * kernel-block units and counts its own rejected requests. *event (when not NULL) completes once every group
  * is exported; with no token-mapping group it is a marker after the wait
- * list. Fails as the single-table call does, without CLBT_INVALID_ARGUMENT
- * for NONE groups.
+ * list. request->dense_row_pitch (nonzero) applies to every group, and
+ * must fit each one's page table; 0 gives each group its own width. Fails
+ * as the single-table call does, without CLBT_INVALID_ARGUMENT for NONE
+ * groups; a message about one group's page table names the group.
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_export(
     clbt_multi_table *table, const clbt_export_request *request,
