@@ -274,7 +274,7 @@ static clbt_status map_multi(scenario *s) {
 /*
  * The batch's pages: request 0 (length 7) reads pages 7 and 3, 3 tokens in
  * the last; request 1 (length 5) needs two pages of its one-block row and
- * is rejected: no pages, last page 1. Counted before the counter's reset.
+ * is rejected: no pages, last page 0. Counted before the counter's reset.
  */
 static clbt_export_request export_request(const batch *b) {
   return (clbt_export_request){.num_reqs = 2,
