@@ -97,7 +97,7 @@ static bool scatters_alone(const clbt__launch_plan *share) {
 /* Builds what each launch runs: its step kernel, its scatter kernel. */
 static clbt_status build_kernels(const call_plan *plan) {
   clbt_status status = CLBT_SUCCESS;
-  FOR_EACH_LAUNCH(plan, l, p) {
+  for (uint32_t l = 0; l < plan->scope->num_launches; ++l) {
     clbt__launch *launch = &plan->scope->launches[l];
     const clbt__launch_plan *share = &plan->launches[l];
     if (!status && (share->work || share->place != CLBT__PACKET_NONE))
