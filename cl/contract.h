@@ -54,7 +54,14 @@
   X(EXPORT_INDICES)  /* int32 [max_num_reqs * width] */                     \
   X(EXPORT_LAST_PAGE_LEN)      /* int32 [max_num_reqs] */                   \
   X(EXPORT_PAST_LENS)          /* int32 [max_num_reqs] */                   \
-  X(EXPORT_SUBSEQUENCE_BEGINS) /* int32 [max_num_reqs + 1] */
+  X(EXPORT_SUBSEQUENCE_BEGINS) /* int32 [max_num_reqs + 1] */            \
+  X(EXPORT_SEQ_LENS)           /* int32 [max_num_reqs] */                   \
+  X(EXPORT_LOCAL_SEQ_LENS)     /* int32 [max_num_reqs] */                   \
+  X(EXPORT_MAX_SEQ_LEN)        /* int32 [1] */                              \
+  X(EXPORT_CONTEXT_INDPTR)     /* int32 [max_num_reqs + 1] */               \
+  X(EXPORT_CONTEXT_INDICES)    /* int32 [max_num_reqs * width] */           \
+  X(EXPORT_CONTEXT_LAST_PAGE_LEN) /* int32 [max_num_reqs] */                \
+  X(EXPORT_PAGE_TABLE)         /* int32 [max_num_reqs * width] */
 
 enum {
 #define CLBT_REGION_INDEX(NAME) CLBT_REGION_##NAME,
@@ -89,14 +96,26 @@ typedef ulong cl_ulong;
 #endif
 
 /*
- * Where one group's regions are, in 32-bit words from the start of its
- * storage, and its row stride.
+ * Regions start on boundaries of this many 32-bit words (64 bytes, or the
+ * device's base address alignment when that is larger), and the launch
+ * layout gives their offsets in these units: 32 bits an offset reach 256
+ * GiB, where 64-bit word offsets made each region cost eight bytes a group
+ * of PoCL's 1024 bytes of arguments.
+ */
+#define CLBT_REGION_UNIT_WORDS 16
+
+/*
+ * Where one group's regions are, in CLBT_REGION_UNIT_WORDS from the start
+ * of its storage, and its row stride.
  */
 typedef struct clbt_group_layout {
-  cl_ulong at[CLBT_NUM_REGIONS];
+  cl_uint at[CLBT_NUM_REGIONS];
   cl_uint row_stride; /* kernel blocks per row: the width */
-  cl_uint unused;     /* 0: the struct ends on an 8-byte boundary */
 } clbt_group_layout;
+
+/* Where region r of a group starts, in 32-bit words from its storage. */
+#define CLBT_REGION_WORDS(group_layout, r) \
+  ((cl_ulong)(group_layout).at[r] * CLBT_REGION_UNIT_WORDS)
 
 /*
  * A launch layout, what stays the same from launch to launch: the sizes
@@ -115,7 +134,8 @@ typedef struct clbt_group_layout {
  * What a launch does (clbt_launch_record.work): any of the first four,
  * with the flags after them. SCATTER spreads the packet over the whole grid
  * and does nothing else; MAP, GATHER and EXPORT apply it first, each
- * work-group all of it (a folded commit).
+ * work-group all of it (a folded commit). EXPORT_CONTEXT and EXPORT_DENSE
+ * add parts to EXPORT.
  */
 #define CLBT_WORK_SCATTER 0x01u     /* apply the packet, nothing else */
 #define CLBT_WORK_MAP 0x02u         /* the token-mapping groups' slots */
@@ -125,6 +145,8 @@ typedef struct clbt_group_layout {
 #define CLBT_WORK_SEQ_LENS 0x20u    /* seq_lens gives each KV length */
 #define CLBT_WORK_PACKET_IN_BUFFER 0x40u /* the packet, from packet_at */
 #define CLBT_WORK_PACKET_INLINE 0x80u    /* the packet, in the record */
+#define CLBT_WORK_EXPORT_CONTEXT 0x100u  /* EXPORT: the context CSR too */
+#define CLBT_WORK_EXPORT_DENSE 0x200u    /* EXPORT: the dense page table */
 
 /*
  * One launch's record, its first argument, by value: what it does, its
@@ -148,7 +170,8 @@ typedef struct clbt_group_layout {
   X(cl_uint, work)          /* CLBT_WORK_* */                         \
   X(cl_uint, num_reqs)                                                \
   X(cl_uint, num_tokens)                                              \
-  X(cl_uint, padded_reqs) /* entries gathered and exported */
+  X(cl_uint, padded_reqs) /* entries gathered and exported */         \
+  X(cl_uint, dense_pitch) /* EXPORT_DENSE: a row's entries; 0: width */
 
 /* A launch record whose packet holds `words` words (host: the most;
    kernel: CLBT_INLINE_WORDS, what the device's argument space leaves). */

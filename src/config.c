@@ -48,7 +48,7 @@
 CLBT__CHECK_LAYOUT(clbt_table_config, zero_gathered_tails);
 CLBT__CHECK_LAYOUT(clbt_group_config, cp_replicated);
 CLBT__CHECK_LAYOUT(clbt_multi_table_config, reserved);
-CLBT__CHECK_LAYOUT(clbt_step, seq_lens);
+CLBT__CHECK_LAYOUT(clbt_step, dense_row_pitch);
 CLBT__CHECK_LAYOUT(clbt_host_step, gathered_rows);
 CLBT__CHECK_LAYOUT(clbt_multi_host_step, gathered_rows);
 
