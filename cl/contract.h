@@ -54,7 +54,14 @@
   X(EXPORT_INDICES)  /* int32 [max_num_reqs * width] */                     \
   X(EXPORT_LAST_PAGE_LEN)      /* int32 [max_num_reqs] */                   \
   X(EXPORT_PAST_LENS)          /* int32 [max_num_reqs] */                   \
-  X(EXPORT_SUBSEQUENCE_BEGINS) /* int32 [max_num_reqs + 1] */               \
+  X(EXPORT_SUBSEQUENCE_BEGINS) /* int32 [max_num_reqs + 1] */            \
+  X(EXPORT_SEQ_LENS)           /* int32 [max_num_reqs] */                   \
+  X(EXPORT_LOCAL_SEQ_LENS)     /* int32 [max_num_reqs] */                   \
+  X(EXPORT_MAX_SEQ_LEN)        /* int32 [1] */                              \
+  X(EXPORT_CONTEXT_INDPTR)     /* int32 [max_num_reqs + 1] */               \
+  X(EXPORT_CONTEXT_INDICES)    /* int32 [max_num_reqs * width] */           \
+  X(EXPORT_CONTEXT_LAST_PAGE_LEN) /* int32 [max_num_reqs] */                \
+  X(EXPORT_PAGE_TABLE)         /* int32 [max_num_reqs * width] */        \
   X(STATE_SLOTS) /* int32 [max_num_reqs][width], a NONE group's state       \
                     slots: [num_reqs_padded][num_state_slots] used */
 
@@ -91,18 +98,26 @@ typedef ulong cl_ulong;
 #endif
 
 /*
- * Where one group's regions are, in units of CLBT_REGION_UNIT_WORDS 32-bit
- * words (64 bytes, which every region's start is a multiple of) from the
- * start of its storage, and its row stride. 32-bit offsets keep a launch
- * layout of eight groups within the 1024 bytes of argument space the
- * OpenCL minimum (and PoCL) gives every argument of the kernel together;
- * in 64-byte units they reach 256 GiB of storage (src/group.c checks).
+ * Regions start on boundaries of this many 32-bit words (64 bytes, or the
+ * device's base address alignment when that is larger), and the launch
+ * layout gives their offsets in these units: 32 bits an offset reach 256
+ * GiB, where 64-bit word offsets made each region cost eight bytes a group
+ * of PoCL's 1024 bytes of arguments.
  */
 #define CLBT_REGION_UNIT_WORDS 16
+
+/*
+ * Where one group's regions are, in CLBT_REGION_UNIT_WORDS from the start
+ * of its storage, and its row stride.
+ */
 typedef struct clbt_group_layout {
-  cl_uint offsets[CLBT_NUM_REGIONS]; /* in CLBT_REGION_UNIT_WORDS */
+  cl_uint at[CLBT_NUM_REGIONS];
   cl_uint row_stride; /* kernel blocks per row: the width */
 } clbt_group_layout;
+
+/* Where region r of a group starts, in 32-bit words from its storage. */
+#define CLBT_REGION_WORDS(group_layout, r) \
+  ((cl_ulong)(group_layout).at[r] * CLBT_REGION_UNIT_WORDS)
 
 /*
  * A launch layout, what stays the same from launch to launch: the sizes
@@ -122,6 +137,7 @@ typedef struct clbt_group_layout {
  * GATHER, EXPORT, STATE_SLOTS and TOKEN_SLOTS, with the flags. SCATTER
  * spreads the packet over the whole grid and does nothing else; the others
  * apply it first, each work-group all of it (a folded commit).
+ * EXPORT_CONTEXT and EXPORT_DENSE add parts to EXPORT.
  */
 #define CLBT_WORK_SCATTER 0x01u     /* apply the packet, nothing else */
 #define CLBT_WORK_MAP 0x02u         /* the token-mapping groups' slots */
@@ -131,8 +147,10 @@ typedef struct clbt_group_layout {
 #define CLBT_WORK_SEQ_LENS 0x20u    /* seq_lens gives each KV length */
 #define CLBT_WORK_PACKET_IN_BUFFER 0x40u /* the packet, from packet_at */
 #define CLBT_WORK_PACKET_INLINE 0x80u    /* the packet, in the record */
-#define CLBT_WORK_STATE_SLOTS 0x100u /* the NONE groups' state slots */
-#define CLBT_WORK_TOKEN_SLOTS 0x200u /* token_indices to token_slots */
+#define CLBT_WORK_EXPORT_CONTEXT 0x100u  /* EXPORT: the context CSR too */
+#define CLBT_WORK_EXPORT_DENSE 0x200u    /* EXPORT: the dense page table */
+#define CLBT_WORK_STATE_SLOTS 0x400u /* the NONE groups' state slots */
+#define CLBT_WORK_TOKEN_SLOTS 0x800u /* token_indices to token_slots */
 
 /*
  * One launch's record, its first argument, by value: what it does, its
@@ -157,6 +175,7 @@ typedef struct clbt_group_layout {
   X(cl_uint, num_reqs)                                                \
   X(cl_uint, num_tokens)  /* TOKEN_SLOTS: the index matrix's rows */ \
   X(cl_uint, padded_reqs) /* entries gathered and exported */         \
+  X(cl_uint, dense_pitch) /* EXPORT_DENSE: a row's entries; 0: width */ \
   X(cl_uint, state_slots) /* STATE_SLOTS: ids per request */          \
   X(cl_uint, state_null_block) /* STATE_SLOTS: the id of none */      \
   X(cl_uint, indices_per_row)  /* TOKEN_SLOTS: the matrix's columns */ \

@@ -1,10 +1,15 @@
 /*
  * The step kernel's export: one group's page table for a batch, in kernel
  * blocks (pages of kernel_block_size tokens), in FlashInfer's CSR layout
- * (indptr, indices, last_page_len) and OpenVINO PagedAttention's extra
- * arrays (past_lens, subsequence_begins; its block_indices and
- * block_indices_begins are the CSR indices and indptr). docs/semantics.md
- * has the rules; cl/step.cl runs it.
+ * (indptr, indices, last_page_len), OpenVINO PagedAttention's extra
+ * arrays (past_lens, subsequence_begins, max_context_len; its
+ * block_indices and block_indices_begins are the CSR indices and indptr),
+ * the lengths the dense paths read (seq_lens, dcp_local_seq_lens,
+ * max_seq_len) and, when the launch asks, the CSR of each request's
+ * context alone (what vLLM's BatchDCPPrefillWrapper reads) and a dense
+ * page table of a pitch the caller chose (FA3's page_table, FlashMLA's
+ * block_table, FlashInfer's block_tables). docs/semantics.md has the
+ * rules; cl/step.cl runs it.
  *
  * Batch request r reads row idx_mapping[r] (row r without idx_mapping; a
  * negative entry is padding). Its length is the last scheduled position +
@@ -13,12 +18,13 @@
  * densely in position order (slot_of), so the local length alone says how
  * many pages it reads and how full the last one is.
  *
- * Every work-group walks all the requests' page counts, a work-group's
- * worth at a time, summing them in local memory: cheap, and it spares a
- * second launch. Work-group 0 writes the per-request arrays; each
- * work-group copies the page ids of its own requests (r = group id, +
- * number of groups, ...), all its work-items on one request at a time, so
- * that neighbouring work-items copy neighbouring ids.
+ * Every work-group walks all the requests, a work-group's worth at a time,
+ * scanning their page counts, context page counts and tokens (and the
+ * longest length) in local memory: cheap, and it spares a second launch.
+ * Work-group 0 writes the per-request arrays; each work-group copies the
+ * page ids of its own requests (r = group id, + number of groups, ...),
+ * all its work-items on one request at a time, so that neighbouring
+ * work-items copy neighbouring ids.
  */
 
 /* How many of positions [0, n) this rank owns, by slot_of's rule. */
@@ -33,12 +39,26 @@ static ulong local_count(ulong n, group_constants g) {
          rest / round * g.cp_interleave_size + in_tail;
 }
 
-/* One request's entries; pages 0 means an empty list (last_page_len 1). */
+/* The pages `tokens` tokens fill, and how many the last one holds (0 for
+   no page, which is what FlashInfer's get_seq_lens reads as no tokens). */
+static uint pages_of(ulong tokens, ulong page_size) {
+  return (uint)((tokens + page_size - 1) / page_size);
+}
+static int last_page_len(ulong tokens, ulong page_size) {
+  return tokens ? (int)(tokens - (pages_of(tokens, page_size) - 1) * page_size)
+                : 0;
+}
+
+/*
+ * One request's entries. A request with no row (padding), or rejected,
+ * has none: no pages, every length 0, no tokens.
+ */
 typedef struct request_export {
-  int row; /* the row its pages come from, when it has pages */
-  uint pages;
-  int last_page_len;
-  int past_len;
+  int row; /* the row its pages come from */
+  uint pages, context_pages;
+  int last_page_len, context_last_page_len;
+  int length, local_length, past_len;
+  uint tokens; /* its query's tokens, as subsequence_begins counts them */
   bool rejected;
 } request_export;
 
@@ -60,17 +80,18 @@ static int query_start(const export_batch *batch, uint i) {
 }
 
 /*
- * Request r's length and pages from its row. A padding request (a negative
- * row) or one with no length has no pages; one whose row is not below
- * max_num_reqs, whose query_start_loc entries are out of order or range,
- * whose length is negative, above INT32_MAX or below its scheduled tokens,
- * or whose pages run past its committed row is rejected: no pages,
- * counted.
+ * Request r's entries from its row. A padding request (a negative row)
+ * has none; one whose row is not below max_num_reqs, whose
+ * query_start_loc entries are out of order or range, whose length is
+ * negative, above INT32_MAX or below its scheduled tokens, or whose pages
+ * run past its committed row or past max_pages (a dense row's pitch) is
+ * rejected: none either, and counted.
  */
 static request_export export_of(uint r, const export_batch *batch,
                                 __global const int *row_lengths,
-                                group_constants g) {
-  request_export e = {-1, 0, 1, 0, false};
+                                uint max_pages, group_constants g) {
+  request_export e = {-1, 0, 0, 0, 0, 0, 0, 0, 0, false};
+  const request_export none = e;
   int row = row_of(r, batch->num_reqs, batch->idx_mapping,
                    batch->has_idx_mapping);
   if (row < 0) return e;
@@ -83,50 +104,138 @@ static request_export export_of(uint r, const export_batch *batch,
                                 : 0;
   e.rejected = length < (long)(end - begin) || length > INT_MAX;
   if (e.rejected) return e;
-  ulong kernel_block_size = g.kv_block_size / g.blocks_per_kv_block;
+  ulong page_size = g.kv_block_size / g.blocks_per_kv_block;
   ulong local_length = local_count((ulong)length, g);
-  ulong pages = (local_length + kernel_block_size - 1) / kernel_block_size;
-  e.rejected = pages > (uint)row_lengths[row];
-  if (e.rejected || pages == 0) return e;
+  ulong past = local_count((ulong)(length - (end - begin)), g);
+  uint pages = pages_of(local_length, page_size);
+  if (pages > (uint)row_lengths[row] || pages > max_pages) {
+    e = none;
+    e.rejected = true;
+    return e;
+  }
   e.row = row;
-  e.pages = (uint)pages;
-  e.last_page_len = (int)(local_length - (pages - 1) * kernel_block_size);
-  e.past_len = (int)local_count((ulong)(length - (end - begin)), g);
+  e.pages = pages;
+  e.context_pages = pages_of(past, page_size);
+  e.last_page_len = last_page_len(local_length, page_size);
+  e.context_last_page_len = last_page_len(past, page_size);
+  e.length = (int)length;
+  e.local_length = (int)local_length;
+  e.past_len = (int)past;
+  e.tokens = (uint)(end - begin);
   return e;
 }
 
-/* The work-group's exclusive prefix sum of each work-item's value; *total
-   receives the sum of them all. */
-static uint exclusive_scan(uint value, __local uint *sums, uint *total) {
+/*
+ * What the export scans over requests: pages, context pages, tokens (a sum
+ * that stops at `cap`, so that subsequence_begins stays within the batch
+ * whatever query_start_loc says), and the longest length (a maximum).
+ */
+static uint4 combine(uint4 a, uint4 b, uint cap) {
+  return (uint4)(a.x + b.x, a.y + b.y, min(a.z + b.z, cap), max(a.w, b.w));
+}
+
+/* The work-group's exclusive scan of each work-item's value; *total
+   receives the combination of them all. */
+static uint4 exclusive_scan(uint4 value, uint cap, __local uint4 *sums,
+                            uint4 *total) {
   uint id = get_local_id(0), size = get_local_size(0);
   sums[id] = value;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (uint step = 1; step < size; step *= 2) {
-    uint add = id >= step ? sums[id - step] : 0;
+    uint4 before = id >= step ? sums[id - step] : (uint4)(0);
     barrier(CLK_LOCAL_MEM_FENCE);
-    sums[id] += add;
+    sums[id] = combine(before, sums[id], cap);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   *total = sums[size - 1];
-  uint before = sums[id] - value;
+  uint4 before = id ? sums[id - 1] : (uint4)(0);
   barrier(CLK_LOCAL_MEM_FENCE);
   return before;
 }
 
-/* Where a group's export goes, in its storage. */
+/* Where a group's export goes, in its storage, and which parts it writes. */
 typedef struct export_regions {
   __global const int *rows, *row_lengths;
   __global int *indptr, *indices, *last_page_len, *past_lens,
-      *subsequence_begins;
+      *subsequence_begins, *seq_lens, *local_seq_lens, *max_seq_len,
+      *context_indptr, *context_indices, *context_last_page_len, *page_table;
+  __global uint *rejected_tokens;
   uint row_stride;
+  uint pitch;    /* entries a row of page_table takes */
   bool exported; /* false: a NONE group, with no export regions */
+  bool context;  /* the context CSR */
+  bool dense;    /* page_table */
 } export_regions;
 
-/* What one work-group of the export knows of a chunk of requests. */
+/*
+ * A group's export regions, from its storage and layout; `pitch` is the
+ * record's dense_pitch, 0 for the group's width.
+ */
+static export_regions regions_of(__global int *storage, clbt_group_layout at,
+                                 bool exported, uint work, uint pitch) {
+#define REGION(NAME) (storage + CLBT_REGION_WORDS(at, CLBT_REGION_##NAME))
+  export_regions out = {REGION(ROWS),
+                        REGION(ROW_LENGTHS),
+                        REGION(EXPORT_INDPTR),
+                        REGION(EXPORT_INDICES),
+                        REGION(EXPORT_LAST_PAGE_LEN),
+                        REGION(EXPORT_PAST_LENS),
+                        REGION(EXPORT_SUBSEQUENCE_BEGINS),
+                        REGION(EXPORT_SEQ_LENS),
+                        REGION(EXPORT_LOCAL_SEQ_LENS),
+                        REGION(EXPORT_MAX_SEQ_LEN),
+                        REGION(EXPORT_CONTEXT_INDPTR),
+                        REGION(EXPORT_CONTEXT_INDICES),
+                        REGION(EXPORT_CONTEXT_LAST_PAGE_LEN),
+                        REGION(EXPORT_PAGE_TABLE),
+                        (__global uint *)REGION(REJECTED_TOKENS),
+                        at.row_stride,
+                        pitch ? pitch : at.row_stride,
+                        exported,
+                        exported && (work & CLBT_WORK_EXPORT_CONTEXT),
+                        exported && (work & CLBT_WORK_EXPORT_DENSE)};
+#undef REGION
+  return out;
+}
+
+/* What one work-group of the export knows of a chunk of requests: per
+   request, (page offset, pages, context page offset, context pages). */
 typedef struct export_scratch {
-  __local uint *sums, *offsets, *pages;
+  __local uint4 *sums, *plans;
   __local int *rows;
 } export_scratch;
+
+/* Request r's per-request entries; `through` is the scan up to and
+   including it, `base` subsequence_begins[0]. */
+static void write_request(export_regions out, uint r, request_export e,
+                          uint4 through, int base) {
+  out.indptr[r + 1] = (int)through.x;
+  out.last_page_len[r] = e.last_page_len;
+  out.past_lens[r] = e.past_len;
+  out.subsequence_begins[r + 1] = base + (int)through.z;
+  out.seq_lens[r] = e.length;
+  out.local_seq_lens[r] = e.local_length;
+  if (out.context) {
+    out.context_indptr[r + 1] = (int)through.y;
+    out.context_last_page_len[r] = e.context_last_page_len;
+  }
+}
+
+/* Request r's page ids, by every work-item of the work-group: its CSR
+   lists and its dense row, zero past its pages. */
+static void copy_request(export_regions out, uint r, uint4 plan, int row) {
+  uint id = get_local_id(0), size = get_local_size(0);
+  __global const int *ids = out.rows + (ulong)max(row, 0) * out.row_stride;
+  for (uint p = id; p < plan.y; p += size) out.indices[plan.x + p] = ids[p];
+  if (out.context)
+    for (uint p = id; p < plan.w; p += size)
+      out.context_indices[plan.z + p] = ids[p];
+  if (out.dense) {
+    __global int *dense = out.page_table + (ulong)r * out.pitch;
+    for (uint p = id; p < out.pitch; p += size)
+      dense[p] = p < plan.y ? ids[p] : 0;
+  }
+}
 
 /*
  * Exports one group for requests [0, padded), a chunk of a work-group's
@@ -139,40 +248,39 @@ static uint export_group(const export_batch *batch, uint padded,
   uint id = get_local_id(0), size = get_local_size(0);
   uint me = get_group_id(0), groups = get_num_groups(0);
   bool writer = me == 0;
-  uint rejected = 0, before = 0;
+  uint rejected = 0, max_pages = out.dense ? out.pitch : UINT_MAX;
+  int base = clamp(query_start(batch, 0), 0, (int)batch->num_tokens);
+  uint cap = batch->num_tokens - (uint)base;
+  uint4 before = (uint4)(0);
   /* A NONE group exports nothing: no branch around the barriers below. */
   if (!out.exported) padded = 0;
   if (writer && id == 0 && out.exported) {
     out.indptr[0] = 0;
-    out.subsequence_begins[0] = query_start(batch, 0);
+    out.subsequence_begins[0] = base;
+    if (out.context) out.context_indptr[0] = 0;
   }
   for (uint start = 0; start < padded; start += size) {
-    uint r = start + id, chunk_pages = 0;
-    request_export e = {-1, 0, 1, 0, false};
-    if (r < padded) e = export_of(r, batch, out.row_lengths, g);
-    uint offset = before + exclusive_scan(e.pages, scratch.sums, &chunk_pages);
+    uint r = start + id;
+    request_export e = {-1, 0, 0, 0, 0, 0, 0, 0, 0, false};
+    if (r < padded) e = export_of(r, batch, out.row_lengths, max_pages, g);
+    uint4 own = (uint4)(e.pages, e.context_pages, e.tokens, (uint)e.length);
+    uint4 chunk;
+    uint4 offset =
+        combine(before, exclusive_scan(own, cap, scratch.sums, &chunk), cap);
     if (writer && r < padded) {
-      out.indptr[r + 1] = (int)(offset + e.pages);
-      out.last_page_len[r] = e.last_page_len;
-      out.past_lens[r] = e.past_len;
-      out.subsequence_begins[r + 1] =
-          query_start(batch, min(r + 1, batch->num_reqs));
+      write_request(out, r, e, combine(offset, own, cap), base);
       rejected += e.rejected;
     }
-    scratch.offsets[id] = offset;
-    scratch.pages[id] = e.pages;
+    scratch.plans[id] = (uint4)(offset.x, e.pages, offset.y, e.context_pages);
     scratch.rows[id] = e.row;
     barrier(CLK_LOCAL_MEM_FENCE);
     uint count = min(size, padded - start);
     for (uint k = (me + groups - start % groups) % groups; k < count;
-         k += groups) {
-      __global const int *row =
-          out.rows + (ulong)max(scratch.rows[k], 0) * out.row_stride;
-      __global int *indices = out.indices + scratch.offsets[k];
-      for (uint p = id; p < scratch.pages[k]; p += size) indices[p] = row[p];
-    }
+         k += groups)
+      copy_request(out, start + k, scratch.plans[k], scratch.rows[k]);
     barrier(CLK_LOCAL_MEM_FENCE);
-    before += chunk_pages;
+    before = combine(before, chunk, cap);
   }
+  if (writer && id == 0 && out.exported) out.max_seq_len[0] = (int)before.w;
   return rejected;
 }

@@ -10,7 +10,9 @@
  *      and where two work-groups write one word they write the same value;
  *   2. with CLBT_WORK_MAP, each token-mapping group's slot mapping;
  *   3. with CLBT_WORK_GATHER, each group's gather;
- *   4. with CLBT_WORK_EXPORT, each token-mapping group's export;
+ *   4. with CLBT_WORK_EXPORT, each token-mapping group's export (with
+ *      CLBT_WORK_EXPORT_CONTEXT its context CSR too, with
+ *      CLBT_WORK_EXPORT_DENSE its dense page table);
  *   5. with CLBT_WORK_STATE_SLOTS, each NONE group's state slots;
  *   6. with CLBT_WORK_TOKEN_SLOTS, each token-mapping group's slots of an
  *      index matrix (a call of its own, cl/token_slots.cl).
@@ -31,12 +33,7 @@ CLBT_DECLARE_LAUNCH_LAYOUT(clbt_kernel_layout, CLBT_NUM_GROUPS)
 #define GROUP_PARAMETERS(g) CLBT_STEP_GROUP_ARGUMENTS(GROUP_PARAMETER, g)
 
 /* Region REGION of group g, in words from its storage (the launch layout). */
-#define AT(g, REGION) REGION_WORDS(layout.groups[g], REGION)
-
-/* Region REGION of a group whose layout is `group`, in words from its
-   storage. */
-#define REGION_WORDS(group, REGION) \
-  ((ulong)(group).offsets[CLBT_REGION_##REGION] * CLBT_REGION_UNIT_WORDS)
+#define AT(g, REGION) CLBT_REGION_WORDS(layout.groups[g], CLBT_REGION_##REGION)
 
 #define MAPS_TOKENS(g) (GROUP_CONSTANTS(g).maps_tokens != 0)
 
@@ -102,23 +99,13 @@ CLBT_DECLARE_LAUNCH_LAYOUT(clbt_kernel_layout, CLBT_NUM_GROUPS)
         CLBT_FOR_EACH_GROUP(CONSTANTS_ENTRY)};                               \
     _Pragma("unroll 1") for (uint g = 0; g < CLBT_NUM_GROUPS; ++g) {         \
       __global int *storage = storages[g];                                   \
-      const clbt_group_layout *at = &layout.groups[g];                       \
-      export_regions out = {                                                 \
-          storage + REGION_WORDS(*at, ROWS),                                 \
-          storage + REGION_WORDS(*at, ROW_LENGTHS),                          \
-          storage + REGION_WORDS(*at, EXPORT_INDPTR),                        \
-          storage + REGION_WORDS(*at, EXPORT_INDICES),                       \
-          storage + REGION_WORDS(*at, EXPORT_LAST_PAGE_LEN),                 \
-          storage + REGION_WORDS(*at, EXPORT_PAST_LENS),                     \
-          storage + REGION_WORDS(*at, EXPORT_SUBSEQUENCE_BEGINS),            \
-          layout.groups[g].row_stride,                                       \
-          constants[g].maps_tokens != 0};                                    \
+      export_regions out =                                                   \
+          regions_of(storage, layout.groups[g],                              \
+                     constants[g].maps_tokens != 0, work, record.dense_pitch); \
       uint rejected =                                                        \
           export_group(&batch, padded, out, scratch, constants[g]);          \
       if (rejected)                                                          \
-        atomic_add((__global uint *)(storage +                               \
-                                     REGION_WORDS(*at, REJECTED_TOKENS)),    \
-                   rejected);                                                \
+        atomic_add(out.rejected_tokens, rejected);                           \
     }                                                                        \
   }
 
@@ -235,9 +222,8 @@ __kernel void clbt_step(CLBT_STEP_FIRST_ARGUMENT(FIRST_PARAMETER)
                                 CLBT_FOR_EACH_GROUP(GROUP_PARAMETERS)) {
   __local int well_formed;
   __local gather_plan plans[CLBT_MAX_WORK_GROUP_SIZE];
-  __local uint export_sums[CLBT_MAX_WORK_GROUP_SIZE];
-  __local uint export_offsets[CLBT_MAX_WORK_GROUP_SIZE];
-  __local uint export_pages[CLBT_MAX_WORK_GROUP_SIZE];
+  __local uint4 export_sums[CLBT_MAX_WORK_GROUP_SIZE];
+  __local uint4 export_plans[CLBT_MAX_WORK_GROUP_SIZE];
   __local int export_rows[CLBT_MAX_WORK_GROUP_SIZE];
   uint work = record.work, num_reqs = record.num_reqs;
   uint num_tokens = record.num_tokens, padded = record.padded_reqs;
@@ -282,8 +268,7 @@ __kernel void clbt_step(CLBT_STEP_FIRST_ARGUMENT(FIRST_PARAMETER)
                           positions,
                           (work & CLBT_WORK_SEQ_LENS) ? seq_lens : 0,
                           idx_mapping,      has_idx_mapping};
-    export_scratch scratch = {export_sums, export_offsets, export_pages,
-                              export_rows};
+    export_scratch scratch = {export_sums, export_plans, export_rows};
     EXPORT_GROUPS
   }
   if (work & CLBT_WORK_STATE_SLOTS) STATE_SLOT_GROUPS

@@ -166,8 +166,8 @@ static void gather_model(gathered_model *m, const scheduler *s,
  * blocks: no kernel_block_size, no context parallelism). Batch request i
  * holds the KV of its computed tokens and of this step's; its pages are the
  * first ceil(length / page) of its blocks, listed from indptr[i], the last
- * holding the rest of its tokens (1 when it has none: FlashInfer reads 0 as
- * a full page); its past length is what precedes this step's query. A
+ * holding the rest of its tokens (0 when it has none, as vLLM gives it);
+ * its past length is what precedes this step's query. A
  * request with no token this step and the padding requests have no pages;
  * padding requests begin where the batch's tokens end.
  */
@@ -184,7 +184,7 @@ static void export_model_build(export_model *m, const scheduler *s,
     if (pages)
       memcpy(&m->indices[m->indptr[i]], r->blocks[g], pages * sizeof(int32_t));
     m->indptr[i + 1] = m->indptr[i] + (int32_t)pages;
-    m->last_page_len[i] = pages ? (int32_t)(length - (pages - 1) * page) : 1;
+    m->last_page_len[i] = pages ? (int32_t)(length - (pages - 1) * page) : 0;
     m->past_lens[i] = r ? (int32_t)(length - r->scheduled) : 0;
     m->subsequence_begins[i + 1] =
         b->query_start_loc[r ? i + 1 : s->num_running];

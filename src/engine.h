@@ -60,6 +60,8 @@ typedef struct clbt__batch {
   uint32_t num_reqs_padded; /* 0: num_reqs */
   cl_mem seq_lens;          /* int32[num_reqs], or NULL */
   cl_mem idx_mapping;       /* int32[num_reqs], or NULL: the identity */
+  uint32_t export_flags;    /* CLBT_EXPORT_* of an export */
+  uint32_t dense_row_pitch; /* with CLBT_EXPORT_DENSE; 0: each width */
   uint32_t num_state_slots; /* a step's state slots: ids per request */
   int32_t state_null_block; /* and the id of none */
   uint32_t indices_per_row; /* token slots: num_tokens rows of these */
@@ -482,17 +484,27 @@ void clbt__compute_step_host(const clbt_table *table,
 /* The batch of an export request. */
 clbt__batch clbt__export_batch(const clbt_export_request *request);
 
+/* The step kernel's work bits for a batch's export flags
+   (CLBT_WORK_EXPORT_CONTEXT, _DENSE). */
+uint32_t clbt__export_work(const clbt__batch *batch);
+
 /*
  * Checks a batch for an export of a scope, in this order: a group named
  * alone must map tokens (clbt__check_export_target), the batch's arguments,
- * and every exported group's worst-case page count must fit the int32
- * indptr (clbt__check_export_groups).
+ * its export flags, which the messages call flags_name
+ * (clbt__check_export_flags), and every exported group's worst-case page
+ * count must fit the int32 indptr, and its dense page table's rows of the
+ * batch its region (clbt__check_export_groups).
  */
 clbt_status clbt__check_export(const clbt__scope *scope,
-                               const clbt__batch *batch, cl_uint num_events,
+                               const clbt__batch *batch,
+                               const char *flags_name, cl_uint num_events,
                                const cl_event *wait_list);
 clbt_status clbt__check_export_target(const clbt__scope *scope);
-clbt_status clbt__check_export_groups(const clbt__scope *scope);
+clbt_status clbt__check_export_flags(const clbt__batch *batch,
+                                     const char *flags_name);
+clbt_status clbt__check_export_groups(const clbt__scope *scope,
+                                      const clbt__batch *batch);
 
 /* ---- state slots (state_slots.c) and token slots (token_slots.c) -------- */
 

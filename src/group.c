@@ -99,19 +99,28 @@ static size_t rows_bytes(const clbt_table *table) {
 }
 
 /*
- * The export's regions, worst case: every row's whole width of pages. A
- * NONE group exports nothing and has none.
+ * The export's regions, worst case: every row's whole width of pages (the
+ * dense page table: max_num_reqs rows of the width, or fewer rows of a
+ * wider pitch). A NONE group exports nothing and has none.
  */
 static void export_sizes(const clbt_table *table, size_t *sizes) {
   bool maps_tokens = clbt__maps_tokens(table);
   size_t requests = maps_tokens ? table->layout.max_num_reqs : 0;
-  sizes[CLBT_REGION_EXPORT_INDPTR] =
-      maps_tokens ? (requests + 1) * sizeof(cl_int) : 0;
-  sizes[CLBT_REGION_EXPORT_INDICES] = maps_tokens ? rows_bytes(table) : 0;
-  sizes[CLBT_REGION_EXPORT_LAST_PAGE_LEN] = requests * sizeof(cl_int);
-  sizes[CLBT_REGION_EXPORT_PAST_LENS] = requests * sizeof(cl_int);
-  sizes[CLBT_REGION_EXPORT_SUBSEQUENCE_BEGINS] =
-      sizes[CLBT_REGION_EXPORT_INDPTR];
+  size_t per_request = requests * sizeof(cl_int);
+  size_t offsets = maps_tokens ? per_request + sizeof(cl_int) : 0;
+  size_t pages = maps_tokens ? rows_bytes(table) : 0;
+  sizes[CLBT_REGION_EXPORT_INDPTR] = offsets;
+  sizes[CLBT_REGION_EXPORT_INDICES] = pages;
+  sizes[CLBT_REGION_EXPORT_LAST_PAGE_LEN] = per_request;
+  sizes[CLBT_REGION_EXPORT_PAST_LENS] = per_request;
+  sizes[CLBT_REGION_EXPORT_SUBSEQUENCE_BEGINS] = offsets;
+  sizes[CLBT_REGION_EXPORT_SEQ_LENS] = per_request;
+  sizes[CLBT_REGION_EXPORT_LOCAL_SEQ_LENS] = per_request;
+  sizes[CLBT_REGION_EXPORT_MAX_SEQ_LEN] = maps_tokens ? sizeof(cl_int) : 0;
+  sizes[CLBT_REGION_EXPORT_CONTEXT_INDPTR] = offsets;
+  sizes[CLBT_REGION_EXPORT_CONTEXT_INDICES] = pages;
+  sizes[CLBT_REGION_EXPORT_CONTEXT_LAST_PAGE_LEN] = per_request;
+  sizes[CLBT_REGION_EXPORT_PAGE_TABLE] = pages;
 }
 
 /* A NONE group's state slots: at most a row's worth a request. */
@@ -119,22 +128,13 @@ static size_t state_slots_bytes(const clbt_table *table) {
   return clbt__maps_tokens(table) ? 0 : rows_bytes(table);
 }
 
-/* The bytes of the kernel's unit of region offsets (cl/contract.h). */
-#define REGION_UNIT_BYTES (CLBT_REGION_UNIT_WORDS * sizeof(cl_uint))
-
-/* Where regions may start: the device's sub-buffer alignment and a whole
-   unit of the kernel's offsets, both. */
-static size_t region_alignment(const clbt_table *table) {
-  size_t device = table->device->properties.base_address_alignment;
-  size_t alignment = device;
-  while (alignment % REGION_UNIT_BYTES) alignment += device;
-  return alignment;
-}
-
 /* Where each region starts in the storage, and the storage's size. */
 static clbt_status plan_regions(const clbt_table *table, size_t *origins,
                                 size_t *sizes, size_t *total) {
-  size_t alignment = region_alignment(table);
+  /* Both powers of two: the larger is a multiple of the other. */
+  const size_t unit = CLBT_REGION_UNIT_WORDS * sizeof(cl_uint);
+  size_t alignment = table->device->properties.base_address_alignment;
+  if (alignment < unit) alignment = unit;
   sizes[CLBT_REGION_ROWS] = rows_bytes(table);
   sizes[CLBT_REGION_ROW_LENGTHS] = table->layout.max_num_reqs * sizeof(cl_int);
   sizes[CLBT_REGION_SLOTS] =
@@ -153,15 +153,15 @@ static clbt_status plan_regions(const clbt_table *table, size_t *origins,
     if (sizes[r] > SIZE_MAX - offset - alignment)
       return clbt__fail(CLBT_SIZE_OVERFLOW,
                         "the table's device data exceeds SIZE_MAX bytes");
-    /* The kernel finds each region by a 32-bit offset in units. */
-    if (offset / REGION_UNIT_BYTES > UINT32_MAX)
-      return clbt__fail(CLBT_SIZE_OVERFLOW,
-                        "the table's device data exceeds 256 GiB before its "
-                        "last region: the kernel's region offsets are 32-bit "
-                        "counts of 64 bytes");
     origins[r] = offset;
     offset = (offset + sizes[r] + alignment - 1) / alignment * alignment;
   }
+  /* The launch layout counts offsets in 32-bit units (cl/contract.h). */
+  if (offset / unit > UINT32_MAX)
+    return clbt__fail(CLBT_SIZE_OVERFLOW,
+                      "the table's device data of %zu bytes exceeds the "
+                      "256 GiB the kernel's region offsets reach",
+                      offset);
   *total = offset;
   return CLBT_SUCCESS;
 }
@@ -184,8 +184,9 @@ static clbt_status create_storage(clbt_table *table) {
   table->at.row_stride = table->layout.width;
   for (int r = 0; r < CLBT_NUM_REGIONS; ++r) {
     cl_buffer_region region = {origins[r], sizes[r]};
-    table->at.offsets[r] = (cl_uint)(origins[r] / REGION_UNIT_BYTES);
-    if (sizes[r] == 0) continue; /* a NONE group's export, say */
+    table->at.at[r] =
+        (cl_uint)(origins[r] / (CLBT_REGION_UNIT_WORDS * sizeof(cl_uint)));
+    if (sizes[r] == 0) continue; /* a NONE group's export */
     table->regions[r] =
         clCreateSubBuffer(table->storage, CL_MEM_READ_WRITE,
                           CL_BUFFER_CREATE_TYPE_REGION, &region, &error);

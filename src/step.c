@@ -190,6 +190,7 @@ static void start_record(clbt__launch_record *record, uint32_t work,
   record->padded_reqs = !batch                  ? 0
                         : batch->num_reqs_padded ? batch->num_reqs_padded
                                                  : batch->num_reqs;
+  record->dense_pitch = batch ? batch->dense_row_pitch : 0;
   record->state_slots = batch ? batch->num_state_slots : 0;
   record->state_null_block = batch ? (cl_uint)batch->state_null_block : 0;
   record->indices_per_row = batch ? batch->indices_per_row : 0;
@@ -264,6 +265,7 @@ static clbt_status enqueue_launch(const call_plan *plan, uint32_t l, uint32_t p,
   if (batch->idx_mapping) work |= CLBT_WORK_IDX_MAPPING;
   if (batch->seq_lens && (work & (CLBT_WORK_EXPORT | CLBT_WORK_STATE_SLOTS)))
     work |= CLBT_WORK_SEQ_LENS;
+  if (work & CLBT_WORK_EXPORT) work |= clbt__export_work(batch);
   start_record(&record, work, batch, version);
   if (tokens) record.token_section = clbt__token_sections_before(plan->scope, l);
   if (share->place != CLBT__PACKET_SCATTERED) add_packet(&record, plan, l, p);
@@ -362,8 +364,8 @@ clbt_status clbt__enqueue_slot_mapping(const clbt__scope *scope,
 clbt_status clbt__enqueue_export(const clbt__scope *scope,
                                  const clbt__batch *batch, cl_uint num_events,
                                  const cl_event *wait_list, cl_event *event) {
-  clbt_status status =
-      clbt__check_export(scope, batch, num_events, wait_list);
+  clbt_status status = clbt__check_export(scope, batch, "request->flags",
+                                          num_events, wait_list);
   if (status) return status;
   const clbt__call call = {.work = CLBT_WORK_EXPORT, .batch = *batch};
   return clbt__run(scope, &call, num_events, wait_list, event);
@@ -385,8 +387,24 @@ static clbt__batch batch_of(const clbt_step *step) {
       .num_reqs_padded = step->num_reqs_padded,
       .seq_lens = lengths && !dummy ? step->seq_lens : NULL,
       .idx_mapping = dummy ? NULL : step->idx_mapping,
+      .export_flags = step->export_flags,
+      .dense_row_pitch = step->dense_row_pitch,
       .num_state_slots = step->num_state_slots ? step->num_state_slots : 1,
       .state_null_block = step->state_null_block};
+}
+
+/* The export's flags and pitch ask for parts of an export. */
+static clbt_status check_step_export(const clbt_step *step,
+                                     const clbt__batch *batch) {
+  if (step->flags & CLBT_STEP_EXPORT)
+    return clbt__check_export_flags(batch, "step->export_flags");
+  if (step->export_flags || step->dense_row_pitch)
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "step->export_flags 0x%x and dense_row_pitch %u are set "
+                      "without CLBT_STEP_EXPORT",
+                      (unsigned)step->export_flags,
+                      (unsigned)step->dense_row_pitch);
+  return CLBT_SUCCESS;
 }
 
 /* A dummy run has no requests and no tokens, only padding. */
@@ -410,6 +428,7 @@ static clbt_status check_step(const clbt__scope *scope, const clbt_step *step,
                               const clbt__batch *batch, cl_uint num_events,
                               const cl_event *wait_list) {
   clbt_status status = clbt__check_step_flags(step->flags, true);
+  if (!status) status = check_step_export(step, batch);
   if (!status && (step->flags & CLBT_STEP_STATE_SLOTS))
     status = clbt__check_state_slots(scope, batch->num_state_slots);
   if (status) return status;
@@ -417,11 +436,12 @@ static clbt_status check_step(const clbt__scope *scope, const clbt_step *step,
     bool exports = step->flags & CLBT_STEP_EXPORT;
     if (exports) status = clbt__check_export_target(scope);
     if (!status) status = check_dummy(scope, batch, num_events, wait_list);
-    if (!status && exports) status = clbt__check_export_groups(scope);
+    if (!status && exports) status = clbt__check_export_groups(scope, batch);
     return status;
   }
   if (step->flags & CLBT_STEP_EXPORT)
-    return clbt__check_export(scope, batch, num_events, wait_list);
+    return clbt__check_export(scope, batch, "step->export_flags", num_events,
+                              wait_list);
   return clbt__check_batch_arguments(scope->first, batch, num_events,
                                      wait_list);
 }

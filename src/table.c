@@ -5,6 +5,7 @@
  */
 #include "engine.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,15 +147,29 @@ clbt_status clbt_table_export_buffers(const clbt_table *table,
     return clbt__fail(CLBT_INVALID_ARGUMENT,
                       "the table's slot_mode is CLBT_SLOT_MODE_NONE: it has "
                       "no export buffers");
-  *out = (clbt_export_buffers){
-      .paged_kv_indptr = table->regions[CLBT_REGION_EXPORT_INDPTR],
-      .paged_kv_indices = table->regions[CLBT_REGION_EXPORT_INDICES],
-      .paged_kv_last_page_len =
-          table->regions[CLBT_REGION_EXPORT_LAST_PAGE_LEN],
-      .past_lens = table->regions[CLBT_REGION_EXPORT_PAST_LENS],
-      .subsequence_begins =
-          table->regions[CLBT_REGION_EXPORT_SUBSEQUENCE_BEGINS],
-      .page_size = table->layout.kernel_block_size};
+  const cl_mem *regions = table->regions;
+  const clbt_export_buffers all = {
+      .paged_kv_indptr = regions[CLBT_REGION_EXPORT_INDPTR],
+      .paged_kv_indices = regions[CLBT_REGION_EXPORT_INDICES],
+      .paged_kv_last_page_len = regions[CLBT_REGION_EXPORT_LAST_PAGE_LEN],
+      .past_lens = regions[CLBT_REGION_EXPORT_PAST_LENS],
+      .subsequence_begins = regions[CLBT_REGION_EXPORT_SUBSEQUENCE_BEGINS],
+      .page_size = table->layout.kernel_block_size,
+      .struct_size = out->struct_size,
+      .seq_lens = regions[CLBT_REGION_EXPORT_SEQ_LENS],
+      .dcp_local_seq_lens = regions[CLBT_REGION_EXPORT_LOCAL_SEQ_LENS],
+      .max_seq_len = regions[CLBT_REGION_EXPORT_MAX_SEQ_LEN],
+      .context_kv_indptr = regions[CLBT_REGION_EXPORT_CONTEXT_INDPTR],
+      .context_kv_indices = regions[CLBT_REGION_EXPORT_CONTEXT_INDICES],
+      .context_kv_last_page_len =
+          regions[CLBT_REGION_EXPORT_CONTEXT_LAST_PAGE_LEN],
+      .page_table = regions[CLBT_REGION_EXPORT_PAGE_TABLE]};
+  /* 0.3's fields always; of the later ones, what the caller's struct has
+     (a 0.3 caller's struct_size, even uninitialised, never makes this
+     write past a struct of this header's size). */
+  size_t covered = all.struct_size < sizeof all ? all.struct_size : sizeof all;
+  size_t base = offsetof(clbt_export_buffers, struct_size);
+  memcpy(out, &all, covered > base ? covered : base);
   return CLBT_SUCCESS;
 }
 

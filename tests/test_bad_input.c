@@ -250,6 +250,8 @@ typedef struct bad_input {
   uint32_t struct_size; /* a step's; 0: its sizeof */
   bool later_field;     /* a step struct grown by a field set to 1 */
   buffer step_idx_mapping; /* a device step's (GOOD: the fixture's) */
+  uint32_t export_flags; /* an export's flags, or a device step's */
+  uint32_t pitch;        /* their dense_row_pitch */
   uint32_t num_state_slots; /* a device step's */
   bool none_group;      /* the call is made on the multi's NONE group alone */
   uint32_t indices_per_row; /* token slots: .a requests, .num_tokens rows */
@@ -707,6 +709,19 @@ static const bad_input cases[] = {
     BAD(TABLE_ENQUEUE_EXPORT, "idx_mapping of another context",
         CLBT_CONTEXT_MISMATCH, "idx_mapping belongs to another", .a = 2,
         .idx_mapping_given = true, .idx_mapping = FOREIGN),
+    BAD(TABLE_ENQUEUE_EXPORT, "an unknown export flag", CLBT_INVALID_ARGUMENT,
+        "request->flags 0x5 has bits other than CLBT_EXPORT_CONTEXT and "
+        "CLBT_EXPORT_DENSE",
+        .a = 2, .export_flags = 5),
+    BAD(TABLE_ENQUEUE_EXPORT, "dense_row_pitch without CLBT_EXPORT_DENSE",
+        CLBT_INVALID_ARGUMENT,
+        "dense_row_pitch 3 is set without CLBT_EXPORT_DENSE in request->flags",
+        .a = 2, .export_flags = CLBT_EXPORT_CONTEXT, .pitch = 3),
+    BAD(TABLE_ENQUEUE_EXPORT, "dense rows past the page table",
+        CLBT_INVALID_ARGUMENT,
+        "dense_row_pitch 13 x num_reqs_padded 4 entries exceed the page "
+        "table's max_num_reqs 4 x width 12",
+        .a = 2, .b = 4, .export_flags = CLBT_EXPORT_DENSE, .pitch = 13),
     BAD(TABLE_ENQUEUE_EXPORT, "wait list NULL with events",
         CLBT_INVALID_ARGUMENT, "wait_list is NULL with num_events 2", .a = 2,
         .num_events = 2),
@@ -723,6 +738,13 @@ static const bad_input cases[] = {
     BAD(MULTI_ENQUEUE_EXPORT, "idx_mapping too small", CLBT_BUFFER_TOO_SMALL,
         "idx_mapping holds 8 bytes; num_reqs 4 needs 16", .a = 4,
         .idx_mapping_given = true, .idx_mapping = TOO_SMALL),
+    BAD(MULTI_ENQUEUE_EXPORT, "an unknown export flag", CLBT_INVALID_ARGUMENT,
+        "request->flags 0x4 has bits other than", .a = 2, .export_flags = 4),
+    BAD(MULTI_ENQUEUE_EXPORT, "dense rows past a group's page table",
+        CLBT_INVALID_ARGUMENT,
+        "groups[0]: dense_row_pitch 25 x num_reqs_padded 2 entries exceed the "
+        "page table's max_num_reqs 4 x width 12",
+        .a = 2, .export_flags = CLBT_EXPORT_DENSE, .pitch = 25),
     BAD(MULTI_ENQUEUE_EXPORT, "wait list without events",
         CLBT_INVALID_ARGUMENT, "wait_list is not NULL with num_events 0",
         .a = 2, .wait_list = true),
@@ -841,6 +863,33 @@ static const bad_input cases[] = {
     BAD(TABLE_ENQUEUE_STEP, "idx_mapping of another context",
         CLBT_CONTEXT_MISMATCH, "idx_mapping belongs to another OpenCL context",
         .a = 1, .num_tokens = 1, .step_idx_mapping = FOREIGN),
+    BAD(TABLE_ENQUEUE_STEP, "export flags without CLBT_STEP_EXPORT",
+        CLBT_INVALID_ARGUMENT,
+        "step->export_flags 0x1 and dense_row_pitch 0 are set without "
+        "CLBT_STEP_EXPORT",
+        .a = 1, .num_tokens = 1, .export_flags = CLBT_EXPORT_CONTEXT),
+    BAD(TABLE_ENQUEUE_STEP, "dense_row_pitch without CLBT_STEP_EXPORT",
+        CLBT_INVALID_ARGUMENT, "dense_row_pitch 2 are set without",
+        .a = 1, .num_tokens = 1, .pitch = 2),
+    BAD(TABLE_ENQUEUE_STEP, "an unknown export flag", CLBT_INVALID_ARGUMENT,
+        "step->export_flags 0x8 has bits other than CLBT_EXPORT_CONTEXT and "
+        "CLBT_EXPORT_DENSE",
+        .a = 1, .num_tokens = 1, .flags = CLBT_STEP_EXPORT, .export_flags = 8),
+    BAD(TABLE_ENQUEUE_STEP, "dense_row_pitch without CLBT_EXPORT_DENSE",
+        CLBT_INVALID_ARGUMENT,
+        "dense_row_pitch 2 is set without CLBT_EXPORT_DENSE in "
+        "step->export_flags",
+        .a = 1, .num_tokens = 1, .flags = CLBT_STEP_EXPORT, .pitch = 2),
+    BAD(TABLE_ENQUEUE_STEP, "dense rows past the page table",
+        CLBT_INVALID_ARGUMENT,
+        "dense_row_pitch 17 x num_reqs_padded 3 entries exceed the page "
+        "table's max_num_reqs 4 x width 12",
+        .a = 1, .b = 3, .num_tokens = 1, .flags = CLBT_STEP_EXPORT,
+        .export_flags = CLBT_EXPORT_DENSE, .pitch = 17),
+    BAD(TABLE_ENQUEUE_STEP, "a dummy run's dense rows past the page table",
+        CLBT_INVALID_ARGUMENT, "dense_row_pitch 17 x num_reqs_padded 3",
+        .b = 3, .flags = CLBT_STEP_EXPORT | CLBT_STEP_DUMMY,
+        .export_flags = CLBT_EXPORT_DENSE, .pitch = 17),
     BAD(TABLE_ENQUEUE_STEP, "positions of another context",
         CLBT_CONTEXT_MISMATCH, "positions belongs to another OpenCL context",
         .a = 1, .num_tokens = 1, .positions = FOREIGN),
@@ -856,6 +905,14 @@ static const bad_input cases[] = {
         .null = NULL_REQUEST, .a = 1, .num_tokens = 1),
     BAD(MULTI_ENQUEUE_STEP, "an unknown flag", CLBT_INVALID_ARGUMENT,
         "step->flags 0x5 has bits other than", .flags = 4, .a = 1, .num_tokens = 1),
+    BAD(MULTI_ENQUEUE_STEP, "dense rows past a group's page table",
+        CLBT_INVALID_ARGUMENT,
+        "groups[0]: dense_row_pitch 49 x num_reqs_padded 1 entries exceed",
+        .a = 1, .num_tokens = 1, .flags = CLBT_STEP_EXPORT,
+        .export_flags = CLBT_EXPORT_DENSE, .pitch = 49),
+    BAD(MULTI_ENQUEUE_STEP, "export flags without CLBT_STEP_EXPORT",
+        CLBT_INVALID_ARGUMENT, "step->export_flags 0x2 and dense_row_pitch 0",
+        .a = 1, .num_tokens = 1, .export_flags = CLBT_EXPORT_DENSE),
     BAD(MULTI_ENQUEUE_STEP, "num_reqs_padded = max_num_reqs + 1",
         CLBT_TOO_MANY_REQUESTS, "num_reqs_padded 5 exceeds max_num_reqs 4",
         .a = 2, .b = 5, .num_tokens = 2),
@@ -1554,7 +1611,8 @@ static clbt_status call_export(const bad_input *c, const fixture *f,
       .seq_lens = c->seq_lens_given ? pick_buffer(f, c->seq_lens, false) : NULL,
       .idx_mapping = c->idx_mapping_given
                          ? pick_buffer(f, c->idx_mapping, false)
-                         : NULL};
+                         : NULL,
+      .flags = c->export_flags, .dense_row_pitch = c->pitch};
   const clbt_export_request *req = c->null == NULL_REQUEST ? NULL : &request;
   const cl_event *wait_list = pick_wait_list(c, f);
   clbt_status status;
@@ -1603,6 +1661,8 @@ static clbt_status call_step(const bad_input *c, const fixture *f) {
   grown.step.positions =
       c->null == NULL_POSITIONS ? NULL : pick_buffer(f, c->positions, true);
   grown.step.idx_mapping = pick_buffer(f, c->step_idx_mapping, false);
+  grown.step.export_flags = c->export_flags;
+  grown.step.dense_row_pitch = c->pitch;
   grown.step.num_state_slots = c->num_state_slots;
   const clbt_step *given = c->null == NULL_REQUEST ? NULL : &grown.step;
   const cl_event *wait_list = pick_wait_list(c, f);

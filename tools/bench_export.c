@@ -1,9 +1,10 @@
 /*
  * The export section of `clbt bench`: FlashInfer's page table (and
- * OpenVINO's arrays, written by the same launch) for a decode batch of 256
- * and 1024 requests, against an empty kernel's call and against building
- * the same CSR arrays on the host from the host rows, as vLLM does before
- * it copies them to the device.
+ * OpenVINO's arrays and the lengths, written by the same launch) for a
+ * decode batch of 256 and 1024 requests, against an empty kernel's call
+ * and against building the same CSR arrays on the host from the host rows,
+ * as vLLM does before it copies them to the device; and what asking for
+ * the context CSR or the dense page table adds to it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,26 +119,30 @@ static double time_host_export(bench *b, const clbt_table *table,
   return us;
 }
 
-/* Times the export of one decode batch and adds its record. */
-static void export_case(bench *b, report *section, uint32_t requests) {
-  uint32_t *lengths = malloc(requests * sizeof *lengths);
-  if (!lengths) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
-  uint64_t seed = b->rng;
-  clbt_table *table = decode_table(b, b->device, requests, lengths);
-  cl_mem qsl, positions;
-  decode_batch(b, requests, lengths, &qsl, &positions);
-  clbt_export_request request = {.num_reqs = requests,
-                                 .query_start_loc = qsl,
-                                 .positions = positions,
-                                 .num_tokens = requests};
-  export_call c = {table, NULL, &request};
-  const bench_call calls[] = {{run_export, &c, BENCH_TO_COMPLETION},
-                              {bench_run_empty, NULL, BENCH_TO_COMPLETION}};
-  double call_and_empty[2];
-  bench_time(b, 2, calls, call_and_empty);
-  double call = call_and_empty[0], empty_us = call_and_empty[1];
-  int32_t host_pages = 0, device_pages = -1;
-  double host = time_host_export(b, table, requests, lengths, &host_pages);
+/*
+ * The parts of the export a caller can ask for, each timed beside the
+ * base export: the context CSR, the dense page table at the longest row's
+ * pitch and at the table's width, and both.
+ */
+typedef struct export_variant {
+  const char *suffix;
+  uint32_t flags, pitch;
+} export_variant;
+
+static const export_variant variants[] = {
+    {"", 0, 0},
+    {"+context", CLBT_EXPORT_CONTEXT, 0},
+    {"+dense-512", CLBT_EXPORT_DENSE, EXPORT_MAX_BLOCKS},
+    {"+dense-width", CLBT_EXPORT_DENSE, 0},
+    {"+context+dense-512", CLBT_EXPORT_CONTEXT | CLBT_EXPORT_DENSE,
+     EXPORT_MAX_BLOCKS},
+};
+#define NUM_VARIANTS (sizeof variants / sizeof variants[0])
+
+/* The device's last indptr entry, which the host's page count must be. */
+static void check_pages(bench *b, const clbt_table *table, uint32_t requests,
+                        int32_t host_pages) {
+  int32_t device_pages = -1;
   clbt_export_buffers buffers;
   bench_check(clbt_table_export_buffers(table, &buffers), "export buffers");
   bench_check_cl(clEnqueueReadBuffer(b->queue, buffers.paged_kv_indptr, CL_TRUE,
@@ -150,36 +155,72 @@ static void export_case(bench *b, report *section, uint32_t requests) {
             (int)device_pages, (int)host_pages);
     exit(1);
   }
+}
+
+/* Times the export of one decode batch, in each variant, and adds their
+   records. */
+static void export_case(bench *b, report *section, uint32_t requests) {
+  uint32_t *lengths = malloc(requests * sizeof *lengths);
+  if (!lengths) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
+  uint64_t seed = b->rng;
+  clbt_table *table = decode_table(b, b->device, requests, lengths);
+  cl_mem qsl, positions;
+  decode_batch(b, requests, lengths, &qsl, &positions);
+  clbt_export_request request[NUM_VARIANTS];
+  export_call c[NUM_VARIANTS];
+  bench_call calls[NUM_VARIANTS + 1], device_calls[NUM_VARIANTS];
+  for (size_t v = 0; v < NUM_VARIANTS; ++v) {
+    request[v] = (clbt_export_request){.num_reqs = requests,
+                                       .query_start_loc = qsl,
+                                       .positions = positions,
+                                       .num_tokens = requests,
+                                       .flags = variants[v].flags,
+                                       .dense_row_pitch = variants[v].pitch};
+    c[v] = (export_call){table, NULL, &request[v]};
+    calls[v] = (bench_call){run_export, &c[v], BENCH_TO_COMPLETION};
+    device_calls[v] = (bench_call){run_export, &c[v], BENCH_DEVICE};
+  }
+  calls[NUM_VARIANTS] = (bench_call){bench_run_empty, NULL, BENCH_TO_COMPLETION};
+  double call[NUM_VARIANTS + 1], device[NUM_VARIANTS];
+  bench_time(b, NUM_VARIANTS + 1, calls, call);
+  double empty_us = call[NUM_VARIANTS];
+  int32_t host_pages = 0;
+  double host = time_host_export(b, table, requests, lengths, &host_pages);
+  check_pages(b, table, requests, host_pages);
   b->rng = seed; /* the same rows on the profiling queue */
-  c.profiled = decode_table(b, b->profiled, requests, lengths);
-  const bench_call device_call = {run_export, &c, BENCH_DEVICE};
-  double device;
-  bench_time(b, 1, &device_call, &device);
-  clbt_table_destroy(c.profiled);
+  clbt_table *profiled = decode_table(b, b->profiled, requests, lengths);
+  for (size_t v = 0; v < NUM_VARIANTS; ++v) c[v].profiled = profiled;
+  bench_time(b, NUM_VARIANTS, device_calls, device);
+  clbt_table_destroy(profiled);
   clbt_table_destroy(table);
   clReleaseMemObject(qsl);
   clReleaseMemObject(positions);
   free(lengths);
-  char name[32];
-  snprintf(name, sizeof name, "decode-%u", (unsigned)requests);
-  report *record = bench_record(section, name);
-  report_number(record, "call_us", call, 1);
-  report_number(record, "empty_us", empty_us, 1);
-  report_number(record, "call_over_empty", call / empty_us, 2);
-  report_number(record, "device_us", device, 2);
-  report_number(record, "host_build_us", host, 1);
+  for (size_t v = 0; v < NUM_VARIANTS; ++v) {
+    char name[48];
+    snprintf(name, sizeof name, "decode-%u%s", (unsigned)requests,
+             variants[v].suffix);
+    report *record = bench_record(section, name);
+    report_number(record, "call_us", call[v], 1);
+    report_number(record, "empty_us", empty_us, 1);
+    report_number(record, "call_over_empty", call[v] / empty_us, 2);
+    report_number(record, "device_us", device[v], 2);
+    report_number(record, "host_build_us", host, 1);
+    report_number(record, "call_over_export", call[v] / call[0], 2);
+    report_number(record, "device_over_export", device[v] / device[0], 2);
+  }
 }
 
 void bench_export(bench *b) {
   if (!bench_selected(b, "export")) return;
-  char caption[240];
+  char caption[320];
   snprintf(caption, sizeof caption,
-           "FlashInfer's and OpenVINO's page tables for a decode batch, rows "
-           "of %d-%d blocks of %d; medians of %u runs, microseconds; call = "
-           "enqueue to completion; host_build = the CSR arrays built on the "
-           "host from the host rows",
+           "the export for a decode batch, rows of %d-%d blocks of %d, alone "
+           "and with the context CSR and the dense page table (pitch %d or "
+           "the width); medians of %u runs, microseconds; call = enqueue to "
+           "completion; host_build = the CSR arrays built on the host",
            EXPORT_MIN_BLOCKS, EXPORT_MAX_BLOCKS, EXPORT_BLOCK,
-           (unsigned)b->options.runs);
+           EXPORT_MAX_BLOCKS, (unsigned)b->options.runs);
   report *section = bench_section(b, "export", caption);
   export_case(b, section, 256);
   export_case(b, section, 1024);

@@ -59,13 +59,21 @@ typedef struct step_variant {
   uint32_t flags;  /* clbt_step.flags */
   double steady_limit; /* issue 18's target for a steady step / empty call */
   const char *work; /* what the changed rows cost, for a missed target */
+  uint32_t export_flags, pitch; /* clbt_step.export_flags, dense_row_pitch */
 } step_variant;
 
 static const step_variant step_variants[] = {
-    {"v1", false, 0, 1.15, "their commit"},
-    {"persistent", true, CLBT_STEP_GATHER, 1.15, "their commit and gather"},
+    {"v1", false, 0, 1.15, "their commit", 0, 0},
+    {"persistent", true, CLBT_STEP_GATHER, 1.15, "their commit and gather", 0,
+     0},
     {"persistent-export", true, CLBT_STEP_GATHER | CLBT_STEP_EXPORT, 1.3,
-     "their commit and gather; the export is in both figures"},
+     "their commit and gather; the export is in both figures", 0, 0},
+    /* Everything an attention backend reads: the context CSR and a dense
+       page table of 1024 pages a row (rows start at 64 to 511) beside the
+       CSR. */
+    {"persistent-export-all", true, CLBT_STEP_GATHER | CLBT_STEP_EXPORT, 1.3,
+     "their commit and gather; the whole export is in both figures",
+     CLBT_EXPORT_CONTEXT | CLBT_EXPORT_DENSE, 1024},
 };
 
 /* One table and the batch that drives it, in one of the models. */
@@ -208,6 +216,8 @@ static step_model *model_create(bench *b, clbt_device *device,
   m->step.query_start_loc = m->query_start_loc;
   m->step.positions = m->positions_buffer;
   m->step.flags = variant->flags;
+  m->step.export_flags = variant->export_flags;
+  m->step.dense_row_pitch = variant->pitch;
   if (persistent) m->step.idx_mapping = m->idx_mapping;
   bench_check(clbt_multi_table_commit(m->table, STEP_MAX_REQS), "commit");
   bench_check(clbt_multi_table_enqueue_step(m->table, &m->step, 0, NULL, NULL),

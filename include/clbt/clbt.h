@@ -886,14 +886,37 @@ typedef struct clbt_export_request {
                                -> row (request slot); a negative entry is a
                                padding request, with no pages; NULL: request
                                r is row r (clbt_step) */
+  uint32_t flags;           /**< since 0.4: CLBT_EXPORT_CONTEXT,
+                               CLBT_EXPORT_DENSE; 0: neither */
+  uint32_t dense_row_pitch; /**< since 0.4, with CLBT_EXPORT_DENSE: entries
+                               a row of the dense page table takes; 0: the
+                               table's width. dense_row_pitch x
+                               num_reqs_padded may not exceed max_num_reqs x
+                               width (the page table's size) */
 } clbt_export_request;
+
+/** clbt_export_request.flags, since 0.4: also export each request's
+    context alone, positions [0, length - query) of this rank's KV, as a CSR
+    (vLLM's BatchDCPPrefillWrapper reads it for its prefills). */
+#define CLBT_EXPORT_CONTEXT 1u
+/** clbt_export_request.flags, since 0.4: also write the dense page table
+    (FA3's page_table, FlashMLA's block_table, FlashInfer's block_tables):
+    row r, at r x dense_row_pitch, holds request r's pages, then zeros. A
+    request with more pages than the pitch is rejected. */
+#define CLBT_EXPORT_DENSE 2u
 
 /**
  * A table's export buffers: regions of its device allocation, int32, at
  * addresses fixed for the table's life, sized for its worst case. The
- * export writes entries [0, num_reqs_padded] of the indptr and
- * subsequence_begins, [0, num_reqs_padded) of the per-request arrays and
- * [0, indptr[num_reqs_padded]) of the indices; it leaves the rest as it was.
+ * export writes entries [0, num_reqs_padded] of the indptr arrays and
+ * subsequence_begins, [0, num_reqs_padded) of the per-request arrays,
+ * [0, indptr[num_reqs_padded]) of the indices, max_seq_len, and (with
+ * CLBT_EXPORT_DENSE) entries [0, num_reqs_padded x dense_row_pitch) of the
+ * page table; it leaves the rest as it was. The context arrays are written
+ * only with CLBT_EXPORT_CONTEXT, the page table only with
+ * CLBT_EXPORT_DENSE. The fields from struct_size on are since 0.4: set
+ * struct_size (CLBT_EXPORT_BUFFERS_INIT) to receive them; with a
+ * struct_size that does not cover a field, the field is not written.
  */
 typedef struct clbt_export_buffers {
   cl_mem paged_kv_indptr;        /**< [max_num_reqs + 1]; FlashInfer's
@@ -902,29 +925,62 @@ typedef struct clbt_export_buffers {
   cl_mem paged_kv_indices;       /**< [max_num_reqs * width]; FlashInfer's
                                     paged_kv_indices, OpenVINO's
                                     block_indices */
-  cl_mem paged_kv_last_page_len; /**< [max_num_reqs], 1..page_size */
-  cl_mem past_lens;              /**< [max_num_reqs]; OpenVINO's past_lens */
+  cl_mem paged_kv_last_page_len; /**< [max_num_reqs], 1..page_size, 0 for a
+                                    request with no page (since 0.4; 1
+                                    before) */
+  cl_mem past_lens;              /**< [max_num_reqs]; OpenVINO's past_lens;
+                                    with context parallelism this rank's
+                                    context length, FA3's seqused_k for a
+                                    DCP context pass */
   cl_mem subsequence_begins;     /**< [max_num_reqs + 1]; OpenVINO's
                                     subsequence_begins */
   uint32_t page_size;            /**< tokens per page: kernel_block_size */
+  uint32_t struct_size;          /**< in: since 0.4, sizeof(clbt_export_buffers)
+                                    or 0 (the 0.3 layout: the fields before
+                                    this one) */
+  cl_mem seq_lens;               /**< [max_num_reqs]; each request's KV
+                                    length, 0 for padding and rejected
+                                    requests (FA3's seqused_k, FlashMLA's
+                                    cache_seqlens, FlashInfer's seq_lens) */
+  cl_mem dcp_local_seq_lens;     /**< [max_num_reqs]; this rank's part of
+                                    it (vLLM's get_dcp_local_seq_lens), the
+                                    same as seq_lens without CP */
+  cl_mem max_seq_len;            /**< [1]; the longest seq_lens entry
+                                    (OpenVINO's max_context_len) */
+  cl_mem context_kv_indptr;      /**< [max_num_reqs + 1]; the context
+                                    CSR's indptr (CLBT_EXPORT_CONTEXT) */
+  cl_mem context_kv_indices;     /**< [max_num_reqs * width] */
+  cl_mem context_kv_last_page_len; /**< [max_num_reqs], 0 for no page */
+  cl_mem page_table;             /**< [max_num_reqs * width]; the dense page
+                                    table (CLBT_EXPORT_DENSE) */
 } clbt_export_buffers;
+
+/** A clbt_export_buffers with this header's struct_size, all else 0. */
+#define CLBT_EXPORT_BUFFERS_INIT                                      \
+  {NULL, NULL, NULL, NULL, NULL, 0, (uint32_t)sizeof(clbt_export_buffers), \
+   NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 
 /**
  * Enqueues the export of the table's committed rows for a batch, on the
  * device with no host sync: per request r below num_reqs_padded, its pages
  * (kernel blocks; with context parallelism, this rank's) as a CSR list
  * paged_kv_indices[indptr[r] .. indptr[r+1]), how many tokens its last
- * page holds, its past length and its query's begin (docs/semantics.md has
- * every rule). Request r reads row idx_mapping[r] when idx_mapping is
- * given. A request whose length is inconsistent, whose idx_mapping entry is
- * not below max_num_reqs, or that needs more pages than its committed row
- * holds gets no pages and adds 1 to the table's rejected-token counter.
- * When event is not NULL it receives an event that completes with the
- * export; the caller releases it.
+ * page holds, its past length, its query's begin, its length and this
+ * rank's part of it, and the longest length; with CLBT_EXPORT_CONTEXT the
+ * CSR of its context alone, with CLBT_EXPORT_DENSE its row of the dense
+ * page table (docs/semantics.md has every rule). Request r reads row
+ * idx_mapping[r] when idx_mapping is given. A request whose length is
+ * inconsistent, whose idx_mapping entry is not below max_num_reqs, or that
+ * needs more pages than its committed row holds (or than dense_row_pitch)
+ * gets no pages, no length and no tokens, and adds 1 to the table's
+ * rejected-token counter. When event is not NULL it receives an event that
+ * completes with the export; the caller releases it.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, request or
  * query_start_loc, or NULL positions with num_tokens > 0;
  * CLBT_INVALID_ARGUMENT for a CLBT_SLOT_MODE_NONE table (it has no pages),
- * num_reqs_padded below num_reqs, or an inconsistent wait list;
+ * num_reqs_padded below num_reqs, unknown flags, a dense_row_pitch without
+ * CLBT_EXPORT_DENSE or whose rows exceed the page table, or an
+ * inconsistent wait list;
  * CLBT_TOO_MANY_REQUESTS (num_reqs or num_reqs_padded above max_num_reqs);
  * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH;
  * CLBT_SIZE_OVERFLOW when max_num_reqs x width exceeds INT32_MAX (int32
@@ -935,7 +991,9 @@ CLBT_API clbt_status clbt_table_enqueue_export(
     const cl_event *wait_list, cl_event *event);
 
 /**
- * Fills *out with the table's export buffers (see clbt_export_buffers).
+ * Fills *out with the table's export buffers (see clbt_export_buffers):
+ * the fields before struct_size always, the later ones those that
+ * out->struct_size covers.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_INVALID_ARGUMENT for a
  * CLBT_SLOT_MODE_NONE table, which has none. On failure *out is unchanged.
  */
@@ -1001,6 +1059,10 @@ typedef struct clbt_step {
   cl_mem seq_lens;          /**< with CLBT_STEP_EXPORT or
                                CLBT_STEP_STATE_SLOTS: as in
                                clbt_export_request */
+  uint32_t export_flags;    /**< since 0.4, with CLBT_STEP_EXPORT: as
+                               clbt_export_request.flags */
+  uint32_t dense_row_pitch; /**< since 0.4, with CLBT_EXPORT_DENSE: as in
+                               clbt_export_request */
   uint32_t num_state_slots; /**< since 0.4, with CLBT_STEP_STATE_SLOTS:
                                ids per request (vLLM's 1 +
                                num_speculative_blocks), at most every NONE
@@ -1027,9 +1089,10 @@ typedef struct clbt_step {
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, step or
  * query_start_loc, or NULL positions with num_tokens > 0;
  * CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
- * CLBT_INVALID_ARGUMENT for unknown flags, num_reqs_padded below num_reqs,
- * CLBT_STEP_STATE_SLOTS on a token-mapping table, num_state_slots above a
- * NONE table's width, or an inconsistent wait list; CLBT_TOO_MANY_REQUESTS;
+ * CLBT_INVALID_ARGUMENT for unknown flags, export_flags without
+ * CLBT_STEP_EXPORT, num_reqs_padded below num_reqs, CLBT_STEP_STATE_SLOTS
+ * on a token-mapping table, num_state_slots above a NONE table's width, or
+ * an inconsistent wait list; CLBT_TOO_MANY_REQUESTS;
  * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH; what
  * a commit or an export fails with; or an OpenCL error. After a failure
  * the next commit or step rewrites the device rows from the host.
@@ -1354,8 +1417,10 @@ CLBT_API clbt_status clbt_multi_table_enqueue_slot_mapping(
  * (clbt_table_export_buffers of clbt_multi_table_group) in its own
  * kernel-block units and counts its own rejected requests. *event (when not NULL) completes once every group
  * is exported; with no token-mapping group it is a marker after the wait
- * list. Fails as the single-table call does, without CLBT_INVALID_ARGUMENT
- * for NONE groups.
+ * list. request->dense_row_pitch (nonzero) applies to every group, and
+ * must fit each one's page table; 0 gives each group its own width. Fails
+ * as the single-table call does, without CLBT_INVALID_ARGUMENT for NONE
+ * groups; a message about one group's page table names the group.
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_export(
     clbt_multi_table *table, const clbt_export_request *request,

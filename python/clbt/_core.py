@@ -21,8 +21,9 @@ from . import _arguments as check
 from . import _opencl, _uploads
 from ._arguments import INT32, INT64, SIZE, UINT32
 from ._errors import Error, InvalidArgumentError, TypeMismatchError
-from ._library import (CommitInfo, ExportBuffers, ExportRequest, GroupConfig, HostStep,
-                       MultiHostStep, MultiTableConfig, Step, TableConfig, TokenSlotsRequest,
+from ._library import (EXPORT_CONTEXT, EXPORT_DENSE, CommitInfo, ExportBuffers, ExportRequest,
+                       GroupConfig, HostStep, MultiHostStep, MultiTableConfig, Step, TableConfig,
+                       TokenSlotsRequest,
                        lib)
 
 PAD_SLOT_ID = -1
@@ -38,11 +39,27 @@ EventLike = Any
 
 Export = collections.namedtuple("Export", (
     "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len", "past_lens",
-    "subsequence_begins", "page_size"))
+    "subsequence_begins", "page_size", "seq_lens", "dcp_local_seq_lens", "max_seq_len",
+    "context_kv_indptr", "context_kv_indices", "context_kv_last_page_len", "page_table"),
+    defaults=(None,) * 7)
 Export.__doc__ = """A table's export (clbt_export_buffers): FlashInfer's
 paged_kv_indptr (OpenVINO's block_indices_begins), paged_kv_indices
 (block_indices), paged_kv_last_page_len, OpenVINO's past_lens and
-subsequence_begins, all int32, and page_size (kernel_block_size)."""
+subsequence_begins, all int32, and page_size (kernel_block_size); then the
+lengths the dense paths read (seq_lens, dcp_local_seq_lens, max_seq_len:
+OpenVINO's max_context_len), the CSR of each request's context alone
+(context_kv_*: vLLM's BatchDCPPrefillWrapper) and the dense page_table
+(FA3's page_table, FlashMLA's block_table, trtllm-gen's block_tables)."""
+
+
+def _export_parts(context: bool, dense_row_pitch: Optional[int]) -> Tuple[int, int]:
+    """The export's flags (CLBT_EXPORT_*) and dense_row_pitch for the
+    parts asked for: the context CSR, and the dense page table at a pitch
+    (0: the width; None: none)."""
+    flags = EXPORT_CONTEXT if context else 0
+    if dense_row_pitch is None:
+        return flags, 0
+    return flags | EXPORT_DENSE, check.u32(dense_row_pitch, "dense_row_pitch")
 
 
 def _check(status: int) -> None:
@@ -282,6 +299,7 @@ class _Rows(_Closable):
     def step(self, num_reqs: int, query_start_loc: BatchArray, positions: Optional[BatchArray],
              num_tokens: Optional[int] = None, *, idx_mapping: Optional[BatchArray] = None,
              num_reqs_padded: int = 0, flags: int = 0, seq_lens: Optional[BatchArray] = None,
+             context: bool = False, dense_row_pitch: Optional[int] = None,
              num_state_slots: int = 0, state_null_block: int = 0,
              wait_for: Optional[Sequence[EventLike]] = None,
              event: bool = False) -> Optional[EventLike]:
@@ -294,10 +312,13 @@ class _Rows(_Closable):
         a request into state_slots (state_null_block for none). The batch
         inputs (idx_mapping and seq_lens int32[num_reqs]) are device arrays
         or host values, as for compute_slot_mapping. num_reqs_padded 0
-        means num_reqs."""
+        means num_reqs. With STEP_EXPORT, context and dense_row_pitch ask
+        for the export's parts as in export."""
         handle = self._live()
+        export_flags, pitch = _export_parts(context, dense_row_pitch)
         counts = dict(flags=check.u32(flags, "flags"), num_reqs=check.u32(num_reqs, "num_reqs"),
                       num_reqs_padded=check.u32(num_reqs_padded, "num_reqs_padded"),
+                      export_flags=export_flags, dense_row_pitch=pitch,
                       num_state_slots=check.u32(num_state_slots, "num_state_slots"),
                       state_null_block=check.integer(state_null_block, "state_null_block",
                                                      c_int))
@@ -311,16 +332,21 @@ class _Rows(_Closable):
     def export(self, num_reqs: int, query_start_loc: BatchArray, positions: BatchArray,
                num_tokens: Optional[int] = None, *, idx_mapping: Optional[BatchArray] = None,
                num_reqs_padded: int = 0, seq_lens: Optional[BatchArray] = None,
+               context: bool = False, dense_row_pitch: Optional[int] = None,
                wait_for: Optional[Sequence[EventLike]] = None,
                event: bool = False) -> Optional[EventLike]:
         """Enqueues the export of the committed rows' page tables for a
         batch (clbt_*_enqueue_export) into export_buffers: FlashInfer's
-        CSR arrays and OpenVINO's. Request r reads row idx_mapping[r]
+        CSR arrays, OpenVINO's and the lengths; with context, the CSR of
+        each request's context alone; with a dense_row_pitch (0: the
+        width), the dense page table. Request r reads row idx_mapping[r]
         (None: row r); seq_lens (None: each request's last position + 1).
         Inputs as for step."""
         handle = self._live()
+        flags, pitch = _export_parts(context, dense_row_pitch)
         counts = dict(num_reqs=check.u32(num_reqs, "num_reqs"),
-                      num_reqs_padded=check.u32(num_reqs_padded, "num_reqs_padded"))
+                      num_reqs_padded=check.u32(num_reqs_padded, "num_reqs_padded"),
+                      flags=flags, dense_row_pitch=pitch)
         waits = _opencl.wait_list(wait_for)
         inputs, num_tokens = self._batch(counts["num_reqs"], num_tokens,
                                          query_start_loc=query_start_loc, positions=positions,
@@ -677,7 +703,7 @@ class Table(_Rows):
         return _opencl.read(self._queue, buffer, np.empty((count, self.width), np.int32))
 
     def _export_buffers(self):
-        buffers = ExportBuffers()
+        buffers = ExportBuffers(struct_size=ctypes.sizeof(ExportBuffers))
         _check(lib.clbt_table_export_buffers(self._live(), byref(buffers)))
         return buffers
 
@@ -688,31 +714,57 @@ class Table(_Rows):
         regions, sized for its worst case, at fixed addresses. Raises
         clbt.Error for a SlotMode.NONE table, which has none."""
         buffers = self._export_buffers()
-        per_request = self.max_num_reqs
-        sizes = (per_request + 1, per_request * self.width, per_request, per_request,
-                 per_request + 1)
-        return Export(*[_opencl.buffer_object(getattr(buffers, name), self._queue, (size,),
-                                              np.int32)
-                        for name, size in zip(Export._fields, sizes)], buffers.page_size)
+        n, pages = self.max_num_reqs, self.max_num_reqs * self.width
+        sizes = dict(paged_kv_indptr=n + 1, paged_kv_indices=pages, paged_kv_last_page_len=n,
+                     past_lens=n, subsequence_begins=n + 1, seq_lens=n, dcp_local_seq_lens=n,
+                     max_seq_len=1, context_kv_indptr=n + 1, context_kv_indices=pages,
+                     context_kv_last_page_len=n, page_table=pages)
+        return Export(**{name: _opencl.buffer_object(getattr(buffers, name), self._queue,
+                                                     (size,), np.int32)
+                         for name, size in sizes.items()}, page_size=buffers.page_size)
 
-    def read_export(self, num_reqs_padded: int) -> Export:
+    def read_export(self, num_reqs_padded: int, *, context: bool = False,
+                    dense_row_pitch: Optional[int] = None) -> Export:
         """What an export of num_reqs_padded requests wrote, read back into
         numpy arrays (waits): an Export of indptr [n + 1], indices
-        [indptr[n]], last_page_len [n], past_lens [n] and
-        subsequence_begins [n + 1], n = num_reqs_padded."""
+        [indptr[n]], last_page_len [n], past_lens [n], subsequence_begins
+        [n + 1], seq_lens [n], dcp_local_seq_lens [n] and max_seq_len [1],
+        n = num_reqs_padded; with context, the context CSR likewise; with a
+        dense_row_pitch (0: the width), page_table [n, pitch]. Ask only for
+        the parts the export wrote; the others are None."""
         buffers = self._export_buffers()
         n = self._count(num_reqs_padded, "num_reqs_padded", self.max_num_reqs, 0,
                         check.TOO_MANY_REQUESTS)
-        indptr = _opencl.read(self._queue, buffers.paged_kv_indptr, np.empty(n + 1, np.int32))
+        read = dict(page_size=buffers.page_size)
+        self._read_csr(buffers, n, "paged_kv_", read)
+        if context:
+            self._read_csr(buffers, n, "context_kv_", read)
+        for name, size in (("past_lens", n), ("subsequence_begins", n + 1), ("seq_lens", n),
+                           ("dcp_local_seq_lens", n), ("max_seq_len", 1)):
+            read[name] = _opencl.read(self._queue, getattr(buffers, name),
+                                      np.empty(size, np.int32))
+        if dense_row_pitch is not None:
+            pitch = check.u32(dense_row_pitch, "dense_row_pitch") or self.width
+            if pitch * n > self.max_num_reqs * self.width:
+                raise Error(check.INVALID_ARGUMENT, "dense_row_pitch %d x num_reqs_padded %d "
+                            "entries exceed the page table's max_num_reqs %d x width %d" % (
+                                pitch, n, self.max_num_reqs, self.width))
+            read["page_table"] = _opencl.read(self._queue, buffers.page_table,
+                                              np.empty((n, pitch), np.int32))
+        return Export(**read)
+
+    def _read_csr(self, buffers, n, prefix, read):
+        """One of the export's CSRs (paged_kv_ or context_kv_) into read."""
+        indptr = _opencl.read(self._queue, getattr(buffers, prefix + "indptr"),
+                              np.empty(n + 1, np.int32))
         pages = int(indptr[n])
         if not 0 <= pages <= self.max_num_reqs * self.width:
-            raise Error(check.INVALID_ARGUMENT, "paged_kv_indptr[%d] is %d: no export of %d "
-                        "requests was written" % (n, pages, n))
-        read = [indptr]
-        for name, size in zip(Export._fields[1:5], (pages, n, n, n + 1)):
-            read.append(_opencl.read(self._queue, getattr(buffers, name),
-                                     np.empty(size, np.int32)))
-        return Export(*read, buffers.page_size)
+            raise Error(check.INVALID_ARGUMENT, "%sindptr[%d] is %d: no export of %d "
+                        "requests was written" % (prefix, n, pages, n))
+        read[prefix + "indptr"] = indptr
+        for name, size in (("indices", pages), ("last_page_len", n)):
+            read[prefix + name] = _opencl.read(self._queue, getattr(buffers, prefix + name),
+                                               np.empty(size, np.int32))
 
     def compute_step_host(self, num_reqs: int, query_start_loc: HostArray, positions: HostArray,
                           *, idx_mapping: Optional[HostArray] = None, num_reqs_padded: int = 0,

@@ -63,13 +63,19 @@ class ExportRequest(ctypes.Structure):
     behaviour from before each field."""
     _fields_ = [("num_reqs", c_uint32), ("num_reqs_padded", c_uint32),
                 ("query_start_loc", c_void_p), ("positions", c_void_p),
-                ("num_tokens", c_uint32), ("seq_lens", c_void_p), ("idx_mapping", c_void_p)]
+                ("num_tokens", c_uint32), ("seq_lens", c_void_p), ("idx_mapping", c_void_p),
+                ("flags", c_uint32), ("dense_row_pitch", c_uint32)]
 
 
 class ExportBuffers(ctypes.Structure):
+    """clbt_export_buffers. Its fields from struct_size on (since 0.4) are
+    written only when struct_size covers them; 0 asks for 0.3's."""
     _fields_ = [(name, c_void_p) for name in (
         "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len", "past_lens",
-        "subsequence_begins")] + [("page_size", c_uint32)]
+        "subsequence_begins")] + [("page_size", c_uint32), ("struct_size", c_uint32)] + [
+        (name, c_void_p) for name in (
+            "seq_lens", "dcp_local_seq_lens", "max_seq_len", "context_kv_indptr",
+            "context_kv_indices", "context_kv_last_page_len", "page_table")]
 
 
 # The step's fields after struct_size and flags, shared by the device step
@@ -82,7 +88,8 @@ _STEP_COUNTS = [("struct_size", c_uint32), ("flags", c_uint32), ("num_reqs", c_u
 
 class Step(_SizedConfig):
     """clbt_step (CLBT_STEP_INIT: struct_size set, the rest 0)."""
-    _fields_ = _STEP_COUNTS + [("seq_lens", c_void_p), ("num_state_slots", c_uint32),
+    _fields_ = _STEP_COUNTS + [("seq_lens", c_void_p), ("export_flags", c_uint32),
+                               ("dense_row_pitch", c_uint32), ("num_state_slots", c_uint32),
                                ("state_null_block", ctypes.c_int32)]
 
 
@@ -100,6 +107,8 @@ class MultiHostStep(_SizedConfig):
 STEP_GATHER = 1  # CLBT_STEP_GATHER
 STEP_EXPORT = 2  # CLBT_STEP_EXPORT
 STEP_DUMMY = 8  # CLBT_STEP_DUMMY (0.4): a dummy run
+EXPORT_CONTEXT = 1  # CLBT_EXPORT_CONTEXT
+EXPORT_DENSE = 2  # CLBT_EXPORT_DENSE
 STEP_STATE_SLOTS = 16  # CLBT_STEP_STATE_SLOTS (0.4): NONE groups' state ids
 
 

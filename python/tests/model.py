@@ -180,7 +180,8 @@ class TableModel:
         padded = num_reqs_padded or num_reqs
         qsl = [int(q) for q in query_start_loc[:num_reqs + 1]]
         indptr, indices, last, past = [0], [], [], []
-        begins = [qsl[0]] + [qsl[min(r + 1, num_reqs)] for r in range(padded)]
+        # a padding or rejected request has no tokens in subsequence_begins
+        begins = [qsl[0]]
         for r in range(padded):
             pages, length, query = 0, 0, 0
             row = self._row_of(r, idx_mapping) if r < num_reqs else -1
@@ -195,6 +196,7 @@ class TableModel:
                     row, pages = -1, 0
             indices += [int(i) for i in self.committed_rows[row, :pages]] if row >= 0 else []
             indptr.append(indptr[-1] + pages)
-            last.append(length - (pages - 1) * self.block_size if pages else 1)
+            last.append(length - (pages - 1) * self.block_size if pages else 0)
             past.append(length - query if row >= 0 else 0)
+            begins.append(begins[-1] + (query if row >= 0 else 0))
         return indptr, indices, last, past, begins
