@@ -39,7 +39,7 @@
  * The regions of a group's one device allocation, X(NAME): the host places
  * them (src/group.c) and hands their offsets to the kernel in the launch
  * layout; callers get each as a sub-buffer. The export's regions are empty
- * in a NONE group.
+ * in a NONE group, the state slots in a token-mapping group.
  */
 #define CLBT_REGIONS(X)                                                      \
   X(ROWS)            /* int32 [max_num_reqs][width], committed rows */      \
@@ -61,7 +61,9 @@
   X(EXPORT_CONTEXT_INDPTR)     /* int32 [max_num_reqs + 1] */               \
   X(EXPORT_CONTEXT_INDICES)    /* int32 [max_num_reqs * width] */           \
   X(EXPORT_CONTEXT_LAST_PAGE_LEN) /* int32 [max_num_reqs] */                \
-  X(EXPORT_PAGE_TABLE)         /* int32 [max_num_reqs * width] */
+  X(EXPORT_PAGE_TABLE)         /* int32 [max_num_reqs * width] */        \
+  X(STATE_SLOTS) /* int32 [max_num_reqs][width], a NONE group's state       \
+                    slots: [num_reqs_padded][num_state_slots] used */
 
 enum {
 #define CLBT_REGION_INDEX(NAME) CLBT_REGION_##NAME,
@@ -131,11 +133,11 @@ typedef struct clbt_group_layout {
   } name;
 
 /*
- * What a launch does (clbt_launch_record.work): any of the first four,
- * with the flags after them. SCATTER spreads the packet over the whole grid
- * and does nothing else; MAP, GATHER and EXPORT apply it first, each
- * work-group all of it (a folded commit). EXPORT_CONTEXT and EXPORT_DENSE
- * add parts to EXPORT.
+ * What a launch does (clbt_launch_record.work): SCATTER, or any of MAP,
+ * GATHER, EXPORT, STATE_SLOTS and TOKEN_SLOTS, with the flags. SCATTER
+ * spreads the packet over the whole grid and does nothing else; the others
+ * apply it first, each work-group all of it (a folded commit).
+ * EXPORT_CONTEXT and EXPORT_DENSE add parts to EXPORT.
  */
 #define CLBT_WORK_SCATTER 0x01u     /* apply the packet, nothing else */
 #define CLBT_WORK_MAP 0x02u         /* the token-mapping groups' slots */
@@ -147,6 +149,8 @@ typedef struct clbt_group_layout {
 #define CLBT_WORK_PACKET_INLINE 0x80u    /* the packet, in the record */
 #define CLBT_WORK_EXPORT_CONTEXT 0x100u  /* EXPORT: the context CSR too */
 #define CLBT_WORK_EXPORT_DENSE 0x200u    /* EXPORT: the dense page table */
+#define CLBT_WORK_STATE_SLOTS 0x400u /* the NONE groups' state slots */
+#define CLBT_WORK_TOKEN_SLOTS 0x800u /* token_indices to token_slots */
 
 /*
  * One launch's record, its first argument, by value: what it does, its
@@ -169,9 +173,14 @@ typedef struct clbt_group_layout {
   X(cl_uint, packet_at_high)                                          \
   X(cl_uint, work)          /* CLBT_WORK_* */                         \
   X(cl_uint, num_reqs)                                                \
-  X(cl_uint, num_tokens)                                              \
+  X(cl_uint, num_tokens)  /* TOKEN_SLOTS: the index matrix's rows */ \
   X(cl_uint, padded_reqs) /* entries gathered and exported */         \
-  X(cl_uint, dense_pitch) /* EXPORT_DENSE: a row's entries; 0: width */
+  X(cl_uint, dense_pitch) /* EXPORT_DENSE: a row's entries; 0: width */ \
+  X(cl_uint, state_slots) /* STATE_SLOTS: ids per request */          \
+  X(cl_uint, state_null_block) /* STATE_SLOTS: the id of none */      \
+  X(cl_uint, indices_per_row)  /* TOKEN_SLOTS: the matrix's columns */ \
+  X(cl_uint, token_section) /* TOKEN_SLOTS: the output section of the \
+                               launch's first token-mapping group */
 
 /* A launch record whose packet holds `words` words (host: the most;
    kernel: CLBT_INLINE_WORDS, what the device's argument space leaves). */
@@ -197,6 +206,8 @@ typedef struct clbt_group_layout {
   X(POSITIONS, __global const long *, positions)                   \
   X(IDX_MAPPING, __global const int *, idx_mapping)                \
   X(SEQ_LENS, __global const int *, seq_lens)                      \
+  X(TOKEN_INDICES, __global const int *, token_indices)            \
+  X(TOKEN_SLOTS, __global int *, token_slots)                      \
   X(PACKET, __global const uint *, packet)                         \
   X(QSL_CACHE, __local int *, qsl_cache)
 #define CLBT_STEP_GROUP_ARGUMENTS(X, g) X(g, STORAGE, __global int *, storage)

@@ -12,7 +12,10 @@
  *   3. with CLBT_WORK_GATHER, each group's gather;
  *   4. with CLBT_WORK_EXPORT, each token-mapping group's export (with
  *      CLBT_WORK_EXPORT_CONTEXT its context CSR too, with
- *      CLBT_WORK_EXPORT_DENSE its dense page table).
+ *      CLBT_WORK_EXPORT_DENSE its dense page table);
+ *   5. with CLBT_WORK_STATE_SLOTS, each NONE group's state slots;
+ *   6. with CLBT_WORK_TOKEN_SLOTS, each token-mapping group's slots of an
+ *      index matrix (a call of its own, cl/token_slots.cl).
  *
  * The slot mapping is token-parallel: each work-item takes a contiguous run
  * of tokens, so the host picks the launch geometry per device
@@ -106,6 +109,77 @@ CLBT_DECLARE_LAUNCH_LAYOUT(clbt_kernel_layout, CLBT_NUM_GROUPS)
     }                                                                        \
   }
 
+/* Request b's state slots in every NONE group (cl/state_slots.cl). */
+#define STATE_SLOTS_OF(g)                                                   \
+  if (!MAPS_TOKENS(g))                                                      \
+    rejected_##g += write_state_slots(                                      \
+        &request, b, record.state_slots, (int)record.state_null_block,      \
+        rows_##g, row_stride_##g, row_lengths_##g,                          \
+        storage_##g + AT(g, STATE_SLOTS), GROUP_CONSTANTS(g));
+
+/* Each work-item takes a run of the padded batch's requests. */
+#define STATE_SLOT_GROUPS                                                   \
+  {                                                                         \
+    uint begin, end;                                                        \
+    share(padded, get_global_id(0), get_global_size(0), &begin, &end);      \
+    for (uint b = begin; b < end; ++b) {                                    \
+      state_request request = state_request_of(                             \
+          b, num_reqs, num_tokens, layout.max_num_reqs, query_start_loc,    \
+          positions, (work & CLBT_WORK_SEQ_LENS) ? seq_lens : 0,            \
+          idx_mapping, has_idx_mapping);                                    \
+      CLBT_FOR_EACH_GROUP(STATE_SLOTS_OF)                                   \
+    }                                                                       \
+  }
+
+/* Group g's section of the token slots. */
+#define TOKEN_SECTION(g)                         \
+  ulong section_##g = sections * (ulong)entries; \
+  if (MAPS_TOKENS(g)) ++sections;
+
+/* Entries [from, to) of one row in group g's section: one loop a group, so
+   that each runs down the row's indices with unit stride. */
+#define TOKEN_ROW_SLOTS(g)                                                  \
+  if (MAPS_TOKENS(g)) {                                                     \
+    uint length = t.row >= 0 ? (uint)row_lengths_##g[t.row] : 0;           \
+    __global const int *row =                                               \
+        rows_##g + (ulong)max(t.row, 0) * row_stride_##g;                   \
+    for (uint e = from; e < to; ++e)                                        \
+      token_slots[section_##g + e] = token_slot_of(                         \
+          token_indices[e], t, row, length, &rejected_##g,                  \
+          GROUP_CONSTANTS(g));                                              \
+  }
+
+/*
+ * Each work-item takes a run of the matrix's entries (row-major, k to a
+ * row): it finds the request of the run's first row by binary search and
+ * advances it row by row, and writes each of the row's entries in the run
+ * to every token-mapping group's section.
+ */
+#define TOKEN_SLOT_GROUPS                                                   \
+  {                                                                         \
+    uint k = record.indices_per_row, entries = num_tokens * k;              \
+    uint sections = record.token_section;                                   \
+    CLBT_FOR_EACH_GROUP(TOKEN_SECTION)                                      \
+    uint begin, end;                                                        \
+    share(entries, get_global_id(0), get_global_size(0), &begin, &end);     \
+    /* A run of no entries (k may be 0) has no rows. */                     \
+    bool runs = begin < end;                                                \
+    uint first = runs ? begin / k : 1, last = runs ? (end - 1) / k : 0;     \
+    int request =                                                           \
+        runs && batch_ok ? find_request(qsl, num_reqs, (int)first) : -1;    \
+    for (uint i = first; i <= last; ++i) {                                  \
+      uint start = i * k, from = max(begin, start);                         \
+      uint to = start + min(k, end - start); /* no wrap past 2^32 */        \
+      while (batch_ok && request < (int)num_reqs &&                         \
+             qsl[request + 1] <= (int)i)                                    \
+        ++request;                                                          \
+      token_row t = token_row_of(request, num_reqs, batch_ok,               \
+                                 layout.max_num_reqs, idx_mapping,          \
+                                 has_idx_mapping);                          \
+      CLBT_FOR_EACH_GROUP(TOKEN_ROW_SLOTS)                                  \
+    }                                                                       \
+  }
+
 #define ADD_COUNT(g)                                                     \
   if (rejected_##g)                                                      \
     atomic_add((__global uint *)(storage_##g + AT(g, REJECTED_TOKENS)),  \
@@ -196,6 +270,18 @@ __kernel void clbt_step(CLBT_STEP_FIRST_ARGUMENT(FIRST_PARAMETER)
                           idx_mapping,      has_idx_mapping};
     export_scratch scratch = {export_sums, export_plans, export_rows};
     EXPORT_GROUPS
+  }
+  if (work & CLBT_WORK_STATE_SLOTS) STATE_SLOT_GROUPS
+  if (work & CLBT_WORK_TOKEN_SLOTS) {
+    /* The matrix's rows play the batch's tokens. */
+    bool batch_ok = batch_is_well_formed(query_start_loc, num_reqs,
+                                         num_tokens, qsl_cache, &well_formed);
+#if CLBT_QSL_IN_LOCAL
+    QSL_SPACE const int *qsl = qsl_cache;
+#else
+    QSL_SPACE const int *qsl = query_start_loc;
+#endif
+    TOKEN_SLOT_GROUPS
   }
   CLBT_FOR_EACH_GROUP(ADD_COUNT)
 }

@@ -92,6 +92,11 @@ clbt_status clbt__multi_table_config_read(const clbt_multi_table_config *given,
 /* Reads a caller's clbt_step into this library's layout, as the configs. */
 clbt_status clbt__step_read(const clbt_step *given, clbt_step *out);
 
+/* The same for a token-slots request, whose first layout is 0.4's;
+   CLBT_NULL_ARGUMENT names it "request". */
+clbt_status clbt__token_slots_request_read(
+    const clbt_token_slots_request *given, clbt_token_slots_request *out);
+
 /* Group g of a config read by clbt__multi_table_config_read, in our layout. */
 clbt_group_config clbt__group_config_at(const clbt_multi_table_config *config,
                                         uint32_t g);

@@ -132,10 +132,12 @@ clbt_status clbt__check_padding(const clbt_table *table, const char *name,
 
 clbt_status clbt__check_step_flags(uint32_t flags, bool on_device) {
   const uint32_t known = CLBT_STEP_GATHER | CLBT_STEP_EXPORT;
-  if (on_device && (flags & ~(known | CLBT_STEP_DUMMY)))
+  if (on_device &&
+      (flags & ~(known | CLBT_STEP_DUMMY | CLBT_STEP_STATE_SLOTS)))
     return clbt__fail(CLBT_INVALID_ARGUMENT,
                       "step->flags 0x%x has bits other than CLBT_STEP_GATHER, "
-                      "CLBT_STEP_EXPORT and CLBT_STEP_DUMMY",
+                      "CLBT_STEP_EXPORT, CLBT_STEP_DUMMY and "
+                      "CLBT_STEP_STATE_SLOTS",
                       (unsigned)flags);
   if (!on_device && (flags & ~known))
     return clbt__fail(CLBT_INVALID_ARGUMENT,

@@ -48,12 +48,16 @@
 CLBT__CHECK_LAYOUT(clbt_table_config, zero_gathered_tails);
 CLBT__CHECK_LAYOUT(clbt_group_config, cp_replicated);
 CLBT__CHECK_LAYOUT(clbt_multi_table_config, reserved);
-CLBT__CHECK_LAYOUT(clbt_step, dense_row_pitch);
+CLBT__CHECK_LAYOUT(clbt_step, state_null_block);
 CLBT__CHECK_LAYOUT(clbt_host_step, gathered_rows);
 CLBT__CHECK_LAYOUT(clbt_multi_host_step, gathered_rows);
+CLBT__CHECK_LAYOUT(clbt_token_slots_request, token_slots);
 
 /* clbt_step as 0.3, its first version, declared it. Frozen. */
 #define CLBT__STEP_0_3 CLBT__END_OF(clbt_step, seq_lens)
+/* And the token-slots request as 0.4, its first. Frozen. */
+#define CLBT__TOKEN_SLOTS_0_4 \
+  CLBT__END_OF(clbt_token_slots_request, token_slots)
 
 /*
  * The size a caller's struct has, from its struct_size; name is its path,
@@ -190,4 +194,12 @@ clbt_status clbt__multi_host_step_read(const clbt_multi_host_step *given,
   if (!given) return clbt__fail(CLBT_NULL_ARGUMENT, "step is NULL");
   return read_struct(given, CLBT__MULTI_HOST_STEP_0_4, "0.4", sizeof *out,
                      "step", out, &size);
+}
+
+clbt_status clbt__token_slots_request_read(
+    const clbt_token_slots_request *given, clbt_token_slots_request *out) {
+  size_t size;
+  if (!given) return clbt__fail(CLBT_NULL_ARGUMENT, "request is NULL");
+  return read_struct(given, CLBT__TOKEN_SLOTS_0_4, "0.4", sizeof *out,
+                     "request", out, &size);
 }

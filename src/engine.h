@@ -62,6 +62,11 @@ typedef struct clbt__batch {
   cl_mem idx_mapping;       /* int32[num_reqs], or NULL: the identity */
   uint32_t export_flags;    /* CLBT_EXPORT_* of an export */
   uint32_t dense_row_pitch; /* with CLBT_EXPORT_DENSE; 0: each width */
+  uint32_t num_state_slots; /* a step's state slots: ids per request */
+  int32_t state_null_block; /* and the id of none */
+  uint32_t indices_per_row; /* token slots: num_tokens rows of these */
+  cl_mem token_indices;     /* int32[num_tokens][indices_per_row] */
+  cl_mem token_slots;       /* int32[sections][num_tokens][indices_per_row] */
 } clbt__batch;
 
 /* The batch buffers a launch binds, in the step kernel's argument order. */
@@ -70,6 +75,8 @@ enum {
   CLBT__BOUND_POSITIONS,
   CLBT__BOUND_IDX_MAPPING,
   CLBT__BOUND_SEQ_LENS,
+  CLBT__BOUND_TOKEN_INDICES,
+  CLBT__BOUND_TOKEN_SLOTS,
   CLBT__BOUND_PACKET,
   CLBT__NUM_BOUND
 };
@@ -93,6 +100,7 @@ typedef struct clbt__launch {
   clbt_table *const *groups; /* num_groups of them, not owned */
   uint32_t num_groups;
   bool maps_tokens;          /* a group maps tokens */
+  bool holds_states;         /* a group maps none (CLBT_SLOT_MODE_NONE) */
   uint32_t inline_words;     /* what an inline packet may hold; 1: none */
   clbt__kernel step, scatter;
   size_t kernel_max_group;   /* the step kernel's CL_KERNEL_WORK_GROUP_SIZE */
@@ -144,13 +152,14 @@ clbt_status clbt__launch_enqueue(const clbt__launch *launch,
 
 /*
  * The grid of a launch's step kernel: its slot mapping's, widened on a GPU
- * for a gather or an export of `padded` positions.
+ * for a gather, an export or state slots of `padded` positions.
  */
 size_t clbt__launch_grid(const clbt__launch *launch, uint32_t work,
                          uint32_t padded);
 
-/* The grid of a launch that scatters `items` packet items. */
-size_t clbt__launch_scatter_grid(const clbt__launch *launch, size_t items);
+/* The grid of a launch spread over `items` items: a scatter's packet
+   items, or the entries of token slots. */
+size_t clbt__launch_items_grid(const clbt__launch *launch, size_t items);
 
 /* Whether a group maps tokens (CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT). */
 bool clbt__maps_tokens(const clbt_table *group);
@@ -206,6 +215,8 @@ typedef struct clbt__staging {
 typedef struct clbt__staging_pool {
   clbt__staging *ring;      /* [first, first + busy), modulo capacity */
   size_t capacity, first, busy;
+  size_t taken;             /* acquired, not yet submitted or returned: the
+                               ring keeps room for each */
   clbt__staging idle[CLBT__IDLE_SLOTS];
   size_t num_idle;
 } clbt__staging_pool;
@@ -494,6 +505,27 @@ clbt_status clbt__check_export_flags(const clbt__batch *batch,
                                      const char *flags_name);
 clbt_status clbt__check_export_groups(const clbt__scope *scope,
                                       const clbt__batch *batch);
+
+/* ---- state slots (state_slots.c) and token slots (token_slots.c) -------- */
+
+/*
+ * Checks a step's state slots for a scope: a group named alone must map no
+ * tokens, and `count` ids a request must fit every NONE group's width.
+ */
+clbt_status clbt__check_state_slots(const clbt__scope *scope, uint32_t count);
+
+/* The number of token-mapping groups of a scope's launches [0, l). */
+uint32_t clbt__token_sections_before(const clbt__scope *scope, uint32_t l);
+
+/*
+ * Checks a token-slots request (already read) and enqueues its one call:
+ * the index matrix's slots in every token-mapping group of the scope.
+ */
+clbt_status clbt__enqueue_token_slots(const clbt__scope *scope,
+                                      const clbt_token_slots_request *request,
+                                      cl_uint num_events,
+                                      const cl_event *wait_list,
+                                      cl_event *event);
 
 /* ---- commits (commit.c) -------------------------------------------------- */
 

@@ -123,6 +123,11 @@ static void export_sizes(const clbt_table *table, size_t *sizes) {
   sizes[CLBT_REGION_EXPORT_PAGE_TABLE] = pages;
 }
 
+/* A NONE group's state slots: at most a row's worth a request. */
+static size_t state_slots_bytes(const clbt_table *table) {
+  return clbt__maps_tokens(table) ? 0 : rows_bytes(table);
+}
+
 /* Where each region starts in the storage, and the storage's size. */
 static clbt_status plan_regions(const clbt_table *table, size_t *origins,
                                 size_t *sizes, size_t *total) {
@@ -142,6 +147,7 @@ static clbt_status plan_regions(const clbt_table *table, size_t *origins,
                                       CLBT_GATHER_RECORD_WORDS *
                                       sizeof(cl_uint);
   export_sizes(table, sizes);
+  sizes[CLBT_REGION_STATE_SLOTS] = state_slots_bytes(table);
   size_t offset = 0;
   for (int r = 0; r < CLBT_NUM_REGIONS; ++r) {
     if (sizes[r] > SIZE_MAX - offset - alignment)

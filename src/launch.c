@@ -36,6 +36,8 @@ static const cl_uint bound_arguments[CLBT__NUM_BOUND] = {
     [CLBT__BOUND_POSITIONS] = ARG_POSITIONS,
     [CLBT__BOUND_IDX_MAPPING] = ARG_IDX_MAPPING,
     [CLBT__BOUND_SEQ_LENS] = ARG_SEQ_LENS,
+    [CLBT__BOUND_TOKEN_INDICES] = ARG_TOKEN_INDICES,
+    [CLBT__BOUND_TOKEN_SLOTS] = ARG_TOKEN_SLOTS,
     [CLBT__BOUND_PACKET] = ARG_PACKET};
 
 /* The group constants in the contract's order, for the -D options. */
@@ -139,8 +141,11 @@ clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *tables,
   memset(launch, 0, sizeof *launch);
   launch->groups = tables;
   launch->num_groups = num_tables;
-  for (uint32_t g = 0; g < num_tables; ++g)
+  for (uint32_t g = 0; g < num_tables; ++g) {
     launch->maps_tokens = launch->maps_tokens || clbt__maps_tokens(tables[g]);
+    launch->holds_states =
+        launch->holds_states || !clbt__maps_tokens(tables[g]);
+  }
   launch->inline_words = inline_words(tables[0]->device, num_tables);
   return launch->maps_tokens ? clbt__launch_build(launch) : CLBT_SUCCESS;
 }
@@ -260,11 +265,16 @@ size_t clbt__launch_grid(const clbt__launch *launch, uint32_t work,
         (padded + CLBT__EXPORTED_PER_GROUP - 1) / CLBT__EXPORTED_PER_GROUP;
     if (exporting > groups) groups = exporting;
   }
+  /* State slots: a work-item per request. */
+  if (work & CLBT_WORK_STATE_SLOTS) {
+    size_t states = (padded + launch->local_size - 1) / launch->local_size;
+    if (states > groups) groups = states;
+  }
   size_t wanted = groups * launch->local_size;
   return wanted > launch->map_global_size ? wanted : launch->map_global_size;
 }
 
-size_t clbt__launch_scatter_grid(const clbt__launch *launch, size_t items) {
+size_t clbt__launch_items_grid(const clbt__launch *launch, size_t items) {
   size_t global, local;
   clbt__geometry(launch->groups[0]->device, launch->kernel_max_group, items,
                  &global, &local);

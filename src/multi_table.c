@@ -285,6 +285,18 @@ clbt_status clbt_multi_table_enqueue_export(clbt_multi_table *table,
   return clbt__enqueue_export(&scope, &batch, num_events, wait_list, event);
 }
 
+clbt_status clbt_multi_table_enqueue_token_slots(
+    clbt_multi_table *table, const clbt_token_slots_request *given,
+    cl_uint num_events, const cl_event *wait_list, cl_event *event) {
+  if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
+  clbt_token_slots_request request;
+  clbt_status status = clbt__token_slots_request_read(given, &request);
+  if (status) return status;
+  const clbt__scope scope = clbt__engine_scope(table);
+  return clbt__enqueue_token_slots(&scope, &request, num_events, wait_list,
+                                   event);
+}
+
 clbt_status clbt_multi_table_compute_slot_mapping(clbt_multi_table *table,
                                                   uint32_t num_reqs,
                                                   cl_mem query_start_loc,

@@ -73,7 +73,8 @@ clbt_status clbt__staging_reap(clbt__staging_pool *pool, bool *failed) {
     --pool->busy;
   }
   /* A deep burst of commits in flight leaves no large ring behind it. */
-  if (pool->busy == 0 && pool->capacity > CLBT__KEPT_RING) {
+  if (pool->busy == 0 && pool->taken == 0 &&
+      pool->capacity > CLBT__KEPT_RING) {
     free(pool->ring);
     pool->ring = NULL;
     pool->capacity = pool->first = 0;
@@ -81,9 +82,11 @@ clbt_status clbt__staging_reap(clbt__staging_pool *pool, bool *failed) {
   return CLBT_SUCCESS;
 }
 
-/* Room in the ring for one more slot in flight. */
+/* Room in the ring for one more slot in flight than those in flight and
+   taken: a call may take several (an upload while it plans, WHOLE commits
+   as it enqueues) before it submits any. */
 static clbt_status reserve_ring(clbt__staging_pool *pool) {
-  if (pool->busy < pool->capacity) return CLBT_SUCCESS;
+  if (pool->busy + pool->taken < pool->capacity) return CLBT_SUCCESS;
   size_t capacity = pool->capacity ? 2 * pool->capacity : 4;
   clbt__staging *ring = malloc(capacity * sizeof *ring);
   if (!ring)
@@ -146,6 +149,7 @@ clbt_status clbt__staging_acquire(clbt__staging_pool *pool, cl_context context,
                                   clbt__staging *slot) {
   clbt_status status = reserve_ring(pool);
   if (status) return status;
+  ++pool->taken;
   memset(slot, 0, sizeof *slot);
   int found = best_idle(pool, words);
   if (found >= 0) {
@@ -162,11 +166,13 @@ void clbt__staging_submit(clbt__staging_pool *pool, clbt__staging *slot,
                           cl_event reader) {
   /* acquire() made room in the ring. */
   slot->reader = reader;
+  --pool->taken;
   *busy_slot(pool, pool->busy++) = *slot;
   memset(slot, 0, sizeof *slot);
 }
 
 void clbt__staging_return(clbt__staging_pool *pool, clbt__staging *slot) {
+  --pool->taken;
   keep_idle(pool, slot);
   memset(slot, 0, sizeof *slot);
 }

@@ -38,11 +38,14 @@ typedef struct call_plan {
   for (uint32_t l = 0, p = 0; l < (plan)->scope->num_launches;            \
        p += (plan)->scope->launches[l++].num_groups)
 
-/* What a launch's step kernel does of the call's work: maps and exports
-   only with a group that maps tokens. */
+/* What a launch's step kernel does of the call's work: maps, exports and
+   translates token indices only with a group that maps tokens, writes
+   state slots only with one that maps none. */
 static uint32_t launch_work(const clbt__launch *launch, uint32_t work) {
-  return launch->maps_tokens ? work
-                             : work & ~(CLBT_WORK_MAP | CLBT_WORK_EXPORT);
+  if (!launch->maps_tokens)
+    work &= ~(CLBT_WORK_MAP | CLBT_WORK_EXPORT | CLBT_WORK_TOKEN_SLOTS);
+  if (!launch->holds_states) work &= ~CLBT_WORK_STATE_SLOTS;
+  return work;
 }
 
 /* Plans the groups of one launch: their modes and sections of its part. */
@@ -188,6 +191,10 @@ static void start_record(clbt__launch_record *record, uint32_t work,
                         : batch->num_reqs_padded ? batch->num_reqs_padded
                                                  : batch->num_reqs;
   record->dense_pitch = batch ? batch->dense_row_pitch : 0;
+  record->state_slots = batch ? batch->num_state_slots : 0;
+  record->state_null_block = batch ? (cl_uint)batch->state_null_block : 0;
+  record->indices_per_row = batch ? batch->indices_per_row : 0;
+  record->token_section = 0;
 }
 
 /* The record carries the launch's part of the packet: in itself, or where
@@ -249,16 +256,20 @@ static clbt_status enqueue_launch(const call_plan *plan, uint32_t l, uint32_t p,
     add_packet(&record, plan, l, p);
     clbt__launch_call scatter = {
         &record, {[CLBT__BOUND_PACKET] = uploads(share->place) ? packet : NULL},
-        clbt__launch_scatter_grid(launch, share->scatter_items)};
+        clbt__launch_items_grid(launch, share->scatter_items)};
     status = clbt__launch_enqueue(launch, &launch->scatter, &scatter, sequence);
   }
   if (status || !share->work) return status;
   uint32_t work = share->work;
+  bool tokens = work & CLBT_WORK_TOKEN_SLOTS;
   if (batch->idx_mapping) work |= CLBT_WORK_IDX_MAPPING;
-  if (batch->seq_lens && (work & CLBT_WORK_EXPORT)) work |= CLBT_WORK_SEQ_LENS;
+  if (batch->seq_lens && (work & (CLBT_WORK_EXPORT | CLBT_WORK_STATE_SLOTS)))
+    work |= CLBT_WORK_SEQ_LENS;
   if (work & CLBT_WORK_EXPORT) work |= clbt__export_work(batch);
   start_record(&record, work, batch, version);
+  if (tokens) record.token_section = clbt__token_sections_before(plan->scope, l);
   if (share->place != CLBT__PACKET_SCATTERED) add_packet(&record, plan, l, p);
+  size_t entries = (size_t)batch->num_tokens * batch->indices_per_row;
   clbt__launch_call step = {
       &record,
       {[CLBT__BOUND_QUERY_START_LOC] = batch->query_start_loc,
@@ -266,9 +277,12 @@ static clbt_status enqueue_launch(const call_plan *plan, uint32_t l, uint32_t p,
        [CLBT__BOUND_IDX_MAPPING] = batch->idx_mapping,
        [CLBT__BOUND_SEQ_LENS] = work & CLBT_WORK_SEQ_LENS ? batch->seq_lens
                                                            : NULL,
+       [CLBT__BOUND_TOKEN_INDICES] = tokens ? batch->token_indices : NULL,
+       [CLBT__BOUND_TOKEN_SLOTS] = tokens ? batch->token_slots : NULL,
        [CLBT__BOUND_PACKET] =
            share->place == CLBT__PACKET_FOLDED ? packet : NULL},
-      clbt__launch_grid(launch, work, record.padded_reqs)};
+      tokens ? clbt__launch_items_grid(launch, entries)
+             : clbt__launch_grid(launch, work, record.padded_reqs)};
   return clbt__launch_enqueue(launch, &launch->step, &step, sequence);
 }
 
@@ -358,22 +372,25 @@ clbt_status clbt__enqueue_export(const clbt__scope *scope,
 }
 
 /*
- * The step's batch: its slot mapping's, gather's and export's (seq_lens
- * only then). A dummy run reads no buffer of the caller's.
+ * The step's batch: its slot mapping's, gather's, export's and state
+ * slots' (seq_lens only for the last two). A dummy run reads no buffer of
+ * the caller's.
  */
 static clbt__batch batch_of(const clbt_step *step) {
   bool dummy = step->flags & CLBT_STEP_DUMMY;
+  bool lengths = step->flags & (CLBT_STEP_EXPORT | CLBT_STEP_STATE_SLOTS);
   return (clbt__batch){
       .num_reqs = step->num_reqs,
       .query_start_loc = dummy ? NULL : step->query_start_loc,
       .positions = dummy ? NULL : step->positions,
       .num_tokens = step->num_tokens,
       .num_reqs_padded = step->num_reqs_padded,
-      .seq_lens = step->flags & CLBT_STEP_EXPORT && !dummy ? step->seq_lens
-                                                            : NULL,
+      .seq_lens = lengths && !dummy ? step->seq_lens : NULL,
       .idx_mapping = dummy ? NULL : step->idx_mapping,
       .export_flags = step->export_flags,
-      .dense_row_pitch = step->dense_row_pitch};
+      .dense_row_pitch = step->dense_row_pitch,
+      .num_state_slots = step->num_state_slots ? step->num_state_slots : 1,
+      .state_null_block = step->state_null_block};
 }
 
 /* The export's flags and pitch ask for parts of an export. */
@@ -412,6 +429,8 @@ static clbt_status check_step(const clbt__scope *scope, const clbt_step *step,
                               const cl_event *wait_list) {
   clbt_status status = clbt__check_step_flags(step->flags, true);
   if (!status) status = check_step_export(step, batch);
+  if (!status && (step->flags & CLBT_STEP_STATE_SLOTS))
+    status = clbt__check_state_slots(scope, batch->num_state_slots);
   if (status) return status;
   if (step->flags & CLBT_STEP_DUMMY) {
     bool exports = step->flags & CLBT_STEP_EXPORT;
@@ -442,7 +461,9 @@ clbt_status clbt__enqueue_step(const clbt__scope *scope, const clbt_step *given,
       .commit_rows = scope->first->layout.max_num_reqs,
       .work = CLBT_WORK_MAP |
               (step.flags & CLBT_STEP_GATHER ? CLBT_WORK_GATHER : 0) |
-              (step.flags & CLBT_STEP_EXPORT ? CLBT_WORK_EXPORT : 0),
+              (step.flags & CLBT_STEP_EXPORT ? CLBT_WORK_EXPORT : 0) |
+              (step.flags & CLBT_STEP_STATE_SLOTS ? CLBT_WORK_STATE_SLOTS
+                                                   : 0),
       .batch = batch};
   return clbt__run(scope, &call, num_events, wait_list, event);
 }

@@ -127,6 +127,18 @@ clbt_status clbt_table_enqueue_export(clbt_table *table,
   return clbt__enqueue_export(&scope, &batch, num_events, wait_list, event);
 }
 
+clbt_status clbt_table_enqueue_token_slots(
+    clbt_table *table, const clbt_token_slots_request *given,
+    cl_uint num_events, const cl_event *wait_list, cl_event *event) {
+  clbt_token_slots_request request;
+  clbt__scope scope;
+  clbt_status status = scope_of(table, &scope);
+  if (!status) status = clbt__token_slots_request_read(given, &request);
+  return status ? status
+                : clbt__enqueue_token_slots(&scope, &request, num_events,
+                                            wait_list, event);
+}
+
 clbt_status clbt_table_export_buffers(const clbt_table *table,
                                       clbt_export_buffers *out) {
   if (!table || !out)
@@ -229,6 +241,10 @@ cl_mem clbt_table_device_row_lengths(const clbt_table *table) {
 
 cl_mem clbt_table_gathered_rows(const clbt_table *table) {
   return table ? table->regions[CLBT_REGION_GATHERED] : NULL;
+}
+
+cl_mem clbt_table_state_slots(const clbt_table *table) {
+  return table ? table->regions[CLBT_REGION_STATE_SLOTS] : NULL;
 }
 
 cl_mem clbt_table_slot_mapping(const clbt_table *table) {

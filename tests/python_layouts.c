@@ -88,6 +88,8 @@ int main(void) {
   FIELD(clbt_step, seq_lens)
   FIELD(clbt_step, export_flags)
   FIELD(clbt_step, dense_row_pitch)
+  FIELD(clbt_step, num_state_slots)
+  FIELD(clbt_step, state_null_block)
   SIZE(clbt_step)
   FIELD(clbt_host_step, struct_size)
   FIELD(clbt_host_step, flags)

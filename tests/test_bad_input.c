@@ -66,6 +66,9 @@ static void fill_tables(fixture *f) {
   for (uint32_t g = 0; g < 2; ++g)
     clbt_test_poison(
         clbt_table_slot_mapping(clbt_multi_table_group(f->multi, g)), 8);
+  /* The NONE group's state slots: [max_num_reqs][width 3] int64-poisoned. */
+  clbt_test_poison(clbt_table_state_slots(clbt_multi_table_group(f->multi, 1)),
+                   4 * 3 / 2);
 }
 
 /* Objects of another context, an out-of-order queue, and a queue of a
@@ -163,6 +166,7 @@ typedef enum function {
   BLOCK_TABLE_WIDTH, TABLE_TRUNCATE_ROW, MULTI_TRUNCATE_ROW,
   TABLE_ENQUEUE_EXPORT, MULTI_ENQUEUE_EXPORT, TABLE_EXPORT_BUFFERS,
   TABLE_STEP_HOST, TABLE_ENQUEUE_STEP, MULTI_ENQUEUE_STEP, MULTI_STEP_HOST,
+  TABLE_ENQUEUE_TOKEN_SLOTS, MULTI_ENQUEUE_TOKEN_SLOTS,
   NUM_FUNCTIONS
 } function;
 
@@ -191,7 +195,8 @@ static const char *const function_names[] = {
     "clbt_table_enqueue_export", "clbt_multi_table_enqueue_export",
     "clbt_table_export_buffers", "clbt_table_compute_step_host",
     "clbt_table_enqueue_step", "clbt_multi_table_enqueue_step",
-    "clbt_multi_table_compute_step_host"};
+    "clbt_multi_table_compute_step_host", "clbt_table_enqueue_token_slots",
+    "clbt_multi_table_enqueue_token_slots"};
 _Static_assert(sizeof function_names / sizeof function_names[0] ==
                    NUM_FUNCTIONS,
                "one name per function, in the enum's order");
@@ -200,7 +205,7 @@ _Static_assert(sizeof function_names / sizeof function_names[0] ==
 typedef enum null_pointer {
   NO_NULL, NULL_HANDLE, NULL_OUT, NULL_CONFIG, NULL_BLOCK_IDS, NULL_COUNTS,
   NULL_QUERY_START_LOC, NULL_POSITIONS, NULL_CONTEXT, NULL_DEVICE, NULL_QUEUE,
-  NULL_ROWS, NULL_REQUEST
+  NULL_ROWS, NULL_REQUEST, NULL_TOKEN_INDICES, NULL_TOKEN_SLOTS
 } null_pointer;
 
 /* The buffers of a slot-mapping call; the host call's arrays likewise. */
@@ -247,6 +252,10 @@ typedef struct bad_input {
   buffer step_idx_mapping; /* a device step's (GOOD: the fixture's) */
   uint32_t export_flags; /* an export's flags, or a device step's */
   uint32_t pitch;        /* their dense_row_pitch */
+  uint32_t num_state_slots; /* a device step's */
+  bool none_group;      /* the call is made on the multi's NONE group alone */
+  uint32_t indices_per_row; /* token slots: .a requests, .num_tokens rows */
+  buffer token_indices, token_slots; /* GOOD: 64 bytes */
 } bad_input;
 
 #define IDS(...) ((const int32_t[]){__VA_ARGS__})
@@ -916,6 +925,132 @@ static const bad_input cases[] = {
     BAD(MULTI_ENQUEUE_STEP, "an event of another context", CLBT_CONTEXT_MISMATCH,
         "wait_list[1] is an event of another OpenCL context",
         .a = 1, .num_tokens = 1, .num_events = 2, .foreign_event = true),
+    /* State slots: a NONE group's width (3) bounds the ids a request. */
+    BAD(TABLE_ENQUEUE_STEP, "state slots of a token-mapping table",
+        CLBT_INVALID_ARGUMENT,
+        "slot_mode is CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT: its rows hold pages, "
+        "and it has no state slots",
+        .flags = CLBT_STEP_STATE_SLOTS, .a = 1, .num_tokens = 1),
+    BAD(TABLE_ENQUEUE_STEP, "num_state_slots above a NONE table's width",
+        CLBT_INVALID_ARGUMENT,
+        "step->num_state_slots 4 exceeds the table's width 3",
+        .flags = CLBT_STEP_STATE_SLOTS, .num_state_slots = 4,
+        .none_group = true, .a = 1, .num_tokens = 1),
+    BAD(MULTI_ENQUEUE_STEP, "num_state_slots above a NONE group's width",
+        CLBT_INVALID_ARGUMENT,
+        "step->num_state_slots 4 exceeds groups[1]'s width 3",
+        .flags = CLBT_STEP_STATE_SLOTS, .num_state_slots = 4, .a = 1,
+        .num_tokens = 1),
+    BAD(MULTI_ENQUEUE_STEP, "state slots with an unknown flag",
+        CLBT_INVALID_ARGUMENT, "step->flags 0x35 has bits other than",
+        .flags = CLBT_STEP_STATE_SLOTS | 0x24, .a = 1, .num_tokens = 1),
+
+    /* ---- token slots: .a requests, .num_tokens rows of
+            .indices_per_row ---- */
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "NULL table", CLBT_NULL_ARGUMENT,
+        "table is NULL", .null = NULL_HANDLE, .a = 2, .num_tokens = 2,
+        .indices_per_row = 3),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "NULL request", CLBT_NULL_ARGUMENT,
+        "request is NULL", .null = NULL_REQUEST),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "struct_size below 0.4's",
+        CLBT_INVALID_CONFIG,
+        "request: struct_size is 8; clbt reads 0 (the layout of 0.4) or 48 "
+        "to 4096",
+        .struct_size = 8, .a = 2, .num_tokens = 2, .indices_per_row = 3),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "a field of a later version",
+        CLBT_INVALID_CONFIG,
+        "request sets byte 48 of its 56, past the 48 bytes clbt",
+        .later_field = true, .a = 2, .num_tokens = 2, .indices_per_row = 3),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "a NONE table", CLBT_INVALID_ARGUMENT,
+        "slot_mode is CLBT_SLOT_MODE_NONE: its rows hold states, not pages, "
+        "and it has no token slots",
+        .none_group = true, .a = 2, .num_tokens = 2, .indices_per_row = 3),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "NULL query_start_loc", CLBT_NULL_ARGUMENT,
+        "request->query_start_loc is NULL", .null = NULL_QUERY_START_LOC,
+        .a = 2, .num_tokens = 2, .indices_per_row = 3),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "num_reqs above max_num_reqs",
+        CLBT_TOO_MANY_REQUESTS, "num_reqs 5 exceeds max_num_reqs 4", .a = 5,
+        .num_tokens = 2, .indices_per_row = 3),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "num_rows above max_num_batched_tokens",
+        CLBT_TOO_MANY_TOKENS,
+        "request->num_rows 9 exceeds max_num_batched_tokens 8", .a = 2,
+        .num_tokens = 9, .indices_per_row = 1),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "entries above UINT32_MAX",
+        CLBT_SIZE_OVERFLOW,
+        "request->num_rows 8 x indices_per_row 1073741824 exceeds UINT32_MAX "
+        "entries",
+        .a = 2, .num_tokens = 8, .indices_per_row = 1u << 30),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "NULL token_indices with entries",
+        CLBT_NULL_ARGUMENT,
+        "request->token_indices is NULL with num_rows 2 x indices_per_row 3 "
+        "entries",
+        .null = NULL_TOKEN_INDICES, .a = 2, .num_tokens = 2,
+        .indices_per_row = 3),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "NULL token_slots with entries",
+        CLBT_NULL_ARGUMENT,
+        "request->token_slots is NULL with num_rows 2 x indices_per_row 3 "
+        "entries",
+        .null = NULL_TOKEN_SLOTS, .a = 2, .num_tokens = 2,
+        .indices_per_row = 3),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "query_start_loc too small",
+        CLBT_BUFFER_TOO_SMALL,
+        "query_start_loc holds 8 bytes; num_reqs 2 needs 12", .a = 2,
+        .num_tokens = 2, .indices_per_row = 3, .query_start_loc = TOO_SMALL),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "idx_mapping too small",
+        CLBT_BUFFER_TOO_SMALL, "idx_mapping holds 8 bytes; num_reqs 4 needs 16",
+        .a = 4, .num_tokens = 2, .indices_per_row = 3,
+        .idx_mapping_given = true, .idx_mapping = TOO_SMALL),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "token_indices too small",
+        CLBT_BUFFER_TOO_SMALL,
+        "token_indices holds 8 bytes; num_rows x indices_per_row 6 needs 24",
+        .a = 2, .num_tokens = 2, .indices_per_row = 3,
+        .token_indices = TOO_SMALL),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "token_slots a sub-buffer too small",
+        CLBT_BUFFER_TOO_SMALL,
+        "token_slots holds 8 bytes; 1 section of num_rows x indices_per_row 6 "
+        "needs 24",
+        .a = 2, .num_tokens = 2, .indices_per_row = 3,
+        .token_slots = SUB_BUFFER),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "token_indices of another context",
+        CLBT_CONTEXT_MISMATCH,
+        "token_indices belongs to another OpenCL context", .a = 2,
+        .num_tokens = 2, .indices_per_row = 3, .token_indices = FOREIGN),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "token_slots of another context",
+        CLBT_CONTEXT_MISMATCH, "token_slots belongs to another OpenCL context",
+        .a = 2, .num_tokens = 2, .indices_per_row = 3, .token_slots = FOREIGN),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "wait list NULL with events",
+        CLBT_INVALID_ARGUMENT, "wait_list is NULL with num_events 2", .a = 2,
+        .num_tokens = 2, .indices_per_row = 3, .num_events = 2),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "an event of another context",
+        CLBT_CONTEXT_MISMATCH,
+        "wait_list[1] is an event of another OpenCL context", .a = 2,
+        .num_tokens = 2, .indices_per_row = 3, .num_events = 2,
+        .foreign_event = true),
+    BAD(MULTI_ENQUEUE_TOKEN_SLOTS, "NULL table", CLBT_NULL_ARGUMENT,
+        "table is NULL", .null = NULL_HANDLE, .a = 2, .num_tokens = 2,
+        .indices_per_row = 3),
+    BAD(MULTI_ENQUEUE_TOKEN_SLOTS, "NULL request", CLBT_NULL_ARGUMENT,
+        "request is NULL", .null = NULL_REQUEST),
+    BAD(MULTI_ENQUEUE_TOKEN_SLOTS, "a field of a later version",
+        CLBT_INVALID_CONFIG, "request sets byte 48", .later_field = true,
+        .a = 2, .num_tokens = 2, .indices_per_row = 3),
+    BAD(MULTI_ENQUEUE_TOKEN_SLOTS, "num_rows above max_num_batched_tokens",
+        CLBT_TOO_MANY_TOKENS,
+        "request->num_rows 9 exceeds max_num_batched_tokens 8", .a = 2,
+        .num_tokens = 9, .indices_per_row = 1),
+    BAD(MULTI_ENQUEUE_TOKEN_SLOTS, "token_slots too small for its section",
+        CLBT_BUFFER_TOO_SMALL,
+        "token_slots holds 8 bytes; 1 section of num_rows x indices_per_row 6 "
+        "needs 24",
+        .a = 2, .num_tokens = 2, .indices_per_row = 3,
+        .token_slots = TOO_SMALL),
+    BAD(MULTI_ENQUEUE_TOKEN_SLOTS, "query_start_loc of another context",
+        CLBT_CONTEXT_MISMATCH,
+        "query_start_loc belongs to another OpenCL context", .a = 2,
+        .num_tokens = 2, .indices_per_row = 3, .query_start_loc = FOREIGN),
+    BAD(MULTI_ENQUEUE_TOKEN_SLOTS, "wait list without events",
+        CLBT_INVALID_ARGUMENT, "wait_list is not NULL with num_events 0",
+        .a = 2, .num_tokens = 2, .indices_per_row = 3, .wait_list = true),
     BAD(MULTI_MOVE_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
         .null = NULL_HANDLE),
     BAD(MULTI_MOVE_ROW, "src out of range", CLBT_ROW_OUT_OF_RANGE,
@@ -1528,14 +1663,68 @@ static clbt_status call_step(const bad_input *c, const fixture *f) {
   grown.step.idx_mapping = pick_buffer(f, c->step_idx_mapping, false);
   grown.step.export_flags = c->export_flags;
   grown.step.dense_row_pitch = c->pitch;
+  grown.step.num_state_slots = c->num_state_slots;
   const clbt_step *given = c->null == NULL_REQUEST ? NULL : &grown.step;
   const cl_event *wait_list = pick_wait_list(c, f);
+  clbt_table *table = c->none_group ? clbt_multi_table_group(f->multi, 1)
+                                    : f->table;
   if (c->function == MULTI_ENQUEUE_STEP)
     return clbt_multi_table_enqueue_step(
         c->null == NULL_HANDLE ? NULL : f->multi, given, c->num_events,
         wait_list, NULL);
-  return clbt_table_enqueue_step(c->null == NULL_HANDLE ? NULL : f->table,
+  return clbt_table_enqueue_step(c->null == NULL_HANDLE ? NULL : table,
                                  given, c->num_events, wait_list, NULL);
+}
+
+/* A token-slots buffer: GOOD is 64 bytes, the others as pick_buffer's. */
+static cl_mem pick_token_buffer(const fixture *f, buffer which) {
+  return which == TOO_SMALL ? f->small_query_start_loc
+                            : pick_buffer(f, which, true);
+}
+
+/*
+ * The token slots: .a requests of the fixture's query_start_loc, .num_tokens
+ * rows of .indices_per_row, in a request grown by a field when the case asks
+ * for a later version's.
+ */
+static clbt_status call_token_slots(const bad_input *c, const fixture *f) {
+  struct {
+    clbt_token_slots_request request;
+    uint64_t later;
+  } grown;
+  memset(&grown, 0, sizeof grown);
+  grown.request.struct_size =
+      (uint32_t)(c->later_field   ? sizeof grown
+                 : c->struct_size ? c->struct_size
+                                  : sizeof grown.request);
+  grown.later = c->later_field;
+  grown.request.num_reqs = c->a;
+  grown.request.num_rows = c->num_tokens;
+  grown.request.indices_per_row = c->indices_per_row;
+  grown.request.query_start_loc =
+      c->null == NULL_QUERY_START_LOC
+          ? NULL
+          : pick_buffer(f, c->query_start_loc, false);
+  grown.request.idx_mapping =
+      c->idx_mapping_given ? pick_buffer(f, c->idx_mapping, false) : NULL;
+  grown.request.token_indices = c->null == NULL_TOKEN_INDICES
+                                    ? NULL
+                                    : pick_token_buffer(f, c->token_indices);
+  grown.request.token_slots = c->null == NULL_TOKEN_SLOTS
+                                  ? NULL
+                                  : pick_token_buffer(f, c->token_slots);
+  const clbt_token_slots_request *given =
+      c->null == NULL_REQUEST ? NULL : &grown.request;
+  const cl_event *wait_list = pick_wait_list(c, f);
+  if (c->function == MULTI_ENQUEUE_TOKEN_SLOTS)
+    return clbt_multi_table_enqueue_token_slots(
+        c->null == NULL_HANDLE ? NULL : f->multi, given, c->num_events,
+        wait_list, NULL);
+  clbt_table *table = c->none_group ? clbt_multi_table_group(f->multi, 1)
+                                    : f->table;
+  return clbt_table_enqueue_token_slots(c->null == NULL_HANDLE ? NULL : table,
+                                        given, c->num_events, wait_list,
+                                        NULL);
 }
 
 /* The host step, writing into out. */
@@ -1580,6 +1769,8 @@ static clbt_status call(const bad_input *c, const fixture *f, outputs *out) {
     return call_multi_step_host(c, f, out);
   case TABLE_ENQUEUE_STEP: case MULTI_ENQUEUE_STEP:
     return call_step(c, f);
+  case TABLE_ENQUEUE_TOKEN_SLOTS: case MULTI_ENQUEUE_TOKEN_SLOTS:
+    return call_token_slots(c, f);
   case TABLE_ENQUEUE_EXPORT: case MULTI_ENQUEUE_EXPORT:
   case TABLE_EXPORT_BUFFERS:
     return call_export(c, f, out);
@@ -1653,6 +1844,12 @@ static void check_device_outputs(const fixture *f, const char *context) {
     ck_assert_msg(rejected == 0, "%s: table %u counted %u rejections",
                   context, i, rejected);
   }
+  int64_t states[4 * 3 / 2];
+  clbt_test_read(clbt_table_state_slots(clbt_multi_table_group(f->multi, 1)),
+                 sizeof states, states);
+  for (int e = 0; e < 4 * 3 / 2; ++e)
+    ck_assert_msg(states[e] == CLBT_TEST_POISON,
+                  "%s: the NONE group's state slots were written", context);
 }
 
 static void run_case(const bad_input *c, const fixture *f) {
@@ -1731,6 +1928,8 @@ START_TEST(functions_without_status_answer_bad_arguments_neutrally) {
       ANSWER(clbt_table_device_row_lengths(NULL), NULL),
       ANSWER(clbt_table_slot_mapping(NULL), NULL),
       ANSWER(clbt_table_rejected_tokens(NULL), NULL),
+      ANSWER(clbt_table_state_slots(NULL), NULL),
+      ANSWER(clbt_table_state_slots(f.table), NULL),
       ANSWER(clbt_multi_table_num_groups(NULL), 0),
       ANSWER(clbt_multi_table_group(NULL, 0), NULL),
       ANSWER(clbt_multi_table_group(f.multi, 2), NULL),

@@ -38,10 +38,15 @@ static const clbt_multi_table_config multi_config = {
     .max_num_reqs = 2, .max_num_batched_tokens = 4, .num_groups = 2,
     .groups = groups};
 
-/* A batch in one OpenCL context, made with the test's own calls. */
+/* A batch in one OpenCL context, made with the test's own calls, and
+   the token slots' matrix and output: one index a row (rows 0, 1 are
+   request 0's, 2, 3 request 1's), slots 29 14 23 22. */
 typedef struct batch {
   cl_mem query_start_loc, positions;
+  cl_mem token_indices, token_slots;
 } batch;
+static const int32_t batch_token_indices[] = {1, 6, 3, 2};
+static const int32_t expected_token_slots[] = {29, 14, 23, 22};
 
 /* Everything a scenario has made so far, so it can end at any step. */
 typedef struct scenario {
@@ -61,9 +66,21 @@ static batch make_batch(cl_context context, cl_command_queue queue) {
       clCreateBuffer(context, CL_MEM_READ_ONLY, sizeof batch_query_start_loc,
                      NULL, &error_qsl),
       clCreateBuffer(context, CL_MEM_READ_ONLY, sizeof batch_positions, NULL,
-                     &error_positions)};
+                     &error_positions),
+      NULL, NULL};
   ck_assert_int_eq(error_qsl, CL_SUCCESS);
   ck_assert_int_eq(error_positions, CL_SUCCESS);
+  b.token_indices = clCreateBuffer(context, CL_MEM_READ_ONLY,
+                                   sizeof batch_token_indices, NULL,
+                                   &error_qsl);
+  ck_assert_int_eq(error_qsl, CL_SUCCESS);
+  b.token_slots = clCreateBuffer(context, CL_MEM_READ_WRITE,
+                                 sizeof expected_token_slots, NULL, &error_qsl);
+  ck_assert_int_eq(error_qsl, CL_SUCCESS);
+  ck_assert_int_eq(clEnqueueWriteBuffer(queue, b.token_indices, CL_TRUE, 0,
+                                        sizeof batch_token_indices,
+                                        batch_token_indices, 0, NULL, NULL),
+                   CL_SUCCESS);
   ck_assert_int_eq(clEnqueueWriteBuffer(queue, b.query_start_loc, CL_TRUE, 0,
                                         sizeof batch_query_start_loc,
                                         batch_query_start_loc, 0, NULL, NULL),
@@ -78,6 +95,8 @@ static batch make_batch(cl_context context, cl_command_queue queue) {
 static void release_batch(batch *b) {
   if (b->query_start_loc) clReleaseMemObject(b->query_start_loc);
   if (b->positions) clReleaseMemObject(b->positions);
+  if (b->token_indices) clReleaseMemObject(b->token_indices);
+  if (b->token_slots) clReleaseMemObject(b->token_slots);
 }
 
 /* ---- the steps: each one public call, safe to repeat after a failure ---- */
@@ -292,6 +311,45 @@ static clbt_status export_multi(scenario *s) {
   return clbt_multi_table_enqueue_export(s->multi, &request, 0, NULL, NULL);
 }
 
+/* The batch's four rows of one token each, translated into slots. */
+static clbt_token_slots_request token_request(const batch *b) {
+  clbt_token_slots_request request = CLBT_TOKEN_SLOTS_INIT;
+  request.num_reqs = 2;
+  request.num_rows = 4;
+  request.indices_per_row = 1;
+  request.query_start_loc = b->query_start_loc;
+  request.token_indices = b->token_indices;
+  request.token_slots = b->token_slots;
+  return request;
+}
+
+static clbt_status token_slots_table(scenario *s) {
+  clbt_token_slots_request request = token_request(&s->device_batch);
+  return clbt_table_enqueue_token_slots(s->table, &request, 0, NULL, NULL);
+}
+
+static clbt_status token_slots_multi(scenario *s) {
+  clbt_token_slots_request request = token_request(&s->wrapped_batch);
+  return clbt_multi_table_enqueue_token_slots(s->multi, &request, 0, NULL,
+                                              NULL);
+}
+
+/*
+ * A step of the multi-group table with its NONE group's state slots:
+ * request 0 (length 7) holds its state in block 0 of its row {7, 3},
+ * request 1 (length 5) in block 0 of {5}; the token group's slots are the
+ * slot mapping's.
+ */
+static clbt_status step_multi_states(scenario *s) {
+  clbt_step step = CLBT_STEP_INIT;
+  step.flags = CLBT_STEP_STATE_SLOTS;
+  step.num_reqs = 2;
+  step.num_tokens = 4;
+  step.query_start_loc = s->wrapped_batch.query_start_loc;
+  step.positions = s->wrapped_batch.positions;
+  return clbt_multi_table_enqueue_step(s->multi, &step, 0, NULL, NULL);
+}
+
 static clbt_status clear_multi(scenario *s) {
   return clbt_multi_table_clear(s->multi);
 }
@@ -340,12 +398,17 @@ static const scenario_step everything_steps[] = {
     {"clbt_table_compute_slot_mapping", map_table, CLBT_SUCCESS, false},
     {"clbt_table_read_rejected_tokens", read_rejected, CLBT_SUCCESS, false},
     {"clbt_table_enqueue_export", export_table, CLBT_SUCCESS, false},
+    {"clbt_table_enqueue_token_slots", token_slots_table, CLBT_SUCCESS,
+     false},
     {"clbt_table_reset_rejected_tokens", reset_rejected, CLBT_SUCCESS, false},
     {"clbt_table_clear", clear_table, CLBT_SUCCESS, false},
     {"clbt_multi_table_prepare", prepare_multi, CLBT_SUCCESS, false},
     {"clbt_multi_table_create", create_multi, CLBT_SUCCESS, false},
     {"clbt_multi_table_commit", commit_multi, CLBT_SUCCESS, false},
     {"clbt_multi_table_compute_slot_mapping", map_multi, CLBT_SUCCESS, false},
+    {"clbt_multi_table_enqueue_step", step_multi_states, CLBT_SUCCESS, false},
+    {"clbt_multi_table_enqueue_token_slots", token_slots_multi, CLBT_SUCCESS,
+     false},
     {"clbt_multi_table_enqueue_export", export_multi, CLBT_SUCCESS, false},
     {"clbt_multi_table_clear", clear_multi, CLBT_SUCCESS, false},
 };
@@ -400,8 +463,24 @@ static void check_export(cl_command_queue queue, const clbt_table *table) {
   ck_assert_int_eq(last_page_len[1], 0);
 }
 
+/* The token slots of the batch's matrix, and the NONE group's states. */
+static void check_token_slots(cl_command_queue queue, const batch *b) {
+  int32_t slots[4];
+  read_buffer(queue, b->token_slots, sizeof slots, slots);
+  for (int i = 0; i < 4; ++i)
+    ck_assert_int_eq(slots[i], expected_token_slots[i]);
+}
+
 static void check_outcome(const scenario *s) {
   cl_command_queue queue = clbt_device_queue(s->device);
+  check_token_slots(queue, &s->device_batch);
+  check_token_slots(s->own_queue, &s->wrapped_batch);
+  int32_t states[2];
+  read_buffer(s->own_queue,
+              clbt_table_state_slots(clbt_multi_table_group(s->multi, 1)),
+              sizeof states, states);
+  ck_assert_int_eq(states[0], 7);
+  ck_assert_int_eq(states[1], 5);
   check_export(queue, s->table);
   check_export(s->own_queue, clbt_multi_table_group(s->multi, 0));
   check_slots(queue, s->table, "table");

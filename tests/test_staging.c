@@ -439,6 +439,54 @@ START_TEST(no_multi_group_enqueue_waits_for_the_device) {
 }
 END_TEST
 
+/*
+ * One commit that takes two staging slots, an upload for one group's
+ * scatter packet (taken while the commit is planned) and a WHOLE group's
+ * snapshot (taken as it is enqueued), with the ring one short of full:
+ * both must find room. Behind a closed gate nothing ends: commit A (group
+ * 1's upload alone) fills one slot of the ring's four, B two more, C's two
+ * do not fit; the ring must grow rather than let C's upload overwrite the
+ * oldest slot, whose event would then be released twice when the gate
+ * opens and the next commit reaps (CL_INVALID_EVENT, or PoCL's abort).
+ */
+static void replace_rows(clbt_multi_table *table, bool both, int32_t base) {
+  int32_t ids[16];
+  for (uint32_t r = 0; r < ROWS; ++r) {
+    for (int32_t i = 0; i < 16; ++i) ids[i] = base + 100 * (int32_t)r + i;
+    /* Group 1: every column, a packet too large for the launch's record. */
+    clbt_assert_ok(
+        clbt_table_add_row(clbt_multi_table_group(table, 1), r, ids, 16));
+    if (both)
+      clbt_assert_ok(
+          clbt_table_add_row(clbt_multi_table_group(table, 0), r, ids, 1));
+  }
+}
+
+START_TEST(a_commit_of_two_slots_finds_room_for_both) {
+  clbt_multi_table *table = create_multi(CLBT_COMMIT_SCATTER);
+  clbt_assert_ok(clbt_table_set_commit_mode(clbt_multi_table_group(table, 0),
+                                            CLBT_COMMIT_WHOLE));
+  cl_event gate = user_event();
+  clbt_assert_ok(clbt_multi_table_enqueue_commit(table, ROWS, 1, &gate, NULL));
+  replace_rows(table, false, 1000);
+  clbt_assert_ok(clbt_multi_table_commit(table, ROWS)); /* A */
+  replace_rows(table, true, 2000);
+  clbt_assert_ok(clbt_multi_table_commit(table, ROWS)); /* B */
+  replace_rows(table, true, 3000);
+  clbt_assert_ok(clbt_multi_table_commit(table, ROWS)); /* C */
+  ck_assert_int_eq(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+  ck_assert_int_eq(clFinish(clbt_device_queue(clbt_test_device())),
+                   CL_SUCCESS);
+  clReleaseEvent(gate);
+  replace_rows(table, true, 4000);
+  clbt_assert_ok(clbt_multi_table_commit(table, ROWS)); /* reaps A to C */
+  cl_command_queue queue = clbt_device_queue(clbt_test_device());
+  for (uint32_t g = 0; g < 2; ++g)
+    clbt_test_assert_in_sync(queue, clbt_multi_table_group(table, g), ROWS);
+  clbt_multi_table_destroy(table);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("staging");
   TCase *tc = tcase_create("staging");
@@ -449,6 +497,7 @@ int main(void) {
   tcase_add_test(tc, every_path_survives_a_failed_gate);
   tcase_add_test(tc, no_enqueue_waits_for_the_device);
   tcase_add_test(tc, no_multi_group_enqueue_waits_for_the_device);
+  tcase_add_test(tc, a_commit_of_two_slots_finds_room_for_both);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

@@ -90,7 +90,7 @@ int command_bench(int argc, char **argv) {
        CLI_COUNT, &b.options.runs, 1, 1000000},
       {"--only", "NAMES",
        "comma-separated shape names, or completion, commit,\n"
-       "multi-group, row-operations, export, step",
+       "multi-group, row-operations, export, step, slots",
        CLI_TEXT, &b.options.only, 0, 0},
       {"--json", "FILE", "also write every figure as JSON", CLI_TEXT,
        &b.options.json_path, 0, 0},
@@ -119,6 +119,7 @@ int command_bench(int argc, char **argv) {
   bench_row_operations(&b);
   bench_export(&b);
   bench_step(&b);
+  bench_slots(&b);
   bench_plot(&b);
   size_t mismatches = bench_triton_compare(&b);
   add_targets(&b);

@@ -25,7 +25,8 @@
  *     command of yours on the device's queue that can fail should be in
  *     the wait list of the next clbt call that follows it.
  *   - A table keeps a reference to the last eight buffers of yours it
- *     checked (query_start_loc, positions, idx_mapping, seq_lens), so that
+ *     checked (query_start_loc, positions, idx_mapping, seq_lens, the
+ *     token slots' token_indices and token_slots), so that
  *     a buffer it was given before costs no check; they are released as
  *     newer ones take their place, or with the table.
  *   - Every call that takes a wait list (num_events, wait_list) refuses,
@@ -505,7 +506,9 @@ CLBT_API clbt_status clbt_block_table_width(uint32_t max_num_blocks,
 typedef enum clbt_slot_mode {
   /** Tokens write KV-cache slots: compute_slot_mapping fills the buffer. */
   CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT = 0,
-  /** Rows are state indices (Mamba): compute_slot_mapping does nothing. */
+  /** Rows are state indices (Mamba): compute_slot_mapping does nothing;
+      a step can write each request's state slots
+      (CLBT_STEP_STATE_SLOTS). */
   CLBT_SLOT_MODE_NONE = 1
 } clbt_slot_mode;
 
@@ -1017,6 +1020,15 @@ CLBT_API clbt_status clbt_table_export_buffers(const clbt_table *table,
  * CLBT_STEP_EXPORT every exported request has no pages.
  */
 #define CLBT_STEP_DUMMY 8u
+/**
+ * clbt_step.flags, since 0.4: also write each CLBT_SLOT_MODE_NONE group's
+ * state slots (clbt_table_state_slots): per batch request, the
+ * num_state_slots ids of the state blocks a hybrid model's Mamba layers
+ * read, from its committed row, as vLLM's Mamba metadata reads them from
+ * the block table (docs/semantics.md, "State slots"). Token-mapping groups
+ * have none.
+ */
+#define CLBT_STEP_STATE_SLOTS 16u
 
 /**
  * One serving step (docs/guide.md, "Two ways to keep rows"). Rows are
@@ -1044,12 +1056,21 @@ typedef struct clbt_step {
   cl_mem query_start_loc;   /**< required: int32[num_reqs + 1] */
   cl_mem positions;         /**< int64[num_tokens]; NULL when num_tokens 0 */
   cl_mem idx_mapping;       /**< int32[num_reqs], or NULL: the identity */
-  cl_mem seq_lens;          /**< with CLBT_STEP_EXPORT: as in
+  cl_mem seq_lens;          /**< with CLBT_STEP_EXPORT or
+                               CLBT_STEP_STATE_SLOTS: as in
                                clbt_export_request */
   uint32_t export_flags;    /**< since 0.4, with CLBT_STEP_EXPORT: as
                                clbt_export_request.flags */
   uint32_t dense_row_pitch; /**< since 0.4, with CLBT_EXPORT_DENSE: as in
                                clbt_export_request */
+  uint32_t num_state_slots; /**< since 0.4, with CLBT_STEP_STATE_SLOTS:
+                               ids per request (vLLM's 1 +
+                               num_speculative_blocks), at most every NONE
+                               group's width; 0: 1 */
+  int32_t state_null_block; /**< since 0.4, with CLBT_STEP_STATE_SLOTS: the
+                               id of no state, which padding requests and
+                               columns past a row get; 0 (vLLM's
+                               NULL_BLOCK_ID) unless set */
 } clbt_step;
 
 /** A clbt_step with this header's struct_size, all else 0. */
@@ -1059,7 +1080,8 @@ typedef struct clbt_step {
  * Enqueues a whole serving step for the table: the commit of every row's
  * changes (every row, not only rows below num_reqs: a persistent slot can
  * be anywhere), then one launch that computes the slot mapping and, with
- * CLBT_STEP_GATHER, the gather, then with CLBT_STEP_EXPORT the export. A
+ * CLBT_STEP_GATHER, the gather, then with CLBT_STEP_EXPORT the export,
+ * then with CLBT_STEP_STATE_SLOTS a NONE table's state slots. A
  * steady step (the same idx_mapping, a few rows changed) moves only the
  * changed rows' entries into the gathered table. The first command waits
  * for wait_list; *event (when not NULL) completes with the last. Nothing
@@ -1068,8 +1090,9 @@ typedef struct clbt_step {
  * query_start_loc, or NULL positions with num_tokens > 0;
  * CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
  * CLBT_INVALID_ARGUMENT for unknown flags, export_flags without
- * CLBT_STEP_EXPORT, num_reqs_padded below num_reqs, or an inconsistent wait
- * list; CLBT_TOO_MANY_REQUESTS;
+ * CLBT_STEP_EXPORT, num_reqs_padded below num_reqs, CLBT_STEP_STATE_SLOTS
+ * on a token-mapping table, num_state_slots above a NONE table's width, or
+ * an inconsistent wait list; CLBT_TOO_MANY_REQUESTS;
  * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH; what
  * a commit or an export fails with; or an OpenCL error. After a failure
  * the next commit or step rewrites the device rows from the host.
@@ -1089,6 +1112,17 @@ CLBT_API clbt_status clbt_table_enqueue_step(clbt_table *table,
  * rest still hold what it wrote. NULL for NULL.
  */
 CLBT_API cl_mem clbt_table_gathered_rows(const clbt_table *table);
+
+/**
+ * A CLBT_SLOT_MODE_NONE table's state slots, int32, at an address fixed
+ * for the table's life: a step with CLBT_STEP_STATE_SLOTS writes entries
+ * [0, num_reqs_padded * num_state_slots), request b's ids at
+ * [b * num_state_slots, (b + 1) * num_state_slots) (vLLM's
+ * state_indices[group] of shape [num_reqs_padded][num_state_slots]), and
+ * leaves the rest as it was; its room is [max_num_reqs][width]. NULL for a
+ * NULL or token-mapping table, which has none.
+ */
+CLBT_API cl_mem clbt_table_state_slots(const clbt_table *table);
 
 /**
  * A step computed on the host from the host rows: the reference of
@@ -1121,6 +1155,74 @@ typedef struct clbt_host_step {
  */
 CLBT_API clbt_status clbt_table_compute_step_host(const clbt_table *table,
                                                   const clbt_host_step *step);
+
+/* ------------------------------------------------------------------------ */
+/* Token slots: request-local token indices to KV-cache slots              */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * An index matrix to translate (docs/semantics.md, "Token slots"): rows of
+ * indices_per_row request-local token indices, row i belonging to the
+ * batch request whose [query_start_loc[r], query_start_loc[r+1]) holds i
+ * (so that the rows of a batch's query tokens are vLLM's token_indices with
+ * its req_id_per_token; a list per request takes query_start_loc
+ * 0, 1, ..., num_reqs). Zero-initialise it with CLBT_TOKEN_SLOTS_INIT and
+ * set the fields you use; it can grow as the configs do (struct_size).
+ */
+typedef struct clbt_token_slots_request {
+  uint32_t struct_size;     /**< 0 (the 0.4 layout) or sizeof */
+  uint32_t num_reqs;        /**< requests in the batch */
+  uint32_t num_rows;        /**< rows of the matrix, at most
+                               max_num_batched_tokens; rows from
+                               query_start_loc[num_reqs] on are padding */
+  uint32_t indices_per_row; /**< k, the matrix's columns */
+  cl_mem query_start_loc;   /**< required: int32[num_reqs + 1], as for the
+                               slot mapping, with num_rows for num_tokens */
+  cl_mem idx_mapping;       /**< int32[num_reqs], batch request -> row, a
+                               negative entry a padding request; NULL: request
+                               r is row r (clbt_step) */
+  cl_mem token_indices;     /**< int32[num_rows][indices_per_row], row-major:
+                               token positions within the row's request; -1
+                               (vLLM's top-k padding) is none. NULL when
+                               num_rows * indices_per_row is 0 */
+  cl_mem token_slots;       /**< out: int32[sections][num_rows]
+                               [indices_per_row], one section per
+                               token-mapping group (one for a clbt_table);
+                               NULL when num_rows * indices_per_row is 0 */
+} clbt_token_slots_request;
+
+/** A clbt_token_slots_request with this header's struct_size, all else 0. */
+#define CLBT_TOKEN_SLOTS_INIT CLBT__SIZED(clbt_token_slots_request)
+
+/**
+ * Enqueues, since 0.4, the translation of an index matrix of request-local
+ * token indices into the KV-cache slots the slot mapping gave those tokens,
+ * from the table's committed rows (vLLM's
+ * triton_convert_req_index_to_global_index, with the DCP path's
+ * de-interleave): token_slots[i][j] is the slot of token
+ * token_indices[i][j] of row i's request, read through idx_mapping. It is
+ * -1 for an index of -1, another CP rank's token, and every entry of a
+ * padding row or padding request; it is -1 and adds 1 to the table's
+ * rejected-token counter for an index below -1, a token past the committed
+ * row, a slot above INT32_MAX (the output is int32), each entry of a
+ * request whose idx_mapping entry is not below max_num_reqs, and each
+ * entry of a batch whose query_start_loc is not a non-decreasing run from
+ * >= 0 to <= num_rows. Every entry of the matrix is written. One launch,
+ * nothing waits; the first command waits for wait_list, *event (when not
+ * NULL) completes with it.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, request or
+ * query_start_loc, or NULL token_indices or token_slots with entries to
+ * translate; CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
+ * CLBT_INVALID_ARGUMENT for a CLBT_SLOT_MODE_NONE table (it has no slots)
+ * or an inconsistent wait list; CLBT_TOO_MANY_REQUESTS; CLBT_TOO_MANY_TOKENS
+ * (num_rows above max_num_batched_tokens); CLBT_SIZE_OVERFLOW for
+ * num_rows x indices_per_row above UINT32_MAX; CLBT_BUFFER_TOO_SMALL;
+ * CLBT_CONTEXT_MISMATCH; or an OpenCL error. A refused call enqueues
+ * nothing.
+ */
+CLBT_API clbt_status clbt_table_enqueue_token_slots(
+    clbt_table *table, const clbt_token_slots_request *request,
+    cl_uint num_events, const cl_event *wait_list, cl_event *event);
 
 /* ------------------------------------------------------------------------ */
 /* Several KV-cache groups                                                  */
@@ -1331,8 +1433,9 @@ CLBT_API clbt_status clbt_multi_table_enqueue_export(
  * for all; a group rewritten WHOLE takes its own writes), computes the
  * token-mapping groups' slot mappings, every group's gather and, with
  * CLBT_STEP_EXPORT, the token-mapping groups' exports. NONE groups are
- * gathered and have no slot mapping or export. Fails as the single-table
- * call does.
+ * gathered and have no slot mapping or export; with CLBT_STEP_STATE_SLOTS
+ * each writes its state slots (num_state_slots may not exceed any NONE
+ * group's width). Fails as the single-table call does.
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_step(clbt_multi_table *table,
                                                    const clbt_step *step,
@@ -1379,6 +1482,19 @@ typedef struct clbt_multi_host_step {
  */
 CLBT_API clbt_status clbt_multi_table_compute_step_host(
     const clbt_multi_table *table, const clbt_multi_host_step *step);
+
+/**
+ * clbt_table_enqueue_token_slots for every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT
+ * group, since 0.4, in one launch per CLBT_MAX_LAUNCH_GROUPS groups:
+ * token_slots holds one section of num_rows x indices_per_row entries per
+ * token-mapping group, in group order (NONE groups have none), and each
+ * group counts its own rejected entries. With no token-mapping group it
+ * enqueues a marker after the wait list. Fails as the single-table call
+ * does, without CLBT_INVALID_ARGUMENT for NONE groups.
+ */
+CLBT_API clbt_status clbt_multi_table_enqueue_token_slots(
+    clbt_multi_table *table, const clbt_token_slots_request *request,
+    cl_uint num_events, const cl_event *wait_list, cl_event *event);
 
 /**
  * Clears every group (clbt_table_clear), all or nothing on the host: when a

@@ -23,6 +23,7 @@ from ._arguments import INT32, INT64, SIZE, UINT32
 from ._errors import Error, InvalidArgumentError, TypeMismatchError
 from ._library import (EXPORT_CONTEXT, EXPORT_DENSE, CommitInfo, ExportBuffers, ExportRequest,
                        GroupConfig, HostStep, MultiHostStep, MultiTableConfig, Step, TableConfig,
+                       TokenSlotsRequest,
                        lib)
 
 PAD_SLOT_ID = -1
@@ -247,6 +248,7 @@ class _Rows(_Closable):
         self._slot_mapping = getattr(lib, prefix + "enqueue_slot_mapping")
         self._step = getattr(lib, prefix + "enqueue_step")
         self._export = getattr(lib, prefix + "enqueue_export")
+        self._token_slots = getattr(lib, prefix + "enqueue_token_slots")
         self._clear = getattr(lib, prefix + "clear")
 
     def clear_row(self, row: int) -> None:
@@ -298,13 +300,16 @@ class _Rows(_Closable):
              num_tokens: Optional[int] = None, *, idx_mapping: Optional[BatchArray] = None,
              num_reqs_padded: int = 0, flags: int = 0, seq_lens: Optional[BatchArray] = None,
              context: bool = False, dense_row_pitch: Optional[int] = None,
+             num_state_slots: int = 0, state_null_block: int = 0,
              wait_for: Optional[Sequence[EventLike]] = None,
              event: bool = False) -> Optional[EventLike]:
         """Enqueues a whole serving step (clbt_*_enqueue_step) and returns
         without waiting: the commit of every row's changes, the slot
         mapping of request r through row idx_mapping[r] (None: row r; a
         negative entry: a padding request), with flags STEP_GATHER the
-        gather into gathered_rows, with STEP_EXPORT the export. The batch
+        gather into gathered_rows, with STEP_EXPORT the export, with
+        STEP_STATE_SLOTS each NONE group's num_state_slots (0: 1) state ids
+        a request into state_slots (state_null_block for none). The batch
         inputs (idx_mapping and seq_lens int32[num_reqs]) are device arrays
         or host values, as for compute_slot_mapping. num_reqs_padded 0
         means num_reqs. With STEP_EXPORT, context and dense_row_pitch ask
@@ -313,7 +318,10 @@ class _Rows(_Closable):
         export_flags, pitch = _export_parts(context, dense_row_pitch)
         counts = dict(flags=check.u32(flags, "flags"), num_reqs=check.u32(num_reqs, "num_reqs"),
                       num_reqs_padded=check.u32(num_reqs_padded, "num_reqs_padded"),
-                      export_flags=export_flags, dense_row_pitch=pitch)
+                      export_flags=export_flags, dense_row_pitch=pitch,
+                      num_state_slots=check.u32(num_state_slots, "num_state_slots"),
+                      state_null_block=check.integer(state_null_block, "state_null_block",
+                                                     c_int))
         waits = _opencl.wait_list(wait_for)
         inputs, num_tokens = self._batch(counts["num_reqs"], num_tokens,
                                          query_start_loc=query_start_loc, positions=positions,
@@ -345,6 +353,36 @@ class _Rows(_Closable):
                                          idx_mapping=idx_mapping, seq_lens=seq_lens)
         request = ExportRequest(num_tokens=num_tokens, **counts, **inputs)
         return self._enqueue(self._export, handle, (byref(request),), waits, event)
+
+    def token_slots(self, num_reqs: int, query_start_loc: BatchArray, token_indices: Any,
+                    token_slots: Any, *, num_rows: int, indices_per_row: int,
+                    idx_mapping: Optional[BatchArray] = None,
+                    wait_for: Optional[Sequence[EventLike]] = None,
+                    event: bool = False) -> Optional[EventLike]:
+        """Enqueues the translation of an index matrix of request-local
+        token indices into KV-cache slots (clbt_*_enqueue_token_slots):
+        row i of token_indices (int32, num_rows x indices_per_row entries,
+        row-major; -1: none) belongs to the request whose query_start_loc
+        range holds i, and token_slots (int32) receives one section of as
+        many entries per token-mapping group. token_indices and token_slots
+        are device arrays (a 2-D array flattened with reshape(-1));
+        query_start_loc and idx_mapping are as for step."""
+        handle = self._live()
+        counts = dict(num_reqs=check.u32(num_reqs, "num_reqs"),
+                      num_rows=check.u32(num_rows, "num_rows"),
+                      indices_per_row=check.u32(indices_per_row, "indices_per_row"))
+        waits = _opencl.wait_list(wait_for)
+        matrix = {}
+        for name, value in (("token_indices", token_indices), ("token_slots", token_slots)):
+            if not check.is_device_array(value):
+                raise TypeMismatchError(check.INVALID_ARGUMENT, "%s is %s; a device array "
+                                        "expected" % (name, _opencl.describe(value)))
+            matrix[name] = check.device_array(value, np.int32, name)[0]
+        inputs, _ = self._batch(counts["num_reqs"], 0, query_start_loc=query_start_loc,
+                                positions=None, idx_mapping=idx_mapping)
+        del inputs["positions"]
+        request = TokenSlotsRequest(**counts, **inputs, **matrix)
+        return self._enqueue(self._token_slots, handle, (byref(request),), waits, event)
 
     def _batch(self, num_reqs, num_tokens, **inputs):
         """The int handles of a batch's inputs (None stays NULL, device
@@ -628,6 +666,32 @@ class Table(_Rows):
         clbt.Buffer."""
         return _opencl.buffer_object(lib.clbt_table_gathered_rows(self._live()), self._queue,
                                      (self.max_num_reqs, self.width), np.int32)
+
+    @property
+    def state_slots(self) -> Any:
+        """A NONE table's state slots (clbt_table_state_slots), which a
+        step with STEP_STATE_SLOTS writes: a pyopencl.array.Array
+        [max_num_reqs * width] int32 on the same memory, at an address fixed
+        for the table's life, or a clbt.Buffer; None for a token-mapping
+        table, which has none."""
+        buffer = lib.clbt_table_state_slots(self._live())
+        if not buffer:
+            return None
+        return _opencl.buffer_object(buffer, self._queue, (self.max_num_reqs * self.width,),
+                                     np.int32)
+
+    def read_state_slots(self, num_reqs_padded: int, num_state_slots: int = 1) -> np.ndarray:
+        """The state slots of num_reqs_padded requests read back into a
+        new numpy array [num_reqs_padded, num_state_slots] (waits)."""
+        buffer = lib.clbt_table_state_slots(self._live())
+        if not buffer:
+            raise InvalidArgumentError(check.INVALID_ARGUMENT, "the table's slot_mode is "
+                                       "TOKEN_TO_KV_SLOT: it has no state slots")
+        count = self._count(num_reqs_padded, "num_reqs_padded", self.max_num_reqs,
+                            self.max_num_reqs, check.TOO_MANY_REQUESTS)
+        ids = self._count(num_state_slots, "num_state_slots", self.width, 1,
+                          check.INVALID_ARGUMENT)
+        return _opencl.read(self._queue, buffer, np.empty((count, ids), np.int32))
 
     def read_gathered_rows(self, num_reqs: Optional[int] = None) -> np.ndarray:
         """The gathered rows read back into a new numpy array (waits)."""

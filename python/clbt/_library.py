@@ -89,7 +89,8 @@ _STEP_COUNTS = [("struct_size", c_uint32), ("flags", c_uint32), ("num_reqs", c_u
 class Step(_SizedConfig):
     """clbt_step (CLBT_STEP_INIT: struct_size set, the rest 0)."""
     _fields_ = _STEP_COUNTS + [("seq_lens", c_void_p), ("export_flags", c_uint32),
-                               ("dense_row_pitch", c_uint32)]
+                               ("dense_row_pitch", c_uint32), ("num_state_slots", c_uint32),
+                               ("state_null_block", ctypes.c_int32)]
 
 
 class HostStep(_SizedConfig):
@@ -108,6 +109,15 @@ STEP_EXPORT = 2  # CLBT_STEP_EXPORT
 STEP_DUMMY = 8  # CLBT_STEP_DUMMY (0.4): a dummy run
 EXPORT_CONTEXT = 1  # CLBT_EXPORT_CONTEXT
 EXPORT_DENSE = 2  # CLBT_EXPORT_DENSE
+STEP_STATE_SLOTS = 16  # CLBT_STEP_STATE_SLOTS (0.4): NONE groups' state ids
+
+
+class TokenSlotsRequest(_SizedConfig):
+    """clbt_token_slots_request (CLBT_TOKEN_SLOTS_INIT)."""
+    _fields_ = [(name, c_uint32) for name in (
+        "struct_size", "num_reqs", "num_rows", "indices_per_row")] + [
+        (name, c_void_p) for name in (
+            "query_start_loc", "idx_mapping", "token_indices", "token_slots")]
 
 
 class CommitInfo(ctypes.Structure):
@@ -158,6 +168,7 @@ _FUNCTIONS = {
     "clbt_multi_table_truncate_row": (_status, (_handle, c_uint32, _pointer)),
     "clbt_table_export_buffers": (_status, (_handle, _pointer)),
     "clbt_table_gathered_rows": (_handle, (_handle,)),
+    "clbt_table_state_slots": (_handle, (_handle,)),
     "clbt_table_compute_step_host": (_status, (_handle, _pointer)),
     "clbt_multi_table_compute_step_host": (_status, (_handle, _pointer)),
     "clbt_table_device_row_lengths": (_handle, (_handle,)),
@@ -175,6 +186,7 @@ for _kind in ("table", "multi_table"):
             _status, (_handle, c_uint32, _handle, _handle, c_uint32) + _events),
         "clbt_%s_enqueue_export" % _kind: (_status, (_handle, _pointer) + _events),
         "clbt_%s_enqueue_step" % _kind: (_status, (_handle, _pointer) + _events),
+        "clbt_%s_enqueue_token_slots" % _kind: (_status, (_handle, _pointer) + _events),
     })
 
 

@@ -1,0 +1,59 @@
+/*
+ * The step kernel's token slots: request-local token indices translated
+ * into the KV-cache slots they were written to, for an index matrix of
+ * rows of k indices (the top-k tokens of DeepSeek's sparse-attention
+ * indexer, a speculative tree's ancestors, the tokens a KV connector moves).
+ * Row i belongs to the request whose query_start_loc range holds i, as
+ * vLLM's req_id_per_token says; entry (i, j) is that request's token
+ * index[i][j]. Its slot is the slot mapping's (slot_of): vLLM's
+ * triton_convert_req_index_to_global_index
+ * (vllm/v1/attention/backends/mla/sparse_utils.py) computes
+ * block_table[req, tok / block_size] * block_size + tok % block_size, with
+ * the context-parallel de-interleave of its DCP path, which is slot_of's
+ * rule over kernel blocks. docs/semantics.md has every rule; cl/step.cl
+ * runs it.
+ */
+
+/* What the rows of a run of entries read, the same in every group. */
+typedef struct token_row {
+  int row;        /* the committed row its indices are tokens of; -1: none */
+  bool counted;   /* no row, and its indices are counted */
+} token_row;
+
+/*
+ * Row i's committed row: none for a row outside every request (padding
+ * tokens) or a padding request (a negative idx_mapping entry); none, and
+ * counted, for an idx_mapping entry not below max_num_reqs and for every
+ * row of a batch whose query_start_loc is not well formed.
+ */
+static token_row token_row_of(int request, uint num_reqs, bool batch_ok,
+                              uint max_num_reqs,
+                              __global const int *idx_mapping,
+                              bool has_idx_mapping) {
+  token_row t = {-1, !batch_ok};
+  if (!batch_ok || request < 0 || request >= (int)num_reqs) return t;
+  int row = row_of((uint)request, num_reqs, idx_mapping, has_idx_mapping);
+  t.counted = row >= (int)max_num_reqs;
+  t.row = row >= 0 && !t.counted ? row : -1;
+  return t;
+}
+
+/*
+ * The slot of token `index` of a row, or -1: -1 is vLLM's padding index,
+ * which stays -1 uncounted; another rank's token is -1 uncounted
+ * (slot_of); a row with no committed row, a negative index, a token past
+ * the committed row and a slot past INT32_MAX (the output is int32, as
+ * vLLM's) are -1 and counted.
+ */
+static int token_slot_of(int index, token_row t, __global const int *row,
+                         uint row_length, uint *rejected, group_constants g) {
+  if (index == -1) return -1;
+  if (t.row < 0) {
+    if (t.counted) ++*rejected;
+    return -1;
+  }
+  long slot = slot_of((long)index, row, row_length, rejected, g);
+  if (slot <= INT_MAX) return (int)slot;
+  ++*rejected;
+  return -1;
+}

@@ -1,0 +1,102 @@
+"""State slots (Table.step with STEP_STATE_SLOTS) and token slots
+(Table.token_slots) through the bindings, on the hand-worked examples of
+tests/test_state_slots.c and tests/test_token_slots.c, whose values follow
+vLLM's rules (docs/semantics.md): the C suites hold the models."""
+import ctypes
+from ctypes import byref, c_int32
+
+import numpy as np
+import pytest
+
+import clbt
+from clbt import _library, _opencl
+
+POISON = -7777
+CL_MEM_READ_WRITE = 1
+
+
+def device_array(device, values):
+    """A read-write buffer holding int32 values (waits for the write)."""
+    values = np.ascontiguousarray(values, np.int32)
+    error = c_int32()
+    handle = _opencl._cl.clCreateBuffer(device.context.int_ptr, CL_MEM_READ_WRITE,
+                                        values.nbytes, None, byref(error))
+    assert error.value == 0
+    buffer = _opencl.Buffer(handle, retain=False)
+    queue = device.queue.int_ptr
+    _opencl.write(queue, buffer.int_ptr, values.ctypes.data, values.nbytes).wait()
+    return buffer
+
+
+def read(device, buffer, count):
+    return _opencl.read(device.queue.int_ptr, buffer.int_ptr, np.empty(count, np.int32))
+
+
+def test_the_request_mirror_has_the_c_layout():
+    # clbt_token_slots_request: four uint32, then four cl_mem (config.c
+    # checks it ends with its last field; bad input names its 48 bytes)
+    request = _library.TokenSlotsRequest
+    assert ctypes.sizeof(request) == 48
+    assert [getattr(request, name).offset for name, _ in request._fields_] == [
+        0, 4, 8, 12, 16, 24, 32, 40]
+    assert request().struct_size == 48
+
+
+def test_state_slots(device, no_pyopencl):
+    # Rows {3, 8, 2} and {5} of 16-token states; two ids a request: request
+    # 0 (length 20) reads columns 1, 2; request 1 (length 16) column 0, then
+    # past its row (the null block, counted); request 2 is padding.
+    with clbt.Table(device, block_size=16, max_num_reqs=4, max_num_blocks_per_req=3,
+                    max_num_batched_tokens=4, slot_mode=clbt.SlotMode.NONE) as table:
+        table.add_row(0, [3, 8, 2])
+        table.add_row(1, [5])
+        table.step(2, [0, 1, 2], [19, 15], num_reqs_padded=3,
+                   flags=_library.STEP_STATE_SLOTS, num_state_slots=2)
+        assert table.read_state_slots(3, 2).tolist() == [[8, 2], [5, 0], [0, 0]]
+        assert table.rejected_tokens == 1
+        table.step(1, [0, 1], [15], num_reqs_padded=2, flags=_library.STEP_STATE_SLOTS,
+                   state_null_block=-1)
+        assert table.read_state_slots(2).tolist() == [[3], [-1]]
+        assert table.state_slots is not None
+    with clbt.Table(device, block_size=16, max_num_reqs=1, max_num_blocks_per_req=1,
+                    max_num_batched_tokens=1) as tokens:
+        assert tokens.state_slots is None
+        with pytest.raises(clbt.InvalidArgumentError):
+            tokens.read_state_slots(1)
+
+
+def test_token_slots(device, no_pyopencl):
+    # Rows {7, 3} and {5} of 4-token blocks over kernel blocks of 2; rows 0,
+    # 1 of the matrix are request 0's, row 2 request 1's, row 3 padding.
+    with clbt.Table(device, block_size=4, kernel_block_size=2, max_num_reqs=2,
+                    max_num_blocks_per_req=2, max_num_batched_tokens=4) as table:
+        table.add_row(0, [7, 3])
+        table.add_row(1, [5])
+        table.commit(2)
+        indices = device_array(device, [0, 5, -1, 7, 8, -2, 3, 4, 0, 1, 2, 3])
+        slots = device_array(device, [POISON] * 16)
+        table.token_slots(2, [0, 2, 3], indices, slots, num_rows=4, indices_per_row=3)
+        assert read(device, slots, 16).tolist() == [
+            28, 13, -1, 15, -1, -1, 23, -1, 20, -1, -1, -1] + [POISON] * 4
+        assert table.rejected_tokens == 3
+        with pytest.raises(clbt.TypeMismatchError):
+            table.token_slots(2, [0, 2, 3], [0, 5, -1], slots, num_rows=1, indices_per_row=3)
+        with pytest.raises(clbt.Error) as refused:
+            table.token_slots(2, [0, 2, 3], indices, slots, num_rows=4, indices_per_row=5)
+        assert "token_indices holds 48 bytes" in str(refused.value)
+
+
+def test_token_slots_of_a_multi_group_table(device, no_pyopencl):
+    # One section per token-mapping group, in group order; the NONE group
+    # has none.
+    groups = [clbt.Group(4, 2), clbt.Group(8, 2, slot_mode=clbt.SlotMode.NONE),
+              clbt.Group(2, 4)]
+    with clbt.MultiTable(device, groups=groups, max_num_reqs=1,
+                         max_num_batched_tokens=2) as table:
+        table.add_row(0, [[7, 3], [1], [4, 6]])
+        table.commit(1)
+        indices = device_array(device, [1, 6])
+        slots = device_array(device, [POISON] * 5)
+        table.token_slots(1, [0, 1], indices, slots, num_rows=1, indices_per_row=2)
+        # group 0: 7*4+1, 3*4+2; group 2: 4*2+1, block 3 past its row {4, 6}
+        assert read(device, slots, 5).tolist() == [29, 14, 9, -1, POISON]

@@ -1,0 +1,37 @@
+/*
+ * State slots: per batch request, the ids of the state blocks a hybrid
+ * model's Mamba layers read and write, from each NONE group's committed
+ * row, written by the step kernel (cl/state_slots.cl) into a region of the
+ * group's allocation when a step asks (CLBT_STEP_STATE_SLOTS). What is here
+ * are their checks.
+ */
+#include "engine.h"
+
+clbt_status clbt__check_state_slots(const clbt__scope *scope,
+                                    uint32_t count) {
+  if (scope->alone && clbt__maps_tokens(scope->first))
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "the table's slot_mode is "
+                      "CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT: its rows hold pages, "
+                      "and it has no state slots");
+  uint32_t index = 0;
+  for (uint32_t l = 0; l < scope->num_launches; ++l)
+    for (uint32_t g = 0; g < scope->launches[l].num_groups; ++g, ++index) {
+      const clbt_table *group = scope->launches[l].groups[g];
+      /* The region holds a row's worth a request. */
+      if (!clbt__maps_tokens(group) && count > group->layout.width)
+        return scope->alone
+                   ? clbt__fail(CLBT_INVALID_ARGUMENT,
+                                "step->num_state_slots %u exceeds the "
+                                "table's width %u, its state slots' room a "
+                                "request",
+                                (unsigned)count,
+                                (unsigned)group->layout.width)
+                   : clbt__fail(CLBT_INVALID_ARGUMENT,
+                                "step->num_state_slots %u exceeds groups[%u]'s "
+                                "width %u, its state slots' room a request",
+                                (unsigned)count, (unsigned)index,
+                                (unsigned)group->layout.width);
+    }
+  return CLBT_SUCCESS;
+}
