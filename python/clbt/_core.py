@@ -735,6 +735,13 @@ class Table(_Rows):
         buffers = self._export_buffers()
         n = self._count(num_reqs_padded, "num_reqs_padded", self.max_num_reqs, 0,
                         check.TOO_MANY_REQUESTS)
+        pitch = None
+        if dense_row_pitch is not None:  # checked before anything is read
+            pitch = check.u32(dense_row_pitch, "dense_row_pitch") or self.width
+            if pitch * n > self.max_num_reqs * self.width:
+                raise Error(check.INVALID_ARGUMENT, "dense_row_pitch %d x num_reqs_padded %d "
+                            "entries exceed the page table's max_num_reqs %d x width %d" % (
+                                pitch, n, self.max_num_reqs, self.width))
         read = dict(page_size=buffers.page_size)
         self._read_csr(buffers, n, "paged_kv_", read)
         if context:
@@ -743,12 +750,7 @@ class Table(_Rows):
                            ("dcp_local_seq_lens", n), ("max_seq_len", 1)):
             read[name] = _opencl.read(self._queue, getattr(buffers, name),
                                       np.empty(size, np.int32))
-        if dense_row_pitch is not None:
-            pitch = check.u32(dense_row_pitch, "dense_row_pitch") or self.width
-            if pitch * n > self.max_num_reqs * self.width:
-                raise Error(check.INVALID_ARGUMENT, "dense_row_pitch %d x num_reqs_padded %d "
-                            "entries exceed the page table's max_num_reqs %d x width %d" % (
-                                pitch, n, self.max_num_reqs, self.width))
+        if pitch is not None:
             read["page_table"] = _opencl.read(self._queue, buffers.page_table,
                                               np.empty((n, pitch), np.int32))
         return Export(**read)

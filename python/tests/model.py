@@ -1,6 +1,8 @@
 """An independent model of one block table, written from the rules of
-vLLM's block_table.py and the departures docs/semantics.md lists; the tests
-compare clbt with it. It shares no code with clbt."""
+vLLM's block_table.py and the departures docs/semantics.md lists, and of
+its export from docs/semantics.md's Export rules (FlashInfer's, OpenVINO's
+and FA3's documented layouts); the tests compare clbt with it. It shares no
+code with clbt."""
 import numpy as np
 
 PAD = -1
@@ -125,9 +127,9 @@ class TableModel:
                 if row >= self.max_num_reqs or position < 0:
                     self.rejected += 1
                     continue
-                vbi, vbo = divmod(position, virtual)
-                if (vbo // self.interleave) % self.world != self.rank:
+                if not self.owns(position):
                     continue
+                vbi, vbo = divmod(position, virtual)
                 local = vbo // (self.world * self.interleave) * self.interleave \
                     + vbo % self.interleave
                 index = vbi * self.split + local // self.block_size
@@ -167,36 +169,83 @@ class TableModel:
             if self.zero_gathered_tails:
                 self.gathered[b, length:] = 0
 
+    def owns(self, position):
+        """Whether this CP rank holds a position's KV (the slot mapping's
+        rule; every position without CP)."""
+        return (position % (self.kv_block_size * self.world) // self.interleave) \
+            % self.world == self.rank
+
+    def local_count(self, length):
+        """How many of positions [0, length) this rank holds."""
+        return sum(1 for p in range(length) if self.owns(p))
+
     def export(self, num_reqs, query_start_loc, positions, idx_mapping=None,
                num_reqs_padded=0, seq_lens=None):
-        """FlashInfer's CSR arrays and OpenVINO's for a batch, from the
-        committed rows, without context parallelism (docs/semantics.md,
-        Export): request r's length L is seq_lens[r], else its last
-        position + 1; its pages are its row's first ceil(L / page) kernel
-        blocks. A request whose row index is not below max_num_reqs, whose
-        L is below its query length, or whose pages outrun its committed
-        row gets no pages and is counted; a padding request (negative
-        index, or r >= num_reqs) gets none, uncounted."""
+        """The CSR and OpenVINO's arrays of export_all, as lists: indptr,
+        indices, last_page_len, past_lens, subsequence_begins."""
+        parts = self.export_all(num_reqs, query_start_loc, positions, idx_mapping,
+                                num_reqs_padded, seq_lens)
+        return tuple(parts[name] for name in ("paged_kv_indptr", "paged_kv_indices",
+                                              "paged_kv_last_page_len", "past_lens",
+                                              "subsequence_begins"))
+
+    def export_all(self, num_reqs, query_start_loc, positions, idx_mapping=None,
+                   num_reqs_padded=0, seq_lens=None, dense_row_pitch=None):
+        """Every export array for a batch, from the committed rows
+        (docs/semantics.md, Export), as a dict of lists keyed as clbt.Export.
+        Request r's length L is seq_lens[r], else its last position + 1 (0
+        with no token); this rank holds n of positions [0, L) and c of
+        [0, L - q), filling its kernel blocks densely, so its pages are its
+        row's first ceil(n / K). A request whose row index is not below
+        max_num_reqs, whose L is below its query, or whose pages outrun its
+        committed row (or, with a dense table, the pitch P: 0 means the
+        width) is rejected and counted; it and a padding request (negative
+        index, or r >= num_reqs) get nothing: no pages, lengths 0, a zero
+        dense row, no tokens in subsequence_begins. last_page_len is 0 for
+        a request with no page (vLLM's FlashInfer backend)."""
         padded = num_reqs_padded or num_reqs
+        pitch = None if dense_row_pitch is None else dense_row_pitch or self.width
         qsl = [int(q) for q in query_start_loc[:num_reqs + 1]]
-        indptr, indices, last, past = [0], [], [], []
-        # a padding or rejected request has no tokens in subsequence_begins
-        begins = [qsl[0]]
+        num_tokens, K = len(positions), self.block_size
+        out = {name: [] for name in ("paged_kv_last_page_len", "past_lens", "seq_lens",
+                                     "dcp_local_seq_lens", "context_kv_last_page_len")}
+        out.update(paged_kv_indptr=[0], paged_kv_indices=[], context_kv_indptr=[0],
+                   context_kv_indices=[], page_table=[],
+                   subsequence_begins=[min(max(qsl[0], 0), num_tokens)])
+        lengths = []
         for r in range(padded):
-            pages, length, query = 0, 0, 0
             row = self._row_of(r, idx_mapping) if r < num_reqs else -1
+            length = local = context = query = pages = 0
             if row >= 0:
                 query = qsl[r + 1] - qsl[r]
                 length = int(seq_lens[r]) if seq_lens is not None else \
                     (int(positions[qsl[r + 1] - 1]) + 1 if query else 0)
-                pages = -(-length // self.block_size)
+                local = self.local_count(length)
+                context = self.local_count(length - query)
+                pages = -(-local // K)
                 if row >= self.max_num_reqs or length < query or \
-                        pages > self.committed_lengths[row]:
+                        pages > self.committed_lengths[row] or \
+                        (pitch is not None and pages > pitch):
                     self.rejected += 1
-                    row, pages = -1, 0
-            indices += [int(i) for i in self.committed_rows[row, :pages]] if row >= 0 else []
-            indptr.append(indptr[-1] + pages)
-            last.append(length - (pages - 1) * self.block_size if pages else 0)
-            past.append(length - query if row >= 0 else 0)
-            begins.append(begins[-1] + (query if row >= 0 else 0))
-        return indptr, indices, last, past, begins
+                    row = -1
+            if row < 0:
+                length = local = context = query = pages = 0
+            else:
+                lengths.append(length)
+            ids = [int(i) for i in self.committed_rows[row, :pages]] if pages else []
+            for prefix, count in (("paged_kv_", local), ("context_kv_", context)):
+                n_pages = -(-count // K)
+                out[prefix + "indices"] += ids[:n_pages]
+                out[prefix + "indptr"].append(out[prefix + "indptr"][-1] + n_pages)
+                out[prefix + "last_page_len"].append(count - (n_pages - 1) * K if n_pages else 0)
+            out["past_lens"].append(context)
+            out["seq_lens"].append(length)
+            out["dcp_local_seq_lens"].append(local)
+            out["subsequence_begins"].append(min(out["subsequence_begins"][-1] + query,
+                                                 num_tokens))
+            if pitch is not None:
+                out["page_table"].append(ids + [0] * (pitch - pages))
+        out["max_seq_len"] = [max(lengths, default=0)]
+        if pitch is None:
+            del out["page_table"]
+        return out
