@@ -3,7 +3,7 @@
  * code: the number encodes the string's parts as the header documents
  * (major * 10000 + minor * 100 + patch), and the shared library this test
  * loaded carries the soname the version implies (docs/design.md: below 1.0
- * the major and minor version, libclbt.so.0.3; from 1.0 the major alone).
+ * the major and minor version, libclbt.so.0.4; from 1.0 the major alone).
  * The test links libclbt.so, not libclbt.a, for the second check.
  */
 #define _GNU_SOURCE /* dl_iterate_phdr */

@@ -84,16 +84,16 @@ extern "C" {
 /** Major version: below 1, a minor release may change the API and ABI. */
 #define CLBT_VERSION_MAJOR 0
 /** Minor version. */
-#define CLBT_VERSION_MINOR 3
+#define CLBT_VERSION_MINOR 4
 /** Patch version: fixes only, same API and ABI. */
 #define CLBT_VERSION_PATCH 0
-/** MAJOR * 10000 + MINOR * 100 + PATCH: 300 for 0.3.0. */
+/** MAJOR * 10000 + MINOR * 100 + PATCH: 400 for 0.4.0. */
 #define CLBT_VERSION_NUMBER                                   \
   (CLBT_VERSION_MAJOR * 10000 + CLBT_VERSION_MINOR * 100 + \
    CLBT_VERSION_PATCH)
 #define CLBT__STRINGIFY_VALUE(x) #x
 #define CLBT__STRINGIFY(x) CLBT__STRINGIFY_VALUE(x)
-/** "MAJOR.MINOR.PATCH": "0.3.0". */
+/** "MAJOR.MINOR.PATCH": "0.4.0". */
 #define CLBT_VERSION_STRING                                      \
   CLBT__STRINGIFY(CLBT_VERSION_MAJOR) "." CLBT__STRINGIFY(       \
       CLBT_VERSION_MINOR) "." CLBT__STRINGIFY(CLBT_VERSION_PATCH)

@@ -2,4 +2,4 @@
 (include/clbt/clbt.h; python/tests/test_package.py checks they agree).
 pip reads it from here without importing the package; the package loads
 only a libclbt of the same major and minor version (the ABI it declares)."""
-VERSION = "0.3.0"
+VERSION = "0.4.0"
