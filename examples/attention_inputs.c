@@ -227,7 +227,8 @@ static void make_batch(engine *e, request *reqs, uint32_t step, batch *b) {
 }
 
 /* The step: one call commits the new blocks and writes the slot mapping,
-   the gathered rows, every export and the Mamba state slots. */
+   the gathered rows (the block table of kernels that read rows; unused
+   here), every export and the Mamba state slots. */
 static void run_step(engine *e, const batch *b) {
   write_buffer(e->device, e->query_start_loc,
                sizeof(int32_t) * (b->num_reqs + 1), b->query_start_loc);
