@@ -97,18 +97,18 @@ typedef struct attention {
   double max, sum, out[HEAD_DIM];
   uint32_t tokens;
 } attention;
-#define UNREADABLE ((attention){.tokens = ~0u}) /* a layout that lies */
+/* What a reader gives for a layout that points outside its arrays. */
+#define UNREADABLE ((attention){.tokens = ~0u})
 
 static void attend(attention *a, const double *q, const double *k,
                    const double *v) {
   double score = 0;
   for (int d = 0; d < HEAD_DIM; ++d) score += q[d] * k[d];
   score /= sqrt(HEAD_DIM);
-  double rescale = a->tokens == 0    ? 0
-                   : score > a->max ? exp(a->max - score)
-                                    : 1;
-  if (a->tokens == 0 || score > a->max) a->max = score;
-  double weight = exp(score - a->max);
+  if (a->tokens == 0) a->max = score;
+  double max = fmax(a->max, score), rescale = exp(a->max - max);
+  double weight = exp(score - max);
+  a->max = max;
   a->sum = a->sum * rescale + weight;
   for (int d = 0; d < HEAD_DIM; ++d)
     a->out[d] = a->out[d] * rescale + weight * v[d];
@@ -136,7 +136,7 @@ static bool same(const attention *got, const attention *want) {
   if (got->tokens != want->tokens) return false;
   for (int d = 0; got->tokens && d < HEAD_DIM; ++d)
     if (!(fabs(got->out[d] / got->sum - want->out[d] / want->sum) <= 1e-12))
-      return false; /* so does NaN, a cache entry never written */
+      return false; /* NaN too: a cache entry never written */
   return true;
 }
 
