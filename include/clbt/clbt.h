@@ -1048,7 +1048,8 @@ CLBT_API clbt_status clbt_table_export_buffers(const clbt_table *table,
  */
 typedef struct clbt_step {
   uint32_t struct_size;     /**< 0 (the 0.3 layout) or sizeof(clbt_step) */
-  uint32_t flags;           /**< CLBT_STEP_GATHER, _EXPORT, _DUMMY, _STATE_SLOTS */
+  uint32_t flags;           /**< CLBT_STEP_GATHER, _EXPORT, _DUMMY,
+                               _STATE_SLOTS */
   uint32_t num_reqs;        /**< requests in the batch */
   uint32_t num_reqs_padded; /**< gathered and exported entries, >= num_reqs
                                and at most max_num_reqs; 0: num_reqs */
