@@ -118,6 +118,11 @@ class _Object:
             raise Error(-4001, "the %s is released" % type(self).__name__)
         return self._int_ptr
 
+    @property
+    def open(self) -> bool:
+        """False once this reference is released."""
+        return self._int_ptr is not None
+
     def close(self) -> None:
         """Releases this reference now; twice is fine."""
         int_ptr, self._int_ptr = self._int_ptr, None

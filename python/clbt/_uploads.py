@@ -115,8 +115,16 @@ class Uploads:
         """Waits for the writes in flight (as clbt_table_destroy waits for
         its commits), then releases every slot."""
         in_flight, self._in_flight = list(self._in_flight), collections.deque()
+        events = [slot.event for slot in in_flight]
         try:
-            _opencl.wait_until_ended([slot.event for slot in in_flight])
+            if all(event.open for event in events):
+                _opencl.wait_until_ended(events)
+            else:
+                # The collector finalised an event of a garbage cycle before
+                # the table that held it (at interpreter exit it takes a
+                # cycle's objects in any order): the queue, which the C
+                # table keeps, still says when the writes have run.
+                _opencl.finish(self._queue)
         finally:
             for slot in in_flight + self._free:
                 if slot.event is not None:
