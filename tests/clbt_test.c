@@ -1,9 +1,12 @@
 #include "clbt_test.h"
+#include "xorshift.h"
 
 #include <dirent.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static clbt_device *device;
@@ -147,4 +150,26 @@ void clbt_test_remove_tree(const char *path) {
   }
   closedir(dir);
   rmdir(path);
+}
+
+static uint64_t random_state = 1;
+
+uint64_t clbt_test_seed(const char *suite) {
+  const char *fixed = getenv("CLBT_TEST_SEED");
+  uint64_t seed = fixed ? strtoull(fixed, NULL, 10) : (uint64_t)time(NULL);
+  printf("%s: seed %" PRIu64 " (replay with CLBT_TEST_SEED=%" PRIu64 ")\n",
+         suite, seed, seed);
+  random_state = seed * 0x9E3779B97F4A7C15ull + 1;
+  if (random_state == 0) random_state = 1;
+  return seed;
+}
+
+uint64_t clbt_test_random(void) { return xorshift64_next(&random_state); }
+
+uint32_t clbt_test_below(uint32_t n) {
+  return n ? (uint32_t)(clbt_test_random() % n) : 0;
+}
+
+bool clbt_test_chance(uint32_t percent) {
+  return clbt_test_below(100) < percent;
 }

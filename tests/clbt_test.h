@@ -30,6 +30,16 @@ cl_mem clbt_test_buffer(size_t bytes, const void *data);
 void clbt_test_read(cl_mem buffer, size_t bytes, void *out);
 void clbt_test_write(cl_mem buffer, size_t bytes, const void *data);
 
+/*
+ * The random numbers of a suite that draws its cases: clbt_test_seed seeds
+ * them from CLBT_TEST_SEED, or else from the clock, prints the seed (so
+ * that CLBT_TEST_SEED=<seed> replays a failing run) and returns it.
+ */
+uint64_t clbt_test_seed(const char *suite);
+uint64_t clbt_test_random(void);         /* 64 random bits */
+uint32_t clbt_test_below(uint32_t n);    /* in [0, n); 0 when n is 0 */
+bool clbt_test_chance(uint32_t percent); /* true percent times in 100 */
+
 /* Fills a slot-mapping buffer with a value no call writes. */
 #define CLBT_TEST_POISON ((int64_t)0x5A5A5A5A5A5A5A5A)
 void clbt_test_poison(cl_mem buffer, size_t count);

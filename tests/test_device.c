@@ -88,7 +88,10 @@ START_TEST(tables_outlive_the_callers_reference) {
   clbt_assert_ok(clbt_table_create(device, &config, &table));
   clbt_device_release(device);
   clbt_assert_ok(clbt_table_append_row(table, 0, (const int32_t[]){6}, 1));
-  clbt_assert_ok(clbt_table_commit(table, 1));
+  /* The commit is asynchronous; the read below, on another queue, waits
+     for its event. */
+  cl_event committed = NULL;
+  clbt_assert_ok(clbt_table_enqueue_commit(table, 1, 0, NULL, &committed));
   /* Read the committed row through a queue of the table's own context,
      which only the table keeps alive now. */
   int32_t row;
@@ -102,9 +105,10 @@ START_TEST(tables_outlive_the_callers_reference) {
   cl_command_queue reader = clCreateCommandQueue(context, id, 0, &error);
   ck_assert_int_eq(error, CL_SUCCESS);
   ck_assert_int_eq(clEnqueueReadBuffer(reader, rows, CL_TRUE, 0, sizeof row,
-                                       &row, 0, NULL, NULL),
+                                       &row, 1, &committed, NULL),
                    CL_SUCCESS);
   ck_assert_int_eq(row, 6);
+  clReleaseEvent(committed);
   clReleaseCommandQueue(reader);
   clbt_table_destroy(table);
 }

@@ -14,10 +14,7 @@
 #include <time.h>
 
 START_TEST(device_agrees_with_the_reference) {
-  const char *fixed = getenv("CLBT_TEST_SEED");
-  uint64_t seed = fixed ? strtoull(fixed, NULL, 10) : (uint64_t)time(NULL);
-  printf("differential: seed %" PRIu64 " (replay with CLBT_TEST_SEED=%" PRIu64
-         ")\n", seed, seed);
+  uint64_t seed = clbt_test_seed("differential");
   const char *rounds = getenv("CLBT_TEST_ROUNDS");
   selftest_options options = {
       .seed = seed, .rounds = rounds ? (uint32_t)strtoul(rounds, NULL, 10) : 40,

@@ -13,7 +13,6 @@
  * CLBT_TEST_SEED=<seed> replays a run.
  */
 #include "clbt_test.h"
-#include "xorshift.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -97,25 +96,6 @@ START_TEST(worked_example) {
   clbt_table_destroy(table);
 }
 END_TEST
-
-/* ---- random numbers ------------------------------------------------------ */
-
-static uint64_t random_state = 1;
-
-static void seed_random(const char *suite) {
-  const char *fixed = getenv("CLBT_TEST_SEED");
-  uint64_t seed = fixed ? strtoull(fixed, NULL, 10) : (uint64_t)time(NULL);
-  printf("%s: seed %" PRIu64 " (replay with CLBT_TEST_SEED=%" PRIu64 ")\n",
-         suite, seed, seed);
-  random_state = seed * 0x9E3779B97F4A7C15ull + 1;
-  if (random_state == 0) random_state = 1;
-}
-
-static uint32_t below(uint32_t n) {
-  return n ? (uint32_t)(xorshift64_next(&random_state) % n) : 0;
-}
-
-static bool chance(uint32_t percent) { return below(100) < percent; }
 
 /* ---- the model ------------------------------------------------------------ */
 
@@ -302,17 +282,18 @@ static void edit_row(subject *const *ranks, uint32_t num_ranks, uint32_t r) {
   int32_t ids[MAX_GROUPS][MAX_KV_BLOCKS];
   const int32_t *lists[MAX_GROUPS];
   size_t counts[MAX_GROUPS], keep[MAX_GROUPS];
-  uint32_t kind = below(10); /* 0: truncate, 1: replace, else append */
+  /* 0: truncate, 1: replace, else append */
+  uint32_t kind = clbt_test_below(10);
   for (uint32_t g = 0; g < s->num_groups; ++g) {
     group_model *m = &s->models[g];
     lists[g] = ids[g];
     uint32_t capacity = m->width / m->per_block;
     uint32_t start = kind == 1 ? 0 : m->count[r];
-    counts[g] = kind == 0 ? 0 : below(3);
+    counts[g] = kind == 0 ? 0 : clbt_test_below(3);
     if (start + counts[g] > capacity) counts[g] = capacity - start;
-    keep[g] = kind == 0 ? below(m->count[r] + 1) : 0;
+    keep[g] = kind == 0 ? clbt_test_below(m->count[r] + 1) : 0;
     for (size_t i = 0; i < counts[g]; ++i)
-      ids[g][i] = 1 + (int32_t)below(5000);
+      ids[g][i] = 1 + (int32_t)clbt_test_below(5000);
   }
   for (uint32_t k = 0; k < num_ranks; ++k) {
     subject *t = ranks[k];
@@ -356,37 +337,39 @@ static void edit_row(subject *const *ranks, uint32_t num_ranks, uint32_t r) {
  */
 static void random_batch(batch *b, uint32_t most_slots) {
   memset(b, 0, sizeof *b);
-  b->num_reqs = below(MAX_REQS + 1);
-  b->num_reqs_padded = b->num_reqs + below(MAX_REQS - b->num_reqs + 1);
-  if (b->num_reqs_padded == b->num_reqs && chance(50)) b->num_reqs_padded = 0;
-  b->slots = 1 + below(most_slots);
-  b->null_block = chance(50) ? 0 : chance(50) ? -1 : 77;
+  b->num_reqs = clbt_test_below(MAX_REQS + 1);
+  b->num_reqs_padded =
+      b->num_reqs + clbt_test_below(MAX_REQS - b->num_reqs + 1);
+  if (b->num_reqs_padded == b->num_reqs && clbt_test_chance(50))
+    b->num_reqs_padded = 0;
+  b->slots = 1 + clbt_test_below(most_slots);
+  b->null_block = clbt_test_chance(50) ? 0 : clbt_test_chance(50) ? -1 : 77;
   for (uint32_t r = 0; r < b->num_reqs; ++r) {
-    uint32_t tokens = below(4);
-    int64_t length = tokens + below(200);
+    uint32_t tokens = clbt_test_below(4);
+    int64_t length = tokens + clbt_test_below(200);
     b->qsl[r + 1] = b->qsl[r] + (int32_t)tokens;
     for (uint32_t i = 0; i < tokens; ++i)
       b->positions[b->qsl[r] + (int32_t)i] = length - tokens + i;
-    b->seq_lens[r] = chance(10) && tokens ? (int32_t)tokens - 1
-                                          : (int32_t)length;
+    b->seq_lens[r] =
+        clbt_test_chance(10) && tokens ? (int32_t)tokens - 1 : (int32_t)length;
   }
-  b->num_tokens = (uint32_t)b->qsl[b->num_reqs] + below(3);
-  b->has_seq_lens = chance(50);
-  if (b->num_reqs && chance(10)) {
+  b->num_tokens = (uint32_t)b->qsl[b->num_reqs] + clbt_test_below(3);
+  b->has_seq_lens = clbt_test_chance(50);
+  if (b->num_reqs && clbt_test_chance(10)) {
     /* One request's range runs backwards, or past num_tokens. */
-    uint32_t r = below(b->num_reqs);
-    if (chance(50))
+    uint32_t r = clbt_test_below(b->num_reqs);
+    if (clbt_test_chance(50))
       b->qsl[r + 1] = b->qsl[r] - 1;
     else
       b->num_tokens = (uint32_t)b->qsl[b->num_reqs] - (b->qsl[b->num_reqs] > 0);
   }
-  b->has_idx = chance(60);
+  b->has_idx = clbt_test_chance(60);
   for (uint32_t r = 0; r < b->num_reqs; ++r) {
-    uint32_t kind = below(10);
-    b->idx[r] = kind == 0   ? -1 - (int32_t)below(3)
-                : kind == 1 ? MAX_REQS + (int32_t)below(3)
+    uint32_t kind = clbt_test_below(10);
+    b->idx[r] = kind == 0   ? -1 - (int32_t)clbt_test_below(3)
+                : kind == 1 ? MAX_REQS + (int32_t)clbt_test_below(3)
                 : kind == 2 ? INT32_MAX
-                            : (int32_t)below(MAX_REQS);
+                            : (int32_t)clbt_test_below(MAX_REQS);
   }
 }
 
@@ -448,7 +431,7 @@ static void device_step(subject *const *ranks, uint32_t num_ranks,
   step.positions = b->num_tokens ? d->positions : NULL;
   step.idx_mapping = b->has_idx ? d->idx : NULL;
   step.seq_lens = b->has_seq_lens ? d->seq_lens : NULL;
-  step.num_state_slots = b->slots == 1 && chance(50) ? 0 : b->slots;
+  step.num_state_slots = b->slots == 1 && clbt_test_chance(50) ? 0 : b->slots;
   step.state_null_block = b->null_block;
   char text[256];
   describe(b, text, sizeof text);
@@ -503,7 +486,7 @@ static void run_scenario(const scenario *sc, uint32_t rounds) {
   device_batch d = device_batch_create();
   for (uint32_t round = 0; round < rounds; ++round) {
     for (uint32_t r = 0; r < MAX_REQS; ++r)
-      if (chance(60)) edit_row(ranks, num_ranks, r);
+      if (clbt_test_chance(60)) edit_row(ranks, num_ranks, r);
     batch b;
     random_batch(&b, narrowest(&subjects[0]));
     device_step(ranks, num_ranks, &b, &d, false);
@@ -517,7 +500,7 @@ static void run_scenario(const scenario *sc, uint32_t rounds) {
 }
 
 START_TEST(steps_agree_with_the_model) {
-  seed_random("state_slots");
+  clbt_test_seed("state_slots");
   for (int i = 0; i < NUM_SCENARIOS; ++i) {
     printf("state_slots: %s\n", scenarios[i].name);
     run_scenario(&scenarios[i], 40);

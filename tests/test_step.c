@@ -11,32 +11,12 @@
  * a run.
  */
 #include "clbt_test.h"
-#include "xorshift.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <time.h>
 
 #define MAX_GROUPS 4
-
-/* ---- random numbers ------------------------------------------------------ */
-
-static uint64_t random_state = 1;
-
-static void seed_random(const char *suite) {
-  const char *fixed = getenv("CLBT_TEST_SEED");
-  uint64_t seed = fixed ? strtoull(fixed, NULL, 10) : (uint64_t)time(NULL);
-  printf("%s: seed %" PRIu64 " (replay with CLBT_TEST_SEED=%" PRIu64 ")\n",
-         suite, seed, seed);
-  random_state = seed * 0x9E3779B97F4A7C15ull + 1;
-  if (random_state == 0) random_state = 1;
-}
-
-static uint32_t below(uint32_t n) {
-  return n ? (uint32_t)(xorshift64_next(&random_state) % n) : 0;
-}
-
-static bool chance(uint32_t percent) { return below(100) < percent; }
 
 /* ---- the model: one group as the step's rules describe it --------------- */
 
@@ -332,11 +312,11 @@ static void update_row(subject *s, uint32_t row, uint32_t least, uint32_t most,
   for (uint32_t g = 0; g < s->num_groups; ++g) {
     model *m = &s->models[g];
     uint32_t room = m->capacity - (replace ? 0 : m->count[row]);
-    counts[g] = least + below(most - least + 1);
+    counts[g] = least + clbt_test_below(most - least + 1);
     if (counts[g] > room) counts[g] = room;
     if (counts[g] > 8) counts[g] = 8;
     for (size_t i = 0; i < counts[g]; ++i)
-      ids[g][i] = (int32_t)below(1u << 20);
+      ids[g][i] = (int32_t)clbt_test_below(1u << 20);
     pointers[g] = ids[g];
   }
   if (s->multi)
@@ -362,7 +342,7 @@ static void clear_row(subject *s, uint32_t row) {
 static void truncate_row(subject *s, uint32_t row) {
   size_t keep[MAX_GROUPS];
   for (uint32_t g = 0; g < s->num_groups; ++g)
-    keep[g] = below(s->models[g].count[row] + 1);
+    keep[g] = clbt_test_below(s->models[g].count[row] + 1);
   clbt_assert_ok(s->multi ? clbt_multi_table_truncate_row(s->multi, row, keep)
                           : clbt_table_truncate_row(s->single, row, keep[0]));
   for (uint32_t g = 0; g < s->num_groups; ++g)
@@ -378,9 +358,9 @@ static void clear_all(subject *s) {
 
 /* A burst of random row operations, now and then a whole clear. */
 static void random_row_operations(subject *s) {
-  uint32_t operations = 1 + below(12);
+  uint32_t operations = 1 + clbt_test_below(12);
   for (uint32_t i = 0; i < operations; ++i) {
-    uint32_t row = below(s->max_reqs), kind = below(10);
+    uint32_t row = clbt_test_below(s->max_reqs), kind = clbt_test_below(10);
     if (kind < 5)
       update_row(s, row, 0, 2, false);
     else if (kind < 7)
@@ -390,7 +370,7 @@ static void random_row_operations(subject *s) {
     else
       truncate_row(s, row);
   }
-  if (chance(3)) clear_all(s);
+  if (clbt_test_chance(3)) clear_all(s);
 }
 
 /* ---- batches ------------------------------------------------------------- */
@@ -410,29 +390,35 @@ static void batch_free(batch *b) {
 
 /* An idx_mapping entry that reads no row: negative or out of range. */
 static int32_t stray_entry(const subject *s) {
-  switch (below(4)) {
-  case 0: return -1;
-  case 1: return INT32_MIN;
-  case 2: return (int32_t)(s->max_reqs + below(3));
-  default: return INT32_MAX;
+  switch (clbt_test_below(4)) {
+    case 0:
+      return -1;
+    case 1:
+      return INT32_MIN;
+    case 2:
+      return (int32_t)(s->max_reqs + clbt_test_below(3));
+    default:
+      return INT32_MAX;
   }
 }
 
 /* idx_mapping: absent, a permutation of rows, or one with stray and
    repeated entries. */
 static void random_idx(batch *b, const subject *s) {
-  uint32_t kind = below(5);
+  uint32_t kind = clbt_test_below(5);
   b->has_idx = kind != 0;
   for (uint32_t r = 0; r < s->max_reqs; ++r) b->idx[r] = (int32_t)r;
   for (uint32_t r = s->max_reqs; r-- > 1;) {
-    uint32_t other = below(r + 1);
+    uint32_t other = clbt_test_below(r + 1);
     int32_t kept = b->idx[r];
     b->idx[r] = b->idx[other];
     b->idx[other] = kept;
   }
   for (uint32_t r = 0; kind >= 3 && r < b->num_reqs; ++r) {
-    if (chance(20)) b->idx[r] = stray_entry(s);
-    else if (r && chance(20)) b->idx[r] = b->idx[below(r)];
+    if (clbt_test_chance(20))
+      b->idx[r] = stray_entry(s);
+    else if (r && clbt_test_chance(20))
+      b->idx[r] = b->idx[clbt_test_below(r)];
   }
 }
 
@@ -450,30 +436,34 @@ static uint32_t position_range(const subject *s, const batch *b, uint32_t r) {
    b's idx_mapping: ragged, now and then malformed. */
 static void random_tokens(batch *b, const subject *s) {
   b->num_reqs_padded =
-      chance(25) ? 0 : b->num_reqs + below(s->max_reqs - b->num_reqs + 1);
-  b->qsl[0] = chance(10) ? (int32_t)below(3) : 0;
+      clbt_test_chance(25)
+          ? 0
+          : b->num_reqs + clbt_test_below(s->max_reqs - b->num_reqs + 1);
+  b->qsl[0] = clbt_test_chance(10) ? (int32_t)clbt_test_below(3) : 0;
   for (uint32_t r = 0; r < b->num_reqs; ++r) {
     uint32_t room = s->max_tokens - (uint32_t)b->qsl[r];
-    uint32_t count = chance(50) ? 1 : below(room / 2 + 2);
+    uint32_t count = clbt_test_chance(50) ? 1 : clbt_test_below(room / 2 + 2);
     if (count > room) count = room;
     b->qsl[r + 1] = b->qsl[r] + (int32_t)count;
-    uint32_t start = below(position_range(s, b, r));
+    uint32_t start = clbt_test_below(position_range(s, b, r));
     for (int32_t t = b->qsl[r]; t < b->qsl[r + 1]; ++t)
       b->positions[t] = (int64_t)start + (t - b->qsl[r]);
-    if (count && chance(5)) b->positions[b->qsl[r]] = -1 - (int64_t)below(9);
+    if (count && clbt_test_chance(5))
+      b->positions[b->qsl[r]] = -1 - (int64_t)clbt_test_below(9);
   }
   b->num_tokens = (uint32_t)b->qsl[b->num_reqs];
-  if (chance(15)) b->num_tokens += below(s->max_tokens - b->num_tokens + 1);
+  if (clbt_test_chance(15))
+    b->num_tokens += clbt_test_below(s->max_tokens - b->num_tokens + 1);
   for (uint32_t t = 0; t < b->num_tokens; ++t)
     if (t < (uint32_t)b->qsl[0] || t >= (uint32_t)b->qsl[b->num_reqs])
-      b->positions[t] = (int64_t)below(100);
-  if (b->num_reqs && chance(4)) /* out of order: no token is mapped */
-    b->qsl[below(b->num_reqs + 1)] = (int32_t)s->max_tokens + 1;
+      b->positions[t] = (int64_t)clbt_test_below(100);
+  if (b->num_reqs && clbt_test_chance(4)) /* out of order: no token is mapped */
+    b->qsl[clbt_test_below(b->num_reqs + 1)] = (int32_t)s->max_tokens + 1;
 }
 
 static void random_batch(batch *b, const subject *s) {
-  b->num_reqs = below(s->max_reqs + 1);
-  b->gather = chance(85);
+  b->num_reqs = clbt_test_below(s->max_reqs + 1);
+  b->gather = clbt_test_chance(85);
   random_idx(b, s);
   random_tokens(b, s);
 }
@@ -556,7 +546,7 @@ static void host_step(subject *s, const batch *b, int32_t *const *gathered,
  * the rules keep it.
  */
 START_TEST(host_reference_agrees_with_the_model) {
-  seed_random("step, host");
+  clbt_test_seed("step, host");
   uint64_t steps = 0;
   for (uint32_t i = 0; i < NUM_SCENARIOS; ++i) {
     const scenario *sc = &scenarios[i];
@@ -566,7 +556,7 @@ START_TEST(host_reference_agrees_with_the_model) {
         gathered[g] = malloc(64 * 64 * sizeof(int32_t));
         ck_assert_ptr_nonnull(gathered[g]);
         for (size_t e = 0; e < 64 * 64; ++e)
-          gathered[g][e] = (int32_t)(xorshift64_next(&random_state) >> 33);
+          gathered[g][e] = (int32_t)(clbt_test_random() >> 33);
       }
       subject s;
       subject_create(&s, sc, rank, gathered);
@@ -709,7 +699,7 @@ static void device_step(subject *s, const batch *b, const device_batch *d,
  * the wait list of an empty commit (a marker) fails.
  */
 static void failed_commit(subject *s) {
-  update_row(s, below(s->max_reqs), 1, 1, true);
+  update_row(s, clbt_test_below(s->max_reqs), 1, 1, true);
   cl_int error = CL_SUCCESS;
   cl_event gate =
       clCreateUserEvent(clbt_device_context(clbt_test_device()), &error);
@@ -731,7 +721,7 @@ typedef struct serving {
 
 /* A request arrives into a free row, at the batch's end. */
 static void arrive(subject *s, serving *v) {
-  uint32_t row = below(s->max_reqs);
+  uint32_t row = clbt_test_below(s->max_reqs);
   while (v->used[row]) row = (row + 1) % s->max_reqs;
   v->used[row] = true;
   v->active[v->num_active++] = row;
@@ -749,18 +739,22 @@ static void leave(subject *s, serving *v, uint32_t p) {
 /* What changes between two steps of a serving loop. */
 static void serving_changes(subject *s, serving *v) {
   for (uint32_t p = 0; p < v->num_active; ++p) /* decode */
-    if (chance(30)) update_row(s, v->active[p], 0, 1, false);
-  if (v->num_active && chance(25)) leave(s, v, below(v->num_active));
-  while (v->num_active < s->max_reqs && chance(v->num_active ? 30 : 90))
+    if (clbt_test_chance(30)) update_row(s, v->active[p], 0, 1, false);
+  if (v->num_active && clbt_test_chance(25))
+    leave(s, v, clbt_test_below(v->num_active));
+  while (v->num_active < s->max_reqs &&
+         clbt_test_chance(v->num_active ? 30 : 90))
     arrive(s, v);
-  if (v->num_active > 1 && chance(20)) { /* idx entries move */
-    uint32_t a = below(v->num_active), b = below(v->num_active);
+  if (v->num_active > 1 && clbt_test_chance(20)) { /* idx entries move */
+    uint32_t a = clbt_test_below(v->num_active),
+             b = clbt_test_below(v->num_active);
     uint32_t kept = v->active[a];
     v->active[a] = v->active[b];
     v->active[b] = kept;
   }
-  if (v->num_active && chance(10)) truncate_row(s, v->active[below(v->num_active)]);
-  if (chance(3)) clear_all(s);
+  if (v->num_active && clbt_test_chance(10))
+    truncate_row(s, v->active[clbt_test_below(v->num_active)]);
+  if (clbt_test_chance(3)) clear_all(s);
 }
 
 /* The batch: every active request, now and then a stray entry. */
@@ -768,9 +762,10 @@ static void serving_batch(batch *b, const subject *s, const serving *v,
                           bool steady) {
   b->num_reqs = v->num_active;
   b->has_idx = true;
-  b->gather = steady || chance(90);
+  b->gather = steady || clbt_test_chance(90);
   for (uint32_t p = 0; p < v->num_active; ++p)
-    b->idx[p] = !steady && chance(5) ? stray_entry(s) : (int32_t)v->active[p];
+    b->idx[p] =
+        !steady && clbt_test_chance(5) ? stray_entry(s) : (int32_t)v->active[p];
   random_tokens(b, s);
 }
 
@@ -784,7 +779,7 @@ static void serving_batch(batch *b, const subject *s, const serving *v,
  * compared after every step.
  */
 START_TEST(device_steps_agree_with_the_model) {
-  seed_random("step, device");
+  clbt_test_seed("step, device");
   uint64_t steps = 0;
   for (uint32_t i = 0; i < NUM_SCENARIOS; ++i) {
     const scenario *sc = &scenarios[i];
@@ -799,14 +794,14 @@ START_TEST(device_steps_agree_with_the_model) {
       ck_assert_uint_le(s.max_reqs, 64);
       check_created_gather(&s);
       for (uint32_t k = 0; k < 40; ++k, ++steps) {
-        bool steady = k && chance(30);
+        bool steady = k && clbt_test_chance(30);
         if (!steady) serving_changes(&s, &v);
-        else if (v.num_active) update_row(&s, v.active[below(v.num_active)], 0, 1,
-                                          false);
+        else if (v.num_active)
+          update_row(&s, v.active[clbt_test_below(v.num_active)], 0, 1, false);
         serving_batch(&b, &s, &v, steady);
-        device_step(&s, &b, &d, sc->name, s.multi && chance(20));
+        device_step(&s, &b, &d, sc->name, s.multi && clbt_test_chance(20));
         /* Now and then a random batch, idx_mapping and all. */
-        if (chance(15)) {
+        if (clbt_test_chance(15)) {
           random_batch(&b, &s);
           device_step(&s, &b, &d, sc->name, false);
         }
@@ -830,7 +825,7 @@ END_TEST
  * whose wait list fails.
  */
 START_TEST(steps_repair_a_failed_commit) {
-  seed_random("step, failed commit");
+  clbt_test_seed("step, failed commit");
   subject s;
   subject_create(&s, &scenarios[0], 0, NULL);
   batch b;

@@ -16,7 +16,6 @@
  * CLBT_TEST_SEED=<seed> replays a run.
  */
 #include "clbt_test.h"
-#include "xorshift.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -180,25 +179,6 @@ START_TEST(only_none_groups) {
   clbt_multi_table_destroy(table);
 }
 END_TEST
-
-/* ---- random numbers ------------------------------------------------------ */
-
-static uint64_t random_state = 1;
-
-static void seed_random(const char *suite) {
-  const char *fixed = getenv("CLBT_TEST_SEED");
-  uint64_t seed = fixed ? strtoull(fixed, NULL, 10) : (uint64_t)time(NULL);
-  printf("%s: seed %" PRIu64 " (replay with CLBT_TEST_SEED=%" PRIu64 ")\n",
-         suite, seed, seed);
-  random_state = seed * 0x9E3779B97F4A7C15ull + 1;
-  if (random_state == 0) random_state = 1;
-}
-
-static uint32_t below(uint32_t n) {
-  return n ? (uint32_t)(xorshift64_next(&random_state) % n) : 0;
-}
-
-static bool chance(uint32_t percent) { return below(100) < percent; }
 
 /* ---- the model ------------------------------------------------------------ */
 
@@ -551,7 +531,7 @@ static void check_matrix(subject *s, const matrix *x, const int32_t *got,
 
 static int32_t random_id(uint32_t g) {
   (void)g;
-  return (int32_t)below(100000);
+  return (int32_t)clbt_test_below(100000);
 }
 
 /*
@@ -563,30 +543,32 @@ static int32_t random_id(uint32_t g) {
  */
 static void random_matrix(matrix *x) {
   memset(x, 0, sizeof *x);
-  x->num_reqs = below(MAX_REQS + 1);
+  x->num_reqs = clbt_test_below(MAX_REQS + 1);
   for (uint32_t r = 0; r < x->num_reqs; ++r)
-    x->qsl[r + 1] = x->qsl[r] + (int32_t)below(12);
-  x->num_rows = (uint32_t)x->qsl[x->num_reqs] + below(4);
+    x->qsl[r + 1] = x->qsl[r] + (int32_t)clbt_test_below(12);
+  x->num_rows = (uint32_t)x->qsl[x->num_reqs] + clbt_test_below(4);
   if (x->num_rows > MAX_TOKENS) x->num_rows = MAX_TOKENS;
   if (x->qsl[x->num_reqs] > (int32_t)x->num_rows)
     x->num_rows = (uint32_t)x->qsl[x->num_reqs];
-  x->k = chance(5) ? 0 : 1 + below(MAX_K);
-  if (x->num_reqs && chance(8)) {
-    if (chance(50))
+  x->k = clbt_test_chance(5) ? 0 : 1 + clbt_test_below(MAX_K);
+  if (x->num_reqs && clbt_test_chance(8)) {
+    if (clbt_test_chance(50))
       x->qsl[x->num_reqs] = x->qsl[x->num_reqs - 1] - 1;
     else
       x->num_rows = (uint32_t)x->qsl[x->num_reqs] - (x->qsl[x->num_reqs] > 0);
   }
-  x->has_idx = chance(60);
+  x->has_idx = clbt_test_chance(60);
   for (uint32_t r = 0; r < x->num_reqs; ++r) {
-    uint32_t kind = below(10);
-    x->idx[r] = kind == 0   ? -1 - (int32_t)below(3)
-                : kind == 1 ? MAX_REQS + (int32_t)below(3)
-                            : (int32_t)below(MAX_REQS);
+    uint32_t kind = clbt_test_below(10);
+    x->idx[r] = kind == 0   ? -1 - (int32_t)clbt_test_below(3)
+                : kind == 1 ? MAX_REQS + (int32_t)clbt_test_below(3)
+                            : (int32_t)clbt_test_below(MAX_REQS);
   }
   for (uint32_t i = 0; i < x->num_rows; ++i)
     for (uint32_t j = 0; j < x->k; ++j)
-      x->indices[i][j] = chance(20) ? -1 : (int32_t)below(16 * 32 + 40) - 3;
+      x->indices[i][j] = clbt_test_chance(20)
+                             ? -1
+                             : (int32_t)clbt_test_below(16 * 32 + 40) - 3;
 }
 
 static void run_scenario(const scenario *sc, uint32_t rounds) {
@@ -600,15 +582,16 @@ static void run_scenario(const scenario *sc, uint32_t rounds) {
   ck_assert_ptr_nonnull(got);
   for (uint32_t round = 0; round < rounds; ++round) {
     for (uint32_t r = 0; r < MAX_REQS; ++r) {
-      if (!chance(60)) continue;
+      if (!clbt_test_chance(60)) continue;
       uint32_t grow[MAX_GROUPS];
-      for (uint32_t g = 0; g < MAX_GROUPS; ++g) grow[g] = below(4);
-      edit_row(ranks, sc->ranks, r, below(10) < 2 ? below(2) : 2, grow,
+      for (uint32_t g = 0; g < MAX_GROUPS; ++g) grow[g] = clbt_test_below(4);
+      edit_row(ranks, sc->ranks, r,
+               clbt_test_below(10) < 2 ? clbt_test_below(2) : 2, grow,
                random_id);
     }
     matrix x;
     random_matrix(&x);
-    bool group_by_group = chance(30);
+    bool group_by_group = clbt_test_chance(30);
     for (uint32_t k = 0; k < sc->ranks; ++k) {
       translate(&subjects[k], &x, &d, group_by_group, got);
       check_matrix(&subjects[k], &x, got, k, sc->name);
@@ -620,7 +603,7 @@ static void run_scenario(const scenario *sc, uint32_t rounds) {
 }
 
 START_TEST(matrices_agree_with_the_model) {
-  seed_random("token_slots");
+  clbt_test_seed("token_slots");
   for (int i = 0; i < NUM_SCENARIOS; ++i) {
     printf("token_slots: %s\n", scenarios[i].name);
     run_scenario(&scenarios[i], 30);
@@ -723,13 +706,13 @@ static void read_back(kv_world *w, const int32_t *idx, uint32_t k) {
   for (uint32_t b = 0; b < MAX_REQS; ++b) {
     uint32_t r = idx ? (uint32_t)idx[b] : b;
     x.idx[b] = (int32_t)r;
-    uint32_t rows = 1 + below(4);
+    uint32_t rows = 1 + clbt_test_below(4);
     x.qsl[b + 1] = x.qsl[b] + (int32_t)rows;
     for (uint32_t i = (uint32_t)x.qsl[b]; i < (uint32_t)x.qsl[b + 1]; ++i)
       for (uint32_t j = 0; j < k; ++j)
-        x.indices[i][j] = chance(10) || !w->length[r]
+        x.indices[i][j] = clbt_test_chance(10) || !w->length[r]
                               ? -1
-                              : (int32_t)below(w->length[r]);
+                              : (int32_t)clbt_test_below(w->length[r]);
   }
   x.num_rows = (uint32_t)x.qsl[MAX_REQS];
   ck_assert_uint_le(x.num_rows, MAX_TOKENS);
@@ -802,7 +785,7 @@ static void round_trip(const scenario *sc) {
 }
 
 START_TEST(kv_round_trip) {
-  seed_random("token_slots round trip");
+  clbt_test_seed("token_slots round trip");
   for (int i = 0; i < NUM_SCENARIOS; ++i) {
     printf("token_slots round trip: %s\n", scenarios[i].name);
     round_trip(&scenarios[i]);
