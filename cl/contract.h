@@ -133,8 +133,8 @@ typedef struct clbt_group_layout {
   } name;
 
 /*
- * What a launch does (clbt_launch_record.work): SCATTER, or any of MAP,
- * GATHER, EXPORT, STATE_SLOTS and TOKEN_SLOTS, with the flags. SCATTER
+ * What a launch does (clbt_launch_record.work): SCATTER, TOKEN_SLOTS, or
+ * any of MAP, GATHER, EXPORT and STATE_SLOTS, with the flags. SCATTER
  * spreads the packet over the whole grid and does nothing else; the others
  * apply it first, each work-group all of it (a folded commit).
  * EXPORT_CONTEXT and EXPORT_DENSE add parts to EXPORT.

@@ -8,14 +8,15 @@
  *      otherwise applied by every work-group on its own before it reads
  *      (a folded commit): each work-group then reads rows it wrote itself,
  *      and where two work-groups write one word they write the same value;
- *   2. with CLBT_WORK_MAP, each token-mapping group's slot mapping;
+ *   2. with CLBT_WORK_MAP, each token-mapping group's slot mapping; or,
+ *      with CLBT_WORK_TOKEN_SLOTS instead (a call of its own,
+ *      cl/token_slots.cl), each token-mapping group's slots of an index
+ *      matrix;
  *   3. with CLBT_WORK_GATHER, each group's gather;
  *   4. with CLBT_WORK_EXPORT, each token-mapping group's export (with
  *      CLBT_WORK_EXPORT_CONTEXT its context CSR too, with
  *      CLBT_WORK_EXPORT_DENSE its dense page table);
- *   5. with CLBT_WORK_STATE_SLOTS, each NONE group's state slots;
- *   6. with CLBT_WORK_TOKEN_SLOTS, each token-mapping group's slots of an
- *      index matrix (a call of its own, cl/token_slots.cl).
+ *   5. with CLBT_WORK_STATE_SLOTS, each NONE group's state slots.
  *
  * The slot mapping is token-parallel: each work-item takes a contiguous run
  * of tokens, so the host picks the launch geometry per device
@@ -246,7 +247,11 @@ __kernel void clbt_step(CLBT_STEP_FIRST_ARGUMENT(FIRST_PARAMETER)
   }
 
   CLBT_FOR_EACH_GROUP(GROUP_POINTERS)
-  if (work & CLBT_WORK_MAP) {
+  /* One check of the batch for both (a launch does one or the other; in a
+     token-slots call the matrix's rows play the batch's tokens): PoCL's
+     compiler takes twice as long over a kernel that checks it twice, its
+     barriers twice. */
+  if (work & (CLBT_WORK_MAP | CLBT_WORK_TOKEN_SLOTS)) {
     bool batch_ok = batch_is_well_formed(query_start_loc, num_reqs,
                                          num_tokens, qsl_cache, &well_formed);
 #if CLBT_QSL_IN_LOCAL
@@ -254,7 +259,8 @@ __kernel void clbt_step(CLBT_STEP_FIRST_ARGUMENT(FIRST_PARAMETER)
 #else
     QSL_SPACE const int *qsl = query_start_loc;
 #endif
-    MAP_GROUPS
+    if (work & CLBT_WORK_MAP) MAP_GROUPS
+    if (work & CLBT_WORK_TOKEN_SLOTS) TOKEN_SLOT_GROUPS
   }
   if (work & CLBT_WORK_GATHER) {
     /* Chunks of positions spread over every work-group. */
@@ -272,16 +278,5 @@ __kernel void clbt_step(CLBT_STEP_FIRST_ARGUMENT(FIRST_PARAMETER)
     EXPORT_GROUPS
   }
   if (work & CLBT_WORK_STATE_SLOTS) STATE_SLOT_GROUPS
-  if (work & CLBT_WORK_TOKEN_SLOTS) {
-    /* The matrix's rows play the batch's tokens. */
-    bool batch_ok = batch_is_well_formed(query_start_loc, num_reqs,
-                                         num_tokens, qsl_cache, &well_formed);
-#if CLBT_QSL_IN_LOCAL
-    QSL_SPACE const int *qsl = qsl_cache;
-#else
-    QSL_SPACE const int *qsl = query_start_loc;
-#endif
-    TOKEN_SLOT_GROUPS
-  }
   CLBT_FOR_EACH_GROUP(ADD_COUNT)
 }
