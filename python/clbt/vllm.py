@@ -221,6 +221,16 @@ def _capacity_overflow(row, g, length, width):
                             "(%d > %d)" % (row, g, length, width))
 
 
+class _Closes:
+    """The facade classes' with-block: leaving it calls close()."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exception):
+        self.close()
+
+
 class _Engine:
     """A clbt multi-group table and what the facade defers on it: row
     updates recorded but not yet given to C (applied in one batch call, in
@@ -576,7 +586,7 @@ def _fixed(getter, name, doc=None):
     return property(getter, refuse, doc=doc)
 
 
-class BlockTable:
+class BlockTable(_Closes):
     """vLLM's BlockTable (one KV-cache group) on clbt. A BlockTable made
     here has a one-group table of its own; one from a MultiGroupBlockTable
     is a view of its group."""
@@ -797,12 +807,6 @@ class BlockTable:
         if self._owner is None:
             self._engine.close()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exception):
-        self.close()
-
     def __repr__(self):
         return "clbt.vllm.BlockTable(block_size=%d, max_num_reqs=%d, width=%d)" % (
             self.kv_cache_block_size, self.max_num_reqs, self.max_num_blocks_per_req)
@@ -824,7 +828,7 @@ def _per_group(values, count, name, against="block_sizes"):
     return values
 
 
-class MultiGroupBlockTable:
+class MultiGroupBlockTable(_Closes):
     """vLLM's MultiGroupBlockTable on a clbt multi-group table: row
     operations change every group or none, and compute_slot_mapping maps
     every group with the commit in one step."""
@@ -947,12 +951,6 @@ class MultiGroupBlockTable:
         """Extension: frees the tables now; later calls raise clbt.Error."""
         self._engine.close()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exception):
-        self.close()
-
     def __repr__(self):
         return "clbt.vllm.MultiGroupBlockTable(%d groups, max_num_reqs=%d)" % (
             len(self.block_tables), self._engine.max_num_reqs)
@@ -1027,7 +1025,7 @@ class _GroupRows:
         return out
 
 
-class BlockTables:
+class BlockTables(_Closes):
     """Model Runner V2's BlockTables on a clbt multi-group table: each
     request keeps one row (its request slot, req_index) from arrival to
     end, and each step reads the rows through idx_mapping (batch index ->
@@ -1297,12 +1295,6 @@ class BlockTables:
     def close(self):
         """Extension: frees the tables now; later calls raise clbt.Error."""
         self._engine.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exception):
-        self.close()
 
     def __repr__(self):
         return "clbt.vllm.BlockTables(block_sizes=%s, max_num_reqs=%d)" % (
