@@ -173,3 +173,33 @@ uint32_t clbt_test_below(uint32_t n) {
 bool clbt_test_chance(uint32_t percent) {
   return clbt_test_below(100) < percent;
 }
+
+uint32_t clbt_test_create_tables(const clbt_multi_table_config *shape,
+                                 const clbt_group_config *group_configs,
+                                 uint32_t num_groups, clbt_multi_table **multi,
+                                 clbt_table **single, clbt_table **groups) {
+  if (num_groups) {
+    clbt_multi_table_config config = *shape;
+    config.num_groups = num_groups;
+    config.groups = group_configs;
+    clbt_assert_ok(
+        clbt_multi_table_create(clbt_test_device(), &config, multi));
+    for (uint32_t g = 0; g < num_groups; ++g)
+      groups[g] = clbt_multi_table_group(*multi, g);
+    return num_groups;
+  }
+  const clbt_group_config *group = &group_configs[0];
+  clbt_table_config config = CLBT_TABLE_CONFIG_INIT;
+  config.block_size = group->block_size;
+  config.kernel_block_size = group->kernel_block_size;
+  config.max_num_reqs = shape->max_num_reqs;
+  config.max_num_blocks_per_req = group->max_num_blocks;
+  config.max_num_batched_tokens = shape->max_num_batched_tokens;
+  config.cp_world_size = shape->cp_world_size;
+  config.cp_rank = shape->cp_rank;
+  config.cp_interleave_size = shape->cp_interleave_size;
+  config.slot_mode = group->slot_mode;
+  clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, single));
+  groups[0] = *single;
+  return 1;
+}

@@ -40,6 +40,18 @@ uint64_t clbt_test_random(void);         /* 64 random bits */
 uint32_t clbt_test_below(uint32_t n);    /* in [0, n); 0 when n is 0 */
 bool clbt_test_chance(uint32_t percent); /* true percent times in 100 */
 
+/*
+ * The tables of a suite's scenario: with num_groups > 0, a multi-group
+ * table of those groups (*multi), each group's table in groups[g]; with
+ * num_groups 0, one clbt_table of groups[0]'s settings (*single, also
+ * groups[0]). Both with the batch limits and CP layout of `shape`, whose
+ * groups and num_groups are ignored. Returns how many tables groups holds.
+ */
+uint32_t clbt_test_create_tables(const clbt_multi_table_config *shape,
+                                 const clbt_group_config *group_configs,
+                                 uint32_t num_groups, clbt_multi_table **multi,
+                                 clbt_table **single, clbt_table **groups);
+
 /* Fills a slot-mapping buffer with a value no call writes. */
 #define CLBT_TEST_POISON ((int64_t)0x5A5A5A5A5A5A5A5A)
 void clbt_test_poison(cl_mem buffer, size_t count);

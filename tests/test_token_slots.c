@@ -312,35 +312,14 @@ enum { NUM_SCENARIOS = sizeof scenarios / sizeof scenarios[0] };
 
 static void subject_create(subject *s, const scenario *sc, uint32_t rank) {
   memset(s, 0, sizeof *s);
-  if (sc->num_groups) {
-    clbt_multi_table_config config = CLBT_MULTI_TABLE_CONFIG_INIT;
-    config.max_num_reqs = MAX_REQS;
-    config.max_num_batched_tokens = MAX_TOKENS;
-    config.cp_world_size = sc->ranks;
-    config.cp_rank = rank;
-    config.cp_interleave_size = sc->cp_interleave;
-    config.num_groups = sc->num_groups;
-    config.groups = sc->groups;
-    clbt_assert_ok(
-        clbt_multi_table_create(clbt_test_device(), &config, &s->multi));
-    s->num_groups = sc->num_groups;
-    for (uint32_t g = 0; g < s->num_groups; ++g)
-      s->groups[g] = clbt_multi_table_group(s->multi, g);
-  } else {
-    const clbt_group_config *group = &sc->groups[0];
-    clbt_table_config config = CLBT_TABLE_CONFIG_INIT;
-    config.block_size = group->block_size;
-    config.kernel_block_size = group->kernel_block_size;
-    config.max_num_reqs = MAX_REQS;
-    config.max_num_blocks_per_req = group->max_num_blocks;
-    config.max_num_batched_tokens = MAX_TOKENS;
-    config.cp_world_size = sc->ranks;
-    config.cp_rank = rank;
-    config.cp_interleave_size = sc->cp_interleave;
-    clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &s->single));
-    s->num_groups = 1;
-    s->groups[0] = s->single;
-  }
+  clbt_multi_table_config shape = CLBT_MULTI_TABLE_CONFIG_INIT;
+  shape.max_num_reqs = MAX_REQS;
+  shape.max_num_batched_tokens = MAX_TOKENS;
+  shape.cp_world_size = sc->ranks;
+  shape.cp_rank = rank;
+  shape.cp_interleave_size = sc->cp_interleave;
+  s->num_groups = clbt_test_create_tables(&shape, sc->groups, sc->num_groups,
+                                          &s->multi, &s->single, s->groups);
   for (uint32_t g = 0; g < s->num_groups; ++g) {
     const clbt_group_config *group = &sc->groups[g];
     group_model *m = &s->models[g];
