@@ -203,3 +203,15 @@ uint32_t clbt_test_create_tables(const clbt_multi_table_config *shape,
   groups[0] = *single;
   return 1;
 }
+
+void clbt_test_poison32(cl_mem buffer) {
+  size_t size = 0;
+  const int32_t poison = CLBT_TEST_POISON32;
+  ck_assert_int_eq(
+      clGetMemObjectInfo(buffer, CL_MEM_SIZE, sizeof size, &size, NULL),
+      CL_SUCCESS);
+  ck_assert_int_eq(
+      clEnqueueFillBuffer(clbt_device_queue(clbt_test_device()), buffer,
+                          &poison, sizeof poison, 0, size, 0, NULL, NULL),
+      CL_SUCCESS);
+}

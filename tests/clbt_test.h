@@ -56,6 +56,10 @@ uint32_t clbt_test_create_tables(const clbt_multi_table_config *shape,
 #define CLBT_TEST_POISON ((int64_t)0x5A5A5A5A5A5A5A5A)
 void clbt_test_poison(cl_mem buffer, size_t count);
 
+/* Fills a whole int32 buffer with CLBT_TEST_POISON32. */
+#define CLBT_TEST_POISON32 0x5A5A5A5A
+void clbt_test_poison32(cl_mem buffer);
+
 /* Asserts a status and that clbt_last_error() contains `words`. */
 #define clbt_assert_fails(call, expected_status, words)                    \
   do {                                                                     \

@@ -16,26 +16,12 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#define POISON32 0x5A5A5A5A
 #define MAX_RANKS 3
 #define MAX_GROUPS 3
 #define MAX_REQS 6
 #define MAX_TOKENS 96
 #define MAX_POSITIONS 256
 #define KV_BLOCKS 509 /* a prime: ids dealt as (n * 37) mod 509 are distinct */
-
-/* Poisons a whole buffer with int32 POISON32. */
-static void poison32(cl_mem buffer) {
-  size_t size = 0;
-  const int32_t poison = POISON32;
-  cl_command_queue queue = clbt_device_queue(clbt_test_device());
-  ck_assert_int_eq(clGetMemObjectInfo(buffer, CL_MEM_SIZE, sizeof size, &size,
-                                      NULL),
-                   CL_SUCCESS);
-  ck_assert_int_eq(clEnqueueFillBuffer(queue, buffer, &poison, sizeof poison, 0,
-                                       size, 0, NULL, NULL),
-                   CL_SUCCESS);
-}
 
 /* The exported arrays of one group, read back. */
 typedef struct exported {
@@ -58,7 +44,7 @@ static void poison_export(const clbt_table *group) {
                         b.context_kv_last_page_len, b.page_table};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) {
     ck_assert_ptr_nonnull(all[i]);
-    poison32(all[i]);
+    clbt_test_poison32(all[i]);
   }
 }
 
@@ -141,7 +127,7 @@ START_TEST(worked_example) {
   ck_assert_int_eq(clWaitForEvents(1, &done), CL_SUCCESS);
   clReleaseEvent(done);
   exported e = read_export(table, 4);
-  const int32_t P = POISON32;
+  const int32_t P = CLBT_TEST_POISON32;
   const int32_t indptr[] = {0, 2, 3, 3, P}, indices[] = {7, 3, 5, P};
   const int32_t last[] = {2, 3, 0, P}, past[] = {4, 2, 0, P};
   const int32_t begins[] = {0, 2, 3, 3, P};
@@ -268,7 +254,7 @@ START_TEST(requests_without_blocks_have_no_tokens) {
       ck_assert_msg(e.subsequence_begins[b] == begins[c][b],
                     "case %d: subsequence_begins[%d] is %d, want %d", c, b,
                     e.subsequence_begins[b], begins[c][b]);
-    ck_assert_int_eq(e.subsequence_begins[6], POISON32);
+    ck_assert_int_eq(e.subsequence_begins[6], CLBT_TEST_POISON32);
     /* Row 1's one token is still its position 2, of length 3. */
     ck_assert_int_eq(e.past_lens[c == 0 ? 1 : 2], 2);
     ck_assert_int_eq(e.max_seq_len, 6);
@@ -310,7 +296,7 @@ START_TEST(dense_rows_at_a_chosen_pitch) {
       .positions = positions_buffer, .num_tokens = 3,
       .seq_lens = lengths_buffer, .flags = CLBT_EXPORT_DENSE,
       .dense_row_pitch = 3};
-  const int32_t P = POISON32;
+  const int32_t P = CLBT_TEST_POISON32;
   const int32_t at_3[] = {7, 3, 8, 5, 0, 0, 6, 2, 0};
   const int32_t at_2[] = {0, 0, 5, 0, 6, 2, P, P, P};
   const int32_t *want[] = {at_3, at_2};
@@ -349,10 +335,10 @@ START_TEST(dense_rows_at_a_chosen_pitch) {
   clbt_assert_ok(clbt_table_enqueue_export(table, &request, 0, NULL, NULL));
   e = read_export(table, 3);
   for (int i = 0; i < 9; ++i) {
-    ck_assert_int_eq(e.page_table[i], POISON32);
-    ck_assert_int_eq(e.context_indices[i], POISON32);
+    ck_assert_int_eq(e.page_table[i], CLBT_TEST_POISON32);
+    ck_assert_int_eq(e.context_indices[i], CLBT_TEST_POISON32);
   }
-  ck_assert_int_eq(e.context_indptr[0], POISON32);
+  ck_assert_int_eq(e.context_indptr[0], CLBT_TEST_POISON32);
   ck_assert_int_eq(e.seq_lens[0], 9);
   free_export(&e);
   clReleaseMemObject(qsl_buffer);
@@ -452,8 +438,8 @@ START_TEST(structs_of_0_3_keep_working) {
     clbt_assert_ok(clbt_table_enqueue_step(table, &step, 0, NULL, NULL));
     exported e = read_export(table, 2);
     ck_assert_int_eq(e.indptr[2], 3);
-    ck_assert_int_eq(e.page_table[0], c == 0 ? POISON32 : 7);
-    ck_assert_int_eq(e.page_table[2], c == 0 ? POISON32 : 5);
+    ck_assert_int_eq(e.page_table[0], c == 0 ? CLBT_TEST_POISON32 : 7);
+    ck_assert_int_eq(e.page_table[2], c == 0 ? CLBT_TEST_POISON32 : 5);
     free_export(&e);
   }
   clReleaseMemObject(qsl_buffer);
@@ -754,20 +740,21 @@ static uint32_t check_export(const world *w, uint32_t g, uint32_t rank,
   ck_assert_int_eq(e.max_seq_len, longest);
   /* Nothing past the padded batch is written. */
   if (padded < MAX_REQS) {
-    ck_assert_int_eq(e.indptr[padded + 1], POISON32);
-    ck_assert_int_eq(e.last_page_len[padded], POISON32);
-    ck_assert_int_eq(e.seq_lens[padded], POISON32);
-    ck_assert_int_eq(e.context_indptr[padded + 1], POISON32);
+    ck_assert_int_eq(e.indptr[padded + 1], CLBT_TEST_POISON32);
+    ck_assert_int_eq(e.last_page_len[padded], CLBT_TEST_POISON32);
+    ck_assert_int_eq(e.seq_lens[padded], CLBT_TEST_POISON32);
+    ck_assert_int_eq(e.context_indptr[padded + 1], CLBT_TEST_POISON32);
   }
-  ck_assert_int_eq(e.indices[e.indptr[padded]], POISON32);
+  ck_assert_int_eq(e.indices[e.indptr[padded]], CLBT_TEST_POISON32);
   if (v->flags & CLBT_EXPORT_CONTEXT)
-    ck_assert_int_eq(e.context_indices[e.context_indptr[padded]], POISON32);
+    ck_assert_int_eq(e.context_indices[e.context_indptr[padded]],
+                     CLBT_TEST_POISON32);
   else
-    ck_assert_int_eq(e.context_indptr[0], POISON32);
+    ck_assert_int_eq(e.context_indptr[0], CLBT_TEST_POISON32);
   uint32_t pitch = v->pitch ? v->pitch : width;
   size_t dense_end = v->flags & CLBT_EXPORT_DENSE ? (size_t)padded * pitch : 0;
   if (dense_end < (size_t)MAX_REQS * width)
-    ck_assert_int_eq(e.page_table[dense_end], POISON32);
+    ck_assert_int_eq(e.page_table[dense_end], CLBT_TEST_POISON32);
   free_export(&e);
   return rejected;
 }

@@ -42,7 +42,6 @@
 #define KV_BLOCKS 127 /* a prime: ids dealt as (n * 37) mod 127 differ */
 #define NUM_SLOTS 6   /* batch entries */
 #define PITCH 20      /* the dense page table's chosen pitch */
-#define POISON32 0x5A5A5A5A
 #define MAX_QUERY 160 /* tokens a request schedules in a step */
 
 /* Pages of 16 tokens; of 16 over KV blocks of 32; of 64 (FlashMLA's) over
@@ -230,7 +229,7 @@ typedef struct exported {
 
 static void poison(cl_mem buffer) {
   size_t size = 0;
-  const int32_t value = POISON32;
+  const int32_t value = CLBT_TEST_POISON32;
   cl_command_queue queue = clbt_device_queue(clbt_test_device());
   ck_assert_int_eq(clGetMemObjectInfo(buffer, CL_MEM_SIZE, sizeof size, &size,
                                       NULL),
@@ -465,8 +464,9 @@ static void step(world *w, const entry *entries, uint32_t padded,
       ck_assert_int_eq(e[rank][g].max_seq_len, longest);
       /* Nothing past the padded batch is written. */
       if (padded < MAX_REQS)
-        ck_assert_int_eq(e[rank][g].seq_lens[padded], POISON32);
-      ck_assert_int_eq(e[rank][g].page_table[padded * PITCH], POISON32);
+        ck_assert_int_eq(e[rank][g].seq_lens[padded], CLBT_TEST_POISON32);
+      ck_assert_int_eq(e[rank][g].page_table[padded * PITCH],
+                       CLBT_TEST_POISON32);
     }
   for (uint32_t g = 0; g < TOKEN_GROUPS; ++g)
     for (uint32_t b = 0; b < padded; ++b) {

@@ -18,25 +18,11 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define POISON32 0x5A5A5A5A
 #define MAX_GROUPS 10
 #define MAX_REQS 6
 #define MAX_TOKENS 64
 #define MAX_KV_BLOCKS 12 /* per row, in every group below */
 #define MAX_SLOTS 8
-
-/* Poisons a whole buffer with int32 POISON32. */
-static void poison32(cl_mem buffer) {
-  size_t size = 0;
-  const int32_t poison = POISON32;
-  cl_command_queue queue = clbt_device_queue(clbt_test_device());
-  ck_assert_int_eq(clGetMemObjectInfo(buffer, CL_MEM_SIZE, sizeof size, &size,
-                                      NULL),
-                   CL_SUCCESS);
-  ck_assert_int_eq(clEnqueueFillBuffer(queue, buffer, &poison, sizeof poison, 0,
-                                       size, 0, NULL, NULL),
-                   CL_SUCCESS);
-}
 
 /* ---- a hand-worked example ---------------------------------------------- */
 
@@ -64,7 +50,7 @@ START_TEST(worked_example) {
   cl_mem positions_buffer = clbt_test_buffer(sizeof positions, positions);
   cl_mem out = clbt_table_state_slots(table);
   ck_assert_ptr_nonnull(out);
-  poison32(out);
+  clbt_test_poison32(out);
   clbt_step step = CLBT_STEP_INIT;
   step.flags = CLBT_STEP_STATE_SLOTS;
   step.num_reqs = 2;
@@ -76,7 +62,8 @@ START_TEST(worked_example) {
   clbt_assert_ok(clbt_table_enqueue_step(table, &step, 0, NULL, NULL));
   int32_t ids[8];
   clbt_test_read(out, sizeof ids, ids);
-  const int32_t expected[8] = {8, 2, 5, 0, 0, 0, POISON32, POISON32};
+  const int32_t expected[8] = {
+      8, 2, 5, 0, 0, 0, CLBT_TEST_POISON32, CLBT_TEST_POISON32};
   for (int i = 0; i < 8; ++i)
     ck_assert_msg(ids[i] == expected[i], "entry %d is %d, expected %d", i,
                   ids[i], expected[i]);
@@ -416,7 +403,8 @@ static void device_step(subject *const *ranks, uint32_t num_ranks,
   for (uint32_t k = 0; k < num_ranks; ++k) {
     subject *s = ranks[k];
     for (uint32_t g = 0; g < s->num_groups; ++g)
-      if (s->models[g].none) poison32(clbt_table_state_slots(s->groups[g]));
+      if (s->models[g].none)
+        clbt_test_poison32(clbt_table_state_slots(s->groups[g]));
     if (s->multi)
       clbt_assert_ok(clbt_multi_table_enqueue_step(s->multi, &step, 0, NULL,
                                                    NULL));
@@ -434,7 +422,7 @@ static void device_step(subject *const *ranks, uint32_t num_ranks,
       for (uint32_t r = 0; r < MAX_REQS; ++r) {
         model_request(m, b, r, want);
         for (uint32_t j = 0; j < b->slots; ++j) {
-          int32_t expected = r < padded ? want[j] : POISON32;
+          int32_t expected = r < padded ? want[j] : CLBT_TEST_POISON32;
           ck_assert_msg(got[r * b->slots + j] == expected,
                         "rank %u group %u request %u slot %u: %d, expected "
                         "%d (%s)",
@@ -442,7 +430,7 @@ static void device_step(subject *const *ranks, uint32_t num_ranks,
         }
       }
       for (uint32_t e = MAX_REQS * b->slots; e < room; ++e)
-        ck_assert_int_eq(got[e], POISON32);
+        ck_assert_int_eq(got[e], CLBT_TEST_POISON32);
       uint32_t rejected = 0;
       clbt_assert_ok(clbt_table_read_rejected_tokens(s->groups[g], &rejected));
       ck_assert_msg(rejected == m->rejected,
@@ -508,7 +496,7 @@ START_TEST(state_slots_beside_the_export) {
   cl_mem idx_buffer = clbt_test_buffer(sizeof idx, idx);
   cl_mem positions_buffer = clbt_test_buffer(sizeof positions, positions);
   clbt_table *none = clbt_multi_table_group(table, 1);
-  poison32(clbt_table_state_slots(none));
+  clbt_test_poison32(clbt_table_state_slots(none));
   clbt_step step = CLBT_STEP_INIT;
   step.flags = CLBT_STEP_STATE_SLOTS | CLBT_STEP_EXPORT | CLBT_STEP_GATHER;
   step.num_reqs = 1;
@@ -523,7 +511,7 @@ START_TEST(state_slots_beside_the_export) {
   clbt_test_read(clbt_table_state_slots(none), sizeof ids, ids);
   ck_assert_int_eq(ids[0], 1); /* length 18: block 1 of {6, 1} */
   ck_assert_int_eq(ids[1], 0); /* past the row: the null block */
-  ck_assert_int_eq(ids[2], POISON32);
+  ck_assert_int_eq(ids[2], CLBT_TEST_POISON32);
   clbt_test_read(clbt_table_slot_mapping(clbt_multi_table_group(table, 0)),
                  sizeof slots, slots);
   ck_assert_int_eq(slots[0], 4 * 16);

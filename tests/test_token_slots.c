@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define POISON32 0x5A5A5A5A
 #define MAX_GROUPS 10
 #define MAX_RANKS 2
 #define MAX_REQS 6
@@ -29,19 +28,6 @@
 #define MAX_KV_BLOCKS 12 /* per row, in every group below */
 #define MAX_K 9
 #define KV_BLOCKS 509 /* a prime: ids dealt as (n * 37) mod 509 are distinct */
-
-/* Poisons a whole buffer with int32 POISON32. */
-static void poison32(cl_mem buffer) {
-  size_t size = 0;
-  const int32_t poison = POISON32;
-  cl_command_queue queue = clbt_device_queue(clbt_test_device());
-  ck_assert_int_eq(clGetMemObjectInfo(buffer, CL_MEM_SIZE, sizeof size, &size,
-                                      NULL),
-                   CL_SUCCESS);
-  ck_assert_int_eq(clEnqueueFillBuffer(queue, buffer, &poison, sizeof poison, 0,
-                                       size, 0, NULL, NULL),
-                   CL_SUCCESS);
-}
 
 static void enqueue_and_wait(clbt_table *table, clbt_multi_table *multi,
                              const clbt_token_slots_request *request) {
@@ -85,7 +71,7 @@ START_TEST(worked_example) {
   cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
   cl_mem indices_buffer = clbt_test_buffer(sizeof indices, indices);
   cl_mem out = clbt_test_buffer(16 * sizeof(int32_t), NULL);
-  poison32(out);
+  clbt_test_poison32(out);
   clbt_token_slots_request request = CLBT_TOKEN_SLOTS_INIT;
   request.num_reqs = 2;
   request.num_rows = 4;
@@ -96,8 +82,22 @@ START_TEST(worked_example) {
   enqueue_and_wait(table, NULL, &request);
   int32_t slots[16];
   clbt_test_read(out, sizeof slots, slots);
-  const int32_t expected[16] = {28, 13, -1, 15, -1, -1, 23, -1, 20, -1, -1, -1,
-                                POISON32, POISON32, POISON32, POISON32};
+  const int32_t expected[16] = {28,
+                                13,
+                                -1,
+                                15,
+                                -1,
+                                -1,
+                                23,
+                                -1,
+                                20,
+                                -1,
+                                -1,
+                                -1,
+                                CLBT_TEST_POISON32,
+                                CLBT_TEST_POISON32,
+                                CLBT_TEST_POISON32,
+                                CLBT_TEST_POISON32};
   for (int i = 0; i < 16; ++i)
     ck_assert_msg(slots[i] == expected[i], "entry %d is %d, expected %d", i,
                   slots[i], expected[i]);
@@ -130,7 +130,7 @@ START_TEST(slots_past_int32_are_rejected) {
   cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
   cl_mem indices_buffer = clbt_test_buffer(sizeof indices, indices);
   cl_mem out = clbt_test_buffer(sizeof indices, NULL);
-  poison32(out);
+  clbt_test_poison32(out);
   clbt_token_slots_request request = CLBT_TOKEN_SLOTS_INIT;
   request.num_reqs = 1;
   request.num_rows = 1;
@@ -436,8 +436,8 @@ static void read_slots(cl_mem slots, size_t keep, int32_t *got) {
   clbt_test_read(slots, total * sizeof *all, all);
   memcpy(got, all, keep * sizeof *got);
   for (size_t e = keep; e < total; ++e)
-    ck_assert_msg(all[e] == POISON32, "entry %zu past the sections: %d", e,
-                  all[e]);
+    ck_assert_msg(all[e] == CLBT_TEST_POISON32,
+                  "entry %zu past the sections: %d", e, all[e]);
   free(all);
 }
 
@@ -466,14 +466,14 @@ static void translate(subject *s, const matrix *x, const device_matrix *d,
   request.token_indices = entries ? d->indices : NULL;
   request.token_slots = entries ? d->slots : NULL;
   if (!s->multi || !group_by_group) {
-    poison32(d->slots);
+    clbt_test_poison32(d->slots);
     enqueue_and_wait(s->single, s->multi, &request);
     read_slots(d->slots, token_groups(s) * entries, got);
     return;
   }
   for (uint32_t g = 0, section = 0; g < s->num_groups; ++g) {
     if (!s->models[g].maps_tokens) continue;
-    poison32(d->slots);
+    clbt_test_poison32(d->slots);
     enqueue_and_wait(s->groups[g], NULL, &request);
     read_slots(d->slots, entries, got + section++ * entries);
   }
