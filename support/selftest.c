@@ -357,9 +357,11 @@ static clbt_status random_update(selftest_round *run, subject *s, uint32_t row,
     u->counts[g] = below(&run->rng, chance(&run->rng, 10) ? MAX_IDS : 3);
     for (size_t i = 0; i < u->counts[g]; ++i)
       u->ids[g][i] = (int32_t)below(&run->rng, 1u << 20);
-    if (u->counts[g] && chance(&run->rng, 3))
-      u->ids[g][below(&run->rng, (uint32_t)u->counts[g])] =
-          edge_id(&run->rng, s->models[g].per_block);
+    if (u->counts[g] && chance(&run->rng, 3)) {
+      /* Two statements: the draws' order must not be the compiler's. */
+      uint32_t at = below(&run->rng, (uint32_t)u->counts[g]);
+      u->ids[g][at] = edge_id(&run->rng, s->models[g].per_block);
+    }
     u->id_pointers[g] = u->ids[g];
   }
   if (row >= s->max_reqs) return CLBT_ROW_OUT_OF_RANGE;
