@@ -198,6 +198,188 @@ static void run_fenced(clbt_table *table, const hostile_batch *b,
   fenced_destroy(&positions);
 }
 
+/* ---- every other reader of a batch ------------------------------------- */
+
+/*
+ * A batch's inputs, each against a fence, with idx_mapping (the identity)
+ * and seq_lens (hostile too: a negative length, INT32_MAX) of num_reqs
+ * entries; a count of 0 is no buffer (NULL).
+ */
+typedef struct fenced_batch {
+  fenced qsl, positions, idx_mapping, seq_lens;
+  bool has_positions, has_requests;
+} fenced_batch;
+
+static fenced_batch fenced_batch_create(const hostile_batch *b, bool at_end) {
+  static const int32_t identity[MAX_REQS] = {0, 1, 2, 3};
+  static const int32_t seq_lens[MAX_REQS] = {9, -3, INT32_MAX, 2};
+  fenced_batch f = {.has_positions = b->num_tokens > 0,
+                    .has_requests = b->num_reqs > 0};
+  f.qsl = fenced_create(b->query_start_loc, (b->num_reqs + 1) * sizeof(int32_t),
+                        at_end);
+  if (f.has_positions)
+    f.positions =
+        fenced_create(b->positions, b->num_tokens * sizeof(int64_t), at_end);
+  if (f.has_requests) {
+    size_t bytes = b->num_reqs * sizeof(int32_t);
+    f.idx_mapping = fenced_create(identity, bytes, at_end);
+    f.seq_lens = fenced_create(seq_lens, bytes, at_end);
+  }
+  return f;
+}
+
+/* Destroys the fences after checking that nothing wrote into the inputs. */
+static void fenced_batch_destroy(fenced_batch *f, const hostile_batch *b) {
+  ck_assert_msg(memcmp(f->qsl.data, b->query_start_loc,
+                       (b->num_reqs + 1) * sizeof(int32_t)) == 0,
+                "%s: query_start_loc was written", b->name);
+  if (f->has_positions)
+    ck_assert_msg(memcmp(f->positions.data, b->positions,
+                         b->num_tokens * sizeof(int64_t)) == 0,
+                  "%s: positions were written", b->name);
+  fenced_destroy(&f->qsl);
+  if (f->has_positions) fenced_destroy(&f->positions);
+  if (f->has_requests) {
+    fenced_destroy(&f->idx_mapping);
+    fenced_destroy(&f->seq_lens);
+  }
+}
+
+static clbt_step fenced_step(const hostile_batch *b, const fenced_batch *f,
+                             uint32_t flags) {
+  clbt_step step = CLBT_STEP_INIT;
+  step.flags = flags;
+  step.num_reqs = b->num_reqs;
+  step.num_reqs_padded = MAX_REQS; /* padding requests read no input */
+  step.num_tokens = b->num_tokens;
+  step.query_start_loc = f->qsl.buffer;
+  step.positions = f->has_positions ? f->positions.buffer : NULL;
+  step.idx_mapping = f->has_requests ? f->idx_mapping.buffer : NULL;
+  step.seq_lens = f->has_requests ? f->seq_lens.buffer : NULL;
+  return step;
+}
+
+/*
+ * A step with the gather and every part of the export, its padded
+ * requests past num_reqs, reads nothing outside its inputs and maps as the
+ * slot mapping does. Only batches that leave out row 3 have the hand
+ * slots: the step commits the host rows, row 3's {50} with them.
+ */
+START_TEST(steps_read_only_their_inputs) {
+  for (size_t i = 0; i < sizeof batches / sizeof batches[0]; ++i) {
+    const hostile_batch *b = &batches[i];
+    if (b->num_reqs > 3) continue;
+    for (int at_end = 0; at_end < 2; ++at_end) {
+      clbt_table *table = create_table();
+      fenced_batch f = fenced_batch_create(b, at_end);
+      clbt_step step = fenced_step(b, &f, CLBT_STEP_GATHER | CLBT_STEP_EXPORT);
+      step.export_flags = CLBT_EXPORT_CONTEXT | CLBT_EXPORT_DENSE;
+      clbt_test_poison(clbt_table_slot_mapping(table), MAX_TOKENS);
+      clbt_assert_ok(clbt_table_enqueue_step(table, &step, 0, NULL, NULL));
+      int64_t slots[MAX_TOKENS];
+      clbt_test_read(clbt_table_slot_mapping(table), sizeof slots, slots);
+      check_slots(b, slots, "step");
+      fenced_batch_destroy(&f, b);
+      clbt_table_destroy(table);
+    }
+  }
+}
+END_TEST
+
+/*
+ * The state slots of a NONE table read the same inputs (seq_lens among
+ * them) for the padded batch. Rows as create_table's: 0 = {10, 11},
+ * 1 = {20}, 2 = {40} once the step commits it, 3 = {50}. Whatever a
+ * request's length picks, each of its ids is one of its row's committed
+ * ids or the null block (0), and each padding request's is the null block.
+ */
+START_TEST(state_slots_read_only_their_inputs) {
+  static const int32_t row_ids[MAX_REQS][2] = {{10, 11}, {20}, {40}, {50}};
+  clbt_table_config none = config;
+  none.slot_mode = CLBT_SLOT_MODE_NONE;
+  for (size_t i = 0; i < sizeof batches / sizeof batches[0]; ++i) {
+    const hostile_batch *b = &batches[i];
+    for (int at_end = 0; at_end < 2; ++at_end) {
+      clbt_table *table = NULL;
+      clbt_assert_ok(clbt_table_create(clbt_test_device(), &none, &table));
+      clbt_assert_ok(clbt_table_append_row(table, 0, row_ids[0], 2));
+      clbt_assert_ok(clbt_table_append_row(table, 1, row_ids[1], 1));
+      clbt_assert_ok(clbt_table_append_row(table, 2, row_ids[2], 1));
+      clbt_assert_ok(clbt_table_append_row(table, 3, row_ids[3], 1));
+      fenced_batch f = fenced_batch_create(b, at_end);
+      clbt_step step =
+          fenced_step(b, &f, CLBT_STEP_GATHER | CLBT_STEP_STATE_SLOTS);
+      clbt_test_poison32(clbt_table_state_slots(table));
+      clbt_assert_ok(clbt_table_enqueue_step(table, &step, 0, NULL, NULL));
+      int32_t ids[MAX_REQS];
+      clbt_test_read(clbt_table_state_slots(table), sizeof ids, ids);
+      for (uint32_t r = 0; r < MAX_REQS; ++r) {
+        bool null = ids[r] == 0;
+        bool in_row = r < b->num_reqs &&
+                      (ids[r] == row_ids[r][0] || ids[r] == row_ids[r][1]);
+        ck_assert_msg(null || (in_row && ids[r] != 0),
+                      "%s: request %u's state id is %d", b->name, r, ids[r]);
+      }
+      fenced_batch_destroy(&f, b);
+      clbt_table_destroy(table);
+    }
+  }
+}
+END_TEST
+
+/*
+ * Token slots read the batch's query_start_loc and idx_mapping and an
+ * index matrix, each against a fence. Row t's first index is token t's
+ * position where it fits int32 (else -1, none) and its second -1, so that
+ * the first column must hold the slot mapping's slots and the second -1.
+ */
+START_TEST(token_slots_read_only_their_inputs) {
+  for (size_t i = 0; i < sizeof batches / sizeof batches[0]; ++i) {
+    const hostile_batch *b = &batches[i];
+    if (b->num_tokens == 0) continue; /* no matrix to fence */
+    int32_t indices[MAX_TOKENS][2];
+    for (uint32_t t = 0; t < b->num_tokens; ++t) {
+      int64_t p = b->positions[t];
+      indices[t][0] = p >= INT32_MIN && p <= INT32_MAX ? (int32_t)p : -1;
+      indices[t][1] = -1;
+    }
+    size_t bytes = b->num_tokens * sizeof indices[0];
+    for (int at_end = 0; at_end < 2; ++at_end) {
+      clbt_table *table = create_table();
+      fenced_batch f = fenced_batch_create(b, at_end);
+      fenced matrix = fenced_create(indices, bytes, at_end);
+      cl_int error = CL_SUCCESS;
+      cl_mem out = clCreateBuffer(clbt_device_context(clbt_test_device()),
+                                  CL_MEM_READ_WRITE, bytes, NULL, &error);
+      ck_assert_int_eq(error, CL_SUCCESS);
+      clbt_test_poison32(out);
+      clbt_token_slots_request request = CLBT_TOKEN_SLOTS_INIT;
+      request.num_reqs = b->num_reqs;
+      request.num_rows = b->num_tokens;
+      request.indices_per_row = 2;
+      request.query_start_loc = f.qsl.buffer;
+      request.idx_mapping = f.has_requests ? f.idx_mapping.buffer : NULL;
+      request.token_indices = matrix.buffer;
+      request.token_slots = out;
+      clbt_assert_ok(
+          clbt_table_enqueue_token_slots(table, &request, 0, NULL, NULL));
+      int32_t got[MAX_TOKENS][2];
+      clbt_test_read(out, bytes, got);
+      for (uint32_t t = 0; t < b->num_tokens; ++t)
+        ck_assert_msg(got[t][0] == b->expected[t] && got[t][1] == PAD,
+                      "%s: row %u holds %d, %d, not %lld, -1", b->name, t,
+                      got[t][0], got[t][1], (long long)b->expected[t]);
+      ck_assert_msg(memcmp(matrix.data, indices, bytes) == 0,
+                    "%s: the index matrix was written", b->name);
+      clReleaseMemObject(out);
+      fenced_destroy(&matrix);
+      fenced_batch_destroy(&f, b);
+      clbt_table_destroy(table);
+    }
+  }
+}
+END_TEST
+
 START_TEST(hostile_batches_map_to_pad_and_are_counted) {
   clbt_table *table = create_table();
   for (size_t i = 0; i < sizeof batches / sizeof batches[0]; ++i) {
@@ -223,6 +405,9 @@ int main(void) {
   tcase_set_timeout(tc, 0);
   tcase_add_test(tc, buffers_use_host_memory_in_place);
   tcase_add_test(tc, hostile_batches_map_to_pad_and_are_counted);
+  tcase_add_test(tc, steps_read_only_their_inputs);
+  tcase_add_test(tc, state_slots_read_only_their_inputs);
+  tcase_add_test(tc, token_slots_read_only_their_inputs);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }
