@@ -6,6 +6,7 @@
  * the design could make to it (issue 18's "next to try") would save, and
  * whether a NULL buffer costs what a real one does.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,6 +44,8 @@ typedef struct variant {
   argument arguments[MAX_ARGUMENTS];
 } variant;
 
+#define RECORD_AND_LAYOUT \
+  { STEP_RECORD_AND_LAYOUT, 0 }
 #define RECORD \
   { STEP_RECORD, 0 }
 #define VALUE(n) \
@@ -68,15 +71,7 @@ static const variant variants[] = {
      {RECORD, VALUE(LAYOUT_BYTES), SET, SET, UNSET, UNSET, UNSET, CACHE, SET}},
     {"the layout in the record",
      10,
-     {{STEP_RECORD_AND_LAYOUT, 0},
-      SET,
-      SET,
-      UNSET,
-      UNSET,
-      UNSET,
-      UNSET,
-      UNSET,
-      CACHE,
+     {RECORD_AND_LAYOUT, SET, SET, UNSET, UNSET, UNSET, UNSET, UNSET, CACHE,
       SET}},
     {"a 512-byte record",
      11,
@@ -117,6 +112,18 @@ static void argument_bytes(const bench *b, const variant *v, size_t *bytes) {
       bytes[a] += RECORD_HEAD_BYTES + 4 * words;
 }
 
+/* Appends to source at *used, never past size (a full source fails to
+   build, loudly). */
+static void append(char *source, size_t size, size_t *used, const char *format,
+                   ...) {
+  if (*used >= size) return;
+  va_list values;
+  va_start(values, format);
+  int added = vsnprintf(source + *used, size - *used, format, values);
+  va_end(values);
+  if (added > 0) *used += (size_t)added;
+}
+
 /* "__kernel void bench_arguments(r0 a0, __global int *a1, ...) {}", each
    by-value struct a type of its own size. */
 static void write_source(const variant *v, const size_t *bytes, char *source,
@@ -124,23 +131,20 @@ static void write_source(const variant *v, const size_t *bytes, char *source,
   size_t used = 0;
   for (uint32_t a = 0; a < v->count; ++a)
     if (v->arguments[a].kind <= BY_VALUE)
-      used += (size_t)snprintf(source + used, size - used,
-                               "typedef struct { uint w[%zu]; } r%u;\n",
-                               bytes[a] / 4, (unsigned)a);
-  used += (size_t)snprintf(source + used, size - used,
-                           "__kernel void bench_arguments(");
+      append(source, size, &used, "typedef struct { uint w[%zu]; } r%u;\n",
+             bytes[a] / 4, (unsigned)a);
+  append(source, size, &used, "__kernel void bench_arguments(");
   for (uint32_t a = 0; a < v->count; ++a) {
     const char *separator = a ? ", " : "";
     argument_kind kind = v->arguments[a].kind;
     if (kind <= BY_VALUE)
-      used += (size_t)snprintf(source + used, size - used, "%sr%u a%u",
-                               separator, (unsigned)a, (unsigned)a);
+      append(source, size, &used, "%sr%u a%u", separator, (unsigned)a,
+             (unsigned)a);
     else
-      used += (size_t)snprintf(
-          source + used, size - used, "%s%s int *a%u", separator,
-          kind == LOCAL ? "__local" : "__global", (unsigned)a);
+      append(source, size, &used, "%s%s int *a%u", separator,
+             kind == LOCAL ? "__local" : "__global", (unsigned)a);
   }
-  snprintf(source + used, size - used, ") {}\n");
+  append(source, size, &used, ") {}\n");
 }
 
 typedef struct launch {
