@@ -264,7 +264,10 @@ END_TEST
 
 START_TEST(key_covers_the_options) {
   prepare_and_check();
-  setenv("CLBT_BUILD_OPTIONS", "-DTEST_VARIANT=3", 1);
+  /* Variant 1 again (this test's cache directory is new): on PoCL a store
+     compiles every kernel of the program, half a minute on a loaded
+     2-core machine, unless PoCL's own cache has it from the test above. */
+  setenv("CLBT_BUILD_OPTIONS", "-DTEST_VARIANT=1", 1);
   prepare_and_check();
   ck_assert(logged(CLBT_LOG_DEBUG, "built a program from source"));
   ck_assert_int_eq(clbt_test_count_files(directory, NULL, 0), 2);
