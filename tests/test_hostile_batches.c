@@ -288,10 +288,10 @@ END_TEST
 
 /*
  * The state slots of a NONE table read the same inputs (seq_lens among
- * them) for the padded batch. Rows as create_table's: 0 = {10, 11},
- * 1 = {20}, 2 = {40} once the step commits it, 3 = {50}. Whatever a
- * request's length picks, each of its ids is one of its row's committed
- * ids or the null block (0), and each padding request's is the null block.
+ * them) for the padded batch. Rows 0 = {10, 11}, 1 = {20}, 2 = {40} and
+ * 3 = {50}, which the step itself commits. Whatever a request's length
+ * picks, each of its ids is one of its row's ids or the null block (0),
+ * and each padding request's is the null block.
  */
 START_TEST(state_slots_read_only_their_inputs) {
   static const int32_t row_ids[MAX_REQS][2] = {{10, 11}, {20}, {40}, {50}};

@@ -115,6 +115,12 @@ static void argument_bytes(const bench *b, const variant *v, size_t *bytes) {
 /* Appends to source at *used, never past size (a full source fails to
    build, loudly). */
 static void append(char *source, size_t size, size_t *used, const char *format,
+                   ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static void append(char *source, size_t size, size_t *used, const char *format,
                    ...) {
   if (*used >= size) return;
   va_list values;
