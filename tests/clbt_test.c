@@ -174,6 +174,20 @@ bool clbt_test_chance(uint32_t percent) {
   return clbt_test_below(100) < percent;
 }
 
+clbt_multi_table_config clbt_test_shape(uint32_t max_num_reqs,
+                                        uint32_t max_num_batched_tokens,
+                                        uint32_t cp_world_size,
+                                        uint32_t cp_rank,
+                                        uint32_t cp_interleave_size) {
+  clbt_multi_table_config shape = CLBT_MULTI_TABLE_CONFIG_INIT;
+  shape.max_num_reqs = max_num_reqs;
+  shape.max_num_batched_tokens = max_num_batched_tokens;
+  shape.cp_world_size = cp_world_size;
+  shape.cp_rank = cp_rank;
+  shape.cp_interleave_size = cp_interleave_size;
+  return shape;
+}
+
 uint32_t clbt_test_create_tables(const clbt_multi_table_config *shape,
                                  const clbt_group_config *group_configs,
                                  uint32_t num_groups, clbt_multi_table **multi,

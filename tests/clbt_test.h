@@ -40,6 +40,13 @@ uint64_t clbt_test_random(void);         /* 64 random bits */
 uint32_t clbt_test_below(uint32_t n);    /* in [0, n); 0 when n is 0 */
 bool clbt_test_chance(uint32_t percent); /* true percent times in 100 */
 
+/* A multi-group config's batch limits and CP layout, with no groups yet. */
+clbt_multi_table_config clbt_test_shape(uint32_t max_num_reqs,
+                                        uint32_t max_num_batched_tokens,
+                                        uint32_t cp_world_size,
+                                        uint32_t cp_rank,
+                                        uint32_t cp_interleave_size);
+
 /*
  * The tables of a suite's scenario: with num_groups > 0, a multi-group
  * table of those groups (*multi), each group's table in groups[g]; with

@@ -11,7 +11,6 @@
 
 #include <inttypes.h>
 #include <stdlib.h>
-#include <time.h>
 
 START_TEST(device_agrees_with_the_reference) {
   uint64_t seed = clbt_test_seed("differential");

@@ -227,18 +227,6 @@ typedef struct exported {
       page_table[MAX_REQS * 24];
 } exported;
 
-static void poison(cl_mem buffer) {
-  size_t size = 0;
-  const int32_t value = CLBT_TEST_POISON32;
-  cl_command_queue queue = clbt_device_queue(clbt_test_device());
-  ck_assert_int_eq(clGetMemObjectInfo(buffer, CL_MEM_SIZE, sizeof size, &size,
-                                      NULL),
-                   CL_SUCCESS);
-  ck_assert_int_eq(clEnqueueFillBuffer(queue, buffer, &value, sizeof value, 0,
-                                       size, 0, NULL, NULL),
-                   CL_SUCCESS);
-}
-
 static clbt_export_buffers buffers_of(const world *w, uint32_t rank,
                                       uint32_t g) {
   clbt_export_buffers b = CLBT_EXPORT_BUFFERS_INIT;
@@ -257,7 +245,8 @@ static void poison_all(const world *w) {
                             b.dcp_local_seq_lens, b.max_seq_len,
                             b.context_kv_indptr, b.context_kv_indices,
                             b.context_kv_last_page_len, b.page_table};
-      for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) poison(all[i]);
+      for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i)
+        clbt_test_poison32(all[i]);
     }
 }
 

@@ -14,10 +14,6 @@
  */
 #include "clbt_test.h"
 
-#include <inttypes.h>
-#include <stdlib.h>
-#include <time.h>
-
 #define MAX_GROUPS 10
 #define MAX_REQS 6
 #define MAX_TOKENS 64
@@ -200,12 +196,8 @@ enum { NUM_SCENARIOS = sizeof scenarios / sizeof scenarios[0] };
 
 static void subject_create(subject *s, const scenario *sc, uint32_t rank) {
   memset(s, 0, sizeof *s);
-  clbt_multi_table_config shape = CLBT_MULTI_TABLE_CONFIG_INIT;
-  shape.max_num_reqs = MAX_REQS;
-  shape.max_num_batched_tokens = MAX_TOKENS;
-  shape.cp_world_size = sc->ranks;
-  shape.cp_rank = rank;
-  shape.cp_interleave_size = sc->cp_interleave;
+  clbt_multi_table_config shape =
+      clbt_test_shape(MAX_REQS, MAX_TOKENS, sc->ranks, rank, sc->cp_interleave);
   s->num_groups = clbt_test_create_tables(&shape, sc->groups, sc->num_groups,
                                           &s->multi, &s->single, s->groups);
   for (uint32_t g = 0; g < s->num_groups; ++g) {

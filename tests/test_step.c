@@ -14,7 +14,6 @@
 
 #include <inttypes.h>
 #include <stdlib.h>
-#include <time.h>
 
 #define MAX_GROUPS 4
 

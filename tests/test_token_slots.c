@@ -17,9 +17,7 @@
  */
 #include "clbt_test.h"
 
-#include <inttypes.h>
 #include <stdlib.h>
-#include <time.h>
 
 #define MAX_GROUPS 10
 #define MAX_RANKS 2
@@ -82,22 +80,9 @@ START_TEST(worked_example) {
   enqueue_and_wait(table, NULL, &request);
   int32_t slots[16];
   clbt_test_read(out, sizeof slots, slots);
-  const int32_t expected[16] = {28,
-                                13,
-                                -1,
-                                15,
-                                -1,
-                                -1,
-                                23,
-                                -1,
-                                20,
-                                -1,
-                                -1,
-                                -1,
-                                CLBT_TEST_POISON32,
-                                CLBT_TEST_POISON32,
-                                CLBT_TEST_POISON32,
-                                CLBT_TEST_POISON32};
+  const int32_t P = CLBT_TEST_POISON32;
+  const int32_t expected[16] = {28, 13, -1, 15, -1, -1, 23, -1,
+                                20, -1, -1, -1, P,  P,  P,  P};
   for (int i = 0; i < 16; ++i)
     ck_assert_msg(slots[i] == expected[i], "entry %d is %d, expected %d", i,
                   slots[i], expected[i]);
@@ -312,12 +297,8 @@ enum { NUM_SCENARIOS = sizeof scenarios / sizeof scenarios[0] };
 
 static void subject_create(subject *s, const scenario *sc, uint32_t rank) {
   memset(s, 0, sizeof *s);
-  clbt_multi_table_config shape = CLBT_MULTI_TABLE_CONFIG_INIT;
-  shape.max_num_reqs = MAX_REQS;
-  shape.max_num_batched_tokens = MAX_TOKENS;
-  shape.cp_world_size = sc->ranks;
-  shape.cp_rank = rank;
-  shape.cp_interleave_size = sc->cp_interleave;
+  clbt_multi_table_config shape =
+      clbt_test_shape(MAX_REQS, MAX_TOKENS, sc->ranks, rank, sc->cp_interleave);
   s->num_groups = clbt_test_create_tables(&shape, sc->groups, sc->num_groups,
                                           &s->multi, &s->single, s->groups);
   for (uint32_t g = 0; g < s->num_groups; ++g) {
