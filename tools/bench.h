@@ -111,6 +111,11 @@ void bench_restart_clock(bench *b);
 void bench_time(bench *b, size_t count, const bench_call *calls,
                 double *medians);
 
+/* Kernel name of source, built on the bench's device; *program gets its
+   program (the caller releases both). */
+cl_kernel bench_kernel(const bench *b, const char *source, const char *name,
+                       cl_program *program);
+
 /* A bench_call's run: the empty kernel, on the timed queue, or on the
    profiling queue when event is not NULL. */
 void bench_run_empty(bench *b, void *context, cl_event *event);

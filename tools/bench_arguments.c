@@ -44,58 +44,45 @@ typedef struct variant {
   argument arguments[MAX_ARGUMENTS];
 } variant;
 
-#define RECORD_AND_LAYOUT \
-  { STEP_RECORD_AND_LAYOUT, 0 }
-#define RECORD \
-  { STEP_RECORD, 0 }
-#define VALUE(n) \
-  { BY_VALUE, n }
-#define SET \
-  { BUFFER, 0 }
-#define UNSET \
-  { NULL_BUFFER, 0 }
-#define CACHE \
-  { LOCAL, LOCAL_BYTES }
+/* clang-format off */
+/* A variant named name with the arguments listed, counted. */
+#define VARIANT(name, ...) \
+  {name, sizeof((argument[]){__VA_ARGS__}) / sizeof(argument), {__VA_ARGS__}}
+#define RECORD_AND_LAYOUT {STEP_RECORD_AND_LAYOUT, 0}
+#define RECORD {STEP_RECORD, 0}
+#define VALUE(n) {BY_VALUE, n}
+#define SET {BUFFER, 0}
+#define UNSET {NULL_BUFFER, 0}
+#define CACHE {LOCAL, LOCAL_BYTES}
 
 /* The step's list for a steady v1 step (query_start_loc and positions
    set, idx_mapping, seq_lens, the token slots' two and the packet NULL),
    then one change at a time. */
 static const variant variants[] = {
-    {"one buffer", 1, {SET}},
-    {"the step's, one group",
-     11,
-     {RECORD, VALUE(LAYOUT_BYTES), SET, SET, UNSET, UNSET, UNSET, UNSET, UNSET,
-      CACHE, SET}},
-    {"without the token slots' buffers",
-     9,
-     {RECORD, VALUE(LAYOUT_BYTES), SET, SET, UNSET, UNSET, UNSET, CACHE, SET}},
-    {"the layout in the record",
-     10,
-     {RECORD_AND_LAYOUT, SET, SET, UNSET, UNSET, UNSET, UNSET, UNSET, CACHE,
-      SET}},
-    {"a 512-byte record",
-     11,
-     {VALUE(SMALL_RECORD_BYTES), VALUE(LAYOUT_BYTES), SET, SET, UNSET, UNSET,
-      UNSET, UNSET, UNSET, CACHE, SET}},
-    {"ten buffers, all set",
-     10,
-     {SET, SET, SET, SET, SET, SET, SET, SET, SET, SET}},
-    {"ten buffers, all NULL",
-     10,
-     {UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, UNSET}},
+    VARIANT("one buffer", SET),
+    VARIANT("the step's, one group", RECORD, VALUE(LAYOUT_BYTES), SET, SET,
+            UNSET, UNSET, UNSET, UNSET, UNSET, CACHE, SET),
+    VARIANT("without the token slots' buffers", RECORD, VALUE(LAYOUT_BYTES),
+            SET, SET, UNSET, UNSET, UNSET, CACHE, SET),
+    VARIANT("the layout in the record", RECORD_AND_LAYOUT, SET, SET, UNSET,
+            UNSET, UNSET, UNSET, UNSET, CACHE, SET),
+    VARIANT("a 512-byte record", VALUE(SMALL_RECORD_BYTES),
+            VALUE(LAYOUT_BYTES), SET, SET, UNSET, UNSET, UNSET, UNSET, UNSET,
+            CACHE, SET),
+    VARIANT("ten buffers, all set", SET, SET, SET, SET, SET, SET, SET, SET,
+            SET, SET),
+    VARIANT("ten buffers, all NULL", UNSET, UNSET, UNSET, UNSET, UNSET, UNSET,
+            UNSET, UNSET, UNSET, UNSET),
 };
+/* clang-format on */
 enum { NUM_VARIANTS = sizeof variants / sizeof variants[0] };
 
 /* Each argument's bytes: the step's record takes the largest packet of
-   at most MAX_PACKET_WORDS, a power of two, that the device's argument
-   space leaves beside the rest (pointers counted at 8 bytes), as the
-   step's does. */
-static void argument_bytes(const bench *b, const variant *v, size_t *bytes) {
-  size_t room = 0, others = 0;
-  bench_check_cl(
-      clGetDeviceInfo(clbt_device_id(b->device), CL_DEVICE_MAX_PARAMETER_SIZE,
-                      sizeof room, &room, NULL),
-      "CL_DEVICE_MAX_PARAMETER_SIZE");
+   at most MAX_PACKET_WORDS, a power of two, that room, the device's
+   argument space, leaves beside the rest (pointers counted at 8 bytes), as
+   the step's does. */
+static void argument_bytes(const variant *v, size_t room, size_t *bytes) {
+  size_t others = 0;
   for (uint32_t a = 0; a < v->count; ++a) {
     argument_kind kind = v->arguments[a].kind;
     bytes[a] = kind == BY_VALUE || kind == LOCAL ? v->arguments[a].bytes
@@ -153,18 +140,11 @@ static void write_source(const variant *v, const size_t *bytes, char *source,
   append(source, size, &used, ") {}\n");
 }
 
-typedef struct launch {
-  cl_kernel kernel;
-  cl_command_queue queue;
-} launch;
-
-static void run_launch(bench *b, void *context, cl_event *event) {
-  (void)b;
+static void run_kernel(bench *b, void *kernel, cl_event *event) {
   (void)event;
-  const launch *l = context;
   size_t one = 1;
-  bench_check_cl(clEnqueueNDRangeKernel(l->queue, l->kernel, 1, NULL, &one,
-                                        &one, 0, NULL, NULL),
+  bench_check_cl(clEnqueueNDRangeKernel(b->queue, kernel, 1, NULL, &one, &one,
+                                        0, NULL, NULL),
                  "the arguments kernel");
 }
 
@@ -174,15 +154,8 @@ static cl_kernel build_kernel(bench *b, const variant *v, const size_t *bytes,
                               cl_mem buffer, cl_program *program) {
   char source[2048];
   write_source(v, bytes, source, sizeof source);
-  const char *text = source;
+  cl_kernel kernel = bench_kernel(b, source, "bench_arguments", program);
   cl_int error = CL_SUCCESS;
-  cl_device_id id = clbt_device_id(b->device);
-  *program = clCreateProgramWithSource(b->context, 1, &text, NULL, &error);
-  bench_check_cl(error, "clCreateProgramWithSource");
-  bench_check_cl(clBuildProgram(*program, 1, &id, "", NULL, NULL),
-                 "clBuildProgram");
-  cl_kernel kernel = clCreateKernel(*program, "bench_arguments", &error);
-  bench_check_cl(error, "clCreateKernel");
   static const unsigned char
       zeros[RECORD_HEAD_BYTES + 4 * MAX_PACKET_WORDS + LAYOUT_BYTES];
   for (uint32_t a = 0; a < v->count; ++a) {
@@ -212,18 +185,23 @@ void bench_arguments(bench *b) {
   cl_mem buffer =
       clCreateBuffer(b->context, CL_MEM_READ_WRITE, 4096, NULL, &error);
   bench_check_cl(error, "clCreateBuffer");
+  size_t room = 0;
+  bench_check_cl(
+      clGetDeviceInfo(clbt_device_id(b->device), CL_DEVICE_MAX_PARAMETER_SIZE,
+                      sizeof room, &room, NULL),
+      "CL_DEVICE_MAX_PARAMETER_SIZE");
   for (size_t i = 0; i < NUM_VARIANTS; ++i) {
     const variant *v = &variants[i];
     size_t bytes[MAX_ARGUMENTS], by_value = 0;
-    argument_bytes(b, v, bytes);
+    argument_bytes(v, room, bytes);
     for (uint32_t a = 0; a < v->count; ++a)
       if (v->arguments[a].kind <= BY_VALUE) by_value += bytes[a];
     cl_program program;
-    launch l = {build_kernel(b, v, bytes, buffer, &program), b->queue};
+    cl_kernel kernel = build_kernel(b, v, bytes, buffer, &program);
     const bench_call calls[] = {{bench_run_empty, NULL, BENCH_ENQUEUE_ONLY},
-                                {run_launch, &l, BENCH_ENQUEUE_ONLY},
+                                {run_kernel, kernel, BENCH_ENQUEUE_ONLY},
                                 {bench_run_empty, NULL, BENCH_TO_COMPLETION},
-                                {run_launch, &l, BENCH_TO_COMPLETION}};
+                                {run_kernel, kernel, BENCH_TO_COMPLETION}};
     double us[4];
     bench_time(b, 4, calls, us);
     report *record = bench_record(section, v->name);
@@ -233,7 +211,7 @@ void bench_arguments(bench *b) {
     report_number(record, "enqueue_over", us[1] / us[0], 2);
     report_number(record, "call_us", us[3], 2);
     report_number(record, "call_over", us[3] / us[2], 2);
-    clReleaseKernel(l.kernel);
+    clReleaseKernel(kernel);
     clReleaseProgram(program);
   }
   clReleaseMemObject(buffer);

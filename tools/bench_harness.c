@@ -220,6 +220,19 @@ bool bench_selected(const bench *b, const char *name) {
 /* ---- the device -----------------------------------------------------------
  */
 
+cl_kernel bench_kernel(const bench *b, const char *source, const char *name,
+                       cl_program *program) {
+  cl_int error = CL_SUCCESS;
+  cl_device_id id = clbt_device_id(b->device);
+  *program = clCreateProgramWithSource(b->context, 1, &source, NULL, &error);
+  bench_check_cl(error, "clCreateProgramWithSource");
+  bench_check_cl(clBuildProgram(*program, 1, &id, "", NULL, NULL),
+                 "clBuildProgram");
+  cl_kernel kernel = clCreateKernel(*program, name, &error);
+  bench_check_cl(error, "clCreateKernel");
+  return kernel;
+}
+
 /*
  * The selected device as clbt_device_open gives it (an in-order queue
  * without profiling, where calls are timed), and a second handle on the
@@ -237,14 +250,8 @@ void bench_open(bench *b) {
   bench_check(
       clbt_device_wrap(b->context, id, b->profiling_queue, &b->profiled),
       "clbt_device_wrap");
-  const char *source = "__kernel void bench_empty(void) {}";
-  b->empty_program =
-      clCreateProgramWithSource(b->context, 1, &source, NULL, &error);
-  bench_check_cl(error, "clCreateProgramWithSource");
-  bench_check_cl(clBuildProgram(b->empty_program, 1, &id, "", NULL, NULL),
-                 "clBuildProgram");
-  b->empty = clCreateKernel(b->empty_program, "bench_empty", &error);
-  bench_check_cl(error, "clCreateKernel");
+  b->empty = bench_kernel(b, "__kernel void bench_empty(void) {}",
+                          "bench_empty", &b->empty_program);
   char selector[CLBT_SELECTOR_SIZE] = "?", name[256] = "?", driver[128] = "?";
   clbt_device_selector(id, selector, sizeof selector);
   clGetDeviceInfo(id, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
