@@ -20,6 +20,15 @@ clbt_status clbt__check_row(const clbt_table *table, const char *name,
   return CLBT_SUCCESS;
 }
 
+/* Whether every id is in [0, largest]: a loop with no early exit, which
+   compilers vectorise (a replaced row checks hundreds of ids). */
+static bool ids_within(const int32_t *ids, size_t n, int32_t largest) {
+  uint32_t outside = 0;
+  for (size_t i = 0; i < n; ++i)
+    outside |= (uint32_t)(ids[i] < 0) | (uint32_t)(ids[i] > largest);
+  return outside == 0;
+}
+
 clbt_status clbt__check_append(const clbt_table *table, uint32_t row,
                                const int32_t *block_ids, size_t n,
                                bool replace) {
@@ -45,12 +54,12 @@ clbt_status clbt__check_append(const clbt_table *table, uint32_t row,
                       "no block id fits: block_size / kernel_block_size = %u "
                       "kernel blocks per id exceed INT32_MAX + 1",
                       (unsigned)per_block);
-  for (size_t i = 0; i < n; ++i)
-    if (block_ids[i] < 0 || block_ids[i] > largest)
-      return clbt__fail(CLBT_INVALID_BLOCK_ID,
-                        "block_ids[%zu] = %d is outside [0, %d]", i,
-                        (int)block_ids[i], (int)largest);
-  return CLBT_SUCCESS;
+  if (ids_within(block_ids, n, (int32_t)largest)) return CLBT_SUCCESS;
+  size_t i = 0;
+  while (block_ids[i] >= 0 && block_ids[i] <= largest) ++i;
+  return clbt__fail(CLBT_INVALID_BLOCK_ID,
+                    "block_ids[%zu] = %d is outside [0, %d]", i,
+                    (int)block_ids[i], (int)largest);
 }
 
 /* Columns from the extent on are zero: keep it at or past every write. */
