@@ -88,8 +88,13 @@ enum {
 /* The most groups one launch serves. */
 #define CLBT_LAUNCH_GROUPS 8
 
-/* The largest work-group the host launches (src/queue.c, clbt__geometry). */
+/* The largest work-group the host launches (src/launch.c). */
 #define CLBT_MAX_WORK_GROUP_SIZE 256
+
+/* The export's requests a work-group plans at a time in local memory, and
+   the work-items that copy one request's pages together (cl/export.cl). */
+#define CLBT_EXPORT_CHUNK 1024
+#define CLBT_EXPORT_LANES 32
 
 /* The kernel's names for the host's types. */
 #ifdef __OPENCL_VERSION__
@@ -133,7 +138,7 @@ typedef struct clbt_group_layout {
   } name;
 
 /*
- * What a launch does (clbt_launch_record.work): SCATTER, TOKEN_SLOTS, or
+ * What a launch does (clbt_record_head.work): SCATTER, TOKEN_SLOTS, or
  * any of MAP, GATHER, EXPORT and STATE_SLOTS, with the flags. SCATTER
  * spreads the packet over the whole grid and does nothing else; the others
  * apply it first, each work-group all of it (a folded commit).
@@ -152,26 +157,65 @@ typedef struct clbt_group_layout {
 #define CLBT_WORK_STATE_SLOTS 0x400u /* the NONE groups' state slots */
 #define CLBT_WORK_TOKEN_SLOTS 0x800u /* token_indices to token_slots */
 
+/* The work bits that are parts of the kernel's code; the others are flags
+   every entry reads. */
+#define CLBT_WORK_PARTS                                            \
+  (CLBT_WORK_SCATTER | CLBT_WORK_MAP | CLBT_WORK_GATHER |          \
+   CLBT_WORK_EXPORT | CLBT_WORK_STATE_SLOTS | CLBT_WORK_TOKEN_SLOTS)
+
 /*
- * One launch's record, its first argument, by value: what it does, its
- * batch, and a commit packet small enough to travel with it (inline; the
- * host passes CLBT_INLINE_WORDS words of it, what the device's argument
- * space leaves, at most CLBT_INLINE_PACKET_WORDS). A commit packet, in
- * 32-bit words: per group g, the count of its length pairs and of its
- * cell triples, then each group's section in order: its (row, length)
- * pairs, then its (row, column, block id) triples. The host checked every
- * row and column.
+ * The step kernel's entries, X(NAME, name, parts): one kernel function per
+ * set of parts, compiled with only those parts' code, so that a driver
+ * that compiles a kernel at its first launch (PoCL: about 0.3 s for the
+ * slot mapping against 2 s for every part together) compiles only what a
+ * table uses. A launch takes the first entry, in this order, whose parts
+ * hold its work's; the record's work bits say which of them it runs.
  */
-#define CLBT_INLINE_PACKET_WORDS 512
+#define CLBT_STEP_ENTRIES(X)                                              \
+  X(SCATTER, scatter, CLBT_WORK_SCATTER)                                  \
+  X(MAP, map, CLBT_WORK_MAP)                                              \
+  X(GATHER, gather, CLBT_WORK_MAP | CLBT_WORK_GATHER)                     \
+  X(EXPORT, export, CLBT_WORK_MAP | CLBT_WORK_GATHER | CLBT_WORK_EXPORT)  \
+  X(STATES, states,                                                       \
+    CLBT_WORK_MAP | CLBT_WORK_GATHER | CLBT_WORK_STATE_SLOTS)             \
+  X(FULL, full,                                                           \
+    CLBT_WORK_MAP | CLBT_WORK_GATHER | CLBT_WORK_EXPORT |                 \
+        CLBT_WORK_STATE_SLOTS)                                            \
+  X(TOKENS, tokens, CLBT_WORK_TOKEN_SLOTS)
+
+/*
+ * A commit packet, in 32-bit words: per group g, the count of its rows and
+ * of its ids, then each group's section in order: one entry per row (the
+ * row, its new length, the first column it writes, and where its ids
+ * start among the section's ids, ascending), then the ids, each row's run
+ * of changed columns in turn. A replaced row of n ids costs n + 4 words.
+ * The host checked every row and column.
+ */
 #define CLBT_PACKET_HEADER_WORDS_PER_GROUP 2
-#define CLBT_PACKET_LENGTH_WORDS 2 /* row, length */
-#define CLBT_PACKET_CELL_WORDS 3   /* row, column, block id */
-#define CLBT_LAUNCH_RECORD_HEAD(X)                                    \
+#define CLBT_PACKET_ROW_WORDS 4 /* row, length, first column, first id */
+#define CLBT_PACKET_ROW 0
+#define CLBT_PACKET_ROW_LENGTH 1
+#define CLBT_PACKET_ROW_COLUMN 2
+#define CLBT_PACKET_ROW_FIRST_ID 3
+
+/*
+ * A launch's record, its first argument, by value: what it does, its batch
+ * (the head), and a commit packet small enough to travel with it (inline).
+ * The record comes in up to CLBT_MAX_RECORD_CLASSES sizes, each kernel
+ * entry in each: a launch takes the smallest that holds its packet, since
+ * drivers copy every byte of it at every enqueue. The host passes the
+ * classes' packet words as CLBT_RECORD_WORDS_<c> (what the device's
+ * argument space leaves, at most CLBT_MAX_RECORD_WORDS).
+ */
+#define CLBT_MAX_RECORD_CLASSES 3
+#define CLBT_MAX_RECORD_WORDS 8192
+#define CLBT_RECORD_HEAD(X)                                           \
   X(cl_uint, version_low)  /* the version the packet's rows get */    \
   X(cl_uint, version_high)                                            \
   X(cl_uint, packet_at_low) /* PACKET_IN_BUFFER: the launch's part */ \
   X(cl_uint, packet_at_high)                                          \
   X(cl_uint, work)          /* CLBT_WORK_* */                         \
+  X(cl_uint, groups)        /* bit g: group g takes part */           \
   X(cl_uint, num_reqs)                                                \
   X(cl_uint, num_tokens)  /* TOKEN_SLOTS: the index matrix's rows */ \
   X(cl_uint, padded_reqs) /* entries gathered and exported */         \
@@ -182,24 +226,29 @@ typedef struct clbt_group_layout {
   X(cl_uint, token_section) /* TOKEN_SLOTS: the output section of the \
                                launch's first token-mapping group */
 
-/* A launch record whose packet holds `words` words (host: the most;
-   kernel: CLBT_INLINE_WORDS, what the device's argument space leaves). */
 #define CLBT_RECORD_FIELD(type, name) type name;
+typedef struct clbt_record_head {
+  CLBT_RECORD_HEAD(CLBT_RECORD_FIELD)
+} clbt_record_head;
+#undef CLBT_RECORD_FIELD
+
+/* A launch record whose packet holds `words` words. */
 #define CLBT_DECLARE_LAUNCH_RECORD(name, words) \
   typedef struct name {                         \
-    CLBT_LAUNCH_RECORD_HEAD(CLBT_RECORD_FIELD)  \
+    clbt_record_head head;                      \
     cl_uint packet[words];                      \
   } name;
 
 /*
- * The step kernel's arguments, X(NAME, type, name): its first one, the
- * rest, then per group g its storage. Each list comes as its first
- * argument and the rest, so that a parameter list is plain text with no
- * variadic macro to drop a leading comma: NVIDIA's OpenCL compiler (driver
- * 580) lost the last parameter of a list built that way, where PoCL's did
- * not. Buffers a launch does not read are NULL.
+ * The step kernel's arguments after its record, X(NAME, type, name):
+ * the layout, the batch's buffers, the packet's buffer when it was
+ * uploaded, and the storage of every group of the engine, one allocation
+ * (drivers charge every launch for every buffer argument). A list of
+ * plain entries, so that a parameter list is plain text with no variadic
+ * macro to drop a leading comma: NVIDIA's OpenCL compiler (driver 580)
+ * lost the last parameter of a list built that way, where PoCL's did not.
+ * Buffers a launch does not read are NULL.
  */
-#define CLBT_STEP_FIRST_ARGUMENT(X) X(RECORD, clbt_kernel_record, record)
 #define CLBT_STEP_ARGUMENTS(X)                                     \
   X(LAYOUT, clbt_kernel_layout, layout)                            \
   X(QUERY_START_LOC, __global const int *, query_start_loc)        \
@@ -209,8 +258,7 @@ typedef struct clbt_group_layout {
   X(TOKEN_INDICES, __global const int *, token_indices)            \
   X(TOKEN_SLOTS, __global int *, token_slots)                      \
   X(PACKET, __global const uint *, packet)                         \
-  X(QSL_CACHE, __local int *, qsl_cache)
-#define CLBT_STEP_GROUP_ARGUMENTS(X, g) X(g, STORAGE, __global int *, storage)
+  X(STORAGE, __global int *, storage)
 
 /*
  * In a kernel built for CLBT_NUM_GROUPS groups (1..8): X(g) for each g,

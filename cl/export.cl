@@ -9,7 +9,7 @@
  * context alone (what vLLM's BatchDCPPrefillWrapper reads) and a dense
  * page table of a pitch the caller chose (FA3's page_table, FlashMLA's
  * block_table, FlashInfer's block_tables). docs/semantics.md has the
- * rules; cl/step.cl runs it.
+ * rules; cl/step.cl runs it (export_groups, at the end).
  *
  * Batch request r reads row idx_mapping[r] (row r without idx_mapping; a
  * negative entry is padding). Its length is the last scheduled position +
@@ -18,13 +18,14 @@
  * densely in position order (slot_of), so the local length alone says how
  * many pages it reads and how full the last one is.
  *
- * Every work-group walks all the requests, a work-group's worth at a time,
- * scanning their page counts, context page counts and tokens (and the
- * longest length) in local memory: cheap, and it spares a second launch.
- * Work-group 0 writes the per-request arrays; each work-group copies the
- * page ids of its own requests (r = group id, + number of groups, ...),
- * all its work-items on one request at a time, so that neighbouring
- * work-items copy neighbouring ids.
+ * Every work-group scans all the requests, their page counts, context page
+ * counts and tokens (and the longest length), each work-item a run of them
+ * and one scan of the runs in local memory: cheap, and it spares a second
+ * launch. Work-group 0 writes the per-request arrays; the page ids are
+ * copied by lanes of CLBT_EXPORT_LANES work-items, a request to a lane
+ * group, the requests dealt over every work-group's lane groups, so that
+ * neighbouring work-items copy neighbouring ids and many requests are
+ * copied at once.
  */
 
 /* How many of positions [0, n) this rank owns, by slot_of's rule. */
@@ -140,16 +141,16 @@ static uint4 exclusive_scan(uint4 value, uint cap, __local uint4 *sums,
                             uint4 *total) {
   uint id = get_local_id(0), size = get_local_size(0);
   sums[id] = value;
-  barrier(CLK_LOCAL_MEM_FENCE);
+  SYNC(CLK_LOCAL_MEM_FENCE);
   for (uint step = 1; step < size; step *= 2) {
     uint4 before = id >= step ? sums[id - step] : (uint4)(0);
-    barrier(CLK_LOCAL_MEM_FENCE);
+    SYNC(CLK_LOCAL_MEM_FENCE);
     sums[id] = combine(before, sums[id], cap);
-    barrier(CLK_LOCAL_MEM_FENCE);
+    SYNC(CLK_LOCAL_MEM_FENCE);
   }
   *total = sums[size - 1];
   uint4 before = id ? sums[id - 1] : (uint4)(0);
-  barrier(CLK_LOCAL_MEM_FENCE);
+  SYNC(CLK_LOCAL_MEM_FENCE);
   return before;
 }
 
@@ -198,11 +199,15 @@ static export_regions regions_of(__global int *storage, clbt_group_layout at,
   return out;
 }
 
-/* What one work-group of the export knows of a chunk of requests: per
-   request, (page offset, pages, context page offset, context pages). */
+/*
+ * What a work-group of the export knows of a chunk of requests: per
+ * request, its page offset and context page offset (and the chunk's end
+ * after its last), and its row.
+ */
 typedef struct export_scratch {
-  __local uint4 *sums, *plans;
-  __local int *rows;
+  __local uint4 *sums;    /* [local size], the scan */
+  __local uint2 *offsets; /* [CLBT_EXPORT_CHUNK + 1] */
+  __local int *rows;      /* [CLBT_EXPORT_CHUNK] */
 } export_scratch;
 
 /* Request r's per-request entries; `through` is the scan up to and
@@ -221,37 +226,51 @@ static void write_request(export_regions out, uint r, request_export e,
   }
 }
 
-/* Request r's page ids, by every work-item of the work-group: its CSR
-   lists and its dense row, zero past its pages. */
-static void copy_request(export_regions out, uint r, uint4 plan, int row) {
-  uint id = get_local_id(0), size = get_local_size(0);
+/* Request r's page ids, by `lanes` work-items from `lane`: its CSR lists
+   and its dense row, zero past its pages. */
+static void copy_request(export_regions out, uint r, uint2 offset,
+                         uint2 next, int row, uint lane, uint lanes) {
+  uint pages = next.x - offset.x, context_pages = next.y - offset.y;
   __global const int *ids = out.rows + (ulong)max(row, 0) * out.row_stride;
-  for (uint p = id; p < plan.y; p += size) out.indices[plan.x + p] = ids[p];
+  for (uint p = lane; p < pages; p += lanes) out.indices[offset.x + p] = ids[p];
   if (out.context)
-    for (uint p = id; p < plan.w; p += size)
-      out.context_indices[plan.z + p] = ids[p];
+    for (uint p = lane; p < context_pages; p += lanes)
+      out.context_indices[offset.y + p] = ids[p];
   if (out.dense) {
     __global int *dense = out.page_table + (ulong)r * out.pitch;
-    for (uint p = id; p < out.pitch; p += size)
-      dense[p] = p < plan.y ? ids[p] : 0;
+    for (uint p = lane; p < out.pitch; p += lanes)
+      dense[p] = p < pages ? ids[p] : 0;
   }
 }
 
+/* The value a request adds to the scan: pages, context pages, tokens,
+   length. */
+static uint4 scanned(request_export e) {
+  return (uint4)(e.pages, e.context_pages, e.tokens, (uint)e.length);
+}
+
 /*
- * Exports one group for requests [0, padded), a chunk of a work-group's
- * size at a time; returns the requests this work-group counted as
- * rejected (work-group 0 counts them all).
+ * Exports one group for requests [0, padded), in chunks of up to
+ * CLBT_EXPORT_CHUNK requests (one, for most batches): each work-item
+ * takes a run of the chunk's requests and sums them, one scan of the runs
+ * gives every request its offsets, then lanes of work-items copy the
+ * requests' pages, one request to a lane group and the requests spread
+ * over every work-group. Returns the requests this work-group counted as
+ * rejected (work-group 0 counts them all, and writes the per-request
+ * arrays).
  */
 static uint export_group(const export_batch *batch, uint padded,
                          export_regions out, export_scratch scratch,
                          group_constants g) {
   uint id = get_local_id(0), size = get_local_size(0);
-  uint me = get_group_id(0), groups = get_num_groups(0);
-  bool writer = me == 0;
+  bool writer = get_group_id(0) == 0;
+  uint lanes = min(size, (uint)CLBT_EXPORT_LANES), lane = id % lanes;
+  uint lane_group = get_group_id(0) * (size / lanes) + id / lanes;
+  uint lane_groups = get_num_groups(0) * (size / lanes);
   uint rejected = 0, max_pages = out.dense ? out.pitch : UINT_MAX;
   int base = clamp(query_start(batch, 0), 0, (int)batch->num_tokens);
   uint cap = batch->num_tokens - (uint)base;
-  uint4 before = (uint4)(0);
+  uint4 carry = (uint4)(0);
   /* A NONE group exports nothing: no branch around the barriers below. */
   if (!out.exported) padded = 0;
   if (writer && id == 0 && out.exported) {
@@ -259,28 +278,56 @@ static uint export_group(const export_batch *batch, uint padded,
     out.subsequence_begins[0] = base;
     if (out.context) out.context_indptr[0] = 0;
   }
-  for (uint start = 0; start < padded; start += size) {
-    uint r = start + id;
-    request_export e = {-1, 0, 0, 0, 0, 0, 0, 0, 0, false};
-    if (r < padded) e = export_of(r, batch, out.row_lengths, max_pages, g);
-    uint4 own = (uint4)(e.pages, e.context_pages, e.tokens, (uint)e.length);
+  for (uint start = 0; start < padded; start += CLBT_EXPORT_CHUNK) {
+    uint count = min((uint)CLBT_EXPORT_CHUNK, padded - start);
+    uint begin, end;
+    share(count, id, size, &begin, &end);
+    uint4 run = (uint4)(0);
+    for (uint k = begin; k < end; ++k)
+      run = combine(run, scanned(export_of(start + k, batch, out.row_lengths,
+                                           max_pages, g)),
+                    cap);
     uint4 chunk;
     uint4 offset =
-        combine(before, exclusive_scan(own, cap, scratch.sums, &chunk), cap);
-    if (writer && r < padded) {
-      write_request(out, r, e, combine(offset, own, cap), base);
-      rejected += e.rejected;
+        combine(carry, exclusive_scan(run, cap, scratch.sums, &chunk), cap);
+    /* The run again: its reads are the ones just made. */
+    for (uint k = begin; k < end; ++k) {
+      request_export e =
+          export_of(start + k, batch, out.row_lengths, max_pages, g);
+      scratch.offsets[k] = (uint2)(offset.x, offset.y);
+      scratch.rows[k] = e.row;
+      offset = combine(offset, scanned(e), cap);
+      if (writer) {
+        write_request(out, start + k, e, offset, base);
+        rejected += e.rejected;
+      }
     }
-    scratch.plans[id] = (uint4)(offset.x, e.pages, offset.y, e.context_pages);
-    scratch.rows[id] = e.row;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    uint count = min(size, padded - start);
-    for (uint k = (me + groups - start % groups) % groups; k < count;
-         k += groups)
-      copy_request(out, start + k, scratch.plans[k], scratch.rows[k]);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    before = combine(before, chunk, cap);
+    if (id == 0) {
+      uint4 through = combine(carry, chunk, cap);
+      scratch.offsets[count] = (uint2)(through.x, through.y);
+    }
+    SYNC(CLK_LOCAL_MEM_FENCE);
+    for (uint k = lane_group; k < count; k += lane_groups)
+      copy_request(out, start + k, scratch.offsets[k], scratch.offsets[k + 1],
+                   scratch.rows[k], lane, lanes);
+    SYNC(CLK_LOCAL_MEM_FENCE);
+    carry = combine(carry, chunk, cap);
   }
-  if (writer && id == 0 && out.exported) out.max_seq_len[0] = (int)before.w;
+  if (writer && id == 0 && out.exported) out.max_seq_len[0] = (int)carry.w;
   return rejected;
+}
+
+/* Exports every token-mapping group that takes part: another group has
+   no export regions, and exports no requests. */
+static void export_groups(const export_batch *batch, uint padded,
+                          clbt_record_head head, clbt_kernel_layout layout,
+                          __global int *storage, export_scratch scratch) {
+  FOR_EACH_GROUP(g) {
+    clbt_group_layout at = layout.groups[g];
+    export_regions out =
+        regions_of(storage, at, maps_tokens(g) && takes_part(head, g),
+                   head.work, head.dense_pitch);
+    add_rejected(storage, at,
+                 export_group(batch, padded, out, scratch, group_table[g]));
+  }
 }

@@ -74,3 +74,38 @@ static uint write_state_slots(const state_request *request, uint b,
     ids[s] = first + s < length ? row[first + s] : null_block;
   return first + count > length ? 1 : 0;
 }
+
+/* What the state slots read of a launch. */
+typedef struct state_batch {
+  uint num_reqs, num_tokens, padded, max_num_reqs;
+  __global const int *query_start_loc;
+  __global const long *positions;
+  __global const int *seq_lens; /* NULL: from positions */
+  __global const int *idx_mapping;
+  bool has_idx_mapping;
+} state_batch;
+
+/* Each work-item takes a run of the padded batch's requests: a request's
+   row and length once, then its ids in every NONE group that takes part. */
+static void write_state_slot_groups(const state_batch *batch,
+                                    clbt_record_head head,
+                                    clbt_kernel_layout layout,
+                                    __global int *storage, uint *rejected) {
+  uint begin, end;
+  share(batch->padded, get_global_id(0), get_global_size(0), &begin, &end);
+  for (uint b = begin; b < end; ++b) {
+    state_request request = state_request_of(
+        b, batch->num_reqs, batch->num_tokens, batch->max_num_reqs,
+        batch->query_start_loc, batch->positions, batch->seq_lens,
+        batch->idx_mapping, batch->has_idx_mapping);
+    FOR_EACH_GROUP(g) {
+      if (maps_tokens(g) || !takes_part(head, g)) continue;
+      clbt_group_layout at = layout.groups[g];
+      rejected[g] += write_state_slots(
+          &request, b, head.state_slots, (int)head.state_null_block,
+          region(storage, at, CLBT_REGION_ROWS), at.row_stride,
+          region(storage, at, CLBT_REGION_ROW_LENGTHS),
+          region(storage, at, CLBT_REGION_STATE_SLOTS), group_table[g]);
+    }
+  }
+}

@@ -46,14 +46,71 @@ static token_row token_row_of(int request, uint num_reqs, bool batch_ok,
  * vLLM's) are -1 and counted.
  */
 static int token_slot_of(int index, token_row t, __global const int *row,
-                         uint row_length, uint *rejected, group_constants g) {
+                         uint row_stride, uint row_length, uint *rejected,
+                         group_constants g) {
   if (index == -1) return -1;
   if (t.row < 0) {
     if (t.counted) ++*rejected;
     return -1;
   }
-  long slot = slot_of((long)index, row, row_length, rejected, g);
+  long slot = slot_of((long)index, row, row_stride, row_length, rejected, g);
   if (slot <= INT_MAX) return (int)slot;
   ++*rejected;
   return -1;
+}
+
+/* What the token slots read of a launch: the index matrix's rows play the
+   batch's tokens. */
+typedef struct token_batch {
+  uint num_reqs, num_rows, indices_per_row, max_num_reqs;
+  QSL_SPACE const int *qsl;
+  __global const int *idx_mapping;
+  bool has_idx_mapping, well_formed;
+  __global const int *token_indices;
+  __global int *token_slots;
+} token_batch;
+
+/*
+ * Each work-item takes a run of the matrix's entries (row-major, k to a
+ * row): it finds the request of the run's first row by binary search and
+ * advances it row by row, and writes each of the row's entries in the run
+ * to the section of every token-mapping group that takes part, one loop a
+ * group, so that each runs down the row's indices with unit stride.
+ */
+static void write_token_slot_groups(const token_batch *batch,
+                                    clbt_record_head head,
+                                    clbt_kernel_layout layout,
+                                    __global int *storage, uint *rejected) {
+  uint k = batch->indices_per_row, entries = batch->num_rows * k;
+  uint begin, end;
+  share(entries, get_global_id(0), get_global_size(0), &begin, &end);
+  /* A run of no entries (k may be 0) has no rows. */
+  bool runs = begin < end;
+  uint first = runs ? begin / k : 1, last = runs ? (end - 1) / k : 0;
+  bool ok = batch->well_formed;
+  int request =
+      runs && ok ? find_request(batch->qsl, batch->num_reqs, (int)first) : -1;
+  for (uint i = first; i <= last; ++i) {
+    uint start = i * k, from = max(begin, start);
+    uint to = start + min(k, end - start); /* no wrap past 2^32 */
+    while (ok && request < (int)batch->num_reqs &&
+           batch->qsl[request + 1] <= (int)i)
+      ++request;
+    token_row t = token_row_of(request, batch->num_reqs, ok,
+                               batch->max_num_reqs, batch->idx_mapping,
+                               batch->has_idx_mapping);
+    uint section = head.token_section;
+    FOR_EACH_GROUP(g) {
+      if (!maps_tokens(g) || !takes_part(head, g)) continue;
+      clbt_group_layout at = layout.groups[g];
+      __global int *out = batch->token_slots + section++ * (ulong)entries;
+      uint length = t.row >= 0
+          ? (uint)region(storage, at, CLBT_REGION_ROW_LENGTHS)[t.row] : 0;
+      __global const int *row = region(storage, at, CLBT_REGION_ROWS) +
+                                (ulong)max(t.row, 0) * at.row_stride;
+      for (uint e = from; e < to; ++e)
+        out[e] = token_slot_of(batch->token_indices[e], t, row, at.row_stride,
+                               length, &rejected[g], group_table[g]);
+    }
+  }
 }

@@ -2,10 +2,11 @@
  * Commits: the row operations record what they change (clbt__changes), and
  * a commit moves only that, per group:
  *
- *   SCATTER  the group's section of one packet of changed cells and
- *            lengths, for every group of the commit: inside the step
- *            kernel's record when it fits, else one upload for all, applied
- *            by the step kernel or a scatter launch of it per eight groups.
+ *   SCATTER  the group's section of one packet of its changed rows (an
+ *            entry a row, then each row's run of changed ids), for every
+ *            group of the commit: inside the step kernel's record when it
+ *            fits, else one upload for all, applied by the step kernel or
+ *            a scatter launch of it per eight groups.
  *   WHOLE    rows [0, num_reqs) and their lengths in two writes, when the
  *            packet would be half their size or more.
  *
@@ -13,8 +14,8 @@
  * launch's record), so the host rows may change as soon as commit returns
  * and nothing waits for the device. Every row a commit writes gets the
  * commit's version, which tells the gather (cl/slot_mapping.cl) which rows
- * changed. Where each launch's part of the packet goes is the call's plan
- * (step.c). Mapping the committed copy and writing cells in place was
+ * changed (cl/gather.cl). Where each launch's part of the packet goes is
+ * the call's plan (step.c). Mapping the committed copy and writing cells in place was
  * measured too, on PoCL where it costs no copy: its blocking map made it
  * slower than SCATTER (docs/benchmarks.md).
  */
@@ -100,9 +101,9 @@ static clbt__pending count_pending(const clbt__changes *changes,
   return p;
 }
 
-/* A scatter packet: (row, length) per row, (row, column, id) per cell. */
+/* A scatter packet: an entry per row, then its changed cells' ids. */
 static uint64_t packet_words(uint64_t rows, uint64_t cells) {
-  return CLBT_PACKET_LENGTH_WORDS * rows + CLBT_PACKET_CELL_WORDS * cells;
+  return CLBT_PACKET_ROW_WORDS * rows + cells;
 }
 
 clbt_status clbt__commit_choose(clbt_commit_mode mode, uint32_t num_reqs,
@@ -194,24 +195,28 @@ clbt_status clbt__commit_whole(clbt_table *group, uint32_t rows,
   return status;
 }
 
-/* Lengths first, then cells, as cl/slot_mapping.cl reads a section. */
+/* Each row's entry, then the rows' runs of changed ids, as cl/commit.cl
+   reads a section: a row costs its entry and a copy of what changed. */
 static void pack_section(const clbt_table *group,
                          const clbt__commit_plan *plan, uint32_t *section) {
   const clbt__changes *changes = &group->changes;
-  uint32_t *cell =
-      section + CLBT_PACKET_LENGTH_WORDS * (size_t)plan->pending.rows;
+  uint32_t *ids =
+      section + CLBT_PACKET_ROW_WORDS * (size_t)plan->pending.rows;
+  uint32_t first_id = 0;
   for (uint32_t i = 0; i < changes->num_listed; ++i) {
     uint32_t row = changes->listed_rows[i];
     if (row >= plan->rows) continue;
-    *section++ = row;
-    *section++ = group->row_lengths[row];
-    const int32_t *data = group->rows + (size_t)row * group->layout.width;
-    for (uint32_t column = changes->low[row]; column < changes->high[row];
-         ++column) {
-      *cell++ = row;
-      *cell++ = column;
-      *cell++ = (uint32_t)data[column];
-    }
+    uint32_t cells = changed_cells(changes, row);
+    uint32_t low = cells ? changes->low[row] : 0;
+    section[CLBT_PACKET_ROW] = row;
+    section[CLBT_PACKET_ROW_LENGTH] = group->row_lengths[row];
+    section[CLBT_PACKET_ROW_COLUMN] = low;
+    section[CLBT_PACKET_ROW_FIRST_ID] = first_id;
+    section += CLBT_PACKET_ROW_WORDS;
+    memcpy(ids + first_id,
+           group->rows + (size_t)row * group->layout.width + low,
+           cells * sizeof *ids);
+    first_id += cells;
   }
 }
 
@@ -240,19 +245,21 @@ void clbt__commit_settle(clbt_table *group, const clbt__commit_plan *plan) {
   unlist_committed(&group->changes, plan->rows);
 }
 
-clbt_status clbt__commit_reap(clbt_multi_table *engine, bool staging) {
-  bool lost = false;
+clbt_status clbt__commit_reap(clbt_multi_table *engine, bool staging,
+                              bool *lost) {
+  bool failed = false;
   clbt_status status =
-      staging ? clbt__staging_reap(&engine->staging, &lost) : CLBT_SUCCESS;
+      staging ? clbt__staging_reap(&engine->staging, &failed) : CLBT_SUCCESS;
   if (status) return status;
   /* A command behind a failed one on the queue never ran, with no word. */
   uint64_t failures = 0;
   status = clbt__watch_failures(engine->device, &failures);
   if (status) return status;
-  lost = lost || failures != engine->seen_failures;
+  failed = failed || failures != engine->seen_failures;
   engine->seen_failures = failures;
   /* The pool is the engine's: any of its groups may have lost a packet. */
-  for (uint32_t g = 0; lost && g < engine->num_groups; ++g)
+  for (uint32_t g = 0; failed && g < engine->num_groups; ++g)
     engine->groups[g]->device_stale = true;
+  if (lost) *lost = failed;
   return CLBT_SUCCESS;
 }

@@ -87,17 +87,16 @@ void clbt__programs_release(clbt_device *device);
 
 /* The kernel sources in cl/. */
 typedef enum clbt__source {
-  CLBT__SOURCE_STEP /* cl/contract.h, slot_mapping.cl, export.cl, step.cl */
+  CLBT__SOURCE_STEP /* cl/contract.h, then the parts CMakeLists.txt lists */
 } clbt__source;
 
 /*
- * The bytes a source's specific options take at most, with their NUL: eight
- * groups of five numbers of at most ten digits and two flags, and the rest,
- * take about 660.
- * With clbt's common options and the device's build options they fit in
- * CLBT_PROGRAM_OPTIONS_SIZE (program.c checks).
+ * The bytes a source's specific options take at most, with their NUL:
+ * what clbt's common options and the device's build options leave of
+ * CLBT_PROGRAM_OPTIONS_SIZE (program.c checks). Each source's options
+ * check that their longest form fits (launch.c).
  */
-#define CLBT__SPECIFIC_OPTIONS_SIZE 704
+#define CLBT__SPECIFIC_OPTIONS_SIZE 754
 
 /*
  * Returns the program of a source built with clbt's common options,
@@ -125,18 +124,6 @@ clbt_status clbt__set_kernel_args(cl_kernel kernel,
                                   const clbt__kernel_arg *args, size_t count);
 
 /* ---- the queue (queue.c) ------------------------------------------------ */
-
-/*
- * The launch geometry for `items` work-items of a kernel whose own limit is
- * kernel_max_group: one item per work-item on a GPU, one work-group on a
- * CPU (docs/design.md says why).
- */
-void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
-                    size_t items, size_t *global_size, size_t *local_size);
-
-/* clbt__geometry's work-group size, for a kernel that picks its own
-   number of work-groups. */
-size_t clbt__local_size(const clbt_device *device, size_t kernel_max_group);
 
 /*
  * Checks an event wait list as clEnqueue* would, before anything runs:

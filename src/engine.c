@@ -2,9 +2,10 @@
  * The table engine: KV-cache groups made, launched and freed together.
  * Every public table is one. A clbt_multi_table is an engine of its
  * groups; a clbt_table made by clbt_table_create is the only group of an
- * engine of its own. Either way the groups' launches, eight groups to a
- * launch, are built here, and a call reaches them through a scope: every
- * group of the engine, or one group alone (step.c runs the calls).
+ * engine of its own. Either way the groups' storage (one allocation) and
+ * launches, eight groups to a launch, are made here, and a call reaches
+ * them through a scope: every group of the engine, or one group alone, in
+ * the launch that holds it (step.c runs the calls).
  */
 #include "engine.h"
 
@@ -23,10 +24,8 @@ static clbt_status create_launches(clbt_multi_table *engine) {
   uint32_t count = launches_for(engine->num_groups);
   engine->launches = calloc(count, sizeof *engine->launches);
   engine->launch_plans = calloc(count, sizeof *engine->launch_plans);
-  if (!engine->standalone)
-    engine->solo = calloc(engine->num_groups, sizeof *engine->solo);
-  if (!engine->launches || !engine->launch_plans ||
-      (!engine->standalone && !engine->solo))
+  engine->record = malloc(sizeof *engine->record);
+  if (!engine->launches || !engine->launch_plans || !engine->record)
     return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for launches");
   clbt_status status = CLBT_SUCCESS;
   for (uint32_t l = 0; !status && l < count; ++l) {
@@ -44,6 +43,50 @@ static clbt_status name_group(const clbt_multi_table *engine, uint32_t g,
   if (status && !engine->standalone)
     clbt__prefix_error(status, "groups[%u]", (unsigned)g);
   return status;
+}
+
+/*
+ * The storage of every group: one allocation, its regions placed group by
+ * group, zeroed, every slot mapping pad-filled.
+ */
+static clbt_status create_storage(clbt_multi_table *engine) {
+  size_t size = 0;
+  clbt_status status = CLBT_SUCCESS;
+  for (uint32_t g = 0; !status && g < engine->num_groups; ++g)
+    status = name_group(engine, g, clbt__group_plan(engine->groups[g], &size));
+  if (status) return status;
+  cl_int error = CL_SUCCESS;
+  engine->storage = clCreateBuffer(engine->device->context, CL_MEM_READ_WRITE,
+                                   size, NULL, &error);
+  /* A table too large for the device fails here: say what was asked. */
+  if (error) {
+    size_t rows = 0, slots = 0;
+    for (uint32_t g = 0; g < engine->num_groups; ++g) {
+      const clbt__table_layout *layout = &engine->groups[g]->layout;
+      rows += (size_t)layout->max_num_reqs * layout->width * sizeof(int32_t);
+      slots += layout->max_num_batched_tokens * sizeof(cl_long);
+    }
+    return clbt__prefix_error(clbt__cl_fail(error, "clCreateBuffer"),
+                              "device data of %zu bytes (rows %zu, slot "
+                              "mapping %zu)",
+                              size, rows, slots);
+  }
+  for (uint32_t g = 0; !status && g < engine->num_groups; ++g)
+    status = clbt__group_place(engine->groups[g], engine->storage);
+  if (status) return status;
+  const cl_int zero = 0;
+  const cl_long pad = CLBT_PAD_SLOT_ID;
+  clbt__sequence sequence =
+      clbt__sequence_start(engine->device, 0, NULL, false);
+  status = clbt__sequence_fill(&sequence, engine->storage, &zero, sizeof zero,
+                               0, size);
+  for (uint32_t g = 0; !status && g < engine->num_groups; ++g) {
+    const clbt_table *group = engine->groups[g];
+    status = clbt__sequence_fill(
+        &sequence, group->regions[CLBT_REGION_SLOTS], &pad, sizeof pad, 0,
+        group->layout.max_num_batched_tokens * sizeof pad);
+  }
+  return clbt__sequence_end(&sequence, status, NULL);
 }
 
 clbt_status clbt__engine_create(clbt_device *device,
@@ -69,6 +112,7 @@ clbt_status clbt__engine_create(clbt_device *device,
     status = name_group(engine, g,
                         clbt__group_create(device, &layouts[g], engine,
                                            &engine->groups[g]));
+  if (!status) status = create_storage(engine);
   if (!status) status = create_launches(engine);
   if (status) {
     clbt__engine_destroy(engine);
@@ -85,15 +129,14 @@ void clbt__engine_destroy(clbt_multi_table *engine) {
   clbt__known_buffers_release(&engine->known);
   for (uint32_t l = 0; l < engine->num_launches; ++l)
     clbt__launch_release(&engine->launches[l]);
-  for (uint32_t g = 0; engine->solo && g < engine->num_groups; ++g)
-    clbt__launch_release(&engine->solo[g]);
   free(engine->launches);
-  free(engine->solo);
   for (uint32_t g = 0; g < engine->num_groups; ++g)
     clbt__group_destroy(engine->groups[g]);
+  if (engine->storage) clReleaseMemObject(engine->storage);
   free(engine->groups);
   free(engine->commit_plans);
   free(engine->launch_plans);
+  free(engine->record);
   free(engine);
 }
 
@@ -119,28 +162,29 @@ clbt_status clbt__engine_prepare(clbt_device *device,
 }
 
 clbt__scope clbt__engine_scope(clbt_multi_table *engine) {
-  return (clbt__scope){engine, engine->launches, engine->num_launches,
-                       engine->groups[0], engine->standalone};
+  return (clbt__scope){engine, 0, engine->num_groups, engine->groups[0],
+                       engine->standalone};
 }
 
-clbt_status clbt__group_scope(clbt_table *group, clbt__scope *scope) {
+clbt__scope clbt__group_scope(clbt_table *group) {
   clbt_multi_table *engine = group->engine;
-  if (engine->standalone) {
-    *scope = clbt__engine_scope(engine);
-    return CLBT_SUCCESS;
-  }
   uint32_t g = 0;
   while (engine->groups[g] != group) ++g;
-  clbt__launch *solo = &engine->solo[g];
-  /* A launch binds the engine's entry for the group, which outlives it. */
-  clbt_status status =
-      solo->groups ? CLBT_SUCCESS
-                   : clbt__launch_init(solo, &engine->groups[g], 1);
-  if (status) {
-    clbt__launch_release(solo);
-    solo->groups = NULL;
-    return status;
-  }
-  *scope = (clbt__scope){engine, solo, 1, group, true};
-  return CLBT_SUCCESS;
+  return (clbt__scope){engine, g, g + 1, group, true};
+}
+
+uint32_t clbt__scope_first_launch(const clbt__scope *scope) {
+  return scope->begin / CLBT__MAX_LAUNCH_GROUPS;
+}
+
+uint32_t clbt__scope_end_launch(const clbt__scope *scope) {
+  return launches_for(scope->end);
+}
+
+uint32_t clbt__scope_groups(const clbt__scope *scope, uint32_t l) {
+  uint32_t first = l * CLBT__MAX_LAUNCH_GROUPS;
+  uint32_t mask = 0;
+  for (uint32_t g = 0; g < scope->engine->launches[l].num_groups; ++g)
+    if (first + g >= scope->begin && first + g < scope->end) mask |= 1u << g;
+  return mask;
 }

@@ -9,12 +9,13 @@
 #define CLBT_ENGINE_H
 
 #include "devices.h"
+#include "tuning.h"
 #include "../cl/contract.h"
 
 /* The host's forms of the step kernel's by-value arguments, for the most
    groups and the largest inline packet (cl/contract.h). */
 CLBT_DECLARE_LAUNCH_LAYOUT(clbt__launch_layout, CLBT_LAUNCH_GROUPS)
-CLBT_DECLARE_LAUNCH_RECORD(clbt__launch_record, CLBT_INLINE_PACKET_WORDS)
+CLBT_DECLARE_LAUNCH_RECORD(clbt__launch_record, CLBT_MAX_RECORD_WORDS)
 
 /* ---- groups (group.c, table_rows.c), launches (launch.c), batches
         (batch.c) ---------------------------------------------------------- */
@@ -81,31 +82,42 @@ enum {
   CLBT__NUM_BOUND
 };
 
-/* A kernel object of the step kernel, bound to a launch's groups. */
+/* The step kernel's entries (cl/contract.h), by name. */
+typedef enum clbt__entry {
+#define CLBT__ENTRY(NAME, name, parts) CLBT__ENTRY_##NAME,
+  CLBT_STEP_ENTRIES(CLBT__ENTRY)
+#undef CLBT__ENTRY
+  CLBT__NUM_ENTRIES
+} clbt__entry;
+
+/* The entry whose parts hold work's (cl/contract.h's order). */
+clbt__entry clbt__entry_for(uint32_t work);
+
+/* A kernel object of one entry in one record size, bound to its
+   launch's layout and the engine's storage. */
 typedef struct clbt__kernel {
   cl_kernel kernel;              /* NULL until made */
   cl_mem bound[CLBT__NUM_BOUND]; /* the buffers it holds now */
+  size_t local_size;             /* its work-groups' size */
 } clbt__kernel;
 
 /*
- * The launches of 1..8 groups: the step kernel, and a second kernel of the
- * same function that only scatters large packets (so that it never holds
- * a caller's buffer after the call that gave it: drivers resolve every
- * buffer argument at every enqueue). Arguments persist between launches
- * and drivers copy every one at every enqueue (docs/design.md): the layout
- * is set once, and a launch sets only its record and the buffers that
- * changed.
+ * The launches of 1..8 groups of an engine: the step kernel's entries,
+ * each in each record size, made on first use. Arguments persist between
+ * launches and drivers copy every one at every enqueue (docs/design.md):
+ * the layout and the storage are set once, and a launch sets only its
+ * record and the buffers that changed.
  */
 typedef struct clbt__launch {
   clbt_table *const *groups; /* num_groups of them, not owned */
   uint32_t num_groups;
-  bool maps_tokens;          /* a group maps tokens */
-  bool holds_states;         /* a group maps none (CLBT_SLOT_MODE_NONE) */
-  uint32_t inline_words;     /* what an inline packet may hold; 1: none */
-  clbt__kernel step, scatter;
-  size_t kernel_max_group;   /* the step kernel's CL_KERNEL_WORK_GROUP_SIZE */
-  size_t local_size;
-  size_t map_global_size;    /* a slot mapping's grid: every slot */
+  const clbt__tuning *tuning;
+  uint32_t num_classes;      /* the record's sizes */
+  uint32_t record_words[CLBT_MAX_RECORD_CLASSES]; /* ascending */
+  bool has_inline;           /* a packet can travel in the record */
+  cl_program program;        /* the device's, found on first need; its
+                                kernels keep the options it was built with */
+  clbt__kernel kernels[CLBT__NUM_ENTRIES][CLBT_MAX_RECORD_CLASSES];
 } clbt__launch;
 
 /*
@@ -118,48 +130,53 @@ clbt_status clbt__launch_program(clbt_device *device,
                                  cl_program *program);
 
 /*
- * A launch of these tables, which share max_num_reqs and
- * max_num_batched_tokens and outlive it. Its kernel is built now when a
- * table maps tokens, else on first use (clbt__launch_build): a table of
- * NONE groups builds nothing until it gathers or commits.
+ * A launch of these groups, which share max_num_reqs and
+ * max_num_batched_tokens and outlive it. Its program is built (or found)
+ * now when a group maps tokens, else on first use: a table of NONE groups
+ * builds nothing until it gathers or commits. Its kernels are made on
+ * first use, from that program.
  */
-clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *tables,
-                              uint32_t num_tables);
-/* Builds (or finds) the launch's program and its step kernel, bound to the
-   groups' storage, unless the kernel is there. */
-clbt_status clbt__launch_build(clbt__launch *launch);
-/* The launch's scatter kernel, made (after the step kernel) unless it is
-   there. */
-clbt_status clbt__launch_build_scatter(clbt__launch *launch);
+clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *groups,
+                              uint32_t num_groups);
+/* The kernel of an entry in a record size, made unless it is there. */
+clbt_status clbt__launch_kernel(clbt__launch *launch, clbt__entry entry,
+                                uint32_t record_class, clbt__kernel **out);
 void clbt__launch_release(clbt__launch *launch);
 
+/* The smallest record size whose packet holds `words`, or num_classes
+   when none does. */
+uint32_t clbt__record_class(const clbt__launch *launch, size_t words);
+
 /*
- * One launch as a plan enqueues it: its record (work, batch, inline
- * packet), the buffers it binds, and its grid.
+ * One launch as a plan enqueues it: its kernel, its record (work, batch,
+ * inline packet) of the kernel's size, the buffers it binds, and its grid.
  */
 typedef struct clbt__launch_call {
+  clbt__kernel *kernel;
+  uint32_t record_class;
   const clbt__launch_record *record;
   cl_mem buffers[CLBT__NUM_BOUND];
   size_t global_size;
 } clbt__launch_call;
 
-/* Sets what changed of one of a launch's kernels' arguments and enqueues
-   it. */
+/* Sets what changed of the call's kernel's arguments and enqueues it. */
 clbt_status clbt__launch_enqueue(const clbt__launch *launch,
-                                 clbt__kernel *kernel,
                                  const clbt__launch_call *call,
                                  clbt__sequence *sequence);
 
 /*
- * The grid of a launch's step kernel: its slot mapping's, widened on a GPU
- * for a gather, an export or state slots of `padded` positions.
+ * The grid of a launch's step kernel: its slot mapping's (the tokens, and
+ * the pad entries a few to a work-item), widened on a GPU for a gather, an
+ * export or state slots of `padded` positions.
  */
-size_t clbt__launch_grid(const clbt__launch *launch, uint32_t work,
-                         uint32_t padded);
+size_t clbt__launch_grid(const clbt__launch *launch,
+                         const clbt__kernel *kernel, uint32_t work,
+                         uint32_t num_tokens, uint32_t padded);
 
 /* The grid of a launch spread over `items` items: a scatter's packet
    items, or the entries of token slots. */
-size_t clbt__launch_items_grid(const clbt__launch *launch, size_t items);
+size_t clbt__launch_items_grid(const clbt__launch *launch,
+                               const clbt__kernel *kernel, size_t items);
 
 /* Whether a group maps tokens (CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT). */
 bool clbt__maps_tokens(const clbt_table *group);
@@ -202,9 +219,6 @@ typedef struct clbt__staging {
   cl_event reader;          /* NULL: not in flight */
 } clbt__staging;
 
-/* The most slots a pool keeps once their commits have ended. */
-#define CLBT__IDLE_SLOTS 2
-
 /*
  * An engine's staging slots: those in flight, oldest first, in a ring, and
  * up to CLBT__IDLE_SLOTS free ones. A commit takes a free slot or makes
@@ -232,21 +246,28 @@ struct clbt_table {
                               rewrites every row */
   clbt_commit_mode commit_mode;
   clbt_commit_info last_commit;
-  cl_mem storage;          /* one allocation: drivers charge every launch
-                              for every buffer argument */
-  cl_mem regions[CLBT_NUM_REGIONS]; /* sub-buffers of storage, for callers
-                                       and commits; NULL when empty */
-  clbt_group_layout at;    /* the regions' offsets, for the kernel */
+  cl_mem regions[CLBT_NUM_REGIONS]; /* sub-buffers of the engine's storage,
+                                       for callers and commits; NULL when
+                                       empty */
+  clbt_group_layout at;    /* the regions' offsets in the engine's storage,
+                              for the kernel */
   clbt_multi_table *engine; /* the engine the group belongs to */
 };
 
 /*
- * A group of an engine (group.c): zeroed host rows, zeroed device rows, a
- * pad-filled slot mapping.
+ * A group of an engine (group.c): zeroed host rows; its regions of the
+ * engine's storage are planned (clbt__group_plan) before the storage is
+ * made, then placed (clbt__group_place); the engine zeroes them and pads
+ * the slot mapping.
  */
 clbt_status clbt__group_create(clbt_device *device,
                                const clbt__table_layout *layout,
                                clbt_multi_table *engine, clbt_table **out);
+/* Places the group's regions from *size bytes of the engine's storage on,
+   and moves *size past them. */
+clbt_status clbt__group_plan(clbt_table *group, size_t *size);
+/* Makes the group's sub-buffers of the engine's storage. */
+clbt_status clbt__group_place(clbt_table *group, cl_mem storage);
 void clbt__group_destroy(clbt_table *table);
 
 /*
@@ -343,7 +364,6 @@ typedef struct clbt__commit_plan {
  * each, so that a released buffer's handle cannot come back as another
  * buffer's while it is known.
  */
-#define CLBT__KNOWN_BUFFERS 8
 typedef struct clbt__known_buffer {
   cl_mem buffer;
   size_t size;
@@ -366,10 +386,14 @@ typedef enum clbt__packet_place {
 
 /* One launch's share of a call (step.c plans it). */
 typedef struct clbt__launch_plan {
+  uint32_t groups;            /* the scope's groups in it: bit g, group g */
   clbt__packet_place place;
   size_t part_at, part_words; /* its part of the packet, words */
-  size_t scatter_items;       /* its largest group's lengths and cells */
+  size_t scatter_items;       /* its largest group's rows and ids */
   uint32_t work;              /* CLBT_WORK_* of its step kernel; 0: none */
+  clbt__kernel *step;         /* the kernels it runs, in their record */
+  clbt__kernel *scatter;      /* sizes; NULL: none */
+  uint32_t step_class, scatter_class;
 } clbt__launch_plan;
 
 /*
@@ -382,19 +406,18 @@ struct clbt_multi_table {
   clbt_table **groups;
   uint32_t num_launches;   /* one per eight groups */
   clbt__launch *launches;
-  clbt__launch *solo;      /* [num_groups], each group's own launch for
-                              calls on it alone, made on the first; NULL
-                              in a standalone engine, whose one launch is
-                              its group's */
   bool standalone;
+  cl_mem storage;          /* every group's regions, one allocation: drivers
+                              charge every launch for every buffer argument */
   clbt__staging_pool staging; /* every commit's packets */
   uint64_t version;        /* the last version a commit gave rows */
   uint64_t seen_failures;  /* the device watch's count at the last commit */
   clbt__known_buffers known; /* the caller's buffers checked lately */
-  /* Scratch for one call's plan, sized at creation so that a call
-     allocates nothing; no value in it outlives the call. */
+  /* Scratch for one call's plan and records, sized at creation so that a
+     call allocates nothing; no value in it outlives the call. */
   clbt__commit_plan *commit_plans; /* [num_groups] */
   clbt__launch_plan *launch_plans; /* [num_launches] */
+  clbt__launch_record *record;     /* the launch being enqueued */
 };
 
 /* Creates num_groups groups of these checked layouts, and their launches. */
@@ -411,22 +434,28 @@ clbt_status clbt__engine_prepare(clbt_device *device,
 
 /*
  * What a device call works on: every group of an engine, or one group
- * alone (a call through the clbt_table API), with the launches that serve
- * them. Every group of a scope shares its bounds and context with `first`.
+ * alone (a call through the clbt_table API), groups [begin, end) of its
+ * engine. Its launches are the engine's that hold them; in each, only the
+ * scope's groups take part (clbt__scope_groups). Every group of a scope
+ * shares its bounds and context with `first`.
  */
 typedef struct clbt__scope {
   clbt_multi_table *engine;
-  clbt__launch *launches;
-  uint32_t num_launches;
-  clbt_table *first;
+  uint32_t begin, end;
+  clbt_table *first;      /* engine->groups[begin] */
   bool alone;             /* one group named by the caller */
 } clbt__scope;
 
 /* The scope of every group of an engine. */
 clbt__scope clbt__engine_scope(clbt_multi_table *engine);
-/* The scope of one group alone; a group of a multi-group table gets a
-   launch of its own on first use. */
-clbt_status clbt__group_scope(clbt_table *group, clbt__scope *scope);
+/* The scope of one group alone, in its engine's launch. */
+clbt__scope clbt__group_scope(clbt_table *group);
+
+/* The scope's launches: engine->launches[first, end). */
+uint32_t clbt__scope_first_launch(const clbt__scope *scope);
+uint32_t clbt__scope_end_launch(const clbt__scope *scope);
+/* Which of launch l's groups the scope holds: bit g for its group g. */
+uint32_t clbt__scope_groups(const clbt__scope *scope, uint32_t l);
 
 /*
  * A device call: an optional commit of rows [0, commit_rows), then the step
@@ -514,7 +543,8 @@ clbt_status clbt__check_export_groups(const clbt__scope *scope,
  */
 clbt_status clbt__check_state_slots(const clbt__scope *scope, uint32_t count);
 
-/* The number of token-mapping groups of a scope's launches [0, l). */
+/* The number of token-mapping groups of a scope in the engine's launches
+   before l. */
 uint32_t clbt__token_sections_before(const clbt__scope *scope, uint32_t l);
 
 /*
@@ -580,9 +610,10 @@ uint64_t clbt__next_version(clbt_multi_table *engine);
 /*
  * Before a commit: reaps the device's watch and, with staging, the
  * engine's staging pool, and marks every group stale when a command that
- * never arrived is found.
+ * never arrived is found; *lost (when not NULL) says whether one was.
  */
-clbt_status clbt__commit_reap(clbt_multi_table *engine, bool staging);
+clbt_status clbt__commit_reap(clbt_multi_table *engine, bool staging,
+                              bool *lost);
 
 /* ---- staging (staging.c) ------------------------------------------------ */
 

@@ -61,14 +61,12 @@ static clbt_status check_pages(const clbt_table *group,
 clbt_status clbt__check_export_groups(const clbt__scope *scope,
                                       const clbt__batch *batch) {
   clbt_status status = CLBT_SUCCESS;
-  for (uint32_t l = 0, p = 0; !status && l < scope->num_launches;
-       p += scope->launches[l++].num_groups)
-    for (uint32_t g = 0; !status && g < scope->launches[l].num_groups; ++g)
-      if (clbt__maps_tokens(scope->launches[l].groups[g])) {
-        status = check_pages(scope->launches[l].groups[g], batch);
-        if (status && !scope->alone)
-          clbt__prefix_error(status, "groups[%u]", (unsigned)(p + g));
-      }
+  for (uint32_t g = scope->begin; !status && g < scope->end; ++g)
+    if (clbt__maps_tokens(scope->engine->groups[g])) {
+      status = check_pages(scope->engine->groups[g], batch);
+      if (status && !scope->alone)
+        clbt__prefix_error(status, "groups[%u]", (unsigned)g);
+    }
   return status;
 }
 

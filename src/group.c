@@ -1,8 +1,8 @@
 /*
  * One KV-cache group's table: its layout, checked and derived from a
- * config, its host rows and its one device allocation. Groups are made by
- * the engine (engine.c); the row operations are in table_rows.c, commits
- * in commit.c.
+ * config, its host rows and its regions of the engine's one device
+ * allocation. Groups are made by the engine (engine.c); the row operations
+ * are in table_rows.c, commits in commit.c.
  */
 #include "engine.h"
 
@@ -128,13 +128,8 @@ static size_t state_slots_bytes(const clbt_table *table) {
   return clbt__maps_tokens(table) ? 0 : rows_bytes(table);
 }
 
-/* Where each region starts in the storage, and the storage's size. */
-static clbt_status plan_regions(const clbt_table *table, size_t *origins,
-                                size_t *sizes, size_t *total) {
-  /* Both powers of two: the larger is a multiple of the other. */
-  const size_t unit = CLBT_REGION_UNIT_WORDS * sizeof(cl_uint);
-  size_t alignment = table->device->properties.base_address_alignment;
-  if (alignment < unit) alignment = unit;
+/* Each region's size in bytes (0: the group has none). */
+static void region_sizes(const clbt_table *table, size_t *sizes) {
   sizes[CLBT_REGION_ROWS] = rows_bytes(table);
   sizes[CLBT_REGION_ROW_LENGTHS] = table->layout.max_num_reqs * sizeof(cl_int);
   sizes[CLBT_REGION_SLOTS] =
@@ -148,61 +143,54 @@ static clbt_status plan_regions(const clbt_table *table, size_t *origins,
                                       sizeof(cl_uint);
   export_sizes(table, sizes);
   sizes[CLBT_REGION_STATE_SLOTS] = state_slots_bytes(table);
-  size_t offset = 0;
+}
+
+/* Regions start on 64-byte boundaries, or the device's base address
+   alignment when that is larger: both powers of two, so the larger is a
+   multiple of the other. */
+static size_t region_alignment(const clbt_table *table) {
+  const size_t unit = CLBT_REGION_UNIT_WORDS * sizeof(cl_uint);
+  size_t alignment = table->device->properties.base_address_alignment;
+  return alignment < unit ? unit : alignment;
+}
+
+clbt_status clbt__group_plan(clbt_table *group, size_t *size) {
+  const size_t unit = CLBT_REGION_UNIT_WORDS * sizeof(cl_uint);
+  size_t alignment = region_alignment(group), sizes[CLBT_NUM_REGIONS];
+  size_t offset = (*size + alignment - 1) / alignment * alignment;
+  region_sizes(group, sizes);
+  group->at.row_stride = group->layout.width;
   for (int r = 0; r < CLBT_NUM_REGIONS; ++r) {
     if (sizes[r] > SIZE_MAX - offset - alignment)
       return clbt__fail(CLBT_SIZE_OVERFLOW,
                         "the table's device data exceeds SIZE_MAX bytes");
-    origins[r] = offset;
+    /* The launch layout counts offsets in 32-bit units (cl/contract.h). */
+    if (offset / unit > UINT32_MAX)
+      return clbt__fail(CLBT_SIZE_OVERFLOW,
+                        "the table's device data of %zu bytes exceeds the "
+                        "256 GiB the kernel's region offsets reach",
+                        offset);
+    group->at.at[r] = (cl_uint)(offset / unit);
     offset = (offset + sizes[r] + alignment - 1) / alignment * alignment;
   }
-  /* The launch layout counts offsets in 32-bit units (cl/contract.h). */
-  if (offset / unit > UINT32_MAX)
-    return clbt__fail(CLBT_SIZE_OVERFLOW,
-                      "the table's device data of %zu bytes exceeds the "
-                      "256 GiB the kernel's region offsets reach",
-                      offset);
-  *total = offset;
+  *size = offset;
   return CLBT_SUCCESS;
 }
 
-/* The storage and its regions: zeroed rows, pad-filled slot mapping. */
-static clbt_status create_storage(clbt_table *table) {
-  size_t origins[CLBT_NUM_REGIONS], sizes[CLBT_NUM_REGIONS], total = 0;
-  cl_int error = CL_SUCCESS;
-  clbt_status status = plan_regions(table, origins, sizes, &total);
-  if (status) return status;
-  table->storage = clCreateBuffer(table->device->context, CL_MEM_READ_WRITE,
-                                  total, NULL, &error);
-  /* A table too large for the device fails here: say what was asked. */
-  if (error)
-    return clbt__prefix_error(clbt__cl_fail(error, "clCreateBuffer"),
-                              "device data of %zu bytes (rows %zu, slot "
-                              "mapping %zu)",
-                              total, sizes[CLBT_REGION_ROWS],
-                              sizes[CLBT_REGION_SLOTS]);
-  table->at.row_stride = table->layout.width;
+clbt_status clbt__group_place(clbt_table *group, cl_mem storage) {
+  const size_t unit = CLBT_REGION_UNIT_WORDS * sizeof(cl_uint);
+  size_t sizes[CLBT_NUM_REGIONS];
+  region_sizes(group, sizes);
   for (int r = 0; r < CLBT_NUM_REGIONS; ++r) {
-    cl_buffer_region region = {origins[r], sizes[r]};
-    table->at.at[r] =
-        (cl_uint)(origins[r] / (CLBT_REGION_UNIT_WORDS * sizeof(cl_uint)));
     if (sizes[r] == 0) continue; /* a NONE group's export */
-    table->regions[r] =
-        clCreateSubBuffer(table->storage, CL_MEM_READ_WRITE,
+    cl_buffer_region region = {(size_t)group->at.at[r] * unit, sizes[r]};
+    cl_int error = CL_SUCCESS;
+    group->regions[r] =
+        clCreateSubBuffer(storage, CL_MEM_READ_WRITE,
                           CL_BUFFER_CREATE_TYPE_REGION, &region, &error);
     if (error) return clbt__cl_fail(error, "clCreateSubBuffer");
   }
-  const cl_int zero = 0;
-  const cl_long pad = CLBT_PAD_SLOT_ID;
-  clbt__sequence sequence =
-      clbt__sequence_start(table->device, 0, NULL, false);
-  status = clbt__sequence_fill(&sequence, table->storage, &zero, sizeof zero,
-                               0, total);
-  if (!status)
-    status = clbt__sequence_fill(&sequence, table->storage, &pad, sizeof pad,
-                                 origins[CLBT_REGION_SLOTS],
-                                 sizes[CLBT_REGION_SLOTS]);
-  return clbt__sequence_end(&sequence, status, NULL);
+  return CLBT_SUCCESS;
 }
 
 clbt_status clbt__group_create(clbt_device *device,
@@ -224,7 +212,6 @@ clbt_status clbt__group_create(clbt_device *device,
                         "no memory for %u rows of width %u",
                         (unsigned)layout->max_num_reqs, (unsigned)layout->width);
   if (!status) status = clbt__changes_init(&table->changes, layout->max_num_reqs);
-  if (!status) status = create_storage(table);
   if (status) {
     clbt__group_destroy(table);
     return status;
@@ -237,7 +224,6 @@ void clbt__group_destroy(clbt_table *table) {
   if (!table) return;
   for (int r = 0; r < CLBT_NUM_REGIONS; ++r)
     if (table->regions[r]) clReleaseMemObject(table->regions[r]);
-  if (table->storage) clReleaseMemObject(table->storage);
   clbt__changes_free(&table->changes);
   free(table->rows);
   free(table->row_lengths);

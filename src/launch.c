@@ -1,12 +1,13 @@
 /*
- * Launches: the step kernel (cl/step.cl) specialised for 1..8 groups (one
- * table, or eight groups of a multi-group table), bound to their storage,
- * with a geometry chosen for the device; a second kernel object of it
- * scatters large commit packets. The kernel's arguments persist
- * between launches and NVIDIA's driver copies every one at every enqueue
- * (about a quarter of a microsecond each on the H200), so a launch takes
- * few of them: a record and a layout by value, the batch's buffers and one
- * storage buffer per group, and sets again only those that changed.
+ * Launches: the step kernel (cl/step.cl) specialised for 1..8 groups of an
+ * engine (one table, or eight groups of a multi-group table), its entries
+ * made on first use, each in each record size, bound to the launch's
+ * layout and the engine's storage, with a geometry chosen for the device
+ * (src/tuning.c). The kernel's arguments persist between launches and
+ * NVIDIA's driver copies every one at every enqueue (about a quarter of a
+ * microsecond each on the H200), so a launch takes few of them: a record
+ * and a layout by value, the batch's buffers and the storage, and sets
+ * again only those that changed.
  */
 #include "engine.h"
 
@@ -14,23 +15,19 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Arguments before the per-group ones, and per group, by name
-   (cl/contract.h lists them). */
+_Static_assert(CLBT__RECORD_CLASSES == CLBT_MAX_RECORD_CLASSES,
+               "the tuning table's record sizes are the kernel's");
+
+/* Arguments by name (cl/contract.h lists them after the record). */
 enum {
+  ARG_RECORD,
 #define ARGUMENT(NAME, type, name) ARG_##NAME,
-  CLBT_STEP_FIRST_ARGUMENT(ARGUMENT)
   CLBT_STEP_ARGUMENTS(ARGUMENT)
 #undef ARGUMENT
-  ARGS_BEFORE_GROUPS
-};
-enum {
-#define GROUP_ARGUMENT(g, NAME, type, name) GROUP_ARG_##NAME,
-  CLBT_STEP_GROUP_ARGUMENTS(GROUP_ARGUMENT, 0)
-#undef GROUP_ARGUMENT
-  ARGS_PER_GROUP
+  NUM_ARGUMENTS
 };
 
-/* The batch buffers' argument indices, in clbt__launch.bound's order. */
+/* The batch buffers' argument indices, in clbt__kernel.bound's order. */
 static const cl_uint bound_arguments[CLBT__NUM_BOUND] = {
     [CLBT__BOUND_QUERY_START_LOC] = ARG_QUERY_START_LOC,
     [CLBT__BOUND_POSITIONS] = ARG_POSITIONS,
@@ -39,6 +36,24 @@ static const cl_uint bound_arguments[CLBT__NUM_BOUND] = {
     [CLBT__BOUND_TOKEN_INDICES] = ARG_TOKEN_INDICES,
     [CLBT__BOUND_TOKEN_SLOTS] = ARG_TOKEN_SLOTS,
     [CLBT__BOUND_PACKET] = ARG_PACKET};
+
+/* Each entry's name and parts. */
+static const struct {
+  const char *name;
+  uint32_t parts;
+} entries[CLBT__NUM_ENTRIES] = {
+#define ENTRY(NAME, name, parts) [CLBT__ENTRY_##NAME] = {#name, parts},
+    CLBT_STEP_ENTRIES(ENTRY)
+#undef ENTRY
+};
+
+clbt__entry clbt__entry_for(uint32_t work) {
+  uint32_t parts = work & CLBT_WORK_PARTS;
+  int e = 0;
+  while (e < CLBT__NUM_ENTRIES - 1 && (entries[e].parts & parts) != parts)
+    ++e;
+  return (clbt__entry)e;
+}
 
 /* The group constants in the contract's order, for the -D options. */
 static const size_t spec_field_offsets[] = {
@@ -58,65 +73,107 @@ static size_t record_bytes(size_t words) {
 }
 
 /*
- * query_start_loc is searched in local memory when a copy of it takes at
- * most a quarter of the device's local memory (12 KiB, 3071 requests, on a
- * 48 KiB GPU), leaving room for other work-groups on the same unit.
+ * The words of a local copy of query_start_loc: the smallest power of two
+ * from 256 that holds max_num_reqs + 1 entries (so that tables of similar
+ * sizes share a program), when that takes at most a quarter of the
+ * device's local memory (12 KiB on a 48 KiB GPU), leaving room for other
+ * work-groups on the same unit, and at most 65536 words; 0 (searched in
+ * global memory) otherwise.
  */
-static size_t qsl_cache_bytes(const clbt_device *device,
-                              uint32_t max_num_reqs) {
-  size_t bytes = ((size_t)max_num_reqs + 1) * sizeof(cl_int);
-  return bytes <= device->properties.local_mem_size / 4 ? bytes : 0;
+static uint32_t qsl_words(const clbt_device *device, uint32_t max_num_reqs) {
+  uint64_t words = 256;
+  while (words < (uint64_t)max_num_reqs + 1) words *= 2;
+  bool fits = words <= 65536 &&
+              words * sizeof(cl_int) <= device->properties.local_mem_size / 4;
+  return fits ? (uint32_t)words : 0;
 }
 
 /*
- * The words of a packet a launch of num_groups carries in its record:
- * what the device's argument space (CL_DEVICE_MAX_PARAMETER_SIZE) leaves
- * beside the other arguments, at most CLBT_INLINE_PACKET_WORDS, a power of
- * two; or 1, a placeholder, when that is under 16. The H200 has room for
- * all 512; PoCL, with the minimum of 1024 bytes, for 128 with one group.
+ * The record's sizes for a launch of num_groups: the tuning table's,
+ * capped by what the device's argument space (CL_DEVICE_MAX_PARAMETER_SIZE)
+ * leaves beside the other arguments and by CLBT_MAX_RECORD_WORDS, without
+ * repeats. A device with room for fewer than 16 words gets one size of 1,
+ * a placeholder: its packets are uploaded. Returns the number of sizes.
  */
-static uint32_t inline_words(const clbt_device *device, uint32_t num_groups) {
-  size_t pointers = ARGS_BEFORE_GROUPS - 2 + (size_t)ARGS_PER_GROUP * num_groups;
+static uint32_t record_sizes(const clbt_device *device,
+                             const clbt__tuning *tuning, uint32_t num_groups,
+                             uint32_t *words) {
+  /* Each argument may be aligned to 16 bytes in the argument space. */
   size_t others = record_bytes(0) + layout_bytes(num_groups) +
-                  pointers * sizeof(cl_ulong);
-  size_t room = device->properties.max_parameter_size > others
-                    ? (device->properties.max_parameter_size - others) /
-                          sizeof(cl_uint)
-                    : 0;
-  uint32_t words = CLBT_INLINE_PACKET_WORDS;
-  while (words > room) words /= 2;
-  return words >= 16 ? words : 1;
+                  (NUM_ARGUMENTS - 2) * sizeof(cl_ulong) + NUM_ARGUMENTS * 16;
+  size_t space = device->properties.max_parameter_size;
+  size_t room = space > others ? (space - others) / sizeof(cl_uint) : 0;
+  if (room > CLBT_MAX_RECORD_WORDS) room = CLBT_MAX_RECORD_WORDS;
+  if (room < 16) {
+    words[0] = 1;
+    return 1;
+  }
+  uint32_t count = 0;
+  for (uint32_t c = 0; c < CLBT__RECORD_CLASSES && tuning->record_words[c];
+       ++c) {
+    uint32_t size = tuning->record_words[c] < room
+                        ? tuning->record_words[c]
+                        : (uint32_t)room;
+    if (count == 0 || size > words[count - 1]) words[count++] = size;
+  }
+  return count;
 }
 
-/* Appends "<text><value>" to options at *used, never past its size. */
+/*
+ * The longest options: the fixed part at its longest values (a query
+ * start copy of at most 65536 words, records of at most
+ * CLBT_MAX_RECORD_WORDS), then eight groups of five constants of ten
+ * digits and two flags (0 or 1), which fit the bound of devices.h.
+ */
+#define OPTION_BYTES(name, digits) (sizeof " -D" name "=" - 1 + (digits))
+_Static_assert(NUM_SPEC_FIELDS == 7,
+               "the bound below counts five numbers and two flags a group");
+#define GROUP_OPTION_BYTES (OPTION_BYTES("CLBT_GROUP_0", 0) + 5 * 10 + 2 + 6)
+_Static_assert(OPTION_BYTES("CLBT_PAD_SLOT_ID", 2) +
+                       OPTION_BYTES("CLBT_QSL_WORDS", 5) +
+                       OPTION_BYTES("CLBT_NUM_GROUPS", 1) +
+                       OPTION_BYTES("CLBT_GPU", 1) +
+                       CLBT_MAX_RECORD_CLASSES *
+                           OPTION_BYTES("CLBT_RECORD_WORDS_0", 4) +
+                       CLBT__MAX_LAUNCH_GROUPS * GROUP_OPTION_BYTES <
+                   CLBT__SPECIFIC_OPTIONS_SIZE,
+               "CLBT__SPECIFIC_OPTIONS_SIZE holds the longest options");
+_Static_assert(CLBT_MAX_RECORD_WORDS <= 9999, "a record's words: 4 digits");
+
+/* Appends "<text><value>" to options at *used: the bound above leaves
+   room for every one. */
 static void append(char *options, size_t *used, const char *text,
                    long value) {
-  if (*used >= CLBT__SPECIFIC_OPTIONS_SIZE) return;
   int added = snprintf(options + *used, CLBT__SPECIFIC_OPTIONS_SIZE - *used,
                        "%s%ld", text, value);
-  if (added > 0) *used += (size_t)added;
+  *used += added > 0 ? (size_t)added : 0;
 }
 
 /*
- * "-DCLBT_PAD_SLOT_ID=-1 -DCLBT_QSL_IN_LOCAL=1 -DCLBT_NUM_GROUPS=2
- *  -DCLBT_INLINE_WORDS=512 -DCLBT_GROUP_0=16,1,1,0,1,1,0 ...":
+ * "-DCLBT_PAD_SLOT_ID=-1 -DCLBT_QSL_WORDS=1024 -DCLBT_NUM_GROUPS=2
+ *  -DCLBT_GPU=1 -DCLBT_RECORD_WORDS_0=64 ... -DCLBT_GROUP_0=16,1,1,0,1,1,0":
  * each group's constants in CLBT_GROUP_CONSTANTS's order, which is also
- * the order of the kernel's group_constants fields. devices.h sizes the
- * buffer for eight groups of every constant at ten digits.
+ * the order of the kernel's group_constants fields.
  */
 static void format_options(const clbt__group_spec *const *specs,
-                           uint32_t num_groups, bool qsl_in_local,
-                           uint32_t words, char *options) {
+                           uint32_t num_groups, uint32_t qsl,
+                           const clbt__tuning *tuning, const uint32_t *words,
+                           uint32_t num_classes, char *options) {
   static const char *const group_names[CLBT__MAX_LAUNCH_GROUPS] = {
       " -DCLBT_GROUP_0=", " -DCLBT_GROUP_1=", " -DCLBT_GROUP_2=",
       " -DCLBT_GROUP_3=", " -DCLBT_GROUP_4=", " -DCLBT_GROUP_5=",
       " -DCLBT_GROUP_6=", " -DCLBT_GROUP_7="};
+  static const char *const class_names[CLBT_MAX_RECORD_CLASSES] = {
+      " -DCLBT_RECORD_WORDS_0=", " -DCLBT_RECORD_WORDS_1=",
+      " -DCLBT_RECORD_WORDS_2="};
   size_t used = 0;
   options[0] = '\0';
   append(options, &used, "-DCLBT_PAD_SLOT_ID=", CLBT_PAD_SLOT_ID);
-  append(options, &used, " -DCLBT_QSL_IN_LOCAL=", qsl_in_local);
+  append(options, &used, " -DCLBT_QSL_WORDS=", qsl);
   append(options, &used, " -DCLBT_NUM_GROUPS=", num_groups);
-  append(options, &used, " -DCLBT_INLINE_WORDS=", words);
+  append(options, &used, " -DCLBT_GPU=", tuning->gpu_code);
+  for (uint32_t c = 0; c < num_classes; ++c)
+    append(options, &used, class_names[c], words[c]);
   for (uint32_t g = 0; g < num_groups; ++g)
     for (size_t f = 0; f < NUM_SPEC_FIELDS; ++f) {
       uint32_t value;
@@ -130,61 +187,100 @@ clbt_status clbt__launch_program(clbt_device *device,
                                  const clbt__group_spec *const *specs,
                                  uint32_t num_groups, uint32_t max_num_reqs,
                                  cl_program *program) {
+  const clbt__tuning *tuning = clbt__tuning_for(device->properties.type);
+  uint32_t words[CLBT_MAX_RECORD_CLASSES];
+  uint32_t classes = record_sizes(device, tuning, num_groups, words);
   char options[CLBT__SPECIFIC_OPTIONS_SIZE];
-  format_options(specs, num_groups, qsl_cache_bytes(device, max_num_reqs) > 0,
-                 inline_words(device, num_groups), options);
+  format_options(specs, num_groups, qsl_words(device, max_num_reqs), tuning,
+                 words, classes, options);
   return clbt__program_get(device, CLBT__SOURCE_STEP, options, program);
 }
 
-clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *tables,
-                              uint32_t num_tables) {
-  memset(launch, 0, sizeof *launch);
-  launch->groups = tables;
-  launch->num_groups = num_tables;
-  for (uint32_t g = 0; g < num_tables; ++g) {
-    launch->maps_tokens = launch->maps_tokens || clbt__maps_tokens(tables[g]);
-    launch->holds_states =
-        launch->holds_states || !clbt__maps_tokens(tables[g]);
-  }
-  launch->inline_words = inline_words(tables[0]->device, num_tables);
-  return launch->maps_tokens ? clbt__launch_build(launch) : CLBT_SUCCESS;
+/* The launch's program: built or found on first need, then kept (the
+   device holds it), so that later settings change no kernel of it. */
+static clbt_status find_program(clbt__launch *launch) {
+  if (launch->program) return CLBT_SUCCESS;
+  const clbt__group_spec *specs[CLBT__MAX_LAUNCH_GROUPS];
+  clbt_table *const *groups = launch->groups;
+  for (uint32_t g = 0; g < launch->num_groups; ++g)
+    specs[g] = &groups[g]->layout.spec;
+  return clbt__launch_program(groups[0]->device, specs, launch->num_groups,
+                              groups[0]->layout.max_num_reqs,
+                              &launch->program);
 }
 
-/* What stays the same from launch to launch: the layout, the local cache
-   and each group's storage; every batch buffer starts NULL. */
-static clbt_status make_kernel(const clbt__launch *launch, cl_program program,
-                               clbt__kernel *out) {
-  clbt_table *const *tables = launch->groups;
+clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *groups,
+                              uint32_t num_groups) {
+  const clbt_device *device = groups[0]->device;
+  memset(launch, 0, sizeof *launch);
+  launch->groups = groups;
+  launch->num_groups = num_groups;
+  launch->tuning = clbt__tuning_for(device->properties.type);
+  launch->num_classes =
+      record_sizes(device, launch->tuning, num_groups, launch->record_words);
+  launch->has_inline = launch->record_words[launch->num_classes - 1] > 1;
+  bool maps = false;
+  for (uint32_t g = 0; g < num_groups; ++g)
+    maps = maps || clbt__maps_tokens(groups[g]);
+  return maps ? find_program(launch) : CLBT_SUCCESS;
+}
+
+uint32_t clbt__record_class(const clbt__launch *launch, size_t words) {
+  uint32_t c = 0;
+  while (c < launch->num_classes && launch->record_words[c] < words) ++c;
+  return c;
+}
+
+/* The largest power of two up to the tuning table's size, the kernel's
+   local arrays and the kernel object's limit; one work-item for code
+   shaped for a CPU, which has no barriers (cl/common.cl). */
+static clbt_status local_size_of(const clbt__launch *launch,
+                                 cl_kernel kernel, size_t *out) {
+  size_t limit = 0;
+  cl_int error = clGetKernelWorkGroupInfo(
+      kernel, launch->groups[0]->device->id, CL_KERNEL_WORK_GROUP_SIZE,
+      sizeof limit, &limit, NULL);
+  if (error) return clbt__cl_fail(error, "clGetKernelWorkGroupInfo");
+  if (limit > launch->tuning->local_size) limit = launch->tuning->local_size;
+  if (limit > CLBT_MAX_WORK_GROUP_SIZE) limit = CLBT_MAX_WORK_GROUP_SIZE;
+  if (!launch->tuning->gpu_code) limit = 1;
+  size_t local = 1;
+  while (local * 2 <= limit) local *= 2;
+  *out = local;
+  return CLBT_SUCCESS;
+}
+
+/* What stays the same from launch to launch: the layout and the storage;
+   every batch buffer starts NULL. */
+static clbt_status make_kernel(const clbt__launch *launch, clbt__entry entry,
+                               uint32_t record_class, clbt__kernel *out) {
+  clbt_table *const *groups = launch->groups;
   clbt__launch_layout layout = {
-      .max_num_reqs = tables[0]->layout.max_num_reqs,
-      .max_num_tokens = tables[0]->layout.max_num_batched_tokens};
-  /* A zero-sized local argument is invalid; the global variant ignores it. */
-  size_t cache_bytes = qsl_cache_bytes(tables[0]->device,
-                                       layout.max_num_reqs);
+      .max_num_reqs = groups[0]->layout.max_num_reqs,
+      .max_num_tokens = groups[0]->layout.max_num_batched_tokens};
   for (uint32_t g = 0; g < launch->num_groups; ++g)
-    layout.groups[g] = tables[g]->at;
+    layout.groups[g] = groups[g]->at;
+  char name[32];
+  snprintf(name, sizeof name, "clbt_%s_%u", entries[entry].name,
+           (unsigned)record_class);
   clbt_status status = CLBT_SUCCESS;
   cl_int error = CL_SUCCESS;
-  cl_kernel kernel = clCreateKernel(program, "clbt_step", &error);
+  cl_kernel kernel = clCreateKernel(launch->program, name, &error);
   CLBT__CL_CHECK(error, "clCreateKernel", status, done);
   CLBT__CL_TRY(clSetKernelArg(kernel, ARG_LAYOUT,
                               layout_bytes(launch->num_groups), &layout),
                status, fail);
-  CLBT__CL_TRY(clSetKernelArg(kernel, ARG_QSL_CACHE,
-                              cache_bytes ? cache_bytes : sizeof(cl_int),
-                              NULL),
+  CLBT__CL_TRY(clSetKernelArg(kernel, ARG_STORAGE, sizeof(cl_mem),
+                              &groups[0]->engine->storage),
                status, fail);
-  for (uint32_t g = 0; g < launch->num_groups; ++g)
-    CLBT__CL_TRY(clSetKernelArg(kernel,
-                                ARGS_BEFORE_GROUPS + g * ARGS_PER_GROUP +
-                                    GROUP_ARG_STORAGE,
-                                sizeof(cl_mem), &tables[g]->storage),
-                 status, fail);
   for (int b = 0; b < CLBT__NUM_BOUND; ++b)
     CLBT__CL_TRY(clSetKernelArg(kernel, bound_arguments[b], sizeof(cl_mem),
                                 NULL),
                  status, fail);
-  *out = (clbt__kernel){kernel, {NULL}};
+  size_t local = 1;
+  status = local_size_of(launch, kernel, &local);
+  if (status) goto fail;
+  *out = (clbt__kernel){kernel, {NULL}, local};
   return CLBT_SUCCESS;
 fail:
   clReleaseKernel(kernel);
@@ -192,95 +288,76 @@ done:
   return status;
 }
 
-/* The launch's program, built or found. */
-static clbt_status program_of(const clbt__launch *launch,
-                              cl_program *program) {
-  const clbt__group_spec *specs[CLBT__MAX_LAUNCH_GROUPS];
-  clbt_table *const *tables = launch->groups;
-  for (uint32_t g = 0; g < launch->num_groups; ++g)
-    specs[g] = &tables[g]->layout.spec;
-  return clbt__launch_program(tables[0]->device, specs, launch->num_groups,
-                              tables[0]->layout.max_num_reqs, program);
-}
-
-clbt_status clbt__launch_build(clbt__launch *launch) {
-  if (launch->step.kernel) return CLBT_SUCCESS;
-  clbt_table *const *tables = launch->groups;
-  clbt_device *device = tables[0]->device;
-  cl_program program;
-  clbt_status status = program_of(launch, &program);
-  if (!status) status = make_kernel(launch, program, &launch->step);
-  if (status) return status;
-  CLBT__CL_TRY(clGetKernelWorkGroupInfo(launch->step.kernel, device->id,
-                                        CL_KERNEL_WORK_GROUP_SIZE,
-                                        sizeof launch->kernel_max_group,
-                                        &launch->kernel_max_group, NULL),
-               status, fail);
-  /* Every slot of every group is written by every slot mapping; a gather
-     and an export take the work-groups this makes, or more. */
-  clbt__geometry(device, launch->kernel_max_group,
-                 (size_t)tables[0]->layout.max_num_batched_tokens *
-                     launch->num_groups,
-                 &launch->map_global_size, &launch->local_size);
-  return CLBT_SUCCESS;
-fail:
-  clbt__launch_release(launch);
-  return status;
-}
-
-clbt_status clbt__launch_build_scatter(clbt__launch *launch) {
-  if (launch->scatter.kernel) return CLBT_SUCCESS;
-  cl_program program;
-  clbt_status status = clbt__launch_build(launch);
-  if (!status) status = program_of(launch, &program);
-  if (!status) status = make_kernel(launch, program, &launch->scatter);
+clbt_status clbt__launch_kernel(clbt__launch *launch, clbt__entry entry,
+                                uint32_t record_class, clbt__kernel **out) {
+  clbt__kernel *kernel = &launch->kernels[entry][record_class];
+  clbt_status status = CLBT_SUCCESS;
+  if (!kernel->kernel) status = find_program(launch);
+  if (!kernel->kernel && !status)
+    status = make_kernel(launch, entry, record_class, kernel);
+  if (!status) *out = kernel;
   return status;
 }
 
 void clbt__launch_release(clbt__launch *launch) {
-  if (launch->step.kernel) clReleaseKernel(launch->step.kernel);
-  if (launch->scatter.kernel) clReleaseKernel(launch->scatter.kernel);
-  launch->step = launch->scatter = (clbt__kernel){NULL, {NULL}};
+  for (int e = 0; e < CLBT__NUM_ENTRIES; ++e)
+    for (int c = 0; c < CLBT_MAX_RECORD_CLASSES; ++c) {
+      clbt__kernel *kernel = &launch->kernels[e][c];
+      if (kernel->kernel) clReleaseKernel(kernel->kernel);
+      *kernel = (clbt__kernel){NULL, {NULL}, 0};
+    }
 }
 
-/*
- * A gather or an export on a GPU spreads over at least one work-group per
- * few positions, more than the slot mapping alone needs when the batch is
- * large: a full gather of 1024 rows on the 64 work-groups of a
- * 16384-token table left half an H200 idle. A CPU keeps its few groups.
- */
-#define CLBT__GATHERED_PER_GROUP 4
-#define CLBT__EXPORTED_PER_GROUP 8
+/* A CPU's grid: one work-group per cpu_items_per_group items, at least
+   one and at most one per compute unit. */
+static size_t cpu_grid(const clbt__launch *launch, size_t items) {
+  size_t units = launch->groups[0]->device->properties.compute_units;
+  size_t groups = items / launch->tuning->cpu_items_per_group;
+  return groups < 1 ? 1 : groups > units ? units : groups;
+}
 
-size_t clbt__launch_grid(const clbt__launch *launch, uint32_t work,
-                         uint32_t padded) {
-  const clbt_device *device = launch->groups[0]->device;
-  if (device->properties.type & CL_DEVICE_TYPE_CPU)
-    return launch->map_global_size;
+static bool on_cpu(const clbt__launch *launch) {
+  return launch->groups[0]->device->properties.type & CL_DEVICE_TYPE_CPU;
+}
+
+static size_t round_up(size_t items, size_t local) {
+  size_t groups = (items + local - 1) / local;
+  return (groups ? groups : 1) * local;
+}
+
+size_t clbt__launch_grid(const clbt__launch *launch,
+                         const clbt__kernel *kernel, uint32_t work,
+                         uint32_t num_tokens, uint32_t padded) {
+  const clbt__tuning *tuning = launch->tuning;
+  size_t max_tokens = launch->groups[0]->layout.max_num_batched_tokens;
+  size_t local = kernel->local_size;
+  if (on_cpu(launch))
+    return cpu_grid(launch, max_tokens * launch->num_groups) * local;
+  /* A token a work-item, the pad entries pad_per_item to one. */
+  size_t pads = max_tokens - num_tokens;
+  size_t items = (work & CLBT_WORK_MAP)
+                     ? num_tokens + (pads + tuning->pad_per_item - 1) /
+                                        tuning->pad_per_item
+                     : 1;
   size_t groups = 0;
   if (work & CLBT_WORK_GATHER)
-    groups = (padded + CLBT__GATHERED_PER_GROUP - 1) / CLBT__GATHERED_PER_GROUP;
+    groups = (padded + tuning->gathered_per_group - 1) /
+             tuning->gathered_per_group;
   if (work & CLBT_WORK_EXPORT) {
-    size_t exporting =
-        (padded + CLBT__EXPORTED_PER_GROUP - 1) / CLBT__EXPORTED_PER_GROUP;
+    size_t exporting = (padded + tuning->exported_per_group - 1) /
+                       tuning->exported_per_group;
     if (exporting > groups) groups = exporting;
   }
   /* State slots: a work-item per request. */
-  if (work & CLBT_WORK_STATE_SLOTS) {
-    size_t states = (padded + launch->local_size - 1) / launch->local_size;
-    if (states > groups) groups = states;
-  }
-  size_t wanted = groups * launch->local_size;
-  return wanted > launch->map_global_size ? wanted : launch->map_global_size;
+  if ((work & CLBT_WORK_STATE_SLOTS) && padded > items) items = padded;
+  size_t grid = round_up(items, local);
+  return groups * local > grid ? groups * local : grid;
 }
 
-size_t clbt__launch_items_grid(const clbt__launch *launch, size_t items) {
-  size_t global, local;
-  clbt__geometry(launch->groups[0]->device, launch->kernel_max_group, items,
-                 &global, &local);
-  /* The launch's work-group size, which the grid must be a multiple of. */
-  return (global + launch->local_size - 1) / launch->local_size *
-         launch->local_size;
+size_t clbt__launch_items_grid(const clbt__launch *launch,
+                               const clbt__kernel *kernel, size_t items) {
+  if (on_cpu(launch)) return cpu_grid(launch, items) * kernel->local_size;
+  return round_up(items, kernel->local_size);
 }
 
 /* Sets the buffers that differ from what the kernel holds. */
@@ -299,16 +376,18 @@ done:
 }
 
 clbt_status clbt__launch_enqueue(const clbt__launch *launch,
-                                 clbt__kernel *kernel,
                                  const clbt__launch_call *call,
                                  clbt__sequence *sequence) {
+  clbt__kernel *kernel = call->kernel;
   clbt_status status = bind_buffers(kernel, call->buffers);
   if (status) return status;
   CLBT__CL_TRY(clSetKernelArg(kernel->kernel, ARG_RECORD,
-                              record_bytes(launch->inline_words), call->record),
+                              record_bytes(launch->record_words
+                                               [call->record_class]),
+                              call->record),
                status, done);
   status = clbt__sequence_kernel(sequence, kernel->kernel, call->global_size,
-                                 launch->local_size);
+                                 kernel->local_size);
 done:
   return status;
 }

@@ -1,49 +1,12 @@
 /*
- * What every enqueueing call needs of the device's queue: a launch
- * geometry for the device, a wait list checked as clEnqueue* would, the
- * sequence every command goes through, and the watch over the commands
- * that took a caller's wait list.
+ * What every enqueueing call needs of the device's queue: a wait list
+ * checked as clEnqueue* would, the sequence every command goes through,
+ * and the watch over the commands that took a caller's wait list.
  */
 #include "devices.h"
-#include "../cl/contract.h"
+#include "tuning.h"
 
 #include <stdlib.h>
-
-/* A watch ring this large or smaller is kept when it empties. */
-#define CLBT__KEPT_WATCH 16
-
-/* Work a CPU work-group takes before another compute unit joins. */
-#define CLBT__CPU_ITEMS_PER_GROUP 32768
-
-/* PoCL pays a large fixed cost per work-group and runs each group's
-   work-items as a loop: work-groups of one work-item, walking long runs
-   with unit-stride loops that vectorise, are cheapest; a second one pays
-   only with tens of thousands of items (docs/benchmarks.md). */
-static bool is_cpu(const clbt_device *device) {
-  return device->properties.type & CL_DEVICE_TYPE_CPU;
-}
-
-size_t clbt__local_size(const clbt_device *device, size_t kernel_max_group) {
-  size_t limit = kernel_max_group < CLBT_MAX_WORK_GROUP_SIZE
-                     ? kernel_max_group
-                     : CLBT_MAX_WORK_GROUP_SIZE;
-  size_t local = 1;
-  while (!is_cpu(device) && local * 2 <= limit) local *= 2;
-  return local;
-}
-
-void clbt__geometry(const clbt_device *device, size_t kernel_max_group,
-                    size_t items, size_t *global_size, size_t *local_size) {
-  size_t local = clbt__local_size(device, kernel_max_group);
-  size_t groups = (items + local - 1) / local;
-  if (is_cpu(device)) {
-    size_t units = device->properties.compute_units;
-    groups = items / CLBT__CPU_ITEMS_PER_GROUP;
-    groups = groups < 1 ? 1 : groups > units ? units : groups;
-  }
-  *local_size = local;
-  *global_size = (groups ? groups : 1) * local;
-}
 
 clbt_status clbt__check_wait_list(const clbt_device *device,
                                   cl_uint num_events,

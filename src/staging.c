@@ -23,9 +23,6 @@
 /* The smallest packet a slot gets, in 32-bit words. */
 #define CLBT__MIN_PACKET_WORDS 256
 
-/* A ring this large or smaller is kept when it empties. */
-#define CLBT__KEPT_RING 16
-
 static void free_slot(clbt__staging *slot) {
   if (slot->buffer) clReleaseMemObject(slot->buffer);
   free(slot->packet);

@@ -14,10 +14,8 @@ clbt_status clbt__check_state_slots(const clbt__scope *scope,
                       "the table's slot_mode is "
                       "CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT: its rows hold pages, "
                       "and it has no state slots");
-  uint32_t index = 0;
-  for (uint32_t l = 0; l < scope->num_launches; ++l)
-    for (uint32_t g = 0; g < scope->launches[l].num_groups; ++g, ++index) {
-      const clbt_table *group = scope->launches[l].groups[g];
+  for (uint32_t index = scope->begin; index < scope->end; ++index) {
+      const clbt_table *group = scope->engine->groups[index];
       /* The region holds a row's worth a request. */
       if (!clbt__maps_tokens(group) && count > group->layout.width)
         return scope->alone

@@ -14,47 +14,55 @@
 
 #include <string.h>
 
-/*
- * A packet that every work-group of a step kernel applies on its own
- * (cl/step.cl) when it has at most this many items a group: a few dozen
- * passes of a work-group at most, cheaper than a scatter launch of its own
- * (a step in which 1 request in 64 leaves and a new one takes its row
- * moves about 4,700 ids at 1024 requests).
- */
-#define CLBT__FOLDED_ITEMS 8192
-
 /* One call's plan; its arrays are the engine's scratch. */
 typedef struct call_plan {
   const clbt__scope *scope;
   const clbt__call *call;
-  clbt__commit_plan *groups;   /* the scope's groups, launch by launch */
-  clbt__launch_plan *launches; /* [scope->num_launches] */
+  clbt__commit_plan *groups;   /* the engine's groups, launch by launch */
+  clbt__launch_plan *launches; /* the engine's launches */
   size_t upload_words;
   bool moves;                  /* a group has rows to move */
   clbt__staging upload;        /* taken when upload_words > 0 */
 } call_plan;
 
-#define FOR_EACH_LAUNCH(plan, l, p)                                       \
-  for (uint32_t l = 0, p = 0; l < (plan)->scope->num_launches;            \
-       p += (plan)->scope->launches[l++].num_groups)
+/* The scope's launches l, with p the engine's index of each one's first
+   group. */
+#define FOR_EACH_LAUNCH(plan, l, p)                                        \
+  for (uint32_t l = clbt__scope_first_launch((plan)->scope),               \
+                p = l * CLBT__MAX_LAUNCH_GROUPS;                           \
+       l < clbt__scope_end_launch((plan)->scope);                          \
+       ++l, p += CLBT__MAX_LAUNCH_GROUPS)
+
+static bool takes_part(const clbt__launch_plan *share, uint32_t g) {
+  return (share->groups >> g & 1u) != 0;
+}
 
 /* What a launch's step kernel does of the call's work: maps, exports and
-   translates token indices only with a group that maps tokens, writes
-   state slots only with one that maps none. */
-static uint32_t launch_work(const clbt__launch *launch, uint32_t work) {
-  if (!launch->maps_tokens)
+   translates token indices only with a group of the scope that maps
+   tokens, writes state slots only with one that maps none. */
+static uint32_t launch_work(const clbt__launch *launch,
+                            const clbt__launch_plan *share, uint32_t work) {
+  bool maps = false, holds_states = false;
+  for (uint32_t g = 0; g < launch->num_groups; ++g) {
+    if (!takes_part(share, g)) continue;
+    maps = maps || clbt__maps_tokens(launch->groups[g]);
+    holds_states = holds_states || !clbt__maps_tokens(launch->groups[g]);
+  }
+  if (!maps)
     work &= ~(CLBT_WORK_MAP | CLBT_WORK_EXPORT | CLBT_WORK_TOKEN_SLOTS);
-  if (!launch->holds_states) work &= ~CLBT_WORK_STATE_SLOTS;
+  if (!holds_states) work &= ~CLBT_WORK_STATE_SLOTS;
   return work;
 }
 
-/* Plans the groups of one launch: their modes and sections of its part. */
+/* Plans the scope's groups of one launch: their modes and sections of its
+   part; the others move nothing. */
 static clbt_status plan_commits(const clbt__launch *launch, uint32_t rows,
                                 clbt__commit_plan *groups,
-                                clbt__launch_plan *out, bool *moves) {
+                                clbt__launch_plan *share, bool *moves) {
   size_t part = CLBT_PACKET_HEADER_WORDS_PER_GROUP * launch->num_groups;
   bool scatters = false;
   for (uint32_t g = 0; g < launch->num_groups; ++g) {
+    if (!takes_part(share, g)) continue;
     clbt_status status =
         clbt__commit_plan_group(launch->groups[g], rows, &groups[g]);
     if (status) return status;
@@ -63,11 +71,11 @@ static clbt_status plan_commits(const clbt__launch *launch, uint32_t rows,
     size_t items = groups[g].pending.rows + groups[g].pending.cells;
     if (groups[g].mode == CLBT_COMMIT_SCATTER) {
       scatters = true;
-      if (items > out->scatter_items) out->scatter_items = items;
+      if (items > share->scatter_items) share->scatter_items = items;
     }
     *moves = *moves || groups[g].mode != CLBT_COMMIT_AUTO;
   }
-  out->part_words = scatters ? part : 0;
+  share->part_words = scatters ? part : 0;
   return CLBT_SUCCESS;
 }
 
@@ -77,13 +85,14 @@ static clbt_status plan_commits(const clbt__launch *launch, uint32_t rows,
  * else uploaded and scattered by a launch of its own.
  */
 static clbt__packet_place place_part(const clbt__launch *launch,
-                                     const clbt__launch_plan *part) {
-  if (part->part_words == 0) return CLBT__PACKET_NONE;
-  bool small = part->scatter_items <= CLBT__FOLDED_ITEMS;
-  bool fits = launch->inline_words > 1 &&
-              part->part_words <= launch->inline_words;
-  if (fits && (small || part->work == 0)) return CLBT__PACKET_INLINE;
-  return part->work && small ? CLBT__PACKET_FOLDED : CLBT__PACKET_SCATTERED;
+                                     const clbt__launch_plan *share) {
+  if (share->part_words == 0) return CLBT__PACKET_NONE;
+  bool small = share->scatter_items <= launch->tuning->folded_items;
+  bool fits = launch->has_inline &&
+              clbt__record_class(launch, share->part_words) <
+                  launch->num_classes;
+  if (fits && (small || share->work == 0)) return CLBT__PACKET_INLINE;
+  return share->work && small ? CLBT__PACKET_FOLDED : CLBT__PACKET_SCATTERED;
 }
 
 static bool uploads(clbt__packet_place place) {
@@ -97,34 +106,48 @@ static bool scatters_alone(const clbt__launch_plan *share) {
          (share->place == CLBT__PACKET_INLINE && !share->work);
 }
 
-/* Builds what each launch runs: its step kernel, its scatter kernel. */
-static clbt_status build_kernels(const call_plan *plan) {
+/* The words of the record a kernel of the launch carries: its inline part,
+   or none. */
+static size_t inline_words(const clbt__launch_plan *share, bool step) {
+  bool carries = share->place == CLBT__PACKET_INLINE &&
+                 (step ? share->work != 0 : !share->work);
+  return carries ? share->part_words : 0;
+}
+
+/* Makes what each launch runs: its scatter kernel, its step kernel, each
+   the entry of its work in the record size of its packet. */
+static clbt_status build_kernels(call_plan *plan) {
   clbt_status status = CLBT_SUCCESS;
-  for (uint32_t l = 0; l < plan->scope->num_launches; ++l) {
-    clbt__launch *launch = &plan->scope->launches[l];
-    const clbt__launch_plan *share = &plan->launches[l];
-    if (!status && (share->work || share->place != CLBT__PACKET_NONE))
-      status = clbt__launch_build(launch);
+  FOR_EACH_LAUNCH(plan, l, p) {
+    clbt__launch *launch = &plan->scope->engine->launches[l];
+    clbt__launch_plan *share = &plan->launches[l];
+    share->step = share->scatter = NULL;
+    share->scatter_class = clbt__record_class(launch, inline_words(share, false));
+    share->step_class = clbt__record_class(launch, inline_words(share, true));
     if (!status && scatters_alone(share))
-      status = clbt__launch_build_scatter(launch);
+      status = clbt__launch_kernel(launch, CLBT__ENTRY_SCATTER,
+                                   share->scatter_class, &share->scatter);
+    if (!status && share->work)
+      status = clbt__launch_kernel(launch, clbt__entry_for(share->work),
+                                   share->step_class, &share->step);
   }
   return status;
 }
 
-/* Plans each launch's share of the call: its commit's groups, where its
-   packet part goes. */
+/* Plans each launch's share of the call: its groups, its commit's groups,
+   where its packet part goes. */
 static clbt_status plan_launches(call_plan *plan) {
   const clbt__call *call = plan->call;
   clbt_status status = CLBT_SUCCESS;
   plan->upload_words = 0;
   plan->moves = false;
   FOR_EACH_LAUNCH(plan, l, p) {
-    clbt__launch *launch = &plan->scope->launches[l];
+    clbt__launch *launch = &plan->scope->engine->launches[l];
     clbt__launch_plan *share = &plan->launches[l];
-    *share = (clbt__launch_plan){CLBT__PACKET_NONE, 0, 0, 0,
-                                 launch_work(launch, call->work)};
+    *share = (clbt__launch_plan){.groups = clbt__scope_groups(plan->scope, l)};
+    share->work = launch_work(launch, share, call->work);
     /* A call that does not commit moves nothing. */
-    for (uint32_t g = 0; !call->commits && g < launch->num_groups; ++g)
+    for (uint32_t g = 0; g < launch->num_groups; ++g)
       plan->groups[p + g] = (clbt__commit_plan){CLBT_COMMIT_AUTO, 0, {0, 0}, 0};
     if (!status && call->commits)
       status = plan_commits(launch, call->commit_rows, &plan->groups[p],
@@ -142,7 +165,7 @@ static clbt_status plan_launches(call_plan *plan) {
 static bool stages(const call_plan *plan) {
   bool whole = false;
   FOR_EACH_LAUNCH(plan, l, p) {
-    for (uint32_t g = 0; g < plan->scope->launches[l].num_groups; ++g)
+    for (uint32_t g = 0; g < plan->scope->engine->launches[l].num_groups; ++g)
       whole = whole || plan->groups[p + g].mode == CLBT_COMMIT_WHOLE;
   }
   return whole || plan->upload_words > 0;
@@ -152,20 +175,18 @@ static bool stages(const call_plan *plan) {
  * Plans a call: nothing is enqueued, and a failure changes nothing but
  * what reaping found. Staging slots are reaped only by a call that takes
  * one, so that a step whose packet travels in its launch makes no other
- * driver call; when reaping finds an upload that never arrived, the groups
- * are stale and the call is planned again, WHOLE.
+ * driver call; when reaping finds an upload that never arrived, every
+ * group is stale and the call is planned again, WHOLE.
  */
 static clbt_status plan_call(call_plan *plan) {
   const clbt__scope *scope = plan->scope;
-  bool commits = plan->call->commits;
+  bool commits = plan->call->commits, lost = false;
   clbt_status status =
-      commits ? clbt__commit_reap(scope->engine, false) : CLBT_SUCCESS;
+      commits ? clbt__commit_reap(scope->engine, false, NULL) : CLBT_SUCCESS;
   if (!status) status = plan_launches(plan);
   if (!status && commits && stages(plan)) {
-    bool stale = scope->first->device_stale;
-    status = clbt__commit_reap(scope->engine, true);
-    if (!status && !stale && scope->first->device_stale)
-      status = plan_launches(plan);
+    status = clbt__commit_reap(scope->engine, true, &lost);
+    if (!status && lost) status = plan_launches(plan);
   }
   if (!status) status = build_kernels(plan);
   if (!status && plan->upload_words > 0)
@@ -177,40 +198,49 @@ static clbt_status plan_call(call_plan *plan) {
 
 /* ---- enqueueing a plan -------------------------------------------------- */
 
-/* A record for a launch: its work and batch, and the version its packet's
-   rows get. */
-static void start_record(clbt__launch_record *record, uint32_t work,
-                         const clbt__batch *batch, uint64_t version) {
-  record->version_low = (cl_uint)version;
-  record->version_high = (cl_uint)(version >> 32);
-  record->packet_at_low = record->packet_at_high = 0;
-  record->work = work;
-  record->num_reqs = batch ? batch->num_reqs : 0;
-  record->num_tokens = batch ? batch->num_tokens : 0;
-  record->padded_reqs = !batch                  ? 0
-                        : batch->num_reqs_padded ? batch->num_reqs_padded
-                                                 : batch->num_reqs;
-  record->dense_pitch = batch ? batch->dense_row_pitch : 0;
-  record->state_slots = batch ? batch->num_state_slots : 0;
-  record->state_null_block = batch ? (cl_uint)batch->state_null_block : 0;
-  record->indices_per_row = batch ? batch->indices_per_row : 0;
-  record->token_section = 0;
+/* A record's head for a launch: its work, groups and batch, and the
+   version its packet's rows get. */
+static clbt_record_head record_head(uint32_t work, uint32_t groups,
+                                    const clbt__batch *batch,
+                                    uint64_t version) {
+  clbt_record_head head = {0};
+  head.version_low = (cl_uint)version;
+  head.version_high = (cl_uint)(version >> 32);
+  head.work = work;
+  head.groups = groups;
+  if (!batch) return head;
+  head.num_reqs = batch->num_reqs;
+  head.num_tokens = batch->num_tokens;
+  head.padded_reqs =
+      batch->num_reqs_padded ? batch->num_reqs_padded : batch->num_reqs;
+  head.dense_pitch = batch->dense_row_pitch;
+  head.state_slots = batch->num_state_slots;
+  head.state_null_block = (cl_uint)batch->state_null_block;
+  head.indices_per_row = batch->indices_per_row;
+  return head;
 }
 
-/* The record carries the launch's part of the packet: in itself, or where
-   it starts in the upload. */
+/*
+ * The record carries the launch's part of the packet: in itself, packed
+ * and the rest of its size zeroed (every byte it sends is set), or where
+ * it starts in the upload.
+ */
 static void add_packet(clbt__launch_record *record, const call_plan *plan,
-                       uint32_t l, uint32_t p) {
+                       uint32_t l, uint32_t p, size_t record_words) {
   const clbt__launch_plan *share = &plan->launches[l];
+  size_t packed = 0;
   if (share->place == CLBT__PACKET_INLINE) {
-    record->work |= CLBT_WORK_PACKET_INLINE;
-    clbt__commit_pack(&plan->scope->launches[l], &plan->groups[p],
+    record->head.work |= CLBT_WORK_PACKET_INLINE;
+    clbt__commit_pack(&plan->scope->engine->launches[l], &plan->groups[p],
                       record->packet);
+    packed = share->part_words;
   } else if (uploads(share->place)) {
-    record->work |= CLBT_WORK_PACKET_IN_BUFFER;
-    record->packet_at_low = (cl_uint)share->part_at;
-    record->packet_at_high = (cl_uint)((uint64_t)share->part_at >> 32);
+    record->head.work |= CLBT_WORK_PACKET_IN_BUFFER;
+    record->head.packet_at_low = (cl_uint)share->part_at;
+    record->head.packet_at_high = (cl_uint)((uint64_t)share->part_at >> 32);
   }
+  memset(record->packet + packed, 0,
+         (record_words - packed) * sizeof *record->packet);
 }
 
 /* The WHOLE commits, then the upload of every part that needs one. */
@@ -218,7 +248,7 @@ static clbt_status enqueue_writes(call_plan *plan, uint64_t version,
                                   clbt__sequence *sequence) {
   clbt_status status = CLBT_SUCCESS;
   FOR_EACH_LAUNCH(plan, l, p) {
-    const clbt__launch *launch = &plan->scope->launches[l];
+    const clbt__launch *launch = &plan->scope->engine->launches[l];
     for (uint32_t g = 0; !status && g < launch->num_groups; ++g)
       if (plan->groups[p + g].mode == CLBT_COMMIT_WHOLE)
         status = clbt__commit_whole(launch->groups[g],
@@ -242,36 +272,58 @@ static clbt_status enqueue_writes(call_plan *plan, uint64_t version,
   return status;
 }
 
-/* One launch's share: a scatter of its own, then its step kernel. */
-static clbt_status enqueue_launch(const call_plan *plan, uint32_t l, uint32_t p,
-                                  uint64_t version, cl_mem packet,
-                                  clbt__sequence *sequence) {
-  clbt__launch *launch = &plan->scope->launches[l];
-  const clbt__launch_plan *share = &plan->launches[l];
-  const clbt__batch *batch = &plan->call->batch;
-  clbt__launch_record record;
-  clbt_status status = CLBT_SUCCESS;
-  if (scatters_alone(share)) {
-    start_record(&record, CLBT_WORK_SCATTER, NULL, version);
-    add_packet(&record, plan, l, p);
-    clbt__launch_call scatter = {
-        &record, {[CLBT__BOUND_PACKET] = uploads(share->place) ? packet : NULL},
-        clbt__launch_items_grid(launch, share->scatter_items)};
-    status = clbt__launch_enqueue(launch, &launch->scatter, &scatter, sequence);
-  }
-  if (status || !share->work) return status;
-  uint32_t work = share->work;
-  bool tokens = work & CLBT_WORK_TOKEN_SLOTS;
+/* The work bits a launch's step kernel adds to its share's: the batch's
+   optional inputs and the export's parts. */
+static uint32_t step_work(uint32_t work, const clbt__batch *batch) {
   if (batch->idx_mapping) work |= CLBT_WORK_IDX_MAPPING;
   if (batch->seq_lens && (work & (CLBT_WORK_EXPORT | CLBT_WORK_STATE_SLOTS)))
     work |= CLBT_WORK_SEQ_LENS;
   if (work & CLBT_WORK_EXPORT) work |= clbt__export_work(batch);
-  start_record(&record, work, batch, version);
-  if (tokens) record.token_section = clbt__token_sections_before(plan->scope, l);
-  if (share->place != CLBT__PACKET_SCATTERED) add_packet(&record, plan, l, p);
+  return work;
+}
+
+/* A launch's scatter of its own: its packet over the whole grid. */
+static clbt_status enqueue_scatter(const call_plan *plan, uint32_t l,
+                                   uint32_t p, uint64_t version,
+                                   cl_mem packet, clbt__sequence *sequence) {
+  const clbt__launch *launch = &plan->scope->engine->launches[l];
+  const clbt__launch_plan *share = &plan->launches[l];
+  clbt__launch_record *record = plan->scope->engine->record;
+  record->head =
+      record_head(CLBT_WORK_SCATTER, share->groups, NULL, version);
+  add_packet(record, plan, l, p, launch->record_words[share->scatter_class]);
+  clbt__launch_call scatter = {
+      share->scatter,
+      share->scatter_class,
+      record,
+      {[CLBT__BOUND_PACKET] = uploads(share->place) ? packet : NULL},
+      clbt__launch_items_grid(launch, share->scatter, share->scatter_items)};
+  return clbt__launch_enqueue(launch, &scatter, sequence);
+}
+
+/* A launch's step kernel: its share of the call's work. */
+static clbt_status enqueue_step(const call_plan *plan, uint32_t l, uint32_t p,
+                                uint64_t version, cl_mem packet,
+                                clbt__sequence *sequence) {
+  const clbt__launch *launch = &plan->scope->engine->launches[l];
+  const clbt__launch_plan *share = &plan->launches[l];
+  const clbt__batch *batch = &plan->call->batch;
+  clbt__launch_record *record = plan->scope->engine->record;
+  uint32_t work = step_work(share->work, batch);
+  bool tokens = work & CLBT_WORK_TOKEN_SLOTS;
+  record->head = record_head(work, share->groups, batch, version);
+  if (tokens)
+    record->head.token_section = clbt__token_sections_before(plan->scope, l);
+  if (share->place != CLBT__PACKET_SCATTERED)
+    add_packet(record, plan, l, p, launch->record_words[share->step_class]);
+  else
+    memset(record->packet, 0,
+           launch->record_words[share->step_class] * sizeof *record->packet);
   size_t entries = (size_t)batch->num_tokens * batch->indices_per_row;
   clbt__launch_call step = {
-      &record,
+      share->step,
+      share->step_class,
+      record,
       {[CLBT__BOUND_QUERY_START_LOC] = batch->query_start_loc,
        [CLBT__BOUND_POSITIONS] = batch->positions,
        [CLBT__BOUND_IDX_MAPPING] = batch->idx_mapping,
@@ -281,16 +333,16 @@ static clbt_status enqueue_launch(const call_plan *plan, uint32_t l, uint32_t p,
        [CLBT__BOUND_TOKEN_SLOTS] = tokens ? batch->token_slots : NULL,
        [CLBT__BOUND_PACKET] =
            share->place == CLBT__PACKET_FOLDED ? packet : NULL},
-      tokens ? clbt__launch_items_grid(launch, entries)
-             : clbt__launch_grid(launch, work, record.padded_reqs)};
-  return clbt__launch_enqueue(launch, &launch->step, &step, sequence);
+      tokens ? clbt__launch_items_grid(launch, share->step, entries)
+             : clbt__launch_grid(launch, share->step, work, batch->num_tokens,
+                                 record->head.padded_reqs)};
+  return clbt__launch_enqueue(launch, &step, sequence);
 }
 
 /* Marks every group of a scope stale: what it lost is unknown. */
 static void mark_stale(const clbt__scope *scope) {
-  for (uint32_t l = 0; l < scope->num_launches; ++l)
-    for (uint32_t g = 0; g < scope->launches[l].num_groups; ++g)
-      scope->launches[l].groups[g]->device_stale = true;
+  for (uint32_t g = scope->begin; g < scope->end; ++g)
+    scope->engine->groups[g]->device_stale = true;
 }
 
 static clbt_status enqueue_plan(call_plan *plan, clbt__sequence *sequence) {
@@ -299,8 +351,10 @@ static clbt_status enqueue_plan(call_plan *plan, clbt__sequence *sequence) {
   cl_mem packet = plan->upload.buffer;
   clbt_status status = enqueue_writes(plan, version, sequence);
   FOR_EACH_LAUNCH(plan, l, p) {
-    if (!status)
-      status = enqueue_launch(plan, l, p, version, packet, sequence);
+    if (!status && plan->launches[l].scatter)
+      status = enqueue_scatter(plan, l, p, version, packet, sequence);
+    if (!status && plan->launches[l].step)
+      status = enqueue_step(plan, l, p, version, packet, sequence);
   }
   if (status) {
     /* A commit whose commands are partly queued leaves rows unknown. */
@@ -309,11 +363,10 @@ static clbt_status enqueue_plan(call_plan *plan, clbt__sequence *sequence) {
     return status;
   }
   FOR_EACH_LAUNCH(plan, l, p) {
-    for (uint32_t g = 0; plan->call->commits &&
-                         g < plan->scope->launches[l].num_groups;
-         ++g)
-      clbt__commit_settle(plan->scope->launches[l].groups[g],
-                          &plan->groups[p + g]);
+    const clbt__launch *launch = &plan->scope->engine->launches[l];
+    for (uint32_t g = 0; plan->call->commits && g < launch->num_groups; ++g)
+      if (takes_part(&plan->launches[l], g))
+        clbt__commit_settle(launch->groups[g], &plan->groups[p + g]);
   }
   return CLBT_SUCCESS;
 }
@@ -322,7 +375,7 @@ clbt_status clbt__run(const clbt__scope *scope, const clbt__call *call,
                       cl_uint num_events, const cl_event *wait_list,
                       cl_event *event) {
   call_plan plan = {scope, call, scope->engine->commit_plans,
-               scope->engine->launch_plans, 0, false, {0}};
+                    scope->engine->launch_plans, 0, false, {0}};
   clbt__sequence sequence = clbt__sequence_start(
       scope->first->device, num_events, wait_list, event != NULL);
   clbt_status status = plan_call(&plan);

@@ -12,7 +12,8 @@
 /* The scope of a call on a table: the table alone. */
 static clbt_status scope_of(clbt_table *table, clbt__scope *scope) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
-  return clbt__group_scope(table, scope);
+  *scope = clbt__group_scope(table);
+  return CLBT_SUCCESS;
 }
 
 clbt_status clbt_table_create(clbt_device *device,

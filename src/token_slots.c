@@ -13,9 +13,9 @@
 
 uint32_t clbt__token_sections_before(const clbt__scope *scope, uint32_t l) {
   uint32_t sections = 0;
-  for (uint32_t k = 0; k < l; ++k)
-    for (uint32_t g = 0; g < scope->launches[k].num_groups; ++g)
-      sections += clbt__maps_tokens(scope->launches[k].groups[g]);
+  for (uint32_t g = scope->begin;
+       g < scope->end && g / CLBT__MAX_LAUNCH_GROUPS < l; ++g)
+    sections += clbt__maps_tokens(scope->engine->groups[g]);
   return sections;
 }
 
@@ -55,7 +55,7 @@ static clbt_status check_buffers(const clbt__scope *scope,
   clbt_table *first = scope->first;
   uint32_t entries = request->num_rows * request->indices_per_row;
   uint32_t sections =
-      clbt__token_sections_before(scope, scope->num_launches);
+      clbt__token_sections_before(scope, clbt__scope_end_launch(scope));
   clbt_status status = clbt__check_buffer(
       first, request->query_start_loc, "query_start_loc",
       ((size_t)request->num_reqs + 1) * sizeof(int32_t), "num_reqs",

@@ -36,7 +36,8 @@ static int32_t *read_rows(const clbt_table *table, uint32_t rows) {
  * The issue's steady decode step: 256 requests of width 8192 (131072
  * tokens in blocks of 16), 1 row in 16 gains a block. A whole copy moves
  * 256 x 8192 x 4 bytes plus 256 lengths; the changes are 16 cells and 16
- * lengths: a scatter packet of 16 x (3 + 2) words. AUTO scatters too.
+ * lengths: a scatter packet of 16 rows of a 4-word entry and 1 id, 16 x
+ * (4 + 1) words. AUTO scatters too.
  */
 START_TEST(steady_decode_moves_what_changed) {
   const uint64_t whole = 256ull * 8192 * 4 + 256 * 4;

@@ -71,7 +71,7 @@ START_TEST(worked_examples_searching_global_memory) {
   char options[CLBT_PROGRAM_OPTIONS_SIZE];
   clbt_assert_ok(clbt_device_program_options(clbt_test_device(), 0, options,
                                              sizeof options));
-  ck_assert_msg(strstr(options, " -DCLBT_QSL_IN_LOCAL=0 "), "%s", options);
+  ck_assert_msg(strstr(options, " -DCLBT_QSL_WORDS=0 "), "%s", options);
 }
 END_TEST
 

@@ -1,0 +1,106 @@
+/*
+ * The step kernel's gather: position b of each group's gathered table
+ * (Model Runner V2's input block table) holds the committed row that
+ * batch request b reads, its live entries, or nothing for a padding
+ * request or a row outside the table (which is counted). A record per
+ * position says which row it holds, at which version, and how far it may
+ * be nonzero, so a position whose row and version are unchanged is left
+ * alone: a steady step moves only what changed. Entries past the row's
+ * length are zeroed up to that extent when the group asks
+ * (zero_gathered_tails); a padding row is zeroed whole.
+ *
+ * A work-group takes a chunk of positions at a time: each of its work-items
+ * plans one position (its reads of the record, version and length run side
+ * by side), then all of them copy the chunk's changed rows, neighbouring
+ * work-items neighbouring entries.
+ */
+typedef struct gather_plan {
+  int row;      /* -1: none */
+  uint copied;  /* entries [0, copied) come from the row */
+  uint written; /* entries [copied, written) become 0 */
+} gather_plan;
+
+/* Plans position b and updates its record; returns 1 when b's row is
+   outside the table. */
+static uint plan_position(uint b, uint num_reqs,
+                          __global const int *idx_mapping,
+                          bool has_idx_mapping, uint max_num_reqs,
+                          __global const int *row_lengths,
+                          __global const ulong *row_versions,
+                          __global uint *records, bool zero_tails,
+                          __local gather_plan *plan) {
+  int row = row_of(b, num_reqs, idx_mapping, has_idx_mapping);
+  bool outside = row >= (int)max_num_reqs;
+  row = outside ? -1 : max(row, -1);
+  __global uint *record = records + (ulong)b * CLBT_GATHER_RECORD_WORDS;
+  __global ulong *recorded_version =
+      (__global ulong *)(record + CLBT_GATHER_RECORD_VERSION);
+  ulong version = row >= 0 ? row_versions[row] : 0;
+  uint length = row >= 0 ? (uint)row_lengths[row] : 0;
+  uint extent = record[CLBT_GATHER_RECORD_EXTENT];
+  bool changed = (int)record[CLBT_GATHER_RECORD_ROW] != row ||
+                 (row >= 0 && *recorded_version != version);
+  bool zeroes = zero_tails || row < 0;
+  plan->row = row;
+  plan->copied = changed ? length : 0;
+  plan->written = !changed ? 0 : zeroes ? max(extent, length) : length;
+  if (changed) {
+    record[CLBT_GATHER_RECORD_ROW] = (uint)row;
+    *recorded_version = version;
+    record[CLBT_GATHER_RECORD_EXTENT] = zeroes ? length : max(extent, length);
+  }
+  return outside ? 1 : 0;
+}
+
+/* Copies the planned rows of positions [start, start + count). */
+static void copy_positions(uint start, uint count,
+                           __local const gather_plan *plans,
+                           __global const int *rows, uint row_stride,
+                           __global int *gathered) {
+  for (uint p = 0; p < count; ++p) {
+    gather_plan plan = plans[p];
+    __global int *out = gathered + (ulong)(start + p) * row_stride;
+    __global const int *in = rows + (ulong)max(plan.row, 0) * row_stride;
+    for (uint j = get_local_id(0); j < plan.written; j += get_local_size(0))
+      out[j] = j < plan.copied ? in[j] : 0;
+  }
+}
+
+/* What the gather reads of a launch. */
+typedef struct gather_batch {
+  uint num_reqs, padded, max_num_reqs;
+  __global const int *idx_mapping;
+  bool has_idx_mapping;
+} gather_batch;
+
+/* Gathers every group that takes part over the padded batch's positions,
+   chunks of them spread over every work-group. */
+static void gather_rows(const gather_batch *batch, clbt_record_head head,
+                        clbt_kernel_layout layout, __global int *storage,
+                        __local gather_plan *plans, uint *rejected) {
+  uint padded = batch->padded;
+  uint per_group = (padded + get_num_groups(0) - 1) / get_num_groups(0);
+  uint chunk = clamp(per_group, 1u, (uint)get_local_size(0));
+  FOR_EACH_GROUP(g) {
+    if (!takes_part(head, g)) continue;
+    clbt_group_layout at = layout.groups[g];
+    __global int *rows = region(storage, at, CLBT_REGION_ROWS);
+    for (uint start = get_group_id(0) * chunk; start < padded;
+         start += get_num_groups(0) * chunk) {
+      uint count = min(chunk, padded - start);
+      if (get_local_id(0) < count)
+        rejected[g] += plan_position(
+            start + get_local_id(0), batch->num_reqs, batch->idx_mapping,
+            batch->has_idx_mapping, batch->max_num_reqs,
+            region(storage, at, CLBT_REGION_ROW_LENGTHS),
+            (__global const ulong *)region(storage, at,
+                                           CLBT_REGION_ROW_VERSIONS),
+            (__global uint *)region(storage, at, CLBT_REGION_GATHER_RECORDS),
+            group_table[g].zero_gathered_tails != 0, &plans[get_local_id(0)]);
+      SYNC(CLK_LOCAL_MEM_FENCE);
+      copy_positions(start, count, plans, rows, at.row_stride,
+                     region(storage, at, CLBT_REGION_GATHERED));
+      SYNC(CLK_LOCAL_MEM_FENCE);
+    }
+  }
+}

@@ -1,0 +1,65 @@
+/*
+ * Every number clbt tunes for a kind of device, in one table (as CLBlast's
+ * database keeps its kernels' parameters): work-group sizes and how work
+ * is spread, where a commit packet travels, how large the record a launch
+ * carries may be, and how many staging slots, watched events and known
+ * buffers are kept. docs/benchmarks.md has the measurements behind each
+ * value. The bounds that size arrays are compile-time constants here too.
+ */
+#ifndef CLBT_TUNING_H
+#define CLBT_TUNING_H
+
+#include "base.h"
+
+/* The most record sizes a launch takes (cl/contract.h's
+   CLBT_MAX_RECORD_CLASSES, which launch.c checks). */
+#define CLBT__RECORD_CLASSES 3
+/* The caller's buffers an engine keeps checked (batch.c). */
+#define CLBT__KNOWN_BUFFERS 8
+/* Staging slots a pool keeps once their commits have ended (staging.c). */
+#define CLBT__IDLE_SLOTS 2
+/* A staging ring this large or smaller is kept when it empties. */
+#define CLBT__KEPT_RING 16
+/* A watch ring this large or smaller is kept when it empties (queue.c). */
+#define CLBT__KEPT_WATCH 16
+
+/* How clbt spreads its work on one kind of device. */
+typedef struct clbt__tuning {
+  /* Work-groups: the largest size (a power of two; launch.c bounds it by
+     the kernel's CLBT_MAX_WORK_GROUP_SIZE and the kernel object's limit). A CPU's
+     work-groups are one work-item each: PoCL pays a large fixed cost per
+     work-group and runs a group's work-items as a loop, so one work-item
+     walking a long run with unit-stride loops that vectorise is cheapest. */
+  size_t local_size;
+  /* A CPU takes one work-group per this many items, at most one per
+     compute unit: a second pays only with tens of thousands of items. */
+  size_t cpu_items_per_group;
+  /* The kernel's code shaped for a GPU (CLBT_GPU, cl/common.cl):
+     neighbouring work-items take neighbouring items, and the loops over
+     groups are unrolled so that each group's constants fold; for a CPU,
+     runs of items a work-item, and one loop over groups, which PoCL's
+     compiler takes a fraction of the time over. */
+  bool gpu_code;
+  /* Pad entries of the slot mapping a GPU work-item writes, so that a
+     decode batch does not launch a work-group per 256 idle entries. */
+  uint32_t pad_per_item;
+  /* A gather and an export on a GPU take at least a work-group per this
+     many positions (a full gather of 1024 rows on 64 work-groups left
+     half an H200 idle). */
+  uint32_t gathered_per_group, exported_per_group;
+  /* A packet of at most this many items a group, uploaded, is applied by
+     every work-group of the step kernel itself (folded): a few dozen
+     passes of a work-group, cheaper than a scatter launch of its own. */
+  uint32_t folded_items;
+  /* The record's sizes, in packet words, smallest first, before the
+     device's argument space (CL_DEVICE_MAX_PARAMETER_SIZE) and the
+     kernel's CLBT_MAX_RECORD_WORDS cap them:
+     drivers copy every byte of a record at every enqueue, and each size is
+     an entry to compile. 0 ends the list. */
+  uint32_t record_words[CLBT__RECORD_CLASSES];
+} clbt__tuning;
+
+/* The row of the table for a device of this type. */
+const clbt__tuning *clbt__tuning_for(cl_device_type type);
+
+#endif /* CLBT_TUNING_H */
