@@ -5,6 +5,7 @@
  * found by a later commit, which brings the device back to the host's
  * state. A hang here is a failure: CTest's timeout ends the suite.
  */
+#include "engine.h"
 #include "clbt_test.h"
 
 #include <stdlib.h>
@@ -228,6 +229,48 @@ END_TEST
 START_TEST(lost_step_is_sent_again) {
   in_every_mode(table_step_subject, commit_behind_a_failed_gate);
   in_every_mode(multi_step_subject, commit_behind_a_failed_gate);
+}
+END_TEST
+
+/*
+ * A lost upload that only the staging pool sees (its reader failed, but no
+ * watched command did: a device fault, or a failure that surfaced between
+ * the commit's two looks) while another group is already stale: every
+ * group must be rewritten, not only the stale one. Group 1's device rows
+ * are overwritten to stand for the rows that packet carried; the commit
+ * after the loss must bring them back. Before issue 28's fix the commit
+ * was re-planned only when group 0 turned stale during the reap, so group
+ * 1 kept its plan (nothing to move) and its rows stayed lost.
+ */
+START_TEST(lost_upload_beside_a_stale_group_rewrites_every_group) {
+  clbt_multi_table *table = create_multi(CLBT_COMMIT_SCATTER);
+  for (uint32_t r = 0; r < ROWS; ++r) grow_multi(table, r);
+  clbt_assert_ok(clbt_multi_table_commit(table, ROWS));
+  clbt_table *first = clbt_multi_table_group(table, 0);
+  clbt_table *second = clbt_multi_table_group(table, 1);
+  cl_command_queue queue = clbt_device_queue(clbt_test_device());
+  ck_assert_int_eq(clFinish(queue), CL_SUCCESS);
+  const cl_int wrong = 7;
+  ck_assert_int_eq(clEnqueueFillBuffer(queue, clbt_table_device_data(second),
+                                       &wrong, sizeof wrong, 0,
+                                       ROWS * clbt_table_width(second) *
+                                           sizeof(int32_t),
+                                       0, NULL, NULL),
+                   CL_SUCCESS);
+  ck_assert_int_eq(clFinish(queue), CL_SUCCESS);
+  /* The lost upload: a slot in flight whose reader ended in error. */
+  clbt__staging_pool *pool = &first->engine->staging;
+  clbt__staging slot;
+  clbt_assert_ok(clbt__staging_acquire(
+      pool, clbt_device_context(clbt_test_device()), 16, false, &slot));
+  cl_event reader = user_event();
+  ck_assert_int_eq(clSetUserEventStatus(reader, -1), CL_SUCCESS);
+  clbt__staging_submit(pool, &slot, reader);
+  first->device_stale = true; /* a commit of it alone failed midway */
+  clbt_assert_ok(clbt_multi_table_commit(table, ROWS));
+  clbt_test_assert_in_sync(queue, first, ROWS);
+  clbt_test_assert_in_sync(queue, second, ROWS);
+  clbt_multi_table_destroy(table);
 }
 END_TEST
 
@@ -493,6 +536,7 @@ int main(void) {
   tcase_add_test(tc, lost_commit_is_sent_again);
   tcase_add_test(tc, lost_multi_group_commit_is_sent_again);
   tcase_add_test(tc, lost_step_is_sent_again);
+  tcase_add_test(tc, lost_upload_beside_a_stale_group_rewrites_every_group);
   tcase_add_test(tc, slot_mapping_behind_a_failed_gate);
   tcase_add_test(tc, every_path_survives_a_failed_gate);
   tcase_add_test(tc, no_enqueue_waits_for_the_device);
