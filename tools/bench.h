@@ -73,6 +73,8 @@ double bench_now_us(void);
 /* Sorts values. */
 double bench_median(double *values, size_t count);
 uint32_t bench_random(bench *b);
+/* malloc that ends the process when memory runs out (never NULL). */
+void *bench_allocate(size_t bytes);
 /* Whether --only names this shape or section (no --only: all of them). */
 bool bench_selected(const bench *b, const char *name);
 

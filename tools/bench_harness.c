@@ -54,6 +54,12 @@ uint32_t bench_random(bench *b) {
   return (uint32_t)(xorshift64_next(&b->rng) >> 32);
 }
 
+void *bench_allocate(size_t bytes) {
+  void *memory = malloc(bytes ? bytes : 1);
+  if (!memory) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
+  return memory;
+}
+
 void bench_die(const char *what, clbt_status status) {
   fprintf(stderr, "clbt bench: %s failed: %s: %s\n", what,
           clbt_status_name(status), clbt_last_error());

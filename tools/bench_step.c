@@ -64,16 +64,16 @@ static const step_variant step_variants[] = {
      CLBT_EXPORT_CONTEXT | CLBT_EXPORT_DENSE, 1024},
 };
 
-/* The steady step, and issue 25's two churning steps. */
-static const step_kind step_kinds[] = {
-    {"", 0}, {"/churn", 64}, {"/churn16", 16}};
+/* The steady step, and issue 25's two churning steps: 1 request in 64 and
+   1 in 16 replaced. */
+enum { STEP_CHURN_ONE_IN = 64, STEP_CHURN16_ONE_IN = 16 };
+_Static_assert(STEP_CHURN_ONE_IN % STEP_GROWS_ONE_IN == 0 &&
+                   STEP_CHURN16_ONE_IN % STEP_GROWS_ONE_IN == 0,
+               "the leaving requests must never be growing ones");
+static const step_kind step_kinds[] = {{"", 0},
+                                       {"/churn", STEP_CHURN_ONE_IN},
+                                       {"/churn16", STEP_CHURN16_ONE_IN}};
 enum { STEP_KINDS = sizeof step_kinds / sizeof step_kinds[0] };
-
-static void *allocate(size_t bytes) {
-  void *memory = malloc(bytes ? bytes : 1);
-  if (!memory) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
-  return memory;
-}
 
 /* ---- the runs ------------------------------------------------------------ */
 
@@ -171,7 +171,7 @@ typedef struct step_times {
 static step_times time_kind(bench *b, step_model *m, const step_kind *kind,
                             bench_calls *calls) {
   uint64_t runs = b->options.runs;
-  double *samples = allocate((STEP_PARTS + 1) * runs * sizeof *samples);
+  double *samples = bench_allocate((STEP_PARTS + 1) * runs * sizeof *samples);
   step_runner counted = {m, kind, calls, {NULL}, NULL, 0};
   step_runner plain = {m, kind, NULL, {NULL}, &samples[STEP_PARTS * runs], 0};
   for (int p = 0; p < STEP_PARTS; ++p) plain.parts[p] = &samples[p * runs];
@@ -455,8 +455,7 @@ static void gather_case_run(bench *b, report *section, const step_case *shape,
   step_model *m =
       step_model_create(b, b->profiled, shape, &step_variants[1], zero_tails);
   /* A second idx_mapping where every position names another slot. */
-  int32_t *next = malloc(shape->requests * sizeof *next);
-  if (!next) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
+  int32_t *next = bench_allocate(shape->requests * sizeof *next);
   for (uint32_t r = 0; r < shape->requests; ++r) {
     uint32_t neighbour = (r + 1) % shape->requests;
     next[r] = m->rows[neighbour];

@@ -13,12 +13,6 @@
    count, so that no row's ids line up with an earlier row's. */
 #define STEP_POOL_IDS 65521
 
-static void *allocate(size_t bytes) {
-  void *memory = malloc(bytes ? bytes : 1);
-  if (!memory) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
-  return memory;
-}
-
 /* The next count ids of the pool, contiguous. */
 static const int32_t *take_ids(step_model *m, size_t count) {
   if (m->pool_next + count > STEP_POOL_IDS) m->pool_next = 0;
@@ -191,13 +185,13 @@ step_model *step_model_create(bench *b, clbt_device *device,
   m->persistent = variant->persistent;
   m->table = create_table(device, shape, zero_tails);
   m->queue = clbt_device_queue(device);
-  m->rows = allocate(requests * sizeof *m->rows);
-  m->positions = allocate(requests * sizeof *m->positions);
-  m->free_slots = allocate(STEP_MAX_REQS * sizeof *m->free_slots);
-  m->cleared = allocate(requests * sizeof *m->cleared);
-  m->added = allocate(requests * sizeof *m->added);
-  m->appended = allocate(requests * sizeof *m->appended);
-  m->pool = allocate(STEP_POOL_IDS * sizeof *m->pool);
+  m->rows = bench_allocate(requests * sizeof *m->rows);
+  m->positions = bench_allocate(requests * sizeof *m->positions);
+  m->free_slots = bench_allocate(STEP_MAX_REQS * sizeof *m->free_slots);
+  m->cleared = bench_allocate(requests * sizeof *m->cleared);
+  m->added = bench_allocate(requests * sizeof *m->added);
+  m->appended = bench_allocate(requests * sizeof *m->appended);
+  m->pool = bench_allocate(STEP_POOL_IDS * sizeof *m->pool);
   for (size_t i = 0; i < STEP_POOL_IDS; ++i)
     m->pool[i] = (int32_t)(1 + bench_random(b) % ((1u << 20) - 1));
 
@@ -213,7 +207,7 @@ step_model *step_model_create(bench *b, clbt_device *device,
   m->num_free = STEP_MAX_REQS - requests;
   m->first_free = requests % STEP_MAX_REQS;
 
-  int32_t *starts = allocate((requests + 1) * sizeof *starts);
+  int32_t *starts = bench_allocate((requests + 1) * sizeof *starts);
   for (uint32_t r = 0; r <= requests; ++r) starts[r] = (int32_t)r;
   m->query_start_loc = bench_upload(b, starts, (requests + 1) * sizeof *starts);
   free(starts);
@@ -265,8 +259,7 @@ static void read_back(const step_model *m, cl_mem buffer, size_t bytes,
 
 /* The first count int32 of a buffer, in memory the caller frees. */
 static int32_t *read_ints(const step_model *m, cl_mem buffer, size_t count) {
-  int32_t *data = malloc((count ? count : 1) * sizeof *data);
-  if (!data) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
+  int32_t *data = bench_allocate(count * sizeof *data);
   if (count) read_back(m, buffer, count * sizeof *data, data);
   return data;
 }
@@ -317,17 +310,14 @@ static void check_export(const step_model *m, uint32_t g) {
  * difference.
  */
 void step_check(const step_model *m) {
-  int64_t *slots = malloc(STEP_MAX_TOKENS * sizeof *slots);
-  if (!slots) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
+  int64_t *slots = bench_allocate(STEP_MAX_TOKENS * sizeof *slots);
   for (uint32_t g = 0; g < m->shape->num_groups; ++g) {
     const clbt_table *group = clbt_multi_table_group(m->table, g);
     const int32_t *host = clbt_table_host_data(group);
     uint32_t width = clbt_table_width(group), size = m->shape->block_sizes[g];
     size_t gathered_bytes =
         (size_t)m->shape->requests * width * sizeof(int32_t);
-    int32_t *gathered = m->persistent ? malloc(gathered_bytes) : NULL;
-    if (m->persistent && !gathered)
-      bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
+    int32_t *gathered = m->persistent ? bench_allocate(gathered_bytes) : NULL;
     read_back(m, clbt_table_slot_mapping(group),
               STEP_MAX_TOKENS * sizeof *slots, slots);
     if (gathered)
