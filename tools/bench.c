@@ -50,12 +50,16 @@ static void add_targets(bench *b) {
          b->commit_over_small_write, 2.0);
   target(section, "4 groups in one launch / one group's call, worse batch",
          b->four_groups_over_one, 1.3);
-  target(section, "whole step / empty kernel, worst case and model",
-         b->step_over_empty, 1.3);
   target(section, "steady v1 or persistent step / empty kernel, worst",
          b->steady_step_over_empty, 1.15);
-  target(section, "enqueue_step's host time / empty kernel's enqueue, worst",
+  target(section, "steady step with the export / empty kernel, worst",
+         b->export_step_over_empty, 1.3);
+  target(section, "churning step / empty kernel, worst",
+         b->churn_step_over_empty, 1.5);
+  target(section, "steady enqueue_step's host time / empty enqueue, worst",
          b->step_enqueue_over_empty, 1.25);
+  target(section, "churning step's row updates / (2 us + 1 us per 10 KiB)",
+         b->step_updates_over_limit, 1.0);
   target(section, "a step's OpenCL calls past issue 18's budget, worst",
          b->step_calls_over_budget, 0);
   target(section, "a step's clSetKernelArg calls, worst",
@@ -81,9 +85,11 @@ int command_bench(int argc, char **argv) {
              .commit_bytes_over_seed = -1,
              .commit_over_small_write = -1,
              .four_groups_over_one = -1,
-             .step_over_empty = -1,
              .steady_step_over_empty = -1,
+             .export_step_over_empty = -1,
+             .churn_step_over_empty = -1,
              .step_enqueue_over_empty = -1,
+             .step_updates_over_limit = -1,
              .step_calls_over_budget = -1,
              .step_set_kernel_arg = -1};
   const cli_option options[] = {

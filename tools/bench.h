@@ -20,7 +20,7 @@
 /* Rows as wide as a context of this many tokens. */
 #define BENCH_MAX_MODEL_LEN 131072
 /* Calls one bench_time interleaves at most. */
-#define BENCH_MAX_CALLS 6
+#define BENCH_MAX_CALLS 8
 
 /* A batch shape, named as vLLM's Triton slot-mapping kernel's benchmark
    (tools/gpu_bench.sh) names it, so that figures compare by name. */
@@ -49,13 +49,16 @@ typedef struct bench {
   cl_kernel empty;
   uint64_t rng;
   double clock_start; /* of the call being timed */
+  double clock_stop;  /* where bench_stop_clock ended it; negative: not */
   double *samples[BENCH_MAX_CALLS]; /* scratch, runs each */
   report *root;       /* the result */
   /* the figures the targets are set for; negative: not measured */
   double decode_call_over_empty, tokens_call_over_host_plus_empty;
   double commit_bytes_over_seed, commit_over_small_write;
-  double four_groups_over_one, step_over_empty, steady_step_over_empty;
-  double step_enqueue_over_empty, step_calls_over_budget, step_set_kernel_arg;
+  double four_groups_over_one, steady_step_over_empty;
+  double export_step_over_empty, churn_step_over_empty;
+  double step_enqueue_over_empty, step_updates_over_limit;
+  double step_calls_over_budget, step_set_kernel_arg;
 } bench;
 
 /* ---- the harness (bench_harness.c) ----------------------------------------
@@ -70,6 +73,8 @@ double bench_now_us(void);
 /* Sorts values. */
 double bench_median(double *values, size_t count);
 uint32_t bench_random(bench *b);
+/* malloc that ends the process when memory runs out (never NULL). */
+void *bench_allocate(size_t bytes);
 /* Whether --only names this shape or section (no --only: all of them). */
 bool bench_selected(const bench *b, const char *name);
 
@@ -105,6 +110,9 @@ typedef struct bench_call {
    has finished it: for a call whose setup (a step's row updates) must not
    count. */
 void bench_restart_clock(bench *b);
+/* Ends the running call's time here: what it does after (the step that
+   commits row updates timed alone) is left out. */
+void bench_stop_clock(bench *b);
 
 /* Runs the calls in turn, options.runs times (interleaved: a noisy machine
    moves them alike); medians[i] gets call i's median. */

@@ -54,6 +54,12 @@ uint32_t bench_random(bench *b) {
   return (uint32_t)(xorshift64_next(&b->rng) >> 32);
 }
 
+void *bench_allocate(size_t bytes) {
+  void *memory = malloc(bytes ? bytes : 1);
+  if (!memory) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
+  return memory;
+}
+
 void bench_die(const char *what, clbt_status status) {
   fprintf(stderr, "clbt bench: %s failed: %s: %s\n", what,
           clbt_status_name(status), clbt_last_error());
@@ -99,6 +105,8 @@ void bench_restart_clock(bench *b) {
   b->clock_start = bench_now_us();
 }
 
+void bench_stop_clock(bench *b) { b->clock_stop = bench_now_us(); }
+
 /* One sample of call: its time in microseconds, as its measure says. */
 static double time_call(bench *b, const bench_call *call) {
   if (call->measure == BENCH_DEVICE) {
@@ -106,10 +114,12 @@ static double time_call(bench *b, const bench_call *call) {
     call->run(b, call->context, &event);
     return bench_device_time_us(event);
   }
+  b->clock_stop = -1;
   b->clock_start = bench_now_us();
   call->run(b, call->context, NULL);
   if (call->measure == BENCH_TO_COMPLETION) bench_finish(b);
-  double us = bench_now_us() - b->clock_start;
+  double end = b->clock_stop >= 0 ? b->clock_stop : bench_now_us();
+  double us = end - b->clock_start;
   if (call->measure == BENCH_ENQUEUE_ONLY) bench_finish(b);
   return us;
 }
