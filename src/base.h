@@ -112,4 +112,11 @@ clbt_status clbt__host_step_read(const clbt_host_step *given,
 clbt_status clbt__multi_host_step_read(const clbt_multi_host_step *given,
                                        clbt_multi_host_step *out);
 
+/* The same for a KV cache's config and write (kv_cache.c), whose first
+   layouts are 0.4's; CLBT_NULL_ARGUMENT names them "config" and "write". */
+clbt_status clbt__kv_cache_config_read(const clbt_kv_cache_config *given,
+                                       clbt_kv_cache_config *out);
+clbt_status clbt__kv_write_read(const clbt_kv_write *given,
+                                clbt_kv_write *out);
+
 #endif /* CLBT_BASE_H */
