@@ -458,6 +458,31 @@ static clbt_status check_input(clbt_kv_cache *cache, cl_mem buffer,
   return status;
 }
 
+/* The slot mapping: an int64 entry for each token from its offset. */
+static clbt_status check_slot_mapping(clbt_kv_cache *cache,
+                                      const clbt_kv_write *w) {
+  uint64_t end, bytes;
+  if (!add_fits(w->slot_mapping_offset, w->num_tokens, &end) ||
+      !multiply_fits(end, sizeof(int64_t), &bytes))
+    return clbt__fail(CLBT_SIZE_OVERFLOW,
+                      "write->slot_mapping_offset %llu plus num_tokens %u "
+                      "entries ends past 64 bits of bytes",
+                      (unsigned long long)w->slot_mapping_offset,
+                      (unsigned)w->num_tokens);
+  size_t size = 0;
+  clbt_status status = clbt__known_buffer_size(
+      cache->device, &cache->known, w->slot_mapping, "write->slot_mapping",
+      "KV cache", &size);
+  if (!status && bytes > size)
+    status = clbt__fail(CLBT_BUFFER_TOO_SMALL,
+                        "write->slot_mapping holds %zu bytes; num_tokens %u "
+                        "entries from entry %llu need %llu",
+                        size, (unsigned)w->num_tokens,
+                        (unsigned long long)w->slot_mapping_offset,
+                        (unsigned long long)bytes);
+  return status;
+}
+
 /* Checks a write (read, its strides filled in) against the cache. */
 static clbt_status check_write(clbt_kv_cache *cache, clbt_kv_write *w) {
   const clbt_kv_cache_config *c = &cache->config;
@@ -487,9 +512,7 @@ static clbt_status check_write(clbt_kv_cache *cache, clbt_kv_write *w) {
   if (!status)
     status = check_input(cache, w->value, "value", w->num_tokens,
                          w->value_offset, w->value_token_stride, row, element);
-  if (!status)
-    status = check_input(cache, w->slot_mapping, "slot_mapping", w->num_tokens,
-                         w->slot_mapping_offset, 1, 1, sizeof(int64_t));
+  if (!status) status = check_slot_mapping(cache, w);
   return status;
 }
 
