@@ -177,8 +177,16 @@ __kernel void kv_cache_write(clbt_kv_arguments a,
       if (lane == 0) atomic_inc(rejected);
       continue;
     }
-    ulong block = (ulong)slot / a.block_size;
-    ulong page = (ulong)slot % a.block_size;
+    /* 32-bit division where the slots fit (every cache but a huge one):
+       a GPU divides 64-bit integers in software. */
+    ulong block, page;
+    if (a.num_slots <= 0xffffffffUL) {
+      block = (uint)slot / a.block_size;
+      page = (uint)slot % a.block_size;
+    } else {
+      block = (ulong)slot / a.block_size;
+      page = (ulong)slot % a.block_size;
+    }
     ulong page_at = block * a.block_stride + page * a.page_stride;
     ulong key_row = a.key_at + t * a.key_stride;
     ulong value_row = a.value_at + t * a.value_stride;
