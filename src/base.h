@@ -4,9 +4,11 @@
  * internal names carry the clbt__ prefix. The layers, each header
  * including the one below: base.h (status.c, log.c, version.c, width.c,
  * config.c), devices.h (device.c, device_select.c, device_settings.c,
- * program.c, binary_cache.c, queue.c), engine.h (group.c, table_rows.c,
- * staging.c, commit.c, launch.c, batch.c, engine.c), and the public
- * surfaces over the engine (table.c, multi_table.c, reference.c).
+ * program.c, binary_cache.c, queue.c, known_buffers.c), engine.h
+ * (group.c, table_rows.c, staging.c, commit.c, launch.c, batch.c,
+ * engine.c), and the public surfaces over the engine (table.c,
+ * multi_table.c, reference.c); the KV-cache write (kv_cache.c) is a public
+ * surface over the device layer alone.
  */
 #ifndef CLBT_BASE_H
 #define CLBT_BASE_H

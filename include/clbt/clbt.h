@@ -1647,7 +1647,8 @@ typedef struct clbt_kv_write {
  * rejected-token counter. Elements of the cache's type are copied as their
  * bits; others are rounded to nearest even, fp8 from the value divided by
  * its scale and saturated at +-448 (docs/semantics.md, "The KV-cache
- * write"). Tokens that share a slot leave one of them there. *event (when
+ * write"). Tokens that share a slot leave, element by element, one of
+ * theirs there. *event (when
  * not NULL) completes with the write; with num_tokens 0 it is a marker
  * after the wait list. Nothing waits for the device. The cache keeps a
  * reference to the last eight input buffers it checked, as a table does.
