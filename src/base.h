@@ -4,9 +4,11 @@
  * internal names carry the clbt__ prefix. The layers, each header
  * including the one below: base.h (status.c, log.c, version.c, width.c,
  * config.c), devices.h (device.c, device_select.c, device_settings.c,
- * program.c, binary_cache.c, queue.c), engine.h (group.c, table_rows.c,
- * staging.c, commit.c, launch.c, batch.c, engine.c), and the public
- * surfaces over the engine (table.c, multi_table.c, reference.c).
+ * program.c, binary_cache.c, queue.c, known_buffers.c), engine.h
+ * (group.c, table_rows.c, staging.c, commit.c, launch.c, batch.c,
+ * engine.c), and the public surfaces over the engine (table.c,
+ * multi_table.c, reference.c); the KV-cache write (kv_cache.c) is a public
+ * surface over the device layer alone.
  */
 #ifndef CLBT_BASE_H
 #define CLBT_BASE_H
@@ -111,5 +113,12 @@ clbt_status clbt__host_step_read(const clbt_host_step *given,
 /* The same for a multi-group host step, whose first layout is 0.4's. */
 clbt_status clbt__multi_host_step_read(const clbt_multi_host_step *given,
                                        clbt_multi_host_step *out);
+
+/* The same for a KV cache's config and write (kv_cache.c), whose first
+   layouts are 0.4's; CLBT_NULL_ARGUMENT names them "config" and "write". */
+clbt_status clbt__kv_cache_config_read(const clbt_kv_cache_config *given,
+                                       clbt_kv_cache_config *out);
+clbt_status clbt__kv_write_read(const clbt_kv_write *given,
+                                clbt_kv_write *out);
 
 #endif /* CLBT_BASE_H */

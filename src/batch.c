@@ -22,58 +22,18 @@ clbt_status clbt__check_batch(const clbt_table *table, uint32_t num_reqs,
   return CLBT_SUCCESS;
 }
 
-/*
- * A buffer's size, from the engine's record of the buffers it has checked
- * (which keeps a reference to each, so that no other buffer can take its
- * handle while it is known), or else asked of the driver, its context
- * checked, and recorded in place of the oldest.
- */
-static clbt_status known_size(clbt_table *table, cl_mem buffer,
-                              const char *name, size_t *size) {
-  clbt__known_buffers *known = &table->engine->known;
-  for (uint32_t k = 0; k < CLBT__KNOWN_BUFFERS; ++k)
-    if (known->buffers[k].buffer == buffer) {
-      *size = known->buffers[k].size;
-      return CLBT_SUCCESS;
-    }
-  clbt_status status = CLBT_SUCCESS;
-  cl_context context;
-  CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_CONTEXT, sizeof context,
-                                  &context, NULL),
-               status, done);
-  CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_SIZE, sizeof *size, size,
-                                  NULL),
-               status, done);
-  if (context != table->device->context)
-    return clbt__fail(CLBT_CONTEXT_MISMATCH,
-                      "%s belongs to another OpenCL context than the "
-                      "table's device",
-                      name);
-  CLBT__CL_TRY(clRetainMemObject(buffer), status, done);
-  clbt__known_buffer *oldest = &known->buffers[known->next];
-  if (oldest->buffer) clReleaseMemObject(oldest->buffer);
-  *oldest = (clbt__known_buffer){buffer, *size};
-  known->next = (known->next + 1) % CLBT__KNOWN_BUFFERS;
-done:
-  return status;
-}
-
 clbt_status clbt__check_buffer(clbt_table *table, cl_mem buffer,
                                const char *name, size_t needed,
                                const char *count_name, uint32_t count) {
   size_t size = 0;
-  clbt_status status = known_size(table, buffer, name, &size);
+  clbt_status status =
+      clbt__known_buffer_size(table->device, &table->engine->known, buffer,
+                              name, "table", &size);
   if (!status && size < needed)
     status = clbt__fail(CLBT_BUFFER_TOO_SMALL,
                         "%s holds %zu bytes; %s %u needs %zu", name, size,
                         count_name, (unsigned)count, needed);
   return status;
-}
-
-void clbt__known_buffers_release(clbt__known_buffers *known) {
-  for (uint32_t k = 0; k < CLBT__KNOWN_BUFFERS; ++k)
-    if (known->buffers[k].buffer) clReleaseMemObject(known->buffers[k].buffer);
-  memset(known, 0, sizeof *known);
 }
 
 /* A per-request int32 buffer, when given: num_reqs entries. */

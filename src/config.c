@@ -52,12 +52,18 @@ CLBT__CHECK_LAYOUT(clbt_step, state_null_block);
 CLBT__CHECK_LAYOUT(clbt_host_step, gathered_rows);
 CLBT__CHECK_LAYOUT(clbt_multi_host_step, gathered_rows);
 CLBT__CHECK_LAYOUT(clbt_token_slots_request, token_slots);
+CLBT__CHECK_LAYOUT(clbt_kv_cache_config, head_stride);
+CLBT__CHECK_LAYOUT(clbt_kv_write, v_scale);
 
 /* clbt_step as 0.3, its first version, declared it. Frozen. */
 #define CLBT__STEP_0_3 CLBT__END_OF(clbt_step, seq_lens)
 /* And the token-slots request as 0.4, its first. Frozen. */
 #define CLBT__TOKEN_SLOTS_0_4 \
   CLBT__END_OF(clbt_token_slots_request, token_slots)
+/* And the KV cache's config and write as 0.4, their first. Frozen. */
+#define CLBT__KV_CACHE_CONFIG_0_4 \
+  CLBT__END_OF(clbt_kv_cache_config, head_stride)
+#define CLBT__KV_WRITE_0_4 CLBT__END_OF(clbt_kv_write, v_scale)
 
 /*
  * The size a caller's struct has, from its struct_size; name is its path,
@@ -202,4 +208,20 @@ clbt_status clbt__token_slots_request_read(
   if (!given) return clbt__fail(CLBT_NULL_ARGUMENT, "request is NULL");
   return read_struct(given, CLBT__TOKEN_SLOTS_0_4, "0.4", sizeof *out,
                      "request", out, &size);
+}
+
+clbt_status clbt__kv_cache_config_read(const clbt_kv_cache_config *given,
+                                       clbt_kv_cache_config *out) {
+  size_t size;
+  if (!given) return clbt__fail(CLBT_NULL_ARGUMENT, "config is NULL");
+  return read_struct(given, CLBT__KV_CACHE_CONFIG_0_4, "0.4", sizeof *out,
+                     "config", out, &size);
+}
+
+clbt_status clbt__kv_write_read(const clbt_kv_write *given,
+                                clbt_kv_write *out) {
+  size_t size;
+  if (!given) return clbt__fail(CLBT_NULL_ARGUMENT, "write is NULL");
+  return read_struct(given, CLBT__KV_WRITE_0_4, "0.4", sizeof *out, "write",
+                     out, &size);
 }

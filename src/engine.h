@@ -357,25 +357,6 @@ typedef struct clbt__commit_plan {
   size_t packet_at;      /* its section in its launch's part, words */
 } clbt__commit_plan;
 
-/*
- * The caller's buffers an engine has checked lately, with their sizes: a
- * steady loop passes the same few every step, and asking the driver about
- * each costs two calls a buffer a step. The engine keeps a reference to
- * each, so that a released buffer's handle cannot come back as another
- * buffer's while it is known.
- */
-typedef struct clbt__known_buffer {
-  cl_mem buffer;
-  size_t size;
-} clbt__known_buffer;
-typedef struct clbt__known_buffers {
-  clbt__known_buffer buffers[CLBT__KNOWN_BUFFERS];
-  uint32_t next; /* the oldest, replaced next */
-} clbt__known_buffers;
-
-/* Releases every known buffer. */
-void clbt__known_buffers_release(clbt__known_buffers *known);
-
 /* Where a launch's part of a commit packet goes. */
 typedef enum clbt__packet_place {
   CLBT__PACKET_NONE,      /* the launch's groups scatter nothing */

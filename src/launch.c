@@ -231,9 +231,8 @@ uint32_t clbt__record_class(const clbt__launch *launch, size_t words) {
   return c;
 }
 
-/* The largest power of two up to the tuning table's size, the kernel's
-   local arrays and the kernel object's limit; one work-item for code
-   shaped for a CPU, which has no barriers (cl/common.cl). */
+/* The kernel object's work-group size (the tuning table's rule, within
+   the kernel's local arrays). */
 static clbt_status local_size_of(const clbt__launch *launch,
                                  cl_kernel kernel, size_t *out) {
   size_t limit = 0;
@@ -241,12 +240,8 @@ static clbt_status local_size_of(const clbt__launch *launch,
       kernel, launch->groups[0]->device->id, CL_KERNEL_WORK_GROUP_SIZE,
       sizeof limit, &limit, NULL);
   if (error) return clbt__cl_fail(error, "clGetKernelWorkGroupInfo");
-  if (limit > launch->tuning->local_size) limit = launch->tuning->local_size;
   if (limit > CLBT_MAX_WORK_GROUP_SIZE) limit = CLBT_MAX_WORK_GROUP_SIZE;
-  if (!launch->tuning->gpu_code) limit = 1;
-  size_t local = 1;
-  while (local * 2 <= limit) local *= 2;
-  *out = local;
+  *out = clbt__tuning_local_size(launch->tuning, limit);
   return CLBT_SUCCESS;
 }
 
@@ -308,12 +303,11 @@ void clbt__launch_release(clbt__launch *launch) {
     }
 }
 
-/* A CPU's grid: one work-group per cpu_items_per_group items, at least
-   one and at most one per compute unit. */
+/* A CPU's grid for `items` items (the tuning table's rule). */
 static size_t cpu_grid(const clbt__launch *launch, size_t items) {
-  size_t units = launch->groups[0]->device->properties.compute_units;
-  size_t groups = items / launch->tuning->cpu_items_per_group;
-  return groups < 1 ? 1 : groups > units ? units : groups;
+  return clbt__tuning_cpu_groups(
+      launch->tuning, launch->groups[0]->device->properties.compute_units,
+      items);
 }
 
 static bool on_cpu(const clbt__launch *launch) {

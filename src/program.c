@@ -10,9 +10,11 @@
 #include <string.h>
 #include <time.h>
 
-/* The kernel in cl/, embedded at build time (cmake/embed_source.cmake). */
+/* The kernels in cl/, embedded at build time (cmake/embed_source.cmake). */
 extern const char clbt__step_source[];
 extern const size_t clbt__step_source_length;
+extern const char clbt__kv_cache_source[];
+extern const size_t clbt__kv_cache_source_length;
 
 static const struct {
   const char *text;
@@ -21,6 +23,8 @@ static const struct {
 } sources[] = {
     [CLBT__SOURCE_STEP] = {clbt__step_source, &clbt__step_source_length,
                            "step.cl"},
+    [CLBT__SOURCE_KV_CACHE] = {clbt__kv_cache_source,
+                               &clbt__kv_cache_source_length, "kv_cache.cl"},
 };
 
 struct clbt__program_entry {

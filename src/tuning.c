@@ -31,3 +31,18 @@ static const clbt__tuning gpu = {
 const clbt__tuning *clbt__tuning_for(cl_device_type type) {
   return type & CL_DEVICE_TYPE_CPU ? &cpu : &gpu;
 }
+
+size_t clbt__tuning_local_size(const clbt__tuning *tuning,
+                               size_t kernel_limit) {
+  size_t limit = kernel_limit < tuning->local_size ? kernel_limit
+                                                   : tuning->local_size;
+  size_t local = 1;
+  while (tuning->gpu_code && local * 2 <= limit) local *= 2;
+  return local;
+}
+
+size_t clbt__tuning_cpu_groups(const clbt__tuning *tuning,
+                               size_t compute_units, size_t items) {
+  size_t groups = items / tuning->cpu_items_per_group;
+  return groups < 1 ? 1 : groups > compute_units ? compute_units : groups;
+}

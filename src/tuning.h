@@ -62,4 +62,15 @@ typedef struct clbt__tuning {
 /* The row of the table for a device of this type. */
 const clbt__tuning *clbt__tuning_for(cl_device_type type);
 
+/* A kernel's work-group size: the largest power of two up to the row's
+   local_size and kernel_limit (its CL_KERNEL_WORK_GROUP_SIZE); one
+   work-item where the row's code is shaped for a CPU. */
+size_t clbt__tuning_local_size(const clbt__tuning *tuning,
+                               size_t kernel_limit);
+
+/* A CPU's work-groups for `items` items: one per cpu_items_per_group, at
+   least one and at most one per compute unit. */
+size_t clbt__tuning_cpu_groups(const clbt__tuning *tuning,
+                               size_t compute_units, size_t items);
+
 #endif /* CLBT_TUNING_H */

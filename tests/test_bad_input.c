@@ -10,6 +10,7 @@
  */
 #include "clbt_test.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -1959,12 +1960,386 @@ START_TEST(functions_without_status_answer_bad_arguments_neutrally) {
 }
 END_TEST
 
+/* ---- the KV-cache write -------------------------------------------------
+ *
+ * Its own table: each case edits one field (or two) of a valid config or
+ * write, or swaps a buffer for a foreign or small one, and must return its
+ * status with a message naming the argument and its bound, writing
+ * nothing: the caches keep their poison, the counter stays 0, *out and
+ * *event stay as they were.
+ */
+
+/* An fp16 cache of K and V in one buffer (4 blocks of 4 slots of 2 heads
+   of 8: 64 elements a block, 1024 bytes), and an fp8 cache of two. */
+#define KV_FP16_BYTES 1024
+#define KV_FP8_BYTES 256
+static const clbt_kv_cache_config kv_fp16_config = {
+    .struct_size = sizeof(clbt_kv_cache_config),
+    .cache_dtype = CLBT_KV_FLOAT16, .num_kv_heads = 2, .head_size = 8,
+    .block_size = 4, .num_blocks = 4};
+static const clbt_kv_cache_config kv_fp8_config = {
+    .struct_size = sizeof(clbt_kv_cache_config),
+    .cache_dtype = CLBT_KV_FP8_E4M3, .input_dtype = CLBT_KV_FLOAT16,
+    .num_kv_heads = 2, .head_size = 8, .block_size = 4, .num_blocks = 4};
+
+typedef struct kv_fixture {
+  cl_mem fp16_cache, fp8_key_cache, fp8_value_cache, small;
+  cl_mem key, value, slots; /* fp16 [4][2][8] each; int64 [4] */
+  clbt_kv_cache *fp16, *fp8;
+} kv_fixture;
+
+typedef enum kv_function {
+  KV_CREATE, KV_WRITE, KV_READ_REJECTED, KV_RESET_REJECTED, KV_NUM_FUNCTIONS
+} kv_function;
+
+static const char *const kv_function_names[] = {
+    "clbt_kv_cache_create", "clbt_kv_cache_enqueue_write",
+    "clbt_kv_cache_read_rejected_tokens",
+    "clbt_kv_cache_reset_rejected_tokens"};
+
+/* Which argument is NULL, or which buffer is swapped. */
+typedef enum kv_swap {
+  KV_NONE, KV_NULL_HANDLE, KV_NULL_STRUCT, KV_NULL_OUT, KV_NULL_KEY_CACHE,
+  KV_NULL_KEY, KV_NULL_VALUE, KV_NULL_SLOTS, KV_FOREIGN_KEY_CACHE,
+  KV_SMALL_VALUE_CACHE, KV_FOREIGN_KEY, KV_LATER_FIELD
+} kv_swap;
+
+typedef struct kv_bad {
+  kv_function function;
+  const char *argument;
+  clbt_status status;
+  const char *words;
+  bool fp8;              /* the fp8 cache's config or cache */
+  kv_swap swap;
+  size_t at, size;       /* a field of the config or write, set to value */
+  uint64_t value;        /* (a float's as its bits) */
+  size_t at2, size2;
+  uint64_t value2;
+  uint32_t num_events;   /* of a write's wait list, */
+  bool wait_list;        /* given (of NULL events), */
+  bool foreign_event;    /* or the fixture's events, the second foreign */
+} kv_bad;
+
+#define KV_FIELD(type, name) \
+  .at = offsetof(type, name), .size = sizeof(((type *)NULL)->name)
+#define KV_FIELD2(type, name) \
+  .at2 = offsetof(type, name), .size2 = sizeof(((type *)NULL)->name)
+#define KV_CONFIG(name, v) KV_FIELD(clbt_kv_cache_config, name), .value = (v)
+#define KV_WRITE(name, v) KV_FIELD(clbt_kv_write, name), .value = (v)
+#define KV_BAD(fn, what, expected, ...) \
+  {.function = fn, .argument = what, .status = expected, .words = __VA_ARGS__}
+
+static const kv_bad kv_cases[] = {
+    /* ---- the cache's config ---- */
+    KV_BAD(KV_CREATE, "NULL device", CLBT_NULL_ARGUMENT, "device is NULL",
+           .swap = KV_NULL_HANDLE),
+    KV_BAD(KV_CREATE, "NULL config", CLBT_NULL_ARGUMENT, "config is NULL",
+           .swap = KV_NULL_STRUCT),
+    KV_BAD(KV_CREATE, "NULL out", CLBT_NULL_ARGUMENT, "out is NULL",
+           .swap = KV_NULL_OUT),
+    KV_BAD(KV_CREATE, "NULL key_cache", CLBT_NULL_ARGUMENT,
+           "config->key_cache is NULL", .swap = KV_NULL_KEY_CACHE),
+    KV_BAD(KV_CREATE, "struct_size below 0.4's", CLBT_INVALID_CONFIG,
+           "config: struct_size is 8; clbt reads 0 (the layout of 0.4) or 88 "
+           "to 4096",
+           KV_CONFIG(struct_size, 8)),
+    KV_BAD(KV_CREATE, "a later version's field", CLBT_INVALID_CONFIG,
+           "config sets byte 88 of its 96, past the 88 bytes clbt",
+           .swap = KV_LATER_FIELD),
+    KV_BAD(KV_CREATE, "unknown layout", CLBT_INVALID_CONFIG,
+           "config->layout 2 is not a clbt_kv_layout", KV_CONFIG(layout, 2)),
+    KV_BAD(KV_CREATE, "no cache_dtype", CLBT_INVALID_CONFIG,
+           "config->cache_dtype 0 is not a clbt_kv_dtype",
+           KV_CONFIG(cache_dtype, 0)),
+    KV_BAD(KV_CREATE, "unknown input_dtype", CLBT_INVALID_CONFIG,
+           "config->input_dtype 5 is not a clbt_kv_dtype",
+           KV_CONFIG(input_dtype, 5)),
+    KV_BAD(KV_CREATE, "fp8 cache without its input type", CLBT_INVALID_CONFIG,
+           "config->input_dtype is CLBT_KV_DTYPE_NONE with an fp8 cache_dtype",
+           .fp8 = true, KV_CONFIG(input_dtype, 0)),
+    KV_BAD(KV_CREATE, "fp8 input to an fp16 cache", CLBT_INVALID_CONFIG,
+           "config->input_dtype is CLBT_KV_FP8_E4M3 and cache_dtype 2: fp8 "
+           "K/V go only to an fp8 cache",
+           KV_CONFIG(input_dtype, CLBT_KV_FP8_E4M3)),
+    KV_BAD(KV_CREATE, "zero num_kv_heads", CLBT_INVALID_CONFIG,
+           "config->num_kv_heads is 0; it must be >= 1",
+           KV_CONFIG(num_kv_heads, 0)),
+    KV_BAD(KV_CREATE, "zero head_size", CLBT_INVALID_CONFIG,
+           "config->head_size is 0; it must be >= 1", KV_CONFIG(head_size, 0)),
+    KV_BAD(KV_CREATE, "zero block_size", CLBT_INVALID_CONFIG,
+           "config->block_size is 0; it must be >= 1",
+           KV_CONFIG(block_size, 0)),
+    KV_BAD(KV_CREATE, "zero num_blocks", CLBT_INVALID_CONFIG,
+           "config->num_blocks is 0; it must be >= 1",
+           KV_CONFIG(num_blocks, 0)),
+    KV_BAD(KV_CREATE, "a token past 32 bits of elements", CLBT_SIZE_OVERFLOW,
+           "config->num_kv_heads 65536 x head_size 65536 exceeds UINT32_MAX",
+           KV_CONFIG(num_kv_heads, 65536),
+           KV_FIELD2(clbt_kv_cache_config, head_size), .value2 = 65536),
+    KV_BAD(KV_CREATE, "pages overlapping heads", CLBT_INVALID_CONFIG,
+           "config->page_stride 4 is within the 8 elements the smaller "
+           "strides span: two elements would share an address",
+           KV_CONFIG(page_stride, 4)),
+    KV_BAD(KV_CREATE, "V overlapping K", CLBT_INVALID_CONFIG,
+           "config->value_offset 32 is within the 64 elements the smaller "
+           "strides span",
+           KV_CONFIG(value_offset, 32)),
+    KV_BAD(KV_CREATE, "blocks overlapping", CLBT_INVALID_CONFIG,
+           "config->block_stride 32 is within the 64 elements",
+           .fp8 = true, KV_CONFIG(block_stride, 32)),
+    KV_BAD(KV_CREATE, "a cache too small for its blocks",
+           CLBT_BUFFER_TOO_SMALL,
+           "config->key_cache holds 1024 bytes; key_offset 0 and a tensor of "
+           "576 elements (5 blocks of 4 slots of 2 heads of 8) need 1152",
+           KV_CONFIG(num_blocks, 5)),
+    KV_BAD(KV_CREATE, "an offset past the cache", CLBT_BUFFER_TOO_SMALL,
+           "config->key_cache holds 256 bytes; key_offset 8 and a tensor of "
+           "256 elements (4 blocks of 4 slots of 2 heads of 8) need 264",
+           .fp8 = true, KV_CONFIG(key_offset, 8)),
+    KV_BAD(KV_CREATE, "a value cache too small", CLBT_BUFFER_TOO_SMALL,
+           "config->value_cache holds 64 bytes; value_offset 0",
+           .fp8 = true, .swap = KV_SMALL_VALUE_CACHE),
+    KV_BAD(KV_CREATE, "offsets past 64 bits", CLBT_SIZE_OVERFLOW,
+           "config->key_offset 18446744073709551605 plus a block's 64 "
+           "elements exceeds 64 bits",
+           KV_CONFIG(key_offset, UINT64_MAX - 10)),
+    KV_BAD(KV_CREATE, "a cache of another context", CLBT_CONTEXT_MISMATCH,
+           "config->key_cache belongs to another OpenCL context",
+           .swap = KV_FOREIGN_KEY_CACHE),
+    /* ---- a write ---- */
+    KV_BAD(KV_WRITE, "NULL cache", CLBT_NULL_ARGUMENT, "cache is NULL",
+           .swap = KV_NULL_HANDLE),
+    KV_BAD(KV_WRITE, "NULL write", CLBT_NULL_ARGUMENT, "write is NULL",
+           .swap = KV_NULL_STRUCT),
+    KV_BAD(KV_WRITE, "struct_size below 0.4's", CLBT_INVALID_CONFIG,
+           "write: struct_size is 4; clbt reads 0 (the layout of 0.4) or 80",
+           KV_WRITE(struct_size, 4)),
+    KV_BAD(KV_WRITE, "NULL key", CLBT_NULL_ARGUMENT,
+           "write->key is NULL with num_tokens 4", .swap = KV_NULL_KEY),
+    KV_BAD(KV_WRITE, "NULL value", CLBT_NULL_ARGUMENT,
+           "write->value is NULL with num_tokens 4", .swap = KV_NULL_VALUE),
+    KV_BAD(KV_WRITE, "NULL slot_mapping", CLBT_NULL_ARGUMENT,
+           "write->slot_mapping is NULL with num_tokens 4",
+           .swap = KV_NULL_SLOTS),
+    KV_BAD(KV_WRITE, "num_tokens past INT32_MAX", CLBT_INVALID_ARGUMENT,
+           "write->num_tokens 2147483648 exceeds INT32_MAX",
+           KV_WRITE(num_tokens, 2147483648u)),
+    KV_BAD(KV_WRITE, "a token stride below a row", CLBT_INVALID_ARGUMENT,
+           "write->key_token_stride 8 is below num_kv_heads x head_size 16",
+           KV_WRITE(key_token_stride, 8)),
+    KV_BAD(KV_WRITE, "a value stride below a row", CLBT_INVALID_ARGUMENT,
+           "write->value_token_stride 15 is below num_kv_heads x head_size 16",
+           KV_WRITE(value_token_stride, 15)),
+    KV_BAD(KV_WRITE, "a slot mapping shorter than the tokens",
+           CLBT_BUFFER_TOO_SMALL,
+           "write->slot_mapping holds 32 bytes; num_tokens 4 entries from "
+           "entry 1 need 40",
+           KV_WRITE(slot_mapping_offset, 1)),
+    KV_BAD(KV_WRITE, "more tokens than the key holds", CLBT_BUFFER_TOO_SMALL,
+           "write->key holds 128 bytes; num_tokens 5 rows 16 elements apart "
+           "from element 0 need 160",
+           KV_WRITE(num_tokens, 5)),
+    KV_BAD(KV_WRITE, "a value offset past the value", CLBT_BUFFER_TOO_SMALL,
+           "write->value holds 128 bytes; num_tokens 4 rows 16 elements apart "
+           "from element 2 need 132",
+           KV_WRITE(value_offset, 2)),
+    KV_BAD(KV_WRITE, "rows past 64 bits", CLBT_SIZE_OVERFLOW,
+           "write->key: num_tokens 4 rows 18446744073709551615 apart from 0 "
+           "end past 64 bits",
+           KV_WRITE(key_token_stride, UINT64_MAX)),
+    KV_BAD(KV_WRITE, "a key of another context", CLBT_CONTEXT_MISMATCH,
+           "write->key belongs to another OpenCL context than the KV cache's "
+           "device",
+           .swap = KV_FOREIGN_KEY),
+    KV_BAD(KV_WRITE, "zero k_scale", CLBT_INVALID_ARGUMENT,
+           "write->k_scale 0 is not a finite value above 0", .fp8 = true,
+           KV_WRITE(k_scale, 0)),
+    KV_BAD(KV_WRITE, "negative v_scale", CLBT_INVALID_ARGUMENT,
+           "write->v_scale -2 is not a finite value above 0", .fp8 = true,
+           KV_WRITE(v_scale, 0xc0000000u)),
+    KV_BAD(KV_WRITE, "NaN k_scale", CLBT_INVALID_ARGUMENT,
+           "write->k_scale nan is not a finite value above 0", .fp8 = true,
+           KV_WRITE(k_scale, 0x7fc00000u)),
+    KV_BAD(KV_WRITE, "infinite v_scale", CLBT_INVALID_ARGUMENT,
+           "write->v_scale inf is not a finite value above 0", .fp8 = true,
+           KV_WRITE(v_scale, 0x7f800000u)),
+    KV_BAD(KV_WRITE, "wait list NULL with events", CLBT_INVALID_ARGUMENT,
+           "wait_list is NULL with num_events 1", .num_events = 1),
+    KV_BAD(KV_WRITE, "a NULL event", CLBT_CL_INVALID_EVENT_WAIT_LIST,
+           "wait_list[0] is NULL", .num_events = 1, .wait_list = true),
+    KV_BAD(KV_WRITE, "an event of another context", CLBT_CONTEXT_MISMATCH,
+           "wait_list[1] is an event of another OpenCL context",
+           .num_events = 2, .foreign_event = true),
+    /* ---- the counter ---- */
+    KV_BAD(KV_READ_REJECTED, "NULL cache", CLBT_NULL_ARGUMENT,
+           "cache is NULL", .swap = KV_NULL_HANDLE),
+    KV_BAD(KV_READ_REJECTED, "NULL count", CLBT_NULL_ARGUMENT,
+           "count is NULL", .swap = KV_NULL_OUT),
+    KV_BAD(KV_RESET_REJECTED, "NULL cache", CLBT_NULL_ARGUMENT,
+           "cache is NULL", .swap = KV_NULL_HANDLE),
+};
+
+static void kv_set(void *s, size_t at, size_t size, uint64_t value) {
+  if (size == 4) {
+    uint32_t v = (uint32_t)value;
+    memcpy((unsigned char *)s + at, &v, sizeof v);
+  } else if (size == 8) {
+    memcpy((unsigned char *)s + at, &value, sizeof value);
+  }
+}
+
+static kv_fixture kv_fixture_create(void) {
+  kv_fixture k = {0};
+  unsigned char poison[KV_FP16_BYTES];
+  memset(poison, 0x5a, sizeof poison);
+  k.fp16_cache = clbt_test_buffer(KV_FP16_BYTES, poison);
+  k.fp8_key_cache = clbt_test_buffer(KV_FP8_BYTES, poison);
+  k.fp8_value_cache = clbt_test_buffer(KV_FP8_BYTES, poison);
+  k.small = clbt_test_buffer(64, poison);
+  k.key = clbt_test_buffer(128, poison);
+  k.value = clbt_test_buffer(128, poison);
+  const int64_t slots[] = {0, 5, -1, 17};
+  k.slots = clbt_test_buffer(sizeof slots, slots);
+  clbt_kv_cache_config fp16 = kv_fp16_config, fp8 = kv_fp8_config;
+  fp16.key_cache = k.fp16_cache;
+  fp8.key_cache = k.fp8_key_cache;
+  fp8.value_cache = k.fp8_value_cache;
+  clbt_assert_ok(clbt_kv_cache_create(clbt_test_device(), &fp16, &k.fp16));
+  clbt_assert_ok(clbt_kv_cache_create(clbt_test_device(), &fp8, &k.fp8));
+  return k;
+}
+
+static void kv_fixture_destroy(kv_fixture *k) {
+  clbt_kv_cache_destroy(k->fp16);
+  clbt_kv_cache_destroy(k->fp8);
+  cl_mem buffers[] = {k->fp16_cache, k->fp8_key_cache, k->fp8_value_cache,
+                      k->small, k->key, k->value, k->slots};
+  for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i)
+    clReleaseMemObject(buffers[i]);
+}
+
+static clbt_status kv_create_case(const kv_bad *c, const kv_fixture *k,
+                                  const fixture *f, clbt_kv_cache **out) {
+  clbt_kv_cache_config config = c->fp8 ? kv_fp8_config : kv_fp16_config;
+  config.key_cache = c->fp8 ? k->fp8_key_cache : k->fp16_cache;
+  config.value_cache = c->fp8 ? k->fp8_value_cache : NULL;
+  kv_set(&config, c->at, c->size, c->value);
+  kv_set(&config, c->at2, c->size2, c->value2);
+  if (c->swap == KV_NULL_KEY_CACHE) config.key_cache = NULL;
+  if (c->swap == KV_FOREIGN_KEY_CACHE) config.key_cache = f->foreign;
+  if (c->swap == KV_SMALL_VALUE_CACHE) config.value_cache = k->small;
+  unsigned char grown[sizeof config + 8] = {0};
+  memcpy(grown, &config, sizeof config);
+  grown[sizeof config] = 1;
+  uint32_t grown_size = sizeof grown;
+  memcpy(grown, &grown_size, sizeof grown_size);
+  const clbt_kv_cache_config *given =
+      c->swap == KV_NULL_STRUCT   ? NULL
+      : c->swap == KV_LATER_FIELD ? (const clbt_kv_cache_config *)grown
+                                  : &config;
+  return clbt_kv_cache_create(c->swap == KV_NULL_HANDLE ? NULL
+                                                        : clbt_test_device(),
+                              given, c->swap == KV_NULL_OUT ? NULL : out);
+}
+
+static clbt_status kv_write_case(const kv_bad *c, const kv_fixture *k,
+                                 const fixture *f, cl_event *event) {
+  clbt_kv_write w = CLBT_KV_WRITE_INIT;
+  w.num_tokens = 4;
+  w.key = c->swap == KV_NULL_KEY ? NULL
+          : c->swap == KV_FOREIGN_KEY ? f->foreign : k->key;
+  w.value = c->swap == KV_NULL_VALUE ? NULL : k->value;
+  w.slot_mapping = c->swap == KV_NULL_SLOTS ? NULL : k->slots;
+  w.k_scale = w.v_scale = 1.0f;
+  kv_set(&w, c->at, c->size, c->value);
+  const cl_event null_events[2] = {NULL, NULL};
+  const cl_event *wait_list = c->foreign_event ? f->events
+                              : c->wait_list   ? null_events
+                                               : NULL;
+  clbt_kv_cache *cache = c->swap == KV_NULL_HANDLE ? NULL
+                         : c->fp8                  ? k->fp8
+                                                   : k->fp16;
+  return clbt_kv_cache_enqueue_write(
+      cache, c->swap == KV_NULL_STRUCT ? NULL : &w, c->num_events, wait_list,
+      event);
+}
+
+/* The caches still hold their poison and count nothing. */
+static void kv_check_unchanged(const kv_fixture *k, const char *context) {
+  unsigned char bytes[KV_FP16_BYTES];
+  const cl_mem caches[] = {k->fp16_cache, k->fp8_key_cache, k->fp8_value_cache};
+  const size_t sizes[] = {KV_FP16_BYTES, KV_FP8_BYTES, KV_FP8_BYTES};
+  for (int i = 0; i < 3; ++i) {
+    clbt_test_read(caches[i], sizes[i], bytes);
+    for (size_t b = 0; b < sizes[i]; ++b)
+      ck_assert_msg(bytes[b] == 0x5a, "%s: cache %d byte %zu was written",
+                    context, i, b);
+  }
+  clbt_kv_cache *const handles[] = {k->fp16, k->fp8};
+  for (int i = 0; i < 2; ++i) {
+    uint32_t rejected = 1;
+    clbt_assert_ok(clbt_kv_cache_read_rejected_tokens(handles[i], &rejected));
+    ck_assert_msg(rejected == 0, "%s: cache %d counted %u", context, i,
+                  (unsigned)rejected);
+  }
+}
+
+START_TEST(kv_cache_refuses_every_bad_argument) {
+  fixture f = fixture_create();
+  kv_fixture k = kv_fixture_create();
+  size_t count = sizeof kv_cases / sizeof kv_cases[0];
+  bool covered[KV_NUM_FUNCTIONS] = {false};
+  for (size_t i = 0; i < count; ++i) {
+    const kv_bad *c = &kv_cases[i];
+    char context[160];
+    snprintf(context, sizeof context, "%s, %s",
+             kv_function_names[c->function], c->argument);
+    clbt_kv_cache *const sentinel = (clbt_kv_cache *)&k;
+    clbt_kv_cache *out = sentinel;
+    cl_event event = (cl_event)&k;
+    uint32_t rejected = 7;
+    clbt_status status = CLBT_SUCCESS;
+    switch (c->function) {
+      case KV_CREATE: status = kv_create_case(c, &k, &f, &out); break;
+      case KV_WRITE: status = kv_write_case(c, &k, &f, &event); break;
+      case KV_READ_REJECTED:
+        status = clbt_kv_cache_read_rejected_tokens(
+            c->swap == KV_NULL_HANDLE ? NULL : k.fp16,
+            c->swap == KV_NULL_OUT ? NULL : &rejected);
+        break;
+      default: status = clbt_kv_cache_reset_rejected_tokens(NULL); break;
+    }
+    ck_assert_msg(status == c->status, "%s returned %s, expected %s (%s)",
+                  context, clbt_status_name(status),
+                  clbt_status_name(c->status), clbt_last_error());
+    ck_assert_msg(strstr(clbt_last_error(), c->words) != NULL,
+                  "%s: message '%s' does not mention '%s'", context,
+                  clbt_last_error(), c->words);
+    ck_assert_msg(out == sentinel && event == (cl_event)&k && rejected == 7,
+                  "%s wrote through an output pointer", context);
+    kv_check_unchanged(&k, context);
+    covered[c->function] = true;
+  }
+  for (int fn = 0; fn < KV_NUM_FUNCTIONS; ++fn)
+    ck_assert_msg(covered[fn], "no case for %s", kv_function_names[fn]);
+  printf("bad input: %zu cases against the KV cache's %d functions, each "
+         "refused with its status and message, nothing written\n",
+         count, (int)KV_NUM_FUNCTIONS);
+  ck_assert_ptr_null(clbt_kv_cache_rejected_tokens(NULL));
+  ck_assert_uint_eq(clbt_kv_dtype_size((clbt_kv_dtype)9), 0);
+  clbt_kv_cache_destroy(NULL);
+  kv_fixture_destroy(&k);
+  fixture_destroy(&f);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("bad_input");
   TCase *tc = tcase_create("bad_input");
   tcase_set_timeout(tc, 0);
   tcase_add_test(tc, every_function_refuses_every_bad_argument);
   tcase_add_test(tc, functions_without_status_answer_bad_arguments_neutrally);
+  tcase_add_test(tc, kv_cache_refuses_every_bad_argument);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

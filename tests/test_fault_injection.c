@@ -58,6 +58,9 @@ typedef struct scenario {
   clbt_multi_table *multi;
   uint32_t rejected;
   char selector[CLBT_SELECTOR_SIZE];
+  clbt_kv_cache *kv;            /* a layer's cache, written through the */
+  cl_mem kv_cache, kv_input;    /* table's slot mapping */
+  uint32_t kv_rejected;
 } scenario;
 
 static batch make_batch(cl_context context, cl_command_queue queue) {
@@ -354,6 +357,58 @@ static clbt_status clear_multi(scenario *s) {
   return clbt_multi_table_clear(s->multi);
 }
 
+/*
+ * A layer's KV cache: fp32, 8 blocks of 4 slots of one head of 4, K and V
+ * of a block side by side in one buffer (32 floats a block), and 4 tokens
+ * of input, token t's element e holding t x 4 + e + 1, as K and V both.
+ */
+enum { KV_BLOCKS = 8, KV_BLOCK_FLOATS = 2 * 4 * 4 };
+
+static clbt_status create_kv_cache(scenario *s) {
+  cl_context context = clbt_device_context(s->device);
+  cl_int error = CL_SUCCESS;
+  if (!s->kv_cache) {
+    float input[4 * 4];
+    for (int i = 0; i < 16; ++i) input[i] = (float)(i + 1);
+    s->kv_cache = clCreateBuffer(context, CL_MEM_READ_WRITE,
+                                 KV_BLOCKS * KV_BLOCK_FLOATS * sizeof(float),
+                                 NULL, &error);
+    ck_assert_int_eq(error, CL_SUCCESS);
+    s->kv_input = clCreateBuffer(context, CL_MEM_READ_ONLY, sizeof input,
+                                 NULL, &error);
+    ck_assert_int_eq(error, CL_SUCCESS);
+    ck_assert_int_eq(clEnqueueWriteBuffer(clbt_device_queue(s->device),
+                                          s->kv_input, CL_TRUE, 0,
+                                          sizeof input, input, 0, NULL, NULL),
+                     CL_SUCCESS);
+  }
+  clbt_kv_cache_config config = CLBT_KV_CACHE_CONFIG_INIT;
+  config.cache_dtype = CLBT_KV_FLOAT32;
+  config.num_kv_heads = 1;
+  config.head_size = 4;
+  config.block_size = 4;
+  config.num_blocks = KV_BLOCKS;
+  config.key_cache = s->kv_cache;
+  return clbt_kv_cache_create(s->device, &config, &s->kv);
+}
+
+/* The table's slot mapping (29, 14, 23, -1) from map_table. */
+static clbt_status write_kv(scenario *s) {
+  clbt_kv_write write = CLBT_KV_WRITE_INIT;
+  write.num_tokens = 4;
+  write.key = write.value = s->kv_input;
+  write.slot_mapping = clbt_table_slot_mapping(s->table);
+  return clbt_kv_cache_enqueue_write(s->kv, &write, 0, NULL, NULL);
+}
+
+static clbt_status read_kv_rejected(scenario *s) {
+  return clbt_kv_cache_read_rejected_tokens(s->kv, &s->kv_rejected);
+}
+
+static clbt_status reset_kv_rejected(scenario *s) {
+  return clbt_kv_cache_reset_rejected_tokens(s->kv);
+}
+
 /* Builds with options the compiler rejects, so the build log is read. */
 static clbt_status prepare_broken_build(scenario *s) {
   clbt_assert_ok(
@@ -397,6 +452,12 @@ static const scenario_step everything_steps[] = {
     {"program cache", use_binary_cache, CLBT_SUCCESS, true},
     {"clbt_table_compute_slot_mapping", map_table, CLBT_SUCCESS, false},
     {"clbt_table_read_rejected_tokens", read_rejected, CLBT_SUCCESS, false},
+    {"clbt_kv_cache_create", create_kv_cache, CLBT_SUCCESS, false},
+    {"clbt_kv_cache_enqueue_write", write_kv, CLBT_SUCCESS, false},
+    {"clbt_kv_cache_read_rejected_tokens", read_kv_rejected, CLBT_SUCCESS,
+     false},
+    {"clbt_kv_cache_reset_rejected_tokens", reset_kv_rejected, CLBT_SUCCESS,
+     false},
     {"clbt_table_enqueue_export", export_table, CLBT_SUCCESS, false},
     {"clbt_table_enqueue_token_slots", token_slots_table, CLBT_SUCCESS,
      false},
@@ -493,6 +554,18 @@ static void check_outcome(const scenario *s) {
   int32_t rows[2 * 2];
   read_buffer(queue, clbt_table_device_data(s->table), sizeof rows, rows);
   for (int i = 0; i < 4; ++i) ck_assert_int_eq(rows[i], 0); /* cleared */
+  /* Tokens 0, 1, 2 in slots 29, 14, 23 (block b's K at 32 b, V 16 on),
+     token 3 skipped: nothing rejected. */
+  float kv[KV_BLOCKS * KV_BLOCK_FLOATS];
+  read_buffer(queue, s->kv_cache, sizeof kv, kv);
+  for (int t = 0; t < 3; ++t)
+    for (int e = 0; e < 4; ++e) {
+      int64_t slot = expected_slots[t];
+      size_t at = (size_t)(slot / 4 * KV_BLOCK_FLOATS + slot % 4 * 4 + e);
+      ck_assert(kv[at] == (float)(t * 4 + e + 1) &&
+                kv[at + 16] == (float)(t * 4 + e + 1));
+    }
+  ck_assert_uint_eq(s->kv_rejected, 0);
 }
 
 /*
@@ -538,6 +611,9 @@ static void check_result(const scenario_step *step, clbt_status status) {
 }
 
 static void teardown(scenario *s) {
+  clbt_kv_cache_destroy(s->kv);
+  if (s->kv_cache) clReleaseMemObject(s->kv_cache);
+  if (s->kv_input) clReleaseMemObject(s->kv_input);
   clbt_table_destroy(s->table);
   clbt_multi_table_destroy(s->multi);
   clbt_device_release(s->wrapped);

@@ -22,8 +22,9 @@ static const char description[] =
     "and 4 groups against group by group; host row operations per second;\n"
     "the attention export; and a whole serving step in the v1 and the\n"
     "persistent model, with the gather, against an empty kernel, with the\n"
-    "library's OpenCL calls in each step counted by function; and what\n"
-    "a launch's arguments cost, on kernels that do nothing.\n"
+    "library's OpenCL calls in each step counted by function; what\n"
+    "a launch's arguments cost, on kernels that do nothing; and the\n"
+    "KV-cache write against a copy of its bytes and an empty kernel.\n"
     "Medians of N runs, ratios from interleaved runs; each ratio the project\n"
     "sets a target for is checked at the end.\n";
 
@@ -98,7 +99,7 @@ int command_bench(int argc, char **argv) {
       {"--only", "NAMES",
        "comma-separated shape names, or completion, commit,\n"
        "multi-group, row-operations, export, step, slots,\n"
-       "arguments",
+       "arguments, kv_cache",
        CLI_TEXT, &b.options.only, 0, 0},
       {"--json", "FILE", "also write every figure as JSON", CLI_TEXT,
        &b.options.json_path, 0, 0},
@@ -129,6 +130,7 @@ int command_bench(int argc, char **argv) {
   bench_step(&b);
   bench_slots(&b);
   bench_arguments(&b);
+  bench_kv_cache(&b);
   bench_plot(&b);
   size_t mismatches = bench_triton_compare(&b);
   add_targets(&b);

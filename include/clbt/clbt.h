@@ -1514,6 +1514,183 @@ CLBT_API uint32_t clbt_multi_table_num_groups(const clbt_multi_table *table);
 CLBT_API clbt_table *clbt_multi_table_group(clbt_multi_table *table,
                                             uint32_t group);
 
+/* ------------------------------------------------------------------------ */
+/* The KV-cache write: a layer's K and V into its paged cache               */
+/* ------------------------------------------------------------------------ */
+
+/** The element type of a KV cache or of the K/V a write reads. */
+typedef enum clbt_kv_dtype {
+  CLBT_KV_DTYPE_NONE = 0, /**< none given: a config's default */
+  CLBT_KV_FLOAT32 = 1,    /**< IEEE binary32 */
+  CLBT_KV_FLOAT16 = 2,    /**< IEEE binary16, held as its 16 bits */
+  CLBT_KV_BFLOAT16 = 3,   /**< bfloat16, held as its 16 bits */
+  CLBT_KV_FP8_E4M3 = 4    /**< float8 e4m3fn (vLLM's "fp8" cache): bias 7,
+                             no infinity, 0x7f/0xff NaN, largest 448 */
+} clbt_kv_dtype;
+
+/** Where a cache keeps a block's elements (docs/semantics.md). */
+typedef enum clbt_kv_layout {
+  /** vLLM's flash layout, [num_blocks][block_size][num_kv_heads]
+      [head_size] (FlashAttention's, FlashInfer's NHD). */
+  CLBT_KV_LAYOUT_FLASH = 0,
+  /** Head-major, [num_blocks][num_kv_heads][block_size][head_size]
+      (FlashInfer's HND). */
+  CLBT_KV_LAYOUT_HEAD_MAJOR = 1
+} clbt_kv_layout;
+
+/**
+ * A layer's paged KV cache, described once (clbt_kv_cache_create). Sizes
+ * and strides count elements of cache_dtype. Key element e of head h of
+ * the token in slot s = b x block_size + p is at
+ * key_offset + b x block_stride + p x page_stride + h x head_stride + e of
+ * key_cache; value elements likewise from value_offset, in value_cache or,
+ * when that is NULL, in key_cache too (vLLM's kv_cache[:, 0] and
+ * kv_cache[:, 1] of one tensor). A stride of 0 takes the layout's: with
+ * E = block_size x num_kv_heads x head_size, the flash layout's page and
+ * head strides are num_kv_heads x head_size and head_size, the head-major
+ * one's head_size and block_size x head_size; block_stride is E with two
+ * buffers and 2E with one, whose value_offset 0 stands for
+ * key_offset + E ([num_blocks][2][...], FlashInfer's kv_cache; for
+ * FlashAttention's [2][num_blocks][...] set value_offset to num_blocks x E
+ * and block_stride to E). No two elements may share an address (K's and
+ * V's included), and every element must lie inside its buffer. Zero it
+ * with CLBT_KV_CACHE_CONFIG_INIT and set the fields you use; it can grow
+ * as the configs do (struct_size).
+ */
+typedef struct clbt_kv_cache_config {
+  uint32_t struct_size;       /**< 0 (the 0.4 layout) or sizeof */
+  clbt_kv_layout layout;      /**< 0: CLBT_KV_LAYOUT_FLASH */
+  clbt_kv_dtype cache_dtype;  /**< required */
+  clbt_kv_dtype input_dtype;  /**< the K/V a write reads; NONE: cache_dtype
+                                 (required for an fp8 cache, which takes
+                                 float32, float16 or bfloat16 with scales,
+                                 or fp8 as it is) */
+  uint32_t num_kv_heads;      /**< required */
+  uint32_t head_size;         /**< required: elements per head */
+  uint32_t block_size;        /**< required: token slots per block */
+  uint32_t num_blocks;        /**< required */
+  cl_mem key_cache;           /**< required; retained by the cache */
+  cl_mem value_cache;         /**< NULL: the values are in key_cache */
+  uint64_t key_offset;        /**< where K starts in key_cache */
+  uint64_t value_offset;      /**< where V starts; see above for 0 */
+  uint64_t block_stride;      /**< 0: the layout's */
+  uint64_t page_stride;       /**< 0: the layout's */
+  uint64_t head_stride;       /**< 0: the layout's */
+} clbt_kv_cache_config;
+
+/** A clbt_kv_cache_config with this header's struct_size, all else 0. */
+#define CLBT_KV_CACHE_CONFIG_INIT CLBT__SIZED(clbt_kv_cache_config)
+
+/** A layer's paged KV cache: its buffers, checked once, and its kernel. */
+typedef struct clbt_kv_cache clbt_kv_cache;
+
+/**
+ * Describes a layer's cache: checks the config against the buffers once,
+ * so that a write checks only its own arguments, and builds the write's
+ * kernel (or takes it from the device's program cache; one program per
+ * input and cache type and alignment). The cache retains its buffers and
+ * has a rejected-token counter of its own, 0 at creation.
+ * Returns CLBT_SUCCESS and sets *out; CLBT_NULL_ARGUMENT for a NULL
+ * device, config, out or key_cache; CLBT_INVALID_CONFIG for a struct_size
+ * clbt cannot read, a zero required field, an unknown layout or dtype, an
+ * input_dtype the cache's cannot take, or strides under which two
+ * elements share an address (the message names the dimensions);
+ * CLBT_CONTEXT_MISMATCH for a buffer of another context;
+ * CLBT_BUFFER_TOO_SMALL when an element lies past its buffer's end;
+ * CLBT_SIZE_OVERFLOW when an address does not fit 64 bits; or an OpenCL
+ * error (CLBT_CL_BUILD_PROGRAM_FAILURE with the build log).
+ */
+CLBT_API clbt_status clbt_kv_cache_create(clbt_device *device,
+                                          const clbt_kv_cache_config *config,
+                                          clbt_kv_cache **out);
+
+/**
+ * Frees a cache and its references to the caller's buffers; commands
+ * already enqueued run to the end. NULL is fine.
+ */
+CLBT_API void clbt_kv_cache_destroy(clbt_kv_cache *cache);
+
+/**
+ * One layer's write of a batch: token t's K and V, input_dtype
+ * [num_tokens][num_kv_heads][head_size] with the heads of a token
+ * contiguous and any token stride, go to slot slot_mapping[t]. Offsets and
+ * strides count elements of their buffer (int64 entries for the slot
+ * mapping: clbt_table_slot_mapping's buffer, or a caller's). Zero it with
+ * CLBT_KV_WRITE_INIT and set the fields you use; it can grow as the
+ * configs do.
+ */
+typedef struct clbt_kv_write {
+  uint32_t struct_size;        /**< 0 (the 0.4 layout) or sizeof */
+  uint32_t num_tokens;         /**< tokens to write, at most INT32_MAX */
+  cl_mem key;                  /**< required with num_tokens > 0 */
+  cl_mem value;                /**< required with num_tokens > 0 */
+  cl_mem slot_mapping;         /**< required with num_tokens > 0: int64 */
+  uint64_t key_offset;         /**< token 0's first element in key */
+  uint64_t key_token_stride;   /**< 0: num_kv_heads x head_size */
+  uint64_t value_offset;       /**< token 0's first element in value */
+  uint64_t value_token_stride; /**< 0: num_kv_heads x head_size */
+  uint64_t slot_mapping_offset; /**< token 0's entry */
+  float k_scale;               /**< an fp8 cache from another type: K is
+                                  divided by it, which must be finite and
+                                  above 0 (vLLM's k_scale); else unused */
+  float v_scale;               /**< the same for V */
+} clbt_kv_write;
+
+/** A clbt_kv_write with this header's struct_size, all else 0. */
+#define CLBT_KV_WRITE_INIT CLBT__SIZED(clbt_kv_write)
+
+/**
+ * Enqueues one layer's write (vLLM's reshape_and_cache_flash): one kernel
+ * launch, after wait_list, that writes token t's K and V to slot
+ * s = slot_mapping[t]; a negative s (CLBT_PAD_SLOT_ID) is skipped, and an
+ * s not below num_blocks x block_size is skipped and adds 1 to the cache's
+ * rejected-token counter. Elements of the cache's type are copied as their
+ * bits; others are rounded to nearest even, fp8 from the value divided by
+ * its scale and saturated at +-448 (docs/semantics.md, "The KV-cache
+ * write"). Tokens that share a slot leave, element by element, one of
+ * theirs there. *event (when
+ * not NULL) completes with the write; with num_tokens 0 it is a marker
+ * after the wait list. Nothing waits for the device. The cache keeps a
+ * reference to the last eight input buffers it checked, as a table does.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL cache or write, or a
+ * NULL buffer with num_tokens > 0; CLBT_INVALID_CONFIG for a struct_size
+ * clbt cannot read; CLBT_INVALID_ARGUMENT for a token stride below
+ * num_kv_heads x head_size, a scale of an fp8 cache that is not finite
+ * and above 0, num_tokens above INT32_MAX, or an inconsistent wait list;
+ * CLBT_BUFFER_TOO_SMALL when key, value or slot_mapping ends before the
+ * last token's elements or entry; CLBT_CONTEXT_MISMATCH;
+ * CLBT_SIZE_OVERFLOW when an address does not fit 64 bits; or an OpenCL
+ * error. A refused call enqueues nothing.
+ */
+CLBT_API clbt_status clbt_kv_cache_enqueue_write(clbt_kv_cache *cache,
+                                                 const clbt_kv_write *write,
+                                                 cl_uint num_events,
+                                                 const cl_event *wait_list,
+                                                 cl_event *event);
+
+/**
+ * Reads the number of tokens the cache's writes have rejected (slots not
+ * below num_blocks x block_size) since it was created or the count reset.
+ * Waits for the queue to reach the read. The count wraps modulo 2^32.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; or an OpenCL error.
+ */
+CLBT_API clbt_status clbt_kv_cache_read_rejected_tokens(clbt_kv_cache *cache,
+                                                        uint32_t *count);
+
+/**
+ * Enqueues a reset of the rejected-token count to 0. Returns CLBT_SUCCESS;
+ * CLBT_NULL_ARGUMENT; or an OpenCL error.
+ */
+CLBT_API clbt_status clbt_kv_cache_reset_rejected_tokens(
+    clbt_kv_cache *cache);
+
+/** The rejected-token counter on the device, one uint32; NULL for NULL. */
+CLBT_API cl_mem clbt_kv_cache_rejected_tokens(const clbt_kv_cache *cache);
+
+/** The bytes an element of a type takes: 4, 2, 2 or 1; 0 for another
+    value. */
+CLBT_API size_t clbt_kv_dtype_size(clbt_kv_dtype dtype);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,6 +19,7 @@ from . import _library
 from ._core import (PAD_SLOT_ID, CommitMode, Device, Export, Group, MultiTable, SlotMode,
                     Table, devices)
 from ._device_array import DeviceArray, StackedDeviceArray
+from ._kv_cache import KVCache
 from ._errors import (DeviceError, Error, InvalidArgumentError, OutOfMemoryError,
                       OutOfRangeError, TypeMismatchError)
 from ._library import STEP_DUMMY, STEP_EXPORT, STEP_GATHER
@@ -27,13 +28,13 @@ from ._opencl import Buffer, CommandQueue, Context, Event, release_event
 library_path = _library.path
 for _class in (Error, InvalidArgumentError, OutOfRangeError, TypeMismatchError,
                OutOfMemoryError, DeviceError, Buffer, CommandQueue, Context, Event, DeviceArray,
-               StackedDeviceArray):
+               StackedDeviceArray, KVCache):
     _class.__module__ = __name__  # shown as clbt.Error, clbt.OutOfRangeError, ...
 __version__ = _library.lib.clbt_version_string().decode()
 
 __all__ = ["Buffer", "CommandQueue", "CommitMode", "Context", "Device", "DeviceArray",
            "DeviceError", "Error", "Event", "Export", "Group",
-           "InvalidArgumentError", "MultiTable", "OutOfMemoryError", "OutOfRangeError",
+           "InvalidArgumentError", "KVCache", "MultiTable", "OutOfMemoryError", "OutOfRangeError",
            "PAD_SLOT_ID", "STEP_DUMMY", "STEP_EXPORT", "STEP_GATHER", "SlotMode",
            "StackedDeviceArray", "Table",
            "TypeMismatchError", "devices", "library_path", "release_event"]

@@ -29,7 +29,7 @@ from itertools import chain
 
 import numpy as np
 
-from . import _core
+from . import _core, _kv_cache, _opencl
 from ._core import PAD_SLOT_ID
 from ._device_array import DeviceArray, Memory, StackedDeviceArray
 from ._errors import Error, TypeMismatchError
@@ -37,7 +37,8 @@ from ._opencl import describe
 from ._library import STEP_DUMMY, STEP_GATHER, Step, lib
 
 __all__ = ["BlockTable", "BlockTables", "MultiGroupBlockTable", "PAD_SLOT_ID",
-           "RowCapacityError", "SlotMappingMode", "get_block_table_width"]
+           "RowCapacityError", "SlotMappingMode", "get_block_table_width",
+           "reshape_and_cache_flash"]
 
 _INVALID_ARGUMENT = -4002
 _INVALID_CONFIG = -4003
@@ -1307,3 +1308,160 @@ def _same_indices(a, b):
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return a.shape == b.shape and bool(np.array_equal(a, b))
     return a is b
+
+
+# ---- the KV-cache write ---------------------------------------------------
+
+# The caches reshape_and_cache_flash has described, by device and layout
+# (a model's layers each have one), and the devices of the queues it met.
+_KV_CACHES = {}
+_KV_CACHES_KEPT = 512
+_QUEUE_DEVICES = {}
+
+
+def _tensor(array, name, ndim):
+    """(buffer handle, element offset, shape, element strides, dtype) of a
+    device array of ndim dimensions: a pyopencl.array.Array or a
+    clbt.DeviceArray."""
+    pyopencl = _opencl.pyopencl
+    if isinstance(array, DeviceArray):
+        dtype, offset, handle = array.np_dtype, array.cl_offset, array.cl_mem
+        strides = array.stride()
+    elif pyopencl is not None and isinstance(array, pyopencl.array.Array):
+        dtype, offset, handle = array.dtype, array.offset, array.base_data.int_ptr
+        strides = tuple(s // dtype.itemsize for s in array.strides)
+    else:
+        raise _wrong_type("%s is %s; a pyopencl.array.Array or clbt.DeviceArray expected"
+                          % (name, describe(array)))
+    if len(array.shape) != ndim:
+        raise Error(_INVALID_ARGUMENT, "%s has shape %s; %d dimensions expected" % (
+            name, tuple(array.shape), ndim))
+    if array.shape[-1] > 1 and strides[-1] != 1:
+        raise Error(_INVALID_ARGUMENT, "%s has strides %s; its last dimension must be "
+                    "contiguous" % (name, tuple(strides)))
+    return handle, offset // dtype.itemsize, tuple(array.shape), tuple(strides), dtype
+
+
+def _model_dtype(dtype, name):
+    """The clbt_kv_dtype of K/V or a cache of the model's type: float32,
+    float16, or 2-byte integers holding bf16 bits."""
+    if dtype == np.float32:
+        return "float32"
+    if dtype == np.float16:
+        return "float16"
+    if dtype.itemsize == 2 and dtype.kind in "iu":
+        return "bfloat16"
+    raise _wrong_type("%s has dtype %s; float32, float16 or 16-bit bf16 bits (uint16) "
+                      "expected" % (name, dtype))
+
+
+def _queue_device(array, device):
+    """The clbt.Device of an array's queue (one per queue), or the one given."""
+    if device is not None:
+        return _device(device)
+    if isinstance(array, DeviceArray):
+        queue = array._memory.queue
+    else:
+        queue = array.queue.int_ptr
+    found = _QUEUE_DEVICES.get(queue)
+    if found is None:
+        found = _QUEUE_DEVICES[queue] = _core.Device(queue=_opencl.wrapped("queue", queue))
+    return found
+
+
+def _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device):
+    """The described cache of a layer's key_cache and value_cache (made on
+    first sight, then found by its layout)."""
+    k_handle, k_at, shape, strides, cache_type = _tensor(key_cache, "key_cache", 4)
+    v_handle, v_at, v_shape, v_strides, v_type = _tensor(value_cache, "value_cache", 4)
+    if v_shape != shape or v_strides != strides or v_type != cache_type:
+        raise Error(_INVALID_ARGUMENT, "value_cache is %s %s with strides %s; key_cache's "
+                    "are %s %s with strides %s" % (v_type, v_shape, v_strides, cache_type,
+                                                   shape, strides))
+    input_name = _model_dtype(key.np_dtype if isinstance(key, DeviceArray) else key.dtype,
+                              "key")
+    if not isinstance(kv_cache_dtype, str):
+        raise _wrong_type("kv_cache_dtype is %s; a str expected" % describe(kv_cache_dtype))
+    if kv_cache_dtype.startswith("fp8"):
+        if kv_cache_dtype not in ("fp8", "fp8_e4m3"):
+            raise Error(_INVALID_ARGUMENT, "kv_cache_dtype %r: clbt's fp8 cache is e4m3fn "
+                        "('fp8', 'fp8_e4m3')" % kv_cache_dtype)
+        if cache_type.itemsize != 1:
+            raise _wrong_type("key_cache has dtype %s; an fp8 cache holds 1-byte elements "
+                              "(uint8)" % cache_type)
+        cache_name = "fp8_e4m3"
+    else:
+        cache_name = _model_dtype(cache_type, "key_cache")
+        if kv_cache_dtype not in ("auto", cache_name):
+            raise Error(_INVALID_ARGUMENT, "kv_cache_dtype %r, but key_cache has dtype %s "
+                        "(%s)" % (kv_cache_dtype, cache_type, cache_name))
+        if input_name != cache_name:
+            raise _wrong_type("key has dtype %s and key_cache %s: kv_cache_dtype %r writes "
+                              "the model's type" % (key.dtype if not isinstance(
+                                  key, DeviceArray) else key.np_dtype, cache_type,
+                                                    kv_cache_dtype))
+    num_blocks, block_size, heads, head_size = shape
+    one_buffer = k_handle == v_handle
+    config = _kv_cache.KVCacheConfig(
+        layout=0, cache_dtype=_kv_cache.DTYPES[cache_name],
+        input_dtype=_kv_cache.DTYPES[input_name], num_kv_heads=heads, head_size=head_size,
+        block_size=block_size, num_blocks=num_blocks, key_cache=k_handle,
+        value_cache=None if one_buffer else v_handle, key_offset=k_at, value_offset=v_at,
+        block_stride=strides[0], page_stride=strides[1], head_stride=strides[2])
+    owner = _queue_device(key_cache, device)
+    layout = (owner._live(),) + tuple(getattr(config, f) for f, _ in config._fields_)
+    cache = _KV_CACHES.get(layout)
+    if cache is None:
+        if len(_KV_CACHES) >= _KV_CACHES_KEPT:
+            _KV_CACHES.pop(next(iter(_KV_CACHES))).close()
+        cache = _KV_CACHES[layout] = _kv_cache.KVCache.from_config(owner, config)
+    return cache
+
+
+def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype,
+                            k_scale, v_scale, *, device=None):
+    """vLLM's reshape_and_cache_flash (torch.ops._C_cache_ops) on OpenCL:
+    token t of key and value ([num_tokens, num_kv_heads, head_size] device
+    arrays, any token stride) to slot slot_mapping[t] (int64; its length
+    is num_tokens, as vLLM's) of key_cache and value_cache ([num_blocks,
+    block_size, num_kv_heads, head_size] views of any strides: the flash
+    layout, or a permuted head-major one; one buffer for both, as
+    kv_cache[:, 0] and kv_cache[:, 1], or two). kv_cache_dtype "auto" (the
+    model's type; bf16 as uint16 bits) or "fp8" (uint8 caches of e4m3fn:
+    K / k_scale and V / v_scale, per-tensor scales, saturated at 448).
+    Arrays are pyopencl.array.Array or clbt.DeviceArray; the device is
+    their queue's (or device=). The cache of each layout is described once
+    and kept (the last 512); the write is one launch, enqueued without
+    waiting (a device-array scale is read first, which waits)."""
+    cache = _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device)
+    k_handle, k_at, k_shape, k_strides, k_type = _tensor(key, "key", 3)
+    v_handle, v_at, v_shape, v_strides, v_type = _tensor(value, "value", 3)
+    s_handle, s_at, s_shape, s_strides, s_type = _tensor(slot_mapping, "slot_mapping", 1)
+    if s_type != np.int64:
+        raise _wrong_type("slot_mapping has dtype %s; int64 expected" % s_type)
+    if v_type != k_type:
+        raise _wrong_type("value has dtype %s; key's is %s" % (v_type, k_type))
+    num_tokens = s_shape[0]
+    for name, shape, strides in (("key", k_shape, k_strides), ("value", v_shape, v_strides)):
+        if shape[1:] != (cache.num_kv_heads, cache.head_size):
+            raise Error(_INVALID_ARGUMENT, "%s has shape %s; key_cache's heads are [%d, %d]"
+                        % (name, shape, cache.num_kv_heads, cache.head_size))
+        if shape[1] > 1 and strides[1] != shape[2]:
+            raise Error(_INVALID_ARGUMENT, "%s has strides %s; a token's heads must be "
+                        "contiguous" % (name, strides))
+        if shape[0] < num_tokens:
+            raise Error(_INVALID_ARGUMENT, "%s holds %d tokens; slot_mapping has %d" % (
+                name, shape[0], num_tokens))
+    fp8 = cache.cache_dtype == _kv_cache.DTYPES["fp8_e4m3"]
+    scales = {"k_scale": 1.0, "v_scale": 1.0}
+    if fp8:
+        scales = {"k_scale": _kv_cache.finite_scale(k_scale, "k_scale"),
+                  "v_scale": _kv_cache.finite_scale(v_scale, "v_scale")}
+    row = cache.num_kv_heads * cache.head_size
+    write = _kv_cache.KVWrite(num_tokens=num_tokens, key=k_handle, value=v_handle,
+                              slot_mapping=s_handle, key_offset=k_at,
+                              key_token_stride=k_strides[0] if k_shape[0] > 1 else row,
+                              value_offset=v_at,
+                              value_token_stride=v_strides[0] if v_shape[0] > 1 else row,
+                              slot_mapping_offset=s_at, **scales)
+    _core._check(lib.clbt_kv_cache_enqueue_write(cache._live(), byref(write), 0, None, None))

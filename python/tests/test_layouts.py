@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from clbt import _library
+from clbt import _kv_cache, _library
 
 MIRRORS = {
     "clbt_table_config": _library.TableConfig,
@@ -19,6 +19,8 @@ MIRRORS = {
     "clbt_step": _library.Step,
     "clbt_host_step": _library.HostStep,
     "clbt_multi_host_step": _library.MultiHostStep,
+    "clbt_kv_cache_config": _kv_cache.KVCacheConfig,
+    "clbt_kv_write": _kv_cache.KVWrite,
 }
 
 

@@ -1,0 +1,324 @@
+"""The KV-cache write from Python: clbt.KVCache on device arrays and
+buffers, and clbt.vllm.reshape_and_cache_flash on arrays shaped as vLLM's
+test_cache.py shapes them (kv_cache[:, 0] / [:, 1] of one FlashInfer
+tensor, NHD and a permuted HND, key and value views of a qkv tensor),
+against numpy: each cache is poisoned, written, and compared whole with
+the same write done by numpy indexing. fp16 is numpy's float16 conversion;
+bf16 and fp8 e4m3fn are rounded here by their definitions (bf16: 8
+significant bits, ties to even; fp8: the nearest of its finite values,
+ties to the even code, |x| past 448 saturated). Refused calls raise a
+clbt.Error naming the argument and write nothing."""
+import numpy as np
+import pytest
+
+import clbt
+import clbt.vllm
+from clbt import _opencl
+from clbt._device_array import DeviceArray, Memory
+from clbt._library import lib
+
+POISON = 0x5A
+
+
+# ---- numpy's side: the formats ------------------------------------------
+
+def _e4m3_values():
+    """The value of every e4m3fn code below 0x7f, 0 .. 448."""
+    codes = np.arange(0x7F)
+    exponent, mantissa = codes >> 3, codes & 7
+    return np.where(exponent == 0, mantissa * 2.0**-9,
+                    (1 + mantissa / 8.0) * 2.0**(exponent - 7.0))
+
+
+E4M3 = _e4m3_values()
+
+
+def to_e4m3(q):
+    """float32 values as e4m3fn codes: nearest, ties to the even code,
+    saturated at 448 (CUDA's __NV_SATFINITE), NaN 0x7f."""
+    q = np.asarray(q, np.float64)
+    a = np.minimum(np.abs(q), 448.0)
+    high = np.clip(np.searchsorted(E4M3, a), 0, 0x7E)
+    low = np.maximum(high - 1, 0)
+    below, above = a - E4M3[low], E4M3[high] - a
+    code = np.where(below < above, low, np.where(above < below, high,
+                                                 np.where(low % 2 == 0, low, high)))
+    code = np.where(np.signbit(q), code | 0x80, code)
+    return np.where(np.isnan(q), 0x7F, code).astype(np.uint8)
+
+
+def to_bf16(x):
+    """float32 values (finite, normal) as bf16 bits: 8 significant bits."""
+    m, e = np.frexp(np.asarray(x, np.float64))
+    rounded = np.ldexp(np.rint(m * 256.0) / 256.0, e).astype(np.float32)
+    return (rounded.view(np.uint32) >> 16).astype(np.uint16)
+
+
+def from_bf16(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def convert(x, cache, scale):
+    """K/V as float32 values written to a cache type's elements."""
+    if cache == "float16":
+        return x.astype(np.float16)
+    if cache == "bfloat16":
+        return to_bf16(x)
+    return to_e4m3(x.astype(np.float32) / np.float32(scale))
+
+
+# ---- device arrays made with the package's own calls ---------------------
+
+class Arrays:
+    """Device buffers holding host arrays, and DeviceArray views of them."""
+
+    def __init__(self, device):
+        self.device = device
+        self.context = lib.clbt_device_context(device._live())
+        self.queue = lib.clbt_device_queue(device._live())
+        self.buffers = []
+
+    def upload(self, values):
+        values = np.ascontiguousarray(values)
+        buffer = _opencl.create_buffer(self.context, values.nbytes)
+        self.buffers.append(buffer)
+        _opencl.write(self.queue, buffer.int_ptr, values.ctypes.data, values.nbytes).wait()
+        return buffer, values
+
+    def array(self, values, shape=None, strides=None, offset=0):
+        """A DeviceArray of values (or a view of them: shape, byte strides
+        and offset)."""
+        buffer, values = self.upload(values)
+        memory = Memory(buffer.int_ptr, self.queue, lib.clbt_device_id(self.device._live()),
+                        values.nbytes)
+        return DeviceArray(memory, values.shape if shape is None else shape, values.dtype,
+                           strides, offset), buffer, values
+
+    def read(self, buffer, like):
+        return _opencl.read(self.queue, buffer.int_ptr, np.empty_like(like))
+
+    def release(self):
+        for buffer in self.buffers:
+            buffer.close()
+
+
+@pytest.fixture
+def arrays(device):
+    made = Arrays(device)
+    yield made
+    made.release()
+
+
+def kv_inputs(rng, num_tokens, heads, head_size, dtype):
+    """A qkv tensor [t, 3, h, d] of normal values, as float32 and in dtype
+    ("float16": numpy's; "bfloat16": bits), and the slots: distinct ones,
+    with -1 and one past the cache."""
+    qkv = rng.standard_normal((num_tokens, 3, heads, head_size)).astype(np.float32)
+    if dtype == "float16":
+        stored = qkv.astype(np.float16)
+        qkv = stored.astype(np.float32)
+    elif dtype == "bfloat16":
+        stored = to_bf16(qkv)
+        qkv = from_bf16(stored)
+    else:
+        stored = qkv
+    return qkv, stored
+
+
+def slots_for(rng, num_tokens, num_slots):
+    slots = rng.choice(num_slots, num_tokens, replace=False).astype(np.int64)
+    slots[1] = -1
+    slots[3] = num_slots + 3
+    return slots
+
+
+def reference(kv_cache, layout, values, slots, cache_dtype, scales):
+    """numpy's write into a copy of a [nb, 2, ...] cache of raw elements."""
+    expected = kv_cache.copy()
+    block_size = kv_cache.shape[2] if layout == "flash" else kv_cache.shape[3]
+    num_slots = kv_cache.shape[0] * block_size
+    for t, slot in enumerate(slots):
+        if slot < 0 or slot >= num_slots:
+            continue
+        b, p = divmod(int(slot), block_size)
+        for kv in range(2):
+            row = convert(values[t, 1 + kv], cache_dtype, scales[kv])
+            if cache_dtype != "float16":
+                row = row.view(expected.dtype)
+            if layout == "flash":
+                expected[b, kv, p] = row
+            else:
+                expected[b, kv, :, p] = row
+    return expected
+
+
+# ---- clbt.vllm.reshape_and_cache_flash ------------------------------------
+
+CASES = [
+    # num_tokens, heads, head_size, block_size, num_blocks, model dtype, cache, layout
+    (21, 8, 64, 16, 12, "float16", "auto", "flash"),
+    (21, 4, 80, 32, 6, "float16", "auto", "head_major"),
+    (21, 8, 128, 16, 8, "bfloat16", "auto", "flash"),
+    (21, 2, 256, 64, 3, "bfloat16", "fp8", "head_major"),
+    (21, 8, 64, 16, 12, "float16", "fp8", "flash"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c)))
+def test_reshape_and_cache_flash_matches_numpy(arrays, case):
+    num_tokens, heads, head_size, block_size, num_blocks, dtype, kv_cache_dtype, layout = case
+    rng = np.random.default_rng(sum(case[:5]))
+    qkv, stored = kv_inputs(rng, num_tokens, heads, head_size, dtype)
+    fp8 = kv_cache_dtype == "fp8"
+    element = np.uint8 if fp8 else stored.dtype
+    # FlashInfer's kv_cache: [nb, 2, B, H, D] (NHD) or [nb, 2, H, B, D] (HND).
+    shape = (num_blocks, 2, block_size, heads, head_size) if layout == "flash" else \
+        (num_blocks, 2, heads, block_size, head_size)
+    kv_cache = np.frombuffer(np.full(int(np.prod(shape)) * np.dtype(element).itemsize, POISON,
+                                     np.uint8).tobytes(), element).reshape(shape).copy()
+    kv, kv_buffer, _ = arrays.array(kv_cache)
+    strides = kv._strides
+    if layout == "flash":
+        view_shape = (num_blocks, block_size, heads, head_size)
+        view_strides = (strides[0], strides[2], strides[3], strides[4])
+    else:  # kv_cache[:, i].permute(0, 2, 1, 3): HND storage seen as NHD
+        view_shape = (num_blocks, block_size, heads, head_size)
+        view_strides = (strides[0], strides[3], strides[2], strides[4])
+    key_cache = DeviceArray(kv._memory, view_shape, element, view_strides, 0)
+    value_cache = DeviceArray(kv._memory, view_shape, element, view_strides, strides[1])
+    qkv_array, _, _ = arrays.array(stored)
+    q_strides = qkv_array._strides
+    row = heads * head_size
+    key = DeviceArray(qkv_array._memory, (num_tokens, heads, head_size), stored.dtype,
+                      (q_strides[0], q_strides[2], q_strides[3]), row * stored.itemsize)
+    value = DeviceArray(qkv_array._memory, (num_tokens, heads, head_size), stored.dtype,
+                        (q_strides[0], q_strides[2], q_strides[3]), 2 * row * stored.itemsize)
+    slots = slots_for(rng, num_tokens, num_blocks * block_size)
+    slot_array, _, _ = arrays.array(slots)
+    # vLLM's test: k_scale = key.amax() / 64.
+    scales = (float(qkv[:, 1].max()) / 64.0, float(qkv[:, 2].max()) / 64.0)
+    cache = "float16" if dtype == "float16" and not fp8 else \
+        "bfloat16" if not fp8 else "fp8_e4m3"
+    clbt.vllm.reshape_and_cache_flash(key, value, key_cache, value_cache, slot_array,
+                                      kv_cache_dtype, np.float32(scales[0]),
+                                      np.array([scales[1]], np.float32))
+    got = arrays.read(kv_buffer, kv_cache)
+    expected = reference(kv_cache, layout, qkv, slots, cache, scales)
+    assert np.array_equal(got.view(np.uint8), expected.view(np.uint8)), \
+        "%d of %d bytes differ" % (np.count_nonzero(got.view(np.uint8) !=
+                                                    expected.view(np.uint8)), got.nbytes)
+    kv_cache_object = next(reversed(clbt.vllm._KV_CACHES.values()))
+    assert kv_cache_object.rejected_tokens == 1
+
+
+def test_kv_cache_class_on_buffers_with_offsets(arrays, device):
+    """KVCache on plain buffers: two fp32 caches of head-major padded pages
+    (strides given), inputs at element offsets with a token stride."""
+    rng = np.random.default_rng(5)
+    heads, head_size, block_size, num_blocks, num_tokens = 2, 64, 16, 4, 10
+    page = head_size + 4
+    head_stride, block_stride = page * block_size, page * block_size * heads
+    caches = [np.full(block_stride * num_blocks, np.float32(-7.0)) for _ in range(2)]
+    buffers = [arrays.upload(c)[0] for c in caches]
+    x = rng.standard_normal((num_tokens * 3 * heads * head_size + 5,)).astype(np.float32)
+    x_buffer, _ = arrays.upload(x)
+    slots = slots_for(rng, num_tokens, num_blocks * block_size)
+    s_buffer, _ = arrays.upload(slots)
+    with clbt.KVCache(device, clbt.Buffer.from_int_ptr(buffers[0].int_ptr),
+                      clbt.Buffer.from_int_ptr(buffers[1].int_ptr), num_kv_heads=heads,
+                      head_size=head_size, block_size=block_size, num_blocks=num_blocks,
+                      cache_dtype="float32", layout="head_major", page_stride=page,
+                      head_stride=head_stride, block_stride=block_stride) as cache:
+        buffer = clbt.Buffer.from_int_ptr(x_buffer.int_ptr)
+        event = cache.write(buffer, buffer, clbt.Buffer.from_int_ptr(s_buffer.int_ptr),
+                            num_tokens, key_offset=5, value_offset=5 + heads * head_size,
+                            key_token_stride=3 * heads * head_size,
+                            value_token_stride=3 * heads * head_size, event=True)
+        event.wait()
+        assert cache.rejected_tokens == 1
+        cache.reset_rejected_tokens()
+        assert cache.rejected_tokens == 0
+    for kv in range(2):
+        expected = caches[kv].copy()
+        for t, slot in enumerate(slots):
+            if 0 <= slot < num_blocks * block_size:
+                b, p = divmod(int(slot), block_size)
+                for h in range(heads):
+                    at = 5 + t * 3 * heads * head_size + (kv * heads + h) * head_size
+                    start = b * block_stride + h * head_stride + p * page
+                    expected[start:start + head_size] = x[at:at + head_size]
+        assert np.array_equal(arrays.read(buffers[kv], caches[kv]), expected)
+
+
+@pytest.mark.parametrize("change, words", [
+    (dict(slot_dtype=np.int32), "slot_mapping has dtype int32; int64 expected"),
+    (dict(kv_cache_dtype="fp8_e5m2"), "kv_cache_dtype 'fp8_e5m2'"),
+    (dict(kv_cache_dtype="bfloat16"), "kv_cache_dtype 'bfloat16', but key_cache has dtype "
+                                      "float16"),
+    (dict(kv_cache_dtype="fp8", k_scale=0.0), "k_scale 0.0 is not a finite value above 0"),
+    (dict(kv_cache_dtype="fp8", v_scale=np.array([1.0, 2.0])), "v_scale has 2 elements"),
+    (dict(heads=2), "key has shape (4, 2, 32); key_cache's heads are [4, 16]"),
+    (dict(key_dtype=np.float32), "key has dtype float32 and key_cache float16"),
+    (dict(tokens=3), "key holds 3 tokens; slot_mapping has 4"),
+    (dict(value_strides=True), "value_cache is float16 (2, 4, 4, 16) with strides"),
+    (dict(slots=[0, 1, 2, 32]), None),  # not refused: counted
+])
+def test_refused_writes_name_the_argument_and_write_nothing(arrays, change, words):
+    heads, head_size, block_size, num_blocks = 4, 16, 4, 2
+    fp8 = change.get("kv_cache_dtype", "").startswith("fp8")
+    element = np.uint8 if fp8 else np.float16
+    kv_cache = np.frombuffer(np.full(num_blocks * 2 * block_size * heads * head_size *
+                                     np.dtype(element).itemsize, POISON, np.uint8).tobytes(),
+                             element).reshape(num_blocks, 2, block_size, heads, head_size)
+    kv, kv_buffer, _ = arrays.array(kv_cache.copy())
+    s = kv._strides
+    key_cache = DeviceArray(kv._memory, (num_blocks, block_size, heads, head_size), element,
+                            (s[0], s[2], s[3], s[4]), 0)
+    value_strides = (s[0], s[2], s[3], s[4]) if not change.get("value_strides") else \
+        (s[0] // 2, s[2], s[3], s[4])
+    value_cache = DeviceArray(kv._memory, (num_blocks, block_size, heads, head_size), element,
+                              value_strides, s[1])
+    k_heads = change.get("heads", heads)
+    tokens = change.get("tokens", 4)
+    k_type = change.get("key_dtype", np.float16)
+    key, _, _ = arrays.array(np.ones((tokens, k_heads, heads * head_size // k_heads), k_type))
+    value, _, _ = arrays.array(np.ones((tokens, k_heads, heads * head_size // k_heads),
+                                       k_type))
+    slots, _, _ = arrays.array(np.array(change.get("slots", [0, 1, 2, 3]),
+                                        change.get("slot_dtype", np.int64)))
+    call = lambda: clbt.vllm.reshape_and_cache_flash(  # noqa: E731
+        key, value, key_cache, value_cache, slots, change.get("kv_cache_dtype", "auto"),
+        change.get("k_scale", 1.0), change.get("v_scale", 1.0))
+    if words is None:
+        call()
+        written = arrays.read(kv_buffer, kv_cache).view(np.uint8)
+        assert np.count_nonzero(written != POISON) > 0
+        return
+    with pytest.raises(clbt.Error) as raised:
+        call()
+    assert words in str(raised.value)
+    assert np.all(arrays.read(kv_buffer, kv_cache).view(np.uint8) == POISON)
+
+
+def test_kv_write_on_pyopencl_arrays(device):
+    """PyOpenCL arrays, as a PyOpenCL engine holds them: a transposed view
+    for the head-major cache, a sliced qkv tensor for K and V."""
+    pyopencl = pytest.importorskip("pyopencl")
+    import pyopencl.array as cl_array
+    queue = device.queue
+    rng = np.random.default_rng(11)
+    num_tokens, heads, head_size, block_size, num_blocks = 9, 4, 64, 16, 4
+    qkv = rng.standard_normal((num_tokens, 3, heads, head_size)).astype(np.float16)
+    kv_host = np.full((num_blocks, 2, heads, block_size, head_size), np.float16(-3.0))
+    kv = cl_array.to_device(queue, kv_host)
+    qkv_device = cl_array.to_device(queue, qkv)
+    slots = slots_for(rng, num_tokens, num_blocks * block_size)
+    key_cache = kv[:, 0].transpose((0, 2, 1, 3))
+    value_cache = kv[:, 1].transpose((0, 2, 1, 3))
+    clbt.vllm.reshape_and_cache_flash(qkv_device[:, 1], qkv_device[:, 2], key_cache,
+                                      value_cache, cl_array.to_device(queue, slots), "auto",
+                                      1.0, 1.0)
+    expected = reference(kv_host, "head_major", qkv.astype(np.float32), slots, "float16",
+                         (1.0, 1.0))
+    assert np.array_equal(kv.get(), expected)
+    assert isinstance(pyopencl.array.Array, type)
