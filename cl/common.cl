@@ -109,6 +109,23 @@ static void share(uint count, uint part, uint parts, uint *begin, uint *end) {
   *end = min(*begin + per_part, count);
 }
 
+/*
+ * ids[first, count) to out, every `step`-th: a batch of loads, then their
+ * stores, so that the loads are in flight together (out and ids are both
+ * regions of one buffer, and a compiler may not move a load past a store
+ * that may alias it).
+ */
+static void copy_ids(__global int *out, __global const int *ids, uint first,
+                     uint count, uint step) {
+  uint p = first;
+  for (; p + 7 * step < count; p += 8 * step) {
+    int batch[8];
+    for (uint k = 0; k < 8; ++k) batch[k] = ids[p + k * step];
+    for (uint k = 0; k < 8; ++k) out[p + k * step] = batch[k];
+  }
+  for (; p < count; p += step) out[p] = ids[p];
+}
+
 /* ---- the batch -------------------------------------------------------- */
 
 #if CLBT_QSL_WORDS

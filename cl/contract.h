@@ -166,10 +166,12 @@ typedef struct clbt_group_layout {
 /*
  * The step kernel's entries, X(NAME, name, parts): one kernel function per
  * set of parts, compiled with only those parts' code, so that a driver
- * that compiles a kernel at its first launch (PoCL: about 0.3 s for the
- * slot mapping against 2 s for every part together) compiles only what a
- * table uses. A launch takes the first entry, in this order, whose parts
- * hold its work's; the record's work bits say which of them it runs.
+ * that compiles a kernel at its first launch (PoCL: about 0.15 s for the
+ * slot mapping against seconds for every part together) compiles only
+ * what a table uses. A CPU's program has every entry but WHOLE, and a launch
+ * takes the first, in this order, whose parts hold its work's; a GPU's has
+ * WHOLE alone, since its driver compiles every entry of a program when it
+ * builds it. The record's work bits say which parts a launch runs.
  */
 #define CLBT_STEP_ENTRIES(X)                                              \
   X(SCATTER, scatter, CLBT_WORK_SCATTER)                                  \
@@ -181,7 +183,8 @@ typedef struct clbt_group_layout {
   X(FULL, full,                                                           \
     CLBT_WORK_MAP | CLBT_WORK_GATHER | CLBT_WORK_EXPORT |                 \
         CLBT_WORK_STATE_SLOTS)                                            \
-  X(TOKENS, tokens, CLBT_WORK_TOKEN_SLOTS)
+  X(TOKENS, tokens, CLBT_WORK_TOKEN_SLOTS)                                \
+  X(WHOLE, whole, CLBT_WORK_PARTS)
 
 /*
  * A commit packet, in 32-bit words: per group g, the count of its rows and

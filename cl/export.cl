@@ -163,7 +163,6 @@ typedef struct export_regions {
   __global uint *rejected_tokens;
   uint row_stride;
   uint pitch;    /* entries a row of page_table takes */
-  bool exported; /* false: a NONE group, with no export regions */
   bool context;  /* the context CSR */
   bool dense;    /* page_table */
 } export_regions;
@@ -173,7 +172,7 @@ typedef struct export_regions {
  * record's dense_pitch, 0 for the group's width.
  */
 static export_regions regions_of(__global int *storage, clbt_group_layout at,
-                                 bool exported, uint work, uint pitch) {
+                                 uint work, uint pitch) {
 #define REGION(NAME) (storage + CLBT_REGION_WORDS(at, CLBT_REGION_##NAME))
   export_regions out = {REGION(ROWS),
                         REGION(ROW_LENGTHS),
@@ -192,9 +191,8 @@ static export_regions regions_of(__global int *storage, clbt_group_layout at,
                         (__global uint *)REGION(REJECTED_TOKENS),
                         at.row_stride,
                         pitch ? pitch : at.row_stride,
-                        exported,
-                        exported && (work & CLBT_WORK_EXPORT_CONTEXT),
-                        exported && (work & CLBT_WORK_EXPORT_DENSE)};
+                        (work & CLBT_WORK_EXPORT_CONTEXT) != 0,
+                        (work & CLBT_WORK_EXPORT_DENSE) != 0};
 #undef REGION
   return out;
 }
@@ -232,14 +230,13 @@ static void copy_request(export_regions out, uint r, uint2 offset,
                          uint2 next, int row, uint lane, uint lanes) {
   uint pages = next.x - offset.x, context_pages = next.y - offset.y;
   __global const int *ids = out.rows + (ulong)max(row, 0) * out.row_stride;
-  for (uint p = lane; p < pages; p += lanes) out.indices[offset.x + p] = ids[p];
+  copy_ids(out.indices + offset.x, ids, lane, pages, lanes);
   if (out.context)
-    for (uint p = lane; p < context_pages; p += lanes)
-      out.context_indices[offset.y + p] = ids[p];
+    copy_ids(out.context_indices + offset.y, ids, lane, context_pages, lanes);
   if (out.dense) {
     __global int *dense = out.page_table + (ulong)r * out.pitch;
-    for (uint p = lane; p < out.pitch; p += lanes)
-      dense[p] = p < pages ? ids[p] : 0;
+    copy_ids(dense, ids, lane, min(pages, out.pitch), lanes);
+    for (uint p = pages + lane; p < out.pitch; p += lanes) dense[p] = 0;
   }
 }
 
@@ -250,30 +247,29 @@ static uint4 scanned(request_export e) {
 }
 
 /*
- * Exports one group for requests [0, padded), in chunks of up to
+ * Exports one group for requests [0, padded) on the `ranks` work-groups
+ * that serve it, this one `rank` of them, in chunks of up to
  * CLBT_EXPORT_CHUNK requests (one, for most batches): each work-item
  * takes a run of the chunk's requests and sums them, one scan of the runs
  * gives every request its offsets, then lanes of work-items copy the
  * requests' pages, one request to a lane group and the requests spread
- * over every work-group. Returns the requests this work-group counted as
- * rejected (work-group 0 counts them all, and writes the per-request
- * arrays).
+ * over the work-groups' lane groups. Returns the requests this work-group
+ * counted as rejected (rank 0 counts them all, and writes the
+ * per-request arrays).
  */
 static uint export_group(const export_batch *batch, uint padded,
                          export_regions out, export_scratch scratch,
-                         group_constants g) {
+                         group_constants g, uint rank, uint ranks) {
   uint id = get_local_id(0), size = get_local_size(0);
-  bool writer = get_group_id(0) == 0;
+  bool writer = rank == 0;
   uint lanes = min(size, (uint)CLBT_EXPORT_LANES), lane = id % lanes;
-  uint lane_group = get_group_id(0) * (size / lanes) + id / lanes;
-  uint lane_groups = get_num_groups(0) * (size / lanes);
+  uint lane_group = rank * (size / lanes) + id / lanes;
+  uint lane_groups = ranks * (size / lanes);
   uint rejected = 0, max_pages = out.dense ? out.pitch : UINT_MAX;
   int base = clamp(query_start(batch, 0), 0, (int)batch->num_tokens);
   uint cap = batch->num_tokens - (uint)base;
   uint4 carry = (uint4)(0);
-  /* A NONE group exports nothing: no branch around the barriers below. */
-  if (!out.exported) padded = 0;
-  if (writer && id == 0 && out.exported) {
+  if (writer && id == 0) {
     out.indptr[0] = 0;
     out.subsequence_begins[0] = base;
     if (out.context) out.context_indptr[0] = 0;
@@ -313,21 +309,35 @@ static uint export_group(const export_batch *batch, uint padded,
     SYNC(CLK_LOCAL_MEM_FENCE);
     carry = combine(carry, chunk, cap);
   }
-  if (writer && id == 0 && out.exported) out.max_seq_len[0] = (int)carry.w;
+  if (writer && id == 0) out.max_seq_len[0] = (int)carry.w;
   return rejected;
 }
 
-/* Exports every token-mapping group that takes part: another group has
-   no export regions, and exports no requests. */
+/*
+ * Exports every token-mapping group that takes part (another group has no
+ * export regions, and exports no requests), each on its own share of the
+ * work-groups, so that the groups' scans and copies run side by side:
+ * with `step` the lesser of the work-groups and the exported groups,
+ * work-group w serves the exported groups k with k = w mod step, as rank
+ * w / step of their work-groups.
+ */
 static void export_groups(const export_batch *batch, uint padded,
                           clbt_record_head head, clbt_kernel_layout layout,
                           __global int *storage, export_scratch scratch) {
+  uint exported = 0;
+  FOR_EACH_GROUP(g) { exported += maps_tokens(g) && takes_part(head, g); }
+  uint w = get_group_id(0), groups = get_num_groups(0);
+  uint step = min(groups, max(exported, 1u)), k = 0;
   FOR_EACH_GROUP(g) {
+    if (!maps_tokens(g) || !takes_part(head, g)) continue;
+    uint which = k++ % step;
+    /* The same on every work-item of a work-group: no barrier is split. */
+    if (w % step != which) continue;
     clbt_group_layout at = layout.groups[g];
-    export_regions out =
-        regions_of(storage, at, maps_tokens(g) && takes_part(head, g),
-                   head.work, head.dense_pitch);
+    export_regions out = regions_of(storage, at, head.work, head.dense_pitch);
+    uint ranks = (groups - 1 - which) / step + 1;
     add_rejected(storage, at,
-                 export_group(batch, padded, out, scratch, group_table[g]));
+                 export_group(batch, padded, out, scratch, group_table[g],
+                              w / step, ranks));
   }
 }

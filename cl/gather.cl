@@ -57,12 +57,13 @@ static void copy_positions(uint start, uint count,
                            __local const gather_plan *plans,
                            __global const int *rows, uint row_stride,
                            __global int *gathered) {
+  uint id = get_local_id(0), size = get_local_size(0);
   for (uint p = 0; p < count; ++p) {
     gather_plan plan = plans[p];
     __global int *out = gathered + (ulong)(start + p) * row_stride;
     __global const int *in = rows + (ulong)max(plan.row, 0) * row_stride;
-    for (uint j = get_local_id(0); j < plan.written; j += get_local_size(0))
-      out[j] = j < plan.copied ? in[j] : 0;
+    copy_ids(out, in, id, plan.copied, size);
+    for (uint j = plan.copied + id; j < plan.written; j += size) out[j] = 0;
   }
 }
 

@@ -17,7 +17,8 @@
  *      (cl/state_slots.cl).
  *
  * Each entry of CLBT_STEP_ENTRIES is this sequence compiled with only its
- * parts, in each record size (CLBT_RECORD_WORDS_<c>): clbt_<name>_<c>.
+ * parts, in each record size (CLBT_RECORD_WORDS_<c>): clbt_<name>_<c>; a
+ * GPU's program has the entry of every part alone.
  * Only the groups the record's `groups` names take part.
  */
 
@@ -48,7 +49,7 @@ static void run_step(clbt_record_head head, __private const uint *inline_words,
   uint work = head.work & (parts | ~CLBT_WORK_PARTS);
   bool has_idx_mapping = (work & CLBT_WORK_IDX_MAPPING) != 0;
   if (work & (CLBT_WORK_PACKET_IN_BUFFER | CLBT_WORK_PACKET_INLINE)) {
-    if (parts == CLBT_WORK_SCATTER) {
+    if (work & CLBT_WORK_SCATTER) {
       apply_packet(head, inline_words, in.packet, layout, in.storage,
                    get_global_id(0), get_global_size(0));
       return;
@@ -141,10 +142,35 @@ static void run_step(clbt_record_head head, __private const uint *inline_words,
     run_step(record.head, record.packet, layout, in, locals, parts);        \
   }
 
-/* Every entry in record class c. */
-#define STEP_ENTRY_0(NAME, name, parts) STEP_ENTRY(NAME, name, parts, 0)
-#define STEP_ENTRY_1(NAME, name, parts) STEP_ENTRY(NAME, name, parts, 1)
-#define STEP_ENTRY_2(NAME, name, parts) STEP_ENTRY(NAME, name, parts, 2)
+/* The entries in record class c: a GPU's program has WHOLE alone, a CPU's
+   every other (cl/contract.h). */
+#if CLBT_GPU
+#define STEP_ENTRY_IN(NAME, name, parts, c) \
+  IF_WHOLE_##NAME(STEP_ENTRY(NAME, name, parts, c))
+#else
+#define STEP_ENTRY_IN(NAME, name, parts, c) \
+  UNLESS_WHOLE_##NAME(STEP_ENTRY(NAME, name, parts, c))
+#endif
+#define IF_WHOLE_WHOLE(entry) entry
+#define UNLESS_WHOLE_WHOLE(entry)
+#define IF_WHOLE_SCATTER(entry)
+#define IF_WHOLE_MAP(entry)
+#define IF_WHOLE_GATHER(entry)
+#define IF_WHOLE_EXPORT(entry)
+#define IF_WHOLE_STATES(entry)
+#define IF_WHOLE_FULL(entry)
+#define IF_WHOLE_TOKENS(entry)
+#define UNLESS_WHOLE_SCATTER(entry) entry
+#define UNLESS_WHOLE_MAP(entry) entry
+#define UNLESS_WHOLE_GATHER(entry) entry
+#define UNLESS_WHOLE_EXPORT(entry) entry
+#define UNLESS_WHOLE_STATES(entry) entry
+#define UNLESS_WHOLE_FULL(entry) entry
+#define UNLESS_WHOLE_TOKENS(entry) entry
+
+#define STEP_ENTRY_0(NAME, name, parts) STEP_ENTRY_IN(NAME, name, parts, 0)
+#define STEP_ENTRY_1(NAME, name, parts) STEP_ENTRY_IN(NAME, name, parts, 1)
+#define STEP_ENTRY_2(NAME, name, parts) STEP_ENTRY_IN(NAME, name, parts, 2)
 
 CLBT_DECLARE_LAUNCH_RECORD(record_0, CLBT_RECORD_WORDS_0)
 CLBT_STEP_ENTRIES(STEP_ENTRY_0)

@@ -90,8 +90,6 @@ typedef enum clbt__entry {
   CLBT__NUM_ENTRIES
 } clbt__entry;
 
-/* The entry whose parts hold work's (cl/contract.h's order). */
-clbt__entry clbt__entry_for(uint32_t work);
 
 /* A kernel object of one entry in one record size, bound to its
    launch's layout and the engine's storage. */
@@ -143,6 +141,10 @@ clbt_status clbt__launch_kernel(clbt__launch *launch, clbt__entry entry,
                                 uint32_t record_class, clbt__kernel **out);
 void clbt__launch_release(clbt__launch *launch);
 
+/* The entry of a launch whose parts hold work's: the first in
+   cl/contract.h's order, or WHOLE on a GPU. */
+clbt__entry clbt__entry_for(const clbt__launch *launch, uint32_t work);
+
 /* The smallest record size whose packet holds `words`, or num_classes
    when none does. */
 uint32_t clbt__record_class(const clbt__launch *launch, size_t words);
@@ -165,13 +167,15 @@ clbt_status clbt__launch_enqueue(const clbt__launch *launch,
                                  clbt__sequence *sequence);
 
 /*
- * The grid of a launch's step kernel: its slot mapping's (the tokens, and
- * the pad entries a few to a work-item), widened on a GPU for a gather, an
- * export or state slots of `padded` positions.
+ * The grid of a launch's step kernel for the groups of groups_mask: its
+ * slot mapping's (the tokens, and the pad entries a few to a work-item),
+ * widened on a GPU for a gather, an export (for each exported group) or
+ * state slots of `padded` positions.
  */
 size_t clbt__launch_grid(const clbt__launch *launch,
                          const clbt__kernel *kernel, uint32_t work,
-                         uint32_t num_tokens, uint32_t padded);
+                         uint32_t groups_mask, uint32_t num_tokens,
+                         uint32_t padded);
 
 /* The grid of a launch spread over `items` items: a scatter's packet
    items, or the entries of token slots. */

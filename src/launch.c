@@ -47,11 +47,11 @@ static const struct {
 #undef ENTRY
 };
 
-clbt__entry clbt__entry_for(uint32_t work) {
+clbt__entry clbt__entry_for(const clbt__launch *launch, uint32_t work) {
+  if (launch->tuning->gpu_code) return CLBT__ENTRY_WHOLE;
   uint32_t parts = work & CLBT_WORK_PARTS;
   int e = 0;
-  while (e < CLBT__NUM_ENTRIES - 1 && (entries[e].parts & parts) != parts)
-    ++e;
+  while (e < CLBT__ENTRY_WHOLE && (entries[e].parts & parts) != parts) ++e;
   return (clbt__entry)e;
 }
 
@@ -319,9 +319,18 @@ static size_t round_up(size_t items, size_t local) {
   return (groups ? groups : 1) * local;
 }
 
+/* The token-mapping groups of a launch's mask: those that export. */
+static size_t exporting_groups(const clbt__launch *launch, uint32_t groups) {
+  size_t count = 0;
+  for (uint32_t g = 0; g < launch->num_groups; ++g)
+    count += (groups >> g & 1u) && clbt__maps_tokens(launch->groups[g]);
+  return count;
+}
+
 size_t clbt__launch_grid(const clbt__launch *launch,
                          const clbt__kernel *kernel, uint32_t work,
-                         uint32_t num_tokens, uint32_t padded) {
+                         uint32_t groups_mask, uint32_t num_tokens,
+                         uint32_t padded) {
   const clbt__tuning *tuning = launch->tuning;
   size_t max_tokens = launch->groups[0]->layout.max_num_batched_tokens;
   size_t local = kernel->local_size;
@@ -337,9 +346,11 @@ size_t clbt__launch_grid(const clbt__launch *launch,
   if (work & CLBT_WORK_GATHER)
     groups = (padded + tuning->gathered_per_group - 1) /
              tuning->gathered_per_group;
+  /* Each exported group takes its own work-groups (cl/export.cl). */
   if (work & CLBT_WORK_EXPORT) {
     size_t exporting = (padded + tuning->exported_per_group - 1) /
-                       tuning->exported_per_group;
+                       tuning->exported_per_group *
+                       exporting_groups(launch, groups_mask);
     if (exporting > groups) groups = exporting;
   }
   /* State slots: a work-item per request. */

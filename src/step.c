@@ -125,10 +125,12 @@ static clbt_status build_kernels(call_plan *plan) {
     share->scatter_class = clbt__record_class(launch, inline_words(share, false));
     share->step_class = clbt__record_class(launch, inline_words(share, true));
     if (!status && scatters_alone(share))
-      status = clbt__launch_kernel(launch, CLBT__ENTRY_SCATTER,
-                                   share->scatter_class, &share->scatter);
+      status = clbt__launch_kernel(
+          launch, clbt__entry_for(launch, CLBT_WORK_SCATTER),
+          share->scatter_class, &share->scatter);
     if (!status && share->work)
-      status = clbt__launch_kernel(launch, clbt__entry_for(share->work),
+      status = clbt__launch_kernel(launch,
+                                   clbt__entry_for(launch, share->work),
                                    share->step_class, &share->step);
   }
   return status;
@@ -334,8 +336,8 @@ static clbt_status enqueue_step(const call_plan *plan, uint32_t l, uint32_t p,
        [CLBT__BOUND_PACKET] =
            share->place == CLBT__PACKET_FOLDED ? packet : NULL},
       tokens ? clbt__launch_items_grid(launch, share->step, entries)
-             : clbt__launch_grid(launch, share->step, work, batch->num_tokens,
-                                 record->head.padded_reqs)};
+             : clbt__launch_grid(launch, share->step, work, share->groups,
+                                 batch->num_tokens, record->head.padded_reqs)};
   return clbt__launch_enqueue(launch, &step, sequence);
 }
 

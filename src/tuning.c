@@ -1,8 +1,13 @@
 /*
  * The table of src/tuning.h: one row for CPUs (PoCL), one for every other
- * device (GPUs: measured on an H200 through NVIDIA's OpenCL).
+ * device (GPUs: measured on an H200 through NVIDIA's OpenCL), and the
+ * environment's choice of a row for tests.
  */
 #include "tuning.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <threads.h>
 
 static const clbt__tuning cpu = {
     .local_size = 1,
@@ -17,6 +22,12 @@ static const clbt__tuning cpu = {
     .record_words = {UINT32_MAX},
 };
 
+/* The GPU's record sizes; a build may set others (-DCLBT__GPU_RECORD_WORDS=
+   64,512,2048) to measure them. */
+#ifndef CLBT__GPU_RECORD_WORDS
+#define CLBT__GPU_RECORD_WORDS 64, 512, UINT32_MAX
+#endif
+
 static const clbt__tuning gpu = {
     .local_size = 256,
     .cpu_items_per_group = 0,
@@ -25,10 +36,23 @@ static const clbt__tuning gpu = {
     .gathered_per_group = 4,
     .exported_per_group = 8,
     .folded_items = 8192,
-    .record_words = {64, 512, UINT32_MAX},
+    .record_words = {CLBT__GPU_RECORD_WORDS},
 };
 
+/* CLBT_TUNING=cpu or gpu picks a row whatever the device (read once):
+   PoCL's CPU device then runs, and its tests check, the GPU's code. */
+static const clbt__tuning *forced;
+static once_flag read_once = ONCE_FLAG_INIT;
+
+static void read_environment(void) {
+  const char *row = getenv("CLBT_TUNING");
+  if (row && strcmp(row, "gpu") == 0) forced = &gpu;
+  if (row && strcmp(row, "cpu") == 0) forced = &cpu;
+}
+
 const clbt__tuning *clbt__tuning_for(cl_device_type type) {
+  call_once(&read_once, read_environment);
+  if (forced) return forced;
   return type & CL_DEVICE_TYPE_CPU ? &cpu : &gpu;
 }
 

@@ -114,11 +114,11 @@ START_TEST(program_options_are_listed) {
   clbt_assert_ok(clbt_table_prepare(device, &thirty_two));
   char options[1024];
   clbt_assert_ok(clbt_device_program_options(device, 0, options, sizeof options));
-  ck_assert_ptr_nonnull(strstr(options, "=32"));
-  ck_assert_ptr_null(strstr(options, "=16"));
+  ck_assert_ptr_nonnull(strstr(options, "-DCLBT_GROUP_0=32,"));
+  ck_assert_ptr_null(strstr(options, "-DCLBT_GROUP_0=16,"));
   clbt_assert_ok(clbt_device_program_options(device, 1, options, sizeof options));
-  ck_assert_ptr_nonnull(strstr(options, "=16"));
-  ck_assert_ptr_null(strstr(options, "=32"));
+  ck_assert_ptr_nonnull(strstr(options, "-DCLBT_GROUP_0=16,"));
+  ck_assert_ptr_null(strstr(options, "-DCLBT_GROUP_0=32,"));
   clbt_assert_fails(clbt_device_program_options(device, 2, options,
                                                 sizeof options),
                     CLBT_INVALID_ARGUMENT,
