@@ -24,6 +24,7 @@ from vLLM; each method's docstring names its own.
 """
 import array
 import enum
+import threading
 from ctypes import addressof, byref, c_char, c_uint32
 from itertools import chain
 
@@ -34,6 +35,7 @@ from ._core import PAD_SLOT_ID
 from ._device_array import DeviceArray, Memory, StackedDeviceArray
 from ._errors import Error, TypeMismatchError
 from ._opencl import describe
+from ._threads import one_thread_at_a_time
 from ._library import STEP_DUMMY, STEP_GATHER, Step, lib
 
 __all__ = ["BlockTable", "BlockTables", "MultiGroupBlockTable", "PAD_SLOT_ID",
@@ -241,6 +243,9 @@ class _Engine:
 
     def __init__(self, device, groups, max_num_reqs, max_num_batched_tokens, cp_world_size,
                  cp_rank, cp_interleave_size, exact_widths, zero_gathered_tails=False):
+        # What every facade object on the engine holds in each public call
+        # (_threads): their state and the table's, one thread at a time.
+        self.lock = threading.RLock()
         self.device = _device(device)
         self.settings = dict(groups=groups, max_num_reqs=max_num_reqs,
                              max_num_batched_tokens=max_num_batched_tokens,
@@ -284,6 +289,10 @@ class _Engine:
         if self.wanted == self.layout:
             self.wanted = self.layout
             return
+        with self.lock:  # the row updates call this unlocked
+            self._relayout()
+
+    def _relayout(self):
         self.apply_rows()
         if any(lengths.any() for lengths in self.lengths):
             wanted, self.wanted = self.wanted, self.layout
@@ -303,7 +312,8 @@ class _Engine:
         checked against the row as the updates before it leave it. row is
         a checked index; overflow(row, g, length, width) makes the error
         of a row that would outgrow its width. Returns the row's lengths
-        before the update. Nothing is recorded when anything is refused.
+        before the update and the ids recorded. Nothing is recorded when
+        anything is refused.
         The hot path of a decode step: a list of Python ints per group is
         checked in place; anything else goes through _ids."""
         if not self.open:
@@ -339,7 +349,7 @@ class _Engine:
             g += 1
         self.pending.append((row, replace, block_ids))
         known[row] = after
-        return before
+        return before, block_ids
 
     def batch(self, rows, counts, block_ids, replace, grouped=True):
         """The batch updates (append_rows, add_rows) of every group, in one
@@ -406,15 +416,16 @@ class _Engine:
     def sync(self):
         """What every read or write of a device array runs first (nothing
         once the table is closed: the arrays keep their buffers)."""
-        if self.table.closed:
-            return
-        self.relayout()
-        self.apply_rows()
-        if self.gather is not None:
-            self.run_gather()
-        if self.commit_rows:
-            rows, self.commit_rows = self.commit_rows, 0
-            self.table.commit(rows)
+        with self.lock:
+            if self.table.closed:
+                return
+            self.relayout()
+            self.apply_rows()
+            if self.gather is not None:
+                self.run_gather()
+            if self.commit_rows:
+                rows, self.commit_rows = self.commit_rows, 0
+                self.table.commit(rows)
 
     def run_gather(self):
         idx_mapping, padded = self.gather
@@ -586,6 +597,16 @@ def _fixed(getter, name, doc=None):
     return property(getter, refuse, doc=doc)
 
 
+# Every facade call that reaches C holds the engine's lock; the row
+# updates do not, for they only record (the decode step's hot path, where
+# the lock would cost a third of a call): threads sharing a facade object
+# never crash it, but its rows are then whichever order their updates
+# were recorded in (docs/python.md, "Threads").
+_ROW_UPDATES = ("append_row", "add_row", "append_block_ids")
+_serialised = one_thread_at_a_time(lambda self: self._engine.lock, _ROW_UPDATES)
+
+
+@_serialised
 class BlockTable(_Closes):
     """vLLM's BlockTable (one KV-cache group) on clbt. A BlockTable made
     here has a one-group table of its own; one from a MultiGroupBlockTable
@@ -959,6 +980,7 @@ class MultiGroupBlockTable(_Closes):
 # ---- Model Runner V2 ------------------------------------------------------
 
 
+@_serialised
 class _NumBlocks:
     """BlockTables.num_blocks: ``np``, the host lengths [G, max_num_reqs]
     (a new int32 array at each read, with the appends so far), and ``gpu``,
@@ -979,6 +1001,7 @@ class _NumBlocks:
         return StackedDeviceArray(engine.lengths_array(g) for g in range(len(engine.groups)))
 
 
+@one_thread_at_a_time(lambda self: self._owner._engine.lock, _ROW_UPDATES)
 class _GroupRows:
     """One group's persistent rows, as Model Runner V2's StagedWriteTensor:
     ``gpu`` (the committed rows, a DeviceArray [max_num_reqs, width]),
@@ -1025,6 +1048,7 @@ class _GroupRows:
         return out
 
 
+@_serialised
 class BlockTables(_Closes):
     """Model Runner V2's BlockTables on a clbt multi-group table: each
     request keeps one row (its request slot, req_index) from arrival to
@@ -1149,9 +1173,8 @@ class BlockTables(_Closes):
         row = req_index
         if type(row) is not int or not 0 <= row < engine.max_num_reqs:
             row = _row_index(req_index, engine.max_num_reqs, "req_index")
-        before = engine.update(row, new_block_ids, overwrite, _capacity_overflow)
-        self._staged.append((row, self._no_starts if overwrite else before,
-                             engine.pending[-1][2]))
+        before, recorded = engine.update(row, new_block_ids, overwrite, _capacity_overflow)
+        self._staged.append((row, self._no_starts if overwrite else before, recorded))
 
     def apply_staged_writes(self):
         """Applies the staged writes of every group: in one C call on the
