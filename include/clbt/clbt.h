@@ -304,8 +304,10 @@ CLBT_API const char *clbt_log_level_name(clbt_log_level level);
 /**
  * A device handle: an OpenCL context, one device and an in-order command
  * queue, plus the programs clbt has built for that device. A handle may be
- * shared by threads. Tables keep a reference to it, so it may be released
- * before the tables made on it.
+ * shared by threads, and threads may open and release handles at once
+ * (clbt serialises its listing of the devices and its creation and release
+ * of contexts: docs/threading.md). Tables keep a reference to it, so it
+ * may be released before the tables made on it.
  */
 typedef struct clbt_device clbt_device;
 
