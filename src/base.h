@@ -73,9 +73,10 @@ void clbt__log(clbt_log_level level, const char *format, ...)
  * says, into the layout this library declares (struct_size then is
  * sizeof): the fields the caller's struct has are copied, the others are
  * 0, their default. Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL
- * config; CLBT_INVALID_CONFIG for a struct_size clbt cannot read or a
- * field of a later version that is not 0. Every public entry point that
- * takes a config reads it through these first.
+ * config; CLBT_INVALID_CONFIG for a struct_size that is no version's
+ * layout (one that ends inside a field, say) or a field of a later version
+ * that is not 0. Every public entry point that takes a struct the caller
+ * fills reads it through these first.
  */
 clbt_status clbt__table_config_read(const clbt_table_config *given,
                                     clbt_table_config *out);
@@ -111,5 +112,10 @@ clbt_status clbt__host_step_read(const clbt_host_step *given,
 /* The same for a multi-group host step, whose first layout is 0.4's. */
 clbt_status clbt__multi_host_step_read(const clbt_multi_host_step *given,
                                        clbt_multi_host_step *out);
+
+/* The same for an export request, whose first layout is 0.5's;
+   CLBT_NULL_ARGUMENT names it "request". */
+clbt_status clbt__export_request_read(const clbt_export_request *given,
+                                      clbt_export_request *out);
 
 #endif /* CLBT_BASE_H */

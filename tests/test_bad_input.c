@@ -247,12 +247,13 @@ typedef struct bad_input {
   buffer idx_mapping;
   bool none_table;      /* the call is made on a CLBT_SLOT_MODE_NONE table */
   uint32_t flags;       /* a step's flags, besides CLBT_STEP_GATHER */
-  uint32_t struct_size; /* a step's; 0: its sizeof */
-  bool later_field;     /* a step struct grown by a field set to 1 */
+  uint32_t struct_size; /* a step's or a request's; 0: its sizeof */
+  bool later_field;     /* a step or request grown by a field set to 1 */
   buffer step_idx_mapping; /* a device step's (GOOD: the fixture's) */
   uint32_t export_flags; /* an export's flags, or a device step's */
   uint32_t pitch;        /* their dense_row_pitch */
   uint32_t num_state_slots; /* a device step's */
+  int32_t state_null_block; /* a device step's */
   bool none_group;      /* the call is made on the multi's NONE group alone */
   uint32_t indices_per_row; /* token slots: .a requests, .num_tokens rows */
   buffer token_indices, token_slots; /* GOOD: 64 bytes */
@@ -288,8 +289,9 @@ static const bad_input cases[] = {
     BAD(TABLE_PREPARE, "NULL config", CLBT_NULL_ARGUMENT, "config is NULL",
         .null = NULL_CONFIG),
     TABLE_CONFIG_CASE("struct_size below 0.2's", CLBT_INVALID_CONFIG,
-                      "config: struct_size is 8; clbt reads 0 (the layout of "
-                      "0.2) or 40 to 4096",
+                      "config: struct_size is 8; clbt " CLBT_VERSION_STRING
+                      " reads 0 (0.2's layout), 40 (0.2), 44 (0.3) or a later "
+                      "version's size (a multiple of 4 above 44, at most 4096)",
                       TABLE_CONFIG(.struct_size = 8, .block_size = 128,
                                    .max_num_reqs = 1,
                                    .max_num_blocks_per_req = 1,
@@ -676,6 +678,18 @@ static const bad_input cases[] = {
         "table is NULL", .null = NULL_HANDLE, .a = 2),
     BAD(TABLE_ENQUEUE_EXPORT, "NULL request", CLBT_NULL_ARGUMENT,
         "request is NULL", .null = NULL_REQUEST, .a = 2),
+    /* 0.5's request: six counts of 4 bytes and four buffers, 56 bytes. */
+    BAD(TABLE_ENQUEUE_EXPORT, "struct_size below 0.5's", CLBT_INVALID_CONFIG,
+        "request: struct_size is 8; clbt " CLBT_VERSION_STRING
+        " reads 0 (0.5's layout), 56 (0.5) or a later version's size (a "
+        "multiple of 8 above 56, at most 4096)",
+        .struct_size = 8, .a = 2),
+    BAD(TABLE_ENQUEUE_EXPORT, "struct_size ending inside a field",
+        CLBT_INVALID_CONFIG, "request: struct_size is 55;", .struct_size = 55,
+        .a = 2),
+    BAD(TABLE_ENQUEUE_EXPORT, "a field of a later version", CLBT_INVALID_CONFIG,
+        "request sets byte 56 of its 64, past the 56 bytes clbt",
+        .later_field = true, .a = 2),
     BAD(TABLE_ENQUEUE_EXPORT, "NULL query_start_loc", CLBT_NULL_ARGUMENT,
         "query_start_loc is NULL", .null = NULL_QUERY_START_LOC, .a = 2),
     BAD(TABLE_ENQUEUE_EXPORT, "NULL positions with tokens", CLBT_NULL_ARGUMENT,
@@ -732,6 +746,10 @@ static const bad_input cases[] = {
         "table is NULL", .null = NULL_HANDLE, .a = 2),
     BAD(MULTI_ENQUEUE_EXPORT, "NULL request", CLBT_NULL_ARGUMENT,
         "request is NULL", .null = NULL_REQUEST, .a = 2),
+    BAD(MULTI_ENQUEUE_EXPORT, "struct_size below 0.5's", CLBT_INVALID_CONFIG,
+        "request: struct_size is 8;", .struct_size = 8, .a = 2),
+    BAD(MULTI_ENQUEUE_EXPORT, "a field of a later version", CLBT_INVALID_CONFIG,
+        "request sets byte 56 of its 64", .later_field = true, .a = 2),
     BAD(MULTI_ENQUEUE_EXPORT, "num_reqs_padded = max_num_reqs + 1",
         CLBT_TOO_MANY_REQUESTS, "num_reqs_padded 5 exceeds max_num_reqs 4",
         .a = 2, .b = 5),
@@ -764,8 +782,9 @@ static const bad_input cases[] = {
     BAD(TABLE_STEP_HOST, "NULL step", CLBT_NULL_ARGUMENT, "step is NULL",
         .null = NULL_REQUEST, .a = 1, .num_tokens = 1),
     BAD(TABLE_STEP_HOST, "struct_size below 0.3's", CLBT_INVALID_CONFIG,
-        "step: struct_size is 8; clbt reads 0 (the layout of 0.3) or 64 to "
-        "4096",
+        "step: struct_size is 8; clbt " CLBT_VERSION_STRING
+        " reads 0 (0.3's layout), 64 (0.3) or a later version's size (a "
+        "multiple of 8 above 64, at most 4096)",
         .struct_size = 8, .a = 1, .num_tokens = 1),
     BAD(TABLE_STEP_HOST, "a field of a later version", CLBT_INVALID_CONFIG,
         "step sets byte 64 of its 72, past the 64 bytes clbt",
@@ -799,8 +818,9 @@ static const bad_input cases[] = {
     BAD(MULTI_STEP_HOST, "NULL step", CLBT_NULL_ARGUMENT, "step is NULL",
         .null = NULL_REQUEST, .a = 1, .num_tokens = 1),
     BAD(MULTI_STEP_HOST, "struct_size below 0.4's", CLBT_INVALID_CONFIG,
-        "step: struct_size is 8; clbt reads 0 (the layout of 0.4) or 64 to "
-        "4096",
+        "step: struct_size is 8; clbt " CLBT_VERSION_STRING
+        " reads 0 (0.4's layout), 64 (0.4) or a later version's size (a "
+        "multiple of 8 above 64, at most 4096)",
         .struct_size = 8, .a = 1, .num_tokens = 1),
     BAD(MULTI_STEP_HOST, "a field of a later version", CLBT_INVALID_CONFIG,
         "step sets byte 64 of its 72, past the 64 bytes clbt",
@@ -833,6 +853,18 @@ static const bad_input cases[] = {
         .null = NULL_REQUEST, .a = 1, .num_tokens = 1),
     BAD(TABLE_ENQUEUE_STEP, "struct_size below 0.3's", CLBT_INVALID_CONFIG,
         "struct_size is 8", .struct_size = 8, .a = 1, .num_tokens = 1),
+    /* 0.3's step ends after seq_lens, 20 bytes of counts, 4 of padding
+       and 4 buffers: 56; 0.4's adds 4 fields of 4 bytes: 72. A size one
+       byte short of 0.4's ends inside state_null_block. */
+    BAD(TABLE_ENQUEUE_STEP, "struct_size ending inside a field",
+        CLBT_INVALID_CONFIG,
+        "step: struct_size is 71; clbt " CLBT_VERSION_STRING
+        " reads 0 (0.3's layout), 56 (0.3), 72 (0.4) or a later version's "
+        "size (a multiple of 8 above 72, at most 4096)",
+        .struct_size = 71, .a = 1, .num_tokens = 1),
+    BAD(TABLE_ENQUEUE_STEP, "struct_size between two layouts",
+        CLBT_INVALID_CONFIG, "step: struct_size is 64;", .struct_size = 64,
+        .a = 1, .num_tokens = 1),
     BAD(TABLE_ENQUEUE_STEP, "a field of a later version", CLBT_INVALID_CONFIG,
         "step sets byte", .later_field = true, .a = 1, .num_tokens = 1),
     BAD(TABLE_ENQUEUE_STEP, "NULL query_start_loc", CLBT_NULL_ARGUMENT,
@@ -954,9 +986,16 @@ static const bad_input cases[] = {
         "request is NULL", .null = NULL_REQUEST),
     BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "struct_size below 0.4's",
         CLBT_INVALID_CONFIG,
-        "request: struct_size is 8; clbt reads 0 (the layout of 0.4) or 48 "
-        "to 4096",
+        "request: struct_size is 8; clbt " CLBT_VERSION_STRING
+        " reads 0 (0.4's layout), 48 (0.4) or a later version's size (a "
+        "multiple of 8 above 48, at most 4096)",
         .struct_size = 8, .a = 2, .num_tokens = 2, .indices_per_row = 3),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "struct_size ending inside a field",
+        CLBT_INVALID_CONFIG, "request: struct_size is 47;", .struct_size = 47,
+        .a = 2, .num_tokens = 2, .indices_per_row = 3),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "a later version's size off its alignment",
+        CLBT_INVALID_CONFIG, "request: struct_size is 52;", .struct_size = 52,
+        .a = 2, .num_tokens = 2, .indices_per_row = 3),
     BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "a field of a later version",
         CLBT_INVALID_CONFIG,
         "request sets byte 48 of its 56, past the 48 bytes clbt",
@@ -1599,21 +1638,29 @@ static clbt_status call_export(const bad_input *c, const fixture *f,
   if (c->none_table)
     clbt_assert_ok(clbt_table_create(clbt_test_device(), &none_config, &none));
   clbt_table *table = c->null == NULL_HANDLE ? NULL : none ? none : f->table;
-  clbt_export_request request = {
-      .num_reqs = c->a, .num_reqs_padded = c->b,
-      .query_start_loc = c->null == NULL_QUERY_START_LOC
-                             ? NULL
-                             : pick_buffer(f, c->query_start_loc, false),
-      .positions = c->null == NULL_POSITIONS
-                       ? NULL
-                       : pick_buffer(f, c->positions, true),
-      .num_tokens = c->num_tokens,
-      .seq_lens = c->seq_lens_given ? pick_buffer(f, c->seq_lens, false) : NULL,
-      .idx_mapping = c->idx_mapping_given
-                         ? pick_buffer(f, c->idx_mapping, false)
-                         : NULL,
-      .flags = c->export_flags, .dense_row_pitch = c->pitch};
-  const clbt_export_request *req = c->null == NULL_REQUEST ? NULL : &request;
+  struct {
+    clbt_export_request request;
+    uint64_t later;
+  } grown = {
+      .request =
+          {.struct_size = c->later_field ? sizeof grown : c->struct_size,
+           .num_reqs = c->a, .num_reqs_padded = c->b,
+           .query_start_loc = c->null == NULL_QUERY_START_LOC
+                                  ? NULL
+                                  : pick_buffer(f, c->query_start_loc, false),
+           .positions = c->null == NULL_POSITIONS
+                            ? NULL
+                            : pick_buffer(f, c->positions, true),
+           .num_tokens = c->num_tokens,
+           .seq_lens =
+               c->seq_lens_given ? pick_buffer(f, c->seq_lens, false) : NULL,
+           .idx_mapping = c->idx_mapping_given
+                              ? pick_buffer(f, c->idx_mapping, false)
+                              : NULL,
+           .flags = c->export_flags, .dense_row_pitch = c->pitch},
+      .later = c->later_field};
+  const clbt_export_request *req =
+      c->null == NULL_REQUEST ? NULL : &grown.request;
   const cl_event *wait_list = pick_wait_list(c, f);
   clbt_status status;
   if (c->function == TABLE_ENQUEUE_EXPORT)

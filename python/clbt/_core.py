@@ -716,7 +716,7 @@ class Table(_Rows):
         return _opencl.read(self._queue, buffer, np.empty((count, self.width), np.int32))
 
     def _export_buffers(self):
-        buffers = ExportBuffers(struct_size=ctypes.sizeof(ExportBuffers))
+        buffers = ExportBuffers()
         _check(lib.clbt_table_export_buffers(self._live(), byref(buffers)))
         return buffers
 
