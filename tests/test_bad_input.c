@@ -973,6 +973,16 @@ static const bad_input cases[] = {
         "step->num_state_slots 4 exceeds groups[1]'s width 3",
         .flags = CLBT_STEP_STATE_SLOTS, .num_state_slots = 4, .a = 1,
         .num_tokens = 1),
+    BAD(TABLE_ENQUEUE_STEP, "num_state_slots without CLBT_STEP_STATE_SLOTS",
+        CLBT_INVALID_ARGUMENT,
+        "step->num_state_slots 2 and state_null_block 0 are set without "
+        "CLBT_STEP_STATE_SLOTS",
+        .num_state_slots = 2, .none_group = true, .a = 1, .num_tokens = 1),
+    BAD(MULTI_ENQUEUE_STEP, "state_null_block without CLBT_STEP_STATE_SLOTS",
+        CLBT_INVALID_ARGUMENT,
+        "step->num_state_slots 0 and state_null_block -1 are set without "
+        "CLBT_STEP_STATE_SLOTS",
+        .state_null_block = -1, .a = 1, .num_tokens = 1),
     BAD(MULTI_ENQUEUE_STEP, "state slots with an unknown flag",
         CLBT_INVALID_ARGUMENT, "step->flags 0x35 has bits other than",
         .flags = CLBT_STEP_STATE_SLOTS | 0x24, .a = 1, .num_tokens = 1),
@@ -1711,6 +1721,7 @@ static clbt_status call_step(const bad_input *c, const fixture *f) {
   grown.step.export_flags = c->export_flags;
   grown.step.dense_row_pitch = c->pitch;
   grown.step.num_state_slots = c->num_state_slots;
+  grown.step.state_null_block = c->state_null_block;
   const clbt_step *given = c->null == NULL_REQUEST ? NULL : &grown.step;
   const cl_event *wait_list = pick_wait_list(c, f);
   clbt_table *table = c->none_group ? clbt_multi_table_group(f->multi, 1)

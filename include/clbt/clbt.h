@@ -1115,8 +1115,9 @@ typedef struct clbt_step {
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, step or
  * query_start_loc, or NULL positions with num_tokens > 0;
  * CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
- * CLBT_INVALID_ARGUMENT for unknown flags, export_flags without
- * CLBT_STEP_EXPORT, num_reqs_padded below num_reqs, CLBT_STEP_STATE_SLOTS
+ * CLBT_INVALID_ARGUMENT for unknown flags, export_flags or dense_row_pitch
+ * without CLBT_STEP_EXPORT, num_state_slots or state_null_block without
+ * CLBT_STEP_STATE_SLOTS, num_reqs_padded below num_reqs, CLBT_STEP_STATE_SLOTS
  * on a token-mapping table, num_state_slots above a NONE table's width, or
  * an inconsistent wait list; CLBT_TOO_MANY_REQUESTS;
  * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH; what
@@ -1230,10 +1231,11 @@ typedef struct clbt_token_slots_request {
  * -1 for an index of -1, another CP rank's token, and every entry of a
  * padding row or padding request; it is -1 and adds 1 to the table's
  * rejected-token counter for an index below -1, a token past the committed
- * row, a slot above INT32_MAX (the output is int32), each entry of a
- * request whose idx_mapping entry is not below max_num_reqs, and each
- * entry of a batch whose query_start_loc is not a non-decreasing run from
- * >= 0 to <= num_rows. Every entry of the matrix is written. One launch,
+ * row, a slot above INT32_MAX (the output is int32), each entry but -1 of
+ * a request whose idx_mapping entry is not below max_num_reqs, and each
+ * entry but -1 of a batch whose query_start_loc is not a non-decreasing
+ * run from >= 0 to <= num_rows (-1 is padding wherever it is, never
+ * counted). Every entry of the matrix is written. One launch,
  * nothing waits; the first command waits for wait_list, *event (when not
  * NULL) completes with it.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, request or
