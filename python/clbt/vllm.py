@@ -833,6 +833,14 @@ class BlockTable(_Closes):
             self.kv_cache_block_size, self.max_num_reqs, self.max_num_blocks_per_req)
 
 
+def _listed(values, name, what="one entry per group"):
+    """values (a sequence) as a list; anything else (an int) is refused
+    with a TypeMismatchError naming the argument."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise _wrong_type("%s is %s; a list of %s expected" % (name, describe(values), what))
+    return list(values)
+
+
 def _slot_mode(mode):
     if mode == SlotMappingMode.TOKEN_TO_KV_SLOT:
         return _core.SlotMode.TOKEN_TO_KV_SLOT
@@ -842,13 +850,15 @@ def _slot_mode(mode):
 
 
 def _per_group(values, count, name, against="block_sizes"):
-    values = list(values)
+    """values as a list of one entry per group (count of them)."""
+    values = _listed(values, name, "one entry per group (%s has %d)" % (against, count))
     if len(values) != count:
         raise Error(_INVALID_ARGUMENT, "%s length (%d) must match %s length (%d)" % (
             name, len(values), against, count))
     return values
 
 
+@_serialised
 class MultiGroupBlockTable(_Closes):
     """vLLM's MultiGroupBlockTable on a clbt multi-group table: row
     operations change every group or none, and compute_slot_mapping maps
@@ -857,6 +867,7 @@ class MultiGroupBlockTable(_Closes):
     def __init__(self, max_num_reqs, max_num_batched_tokens, pin_memory, device, block_sizes,
                  kernel_block_sizes, max_num_blocks, cp_kv_cache_interleave_size=1,
                  slot_mapping_modes=None, *, dcp_world_size=1, dcp_rank=0):
+        block_sizes = _listed(block_sizes, "block_sizes")
         count = len(block_sizes)
         kernel_block_sizes = _per_group(kernel_block_sizes, count, "kernel_block_sizes")
         if slot_mapping_modes is None:
@@ -1070,6 +1081,7 @@ class BlockTables(_Closes):
                  max_num_blocks_per_group=None, device=None, kernel_block_sizes=None,
                  cp_size=1, cp_rank=0, cp_interleave=1, slot_mapping_enabled=None,
                  dcp_sharded=None, *, max_model_len=None, zero_gathered_tails=True):
+        block_sizes = _listed(block_sizes, "block_sizes")
         count = len(block_sizes)
         self._block_sizes = list(block_sizes)
         kernel_block_sizes = _per_group(kernel_block_sizes or block_sizes, count,
