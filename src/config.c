@@ -111,12 +111,17 @@ static size_t layout_count(const struct_kind *kind) {
   return count;
 }
 
-/* Whether a struct_size is one a version of clbt gives its struct. */
+/*
+ * Whether a struct_size is one a version of clbt gives its struct: a
+ * listed layout, this library's own (listed too, but a struct that grows
+ * must never refuse its own size), or a later version's.
+ */
 static bool is_layout(const struct_kind *kind, size_t size) {
   for (size_t i = 0; i < layout_count(kind); ++i)
     if (kind->layouts[i].size == size) return true;
-  return size > kind->own && size <= CLBT__MAX_STRUCT_SIZE &&
-         size % kind->alignment == 0;
+  return size == kind->own ||
+         (size > kind->own && size <= CLBT__MAX_STRUCT_SIZE &&
+          size % kind->alignment == 0);
 }
 
 /* "0 (0.2's layout), 40 (0.2), 44 (0.3)": the layouts clbt knows. */
