@@ -4,7 +4,7 @@
  * internal names carry the clbt__ prefix. The layers, each header
  * including the one below: base.h (status.c, log.c, version.c, width.c,
  * config.c), devices.h (device.c, device_select.c, device_settings.c,
- * program.c, binary_cache.c, queue.c), engine.h (group.c, table_rows.c,
+ * driver_lock.c, program.c, binary_cache.c, queue.c), engine.h (group.c, table_rows.c,
  * staging.c, commit.c, launch.c, batch.c, engine.c), and the public
  * surfaces over the engine (table.c, multi_table.c, reference.c).
  */

@@ -11,8 +11,8 @@
 #include <stdatomic.h>
 #include <threads.h>
 
-/* ---- devices (device.c, device_select.c, device_settings.c), programs
-        (program.c) ------------------------------------------------------- */
+/* ---- devices (device.c, device_select.c, device_settings.c,
+        driver_lock.c), programs (program.c) ------------------------------ */
 
 typedef struct clbt__program_entry clbt__program_entry;
 
