@@ -17,15 +17,11 @@ install(EXPORT clbtTargets NAMESPACE clbt:: DESTINATION "${clbt_cmake_dir}")
 configure_package_config_file(cmake/clbtConfig.cmake.in
   "${CMAKE_CURRENT_BINARY_DIR}/clbtConfig.cmake"
   INSTALL_DESTINATION "${clbt_cmake_dir}")
-# Before 1.0 a minor release may break the API, so only it is compatible.
-if(PROJECT_VERSION_MAJOR EQUAL 0)
-  set(clbt_compatibility SameMinorVersion)
-else()
-  set(clbt_compatibility SameMajorVersion)
-endif()
+# A release only adds within its major version (docs/design.md): it
+# satisfies a request for itself or any earlier release of that major.
 write_basic_package_version_file(
   "${CMAKE_CURRENT_BINARY_DIR}/clbtConfigVersion.cmake"
-  COMPATIBILITY ${clbt_compatibility})
+  COMPATIBILITY SameMajorVersion)
 install(FILES "${CMAKE_CURRENT_BINARY_DIR}/clbtConfig.cmake"
               "${CMAKE_CURRENT_BINARY_DIR}/clbtConfigVersion.cmake"
         DESTINATION "${clbt_cmake_dir}")

@@ -4,9 +4,9 @@
  * internal names carry the clbt__ prefix. The layers, each header
  * including the one below: base.h (status.c, log.c, version.c, width.c,
  * config.c), devices.h (device.c, device_select.c, device_settings.c,
- * program.c, binary_cache.c, queue.c, known_buffers.c), engine.h
- * (group.c, table_rows.c, staging.c, commit.c, launch.c, batch.c,
- * engine.c), and the public surfaces over the engine (table.c,
+ * driver_lock.c, program.c, binary_cache.c, queue.c, known_buffers.c),
+ * engine.h (group.c, table_rows.c, staging.c, commit.c, launch.c,
+ * batch.c, engine.c), and the public surfaces over the engine (table.c,
  * multi_table.c, reference.c); the KV-cache write (kv_cache.c) is a public
  * surface over the device layer alone.
  */
@@ -75,9 +75,10 @@ void clbt__log(clbt_log_level level, const char *format, ...)
  * says, into the layout this library declares (struct_size then is
  * sizeof): the fields the caller's struct has are copied, the others are
  * 0, their default. Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL
- * config; CLBT_INVALID_CONFIG for a struct_size clbt cannot read or a
- * field of a later version that is not 0. Every public entry point that
- * takes a config reads it through these first.
+ * config; CLBT_INVALID_CONFIG for a struct_size that is no version's
+ * layout (one that ends inside a field, say) or a field of a later version
+ * that is not 0. Every public entry point that takes a struct the caller
+ * fills reads it through these first.
  */
 clbt_status clbt__table_config_read(const clbt_table_config *given,
                                     clbt_table_config *out);
@@ -114,8 +115,13 @@ clbt_status clbt__host_step_read(const clbt_host_step *given,
 clbt_status clbt__multi_host_step_read(const clbt_multi_host_step *given,
                                        clbt_multi_host_step *out);
 
+/* The same for an export request, whose first layout is 0.5's;
+   CLBT_NULL_ARGUMENT names it "request". */
+clbt_status clbt__export_request_read(const clbt_export_request *given,
+                                      clbt_export_request *out);
+
 /* The same for a KV cache's config and write (kv_cache.c), whose first
-   layouts are 0.4's; CLBT_NULL_ARGUMENT names them "config" and "write". */
+   layouts are 0.5's; CLBT_NULL_ARGUMENT names them "config" and "write". */
 clbt_status clbt__kv_cache_config_read(const clbt_kv_cache_config *given,
                                        clbt_kv_cache_config *out);
 clbt_status clbt__kv_write_read(const clbt_kv_write *given,

@@ -122,14 +122,17 @@ clbt_status clbt_device_open(const char *selector, clbt_device **out) {
 
   cl_platform_id platform;
   cl_device_id id;
-  clbt_status status = clbt__select_device(selector, source, &platform, &id);
+  cl_context context = NULL;
+  cl_command_queue queue = NULL;
+  clbt_status status = clbt__driver_lock();
   if (status != CLBT_SUCCESS) return status;
+  status = clbt__select_device(selector, source, &platform, &id);
+  if (status != CLBT_SUCCESS) goto done;
 
   cl_context_properties properties[] = {
       CL_CONTEXT_PLATFORM, (cl_context_properties)platform, 0};
   cl_int error = CL_SUCCESS;
-  cl_command_queue queue = NULL;
-  cl_context context = clCreateContext(properties, 1, &id, NULL, NULL, &error);
+  context = clCreateContext(properties, 1, &id, NULL, NULL, &error);
   CLBT__CL_CHECK(error, "clCreateContext", status, done);
   queue = clCreateCommandQueue(context, id, 0, &error);
   CLBT__CL_CHECK(error, "clCreateCommandQueue", status, done);
@@ -138,6 +141,7 @@ done:
   /* assemble took references of its own. */
   if (queue) clReleaseCommandQueue(queue);
   if (context) clReleaseContext(context);
+  clbt__driver_unlock();
   return status;
 }
 
@@ -187,9 +191,16 @@ void clbt_device_release(clbt_device *device) {
   /* Watched commands may still be queued: they end before the queue goes. */
   clbt__watch_free(&device->watch);
   clbt__programs_release(device);
+  /* Should the lock fail (which no platform we know does), the handle is
+     freed all the same: a leak would be certain, the race only possible. */
+  bool locked = clbt__driver_lock() == CLBT_SUCCESS;
+  if (!locked)
+    clbt__log(CLBT_LOG_ERROR, "%s; freeing the device's context without it",
+              clbt_last_error());
   clReleaseCommandQueue(device->queue);
   clReleaseContext(device->context);
   clReleaseDevice(device->id);
+  if (locked) clbt__driver_unlock();
   mtx_destroy(&device->programs_lock);
   free(device);
 }

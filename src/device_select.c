@@ -350,7 +350,10 @@ clbt_status clbt_device_selector(cl_device_id device, char *buf, size_t size) {
     return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
                       device ? "buf" : "device");
   clbt__device_list list;
-  clbt_status status = list_devices(&list);
+  clbt_status status = clbt__driver_lock();
+  if (status != CLBT_SUCCESS) return status;
+  status = list_devices(&list);
+  clbt__driver_unlock();
   if (status != CLBT_SUCCESS) return status;
   const clbt__device_entry *entry = NULL;
   for (size_t i = 0; i < list.count && !entry; ++i)

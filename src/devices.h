@@ -12,8 +12,8 @@
 #include <stdatomic.h>
 #include <threads.h>
 
-/* ---- devices (device.c, device_select.c, device_settings.c), programs
-        (program.c) ------------------------------------------------------- */
+/* ---- devices (device.c, device_select.c, device_settings.c,
+        driver_lock.c), programs (program.c) ------------------------------ */
 
 typedef struct clbt__program_entry clbt__program_entry;
 
@@ -60,6 +60,15 @@ struct clbt_device {
   clbt__watch watch;
 };
 
+/*
+ * Takes the process-wide driver lock (driver_lock.c), held around listing
+ * platforms and devices and around creating and freeing a handle's context
+ * and queue: CLBT_SUCCESS, or CLBT_CL_OUT_OF_HOST_MEMORY when mtx_lock
+ * fails, and then the lock is not held. Not recursive.
+ */
+clbt_status clbt__driver_lock(void);
+void clbt__driver_unlock(void);
+
 /* Takes a reference for a table that uses the device. */
 void clbt__device_retain(clbt_device *device);
 
@@ -78,7 +87,8 @@ clbt_status clbt__device_settings_init(clbt_device *device);
 
 /*
  * Finds the device a selector picks (NULL or "": the default rule). source
- * names where the selector came from, for messages ("CLBT_DEVICE").
+ * names where the selector came from, for messages ("CLBT_DEVICE"). The
+ * caller holds the driver lock.
  */
 clbt_status clbt__select_device(const char *selector, const char *source,
                                 cl_platform_id *platform, cl_device_id *device);

@@ -274,13 +274,15 @@ clbt_status clbt_multi_table_enqueue_step(clbt_multi_table *table,
 }
 
 clbt_status clbt_multi_table_enqueue_export(clbt_multi_table *table,
-                                            const clbt_export_request *request,
+                                            const clbt_export_request *given,
                                             cl_uint num_events,
                                             const cl_event *wait_list,
                                             cl_event *event) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
-  if (!request) return clbt__fail(CLBT_NULL_ARGUMENT, "request is NULL");
-  const clbt__batch batch = clbt__export_batch(request);
+  clbt_export_request request;
+  clbt_status status = clbt__export_request_read(given, &request);
+  if (status) return status;
+  const clbt__batch batch = clbt__export_batch(&request);
   const clbt__scope scope = clbt__engine_scope(table);
   return clbt__enqueue_export(&scope, &batch, num_events, wait_list, event);
 }

@@ -462,6 +462,21 @@ static clbt_status check_step_export(const clbt_step *step,
   return CLBT_SUCCESS;
 }
 
+/* The state slots' count and null block ask for state slots. */
+static clbt_status check_step_state_slots(const clbt__scope *scope,
+                                          const clbt_step *step,
+                                          const clbt__batch *batch) {
+  if (step->flags & CLBT_STEP_STATE_SLOTS)
+    return clbt__check_state_slots(scope, batch->num_state_slots);
+  if (step->num_state_slots || step->state_null_block)
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "step->num_state_slots %u and state_null_block %d are "
+                      "set without CLBT_STEP_STATE_SLOTS",
+                      (unsigned)step->num_state_slots,
+                      (int)step->state_null_block);
+  return CLBT_SUCCESS;
+}
+
 /* A dummy run has no requests and no tokens, only padding. */
 static clbt_status check_dummy(const clbt__scope *scope,
                                const clbt__batch *batch, cl_uint num_events,
@@ -484,8 +499,7 @@ static clbt_status check_step(const clbt__scope *scope, const clbt_step *step,
                               const cl_event *wait_list) {
   clbt_status status = clbt__check_step_flags(step->flags, true);
   if (!status) status = check_step_export(step, batch);
-  if (!status && (step->flags & CLBT_STEP_STATE_SLOTS))
-    status = clbt__check_state_slots(scope, batch->num_state_slots);
+  if (!status) status = check_step_state_slots(scope, step, batch);
   if (status) return status;
   if (step->flags & CLBT_STEP_DUMMY) {
     bool exports = step->flags & CLBT_STEP_EXPORT;

@@ -115,16 +115,16 @@ clbt_status clbt_table_enqueue_step(clbt_table *table, const clbt_step *step,
 }
 
 clbt_status clbt_table_enqueue_export(clbt_table *table,
-                                      const clbt_export_request *request,
+                                      const clbt_export_request *given,
                                       cl_uint num_events,
                                       const cl_event *wait_list,
                                       cl_event *event) {
-  if (table && !request)
-    return clbt__fail(CLBT_NULL_ARGUMENT, "request is NULL");
+  clbt_export_request request;
   clbt__scope scope;
   clbt_status status = scope_of(table, &scope);
+  if (!status) status = clbt__export_request_read(given, &request);
   if (status) return status;
-  const clbt__batch batch = clbt__export_batch(request);
+  const clbt__batch batch = clbt__export_batch(&request);
   return clbt__enqueue_export(&scope, &batch, num_events, wait_list, event);
 }
 
@@ -156,7 +156,7 @@ clbt_status clbt_table_export_buffers(const clbt_table *table,
       .past_lens = regions[CLBT_REGION_EXPORT_PAST_LENS],
       .subsequence_begins = regions[CLBT_REGION_EXPORT_SUBSEQUENCE_BEGINS],
       .page_size = table->layout.kernel_block_size,
-      .struct_size = out->struct_size,
+      .struct_size = sizeof(clbt_export_buffers),
       .seq_lens = regions[CLBT_REGION_EXPORT_SEQ_LENS],
       .dcp_local_seq_lens = regions[CLBT_REGION_EXPORT_LOCAL_SEQ_LENS],
       .max_seq_len = regions[CLBT_REGION_EXPORT_MAX_SEQ_LEN],
@@ -165,12 +165,9 @@ clbt_status clbt_table_export_buffers(const clbt_table *table,
       .context_kv_last_page_len =
           regions[CLBT_REGION_EXPORT_CONTEXT_LAST_PAGE_LEN],
       .page_table = regions[CLBT_REGION_EXPORT_PAGE_TABLE]};
-  /* 0.3's fields always; of the later ones, what the caller's struct has
-     (a 0.3 caller's struct_size, even uninitialised, never makes this
-     write past a struct of this header's size). */
-  size_t covered = all.struct_size < sizeof all ? all.struct_size : sizeof all;
-  size_t base = offsetof(clbt_export_buffers, struct_size);
-  memcpy(out, &all, covered > base ? covered : base);
+  /* Frozen within the major version: every caller's struct is this one,
+     whatever its struct_size holds (which a caller may not have set). */
+  *out = all;
   return CLBT_SUCCESS;
 }
 

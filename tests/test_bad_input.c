@@ -248,12 +248,13 @@ typedef struct bad_input {
   buffer idx_mapping;
   bool none_table;      /* the call is made on a CLBT_SLOT_MODE_NONE table */
   uint32_t flags;       /* a step's flags, besides CLBT_STEP_GATHER */
-  uint32_t struct_size; /* a step's; 0: its sizeof */
-  bool later_field;     /* a step struct grown by a field set to 1 */
+  uint32_t struct_size; /* a step's or a request's; 0: its sizeof */
+  bool later_field;     /* a step or request grown by a field set to 1 */
   buffer step_idx_mapping; /* a device step's (GOOD: the fixture's) */
   uint32_t export_flags; /* an export's flags, or a device step's */
   uint32_t pitch;        /* their dense_row_pitch */
   uint32_t num_state_slots; /* a device step's */
+  int32_t state_null_block; /* a device step's */
   bool none_group;      /* the call is made on the multi's NONE group alone */
   uint32_t indices_per_row; /* token slots: .a requests, .num_tokens rows */
   buffer token_indices, token_slots; /* GOOD: 64 bytes */
@@ -289,8 +290,9 @@ static const bad_input cases[] = {
     BAD(TABLE_PREPARE, "NULL config", CLBT_NULL_ARGUMENT, "config is NULL",
         .null = NULL_CONFIG),
     TABLE_CONFIG_CASE("struct_size below 0.2's", CLBT_INVALID_CONFIG,
-                      "config: struct_size is 8; clbt reads 0 (the layout of "
-                      "0.2) or 40 to 4096",
+                      "config: struct_size is 8; clbt " CLBT_VERSION_STRING
+                      " reads 0 (0.2's layout), 40 (0.2), 44 (0.3) or a later "
+                      "version's size (a multiple of 4 above 44, at most 4096)",
                       TABLE_CONFIG(.struct_size = 8, .block_size = 128,
                                    .max_num_reqs = 1,
                                    .max_num_blocks_per_req = 1,
@@ -677,6 +679,18 @@ static const bad_input cases[] = {
         "table is NULL", .null = NULL_HANDLE, .a = 2),
     BAD(TABLE_ENQUEUE_EXPORT, "NULL request", CLBT_NULL_ARGUMENT,
         "request is NULL", .null = NULL_REQUEST, .a = 2),
+    /* 0.5's request: six counts of 4 bytes and four buffers, 56 bytes. */
+    BAD(TABLE_ENQUEUE_EXPORT, "struct_size below 0.5's", CLBT_INVALID_CONFIG,
+        "request: struct_size is 8; clbt " CLBT_VERSION_STRING
+        " reads 0 (0.5's layout), 56 (0.5) or a later version's size (a "
+        "multiple of 8 above 56, at most 4096)",
+        .struct_size = 8, .a = 2),
+    BAD(TABLE_ENQUEUE_EXPORT, "struct_size ending inside a field",
+        CLBT_INVALID_CONFIG, "request: struct_size is 55;", .struct_size = 55,
+        .a = 2),
+    BAD(TABLE_ENQUEUE_EXPORT, "a field of a later version", CLBT_INVALID_CONFIG,
+        "request sets byte 56 of its 64, past the 56 bytes clbt",
+        .later_field = true, .a = 2),
     BAD(TABLE_ENQUEUE_EXPORT, "NULL query_start_loc", CLBT_NULL_ARGUMENT,
         "query_start_loc is NULL", .null = NULL_QUERY_START_LOC, .a = 2),
     BAD(TABLE_ENQUEUE_EXPORT, "NULL positions with tokens", CLBT_NULL_ARGUMENT,
@@ -733,6 +747,10 @@ static const bad_input cases[] = {
         "table is NULL", .null = NULL_HANDLE, .a = 2),
     BAD(MULTI_ENQUEUE_EXPORT, "NULL request", CLBT_NULL_ARGUMENT,
         "request is NULL", .null = NULL_REQUEST, .a = 2),
+    BAD(MULTI_ENQUEUE_EXPORT, "struct_size below 0.5's", CLBT_INVALID_CONFIG,
+        "request: struct_size is 8;", .struct_size = 8, .a = 2),
+    BAD(MULTI_ENQUEUE_EXPORT, "a field of a later version", CLBT_INVALID_CONFIG,
+        "request sets byte 56 of its 64", .later_field = true, .a = 2),
     BAD(MULTI_ENQUEUE_EXPORT, "num_reqs_padded = max_num_reqs + 1",
         CLBT_TOO_MANY_REQUESTS, "num_reqs_padded 5 exceeds max_num_reqs 4",
         .a = 2, .b = 5),
@@ -765,8 +783,9 @@ static const bad_input cases[] = {
     BAD(TABLE_STEP_HOST, "NULL step", CLBT_NULL_ARGUMENT, "step is NULL",
         .null = NULL_REQUEST, .a = 1, .num_tokens = 1),
     BAD(TABLE_STEP_HOST, "struct_size below 0.3's", CLBT_INVALID_CONFIG,
-        "step: struct_size is 8; clbt reads 0 (the layout of 0.3) or 64 to "
-        "4096",
+        "step: struct_size is 8; clbt " CLBT_VERSION_STRING
+        " reads 0 (0.3's layout), 64 (0.3) or a later version's size (a "
+        "multiple of 8 above 64, at most 4096)",
         .struct_size = 8, .a = 1, .num_tokens = 1),
     BAD(TABLE_STEP_HOST, "a field of a later version", CLBT_INVALID_CONFIG,
         "step sets byte 64 of its 72, past the 64 bytes clbt",
@@ -800,8 +819,9 @@ static const bad_input cases[] = {
     BAD(MULTI_STEP_HOST, "NULL step", CLBT_NULL_ARGUMENT, "step is NULL",
         .null = NULL_REQUEST, .a = 1, .num_tokens = 1),
     BAD(MULTI_STEP_HOST, "struct_size below 0.4's", CLBT_INVALID_CONFIG,
-        "step: struct_size is 8; clbt reads 0 (the layout of 0.4) or 64 to "
-        "4096",
+        "step: struct_size is 8; clbt " CLBT_VERSION_STRING
+        " reads 0 (0.4's layout), 64 (0.4) or a later version's size (a "
+        "multiple of 8 above 64, at most 4096)",
         .struct_size = 8, .a = 1, .num_tokens = 1),
     BAD(MULTI_STEP_HOST, "a field of a later version", CLBT_INVALID_CONFIG,
         "step sets byte 64 of its 72, past the 64 bytes clbt",
@@ -834,6 +854,18 @@ static const bad_input cases[] = {
         .null = NULL_REQUEST, .a = 1, .num_tokens = 1),
     BAD(TABLE_ENQUEUE_STEP, "struct_size below 0.3's", CLBT_INVALID_CONFIG,
         "struct_size is 8", .struct_size = 8, .a = 1, .num_tokens = 1),
+    /* 0.3's step ends after seq_lens, 20 bytes of counts, 4 of padding
+       and 4 buffers: 56; 0.4's adds 4 fields of 4 bytes: 72. A size one
+       byte short of 0.4's ends inside state_null_block. */
+    BAD(TABLE_ENQUEUE_STEP, "struct_size ending inside a field",
+        CLBT_INVALID_CONFIG,
+        "step: struct_size is 71; clbt " CLBT_VERSION_STRING
+        " reads 0 (0.3's layout), 56 (0.3), 72 (0.4) or a later version's "
+        "size (a multiple of 8 above 72, at most 4096)",
+        .struct_size = 71, .a = 1, .num_tokens = 1),
+    BAD(TABLE_ENQUEUE_STEP, "struct_size between two layouts",
+        CLBT_INVALID_CONFIG, "step: struct_size is 64;", .struct_size = 64,
+        .a = 1, .num_tokens = 1),
     BAD(TABLE_ENQUEUE_STEP, "a field of a later version", CLBT_INVALID_CONFIG,
         "step sets byte", .later_field = true, .a = 1, .num_tokens = 1),
     BAD(TABLE_ENQUEUE_STEP, "NULL query_start_loc", CLBT_NULL_ARGUMENT,
@@ -942,6 +974,16 @@ static const bad_input cases[] = {
         "step->num_state_slots 4 exceeds groups[1]'s width 3",
         .flags = CLBT_STEP_STATE_SLOTS, .num_state_slots = 4, .a = 1,
         .num_tokens = 1),
+    BAD(TABLE_ENQUEUE_STEP, "num_state_slots without CLBT_STEP_STATE_SLOTS",
+        CLBT_INVALID_ARGUMENT,
+        "step->num_state_slots 2 and state_null_block 0 are set without "
+        "CLBT_STEP_STATE_SLOTS",
+        .num_state_slots = 2, .none_group = true, .a = 1, .num_tokens = 1),
+    BAD(MULTI_ENQUEUE_STEP, "state_null_block without CLBT_STEP_STATE_SLOTS",
+        CLBT_INVALID_ARGUMENT,
+        "step->num_state_slots 0 and state_null_block -1 are set without "
+        "CLBT_STEP_STATE_SLOTS",
+        .state_null_block = -1, .a = 1, .num_tokens = 1),
     BAD(MULTI_ENQUEUE_STEP, "state slots with an unknown flag",
         CLBT_INVALID_ARGUMENT, "step->flags 0x35 has bits other than",
         .flags = CLBT_STEP_STATE_SLOTS | 0x24, .a = 1, .num_tokens = 1),
@@ -955,9 +997,16 @@ static const bad_input cases[] = {
         "request is NULL", .null = NULL_REQUEST),
     BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "struct_size below 0.4's",
         CLBT_INVALID_CONFIG,
-        "request: struct_size is 8; clbt reads 0 (the layout of 0.4) or 48 "
-        "to 4096",
+        "request: struct_size is 8; clbt " CLBT_VERSION_STRING
+        " reads 0 (0.4's layout), 48 (0.4) or a later version's size (a "
+        "multiple of 8 above 48, at most 4096)",
         .struct_size = 8, .a = 2, .num_tokens = 2, .indices_per_row = 3),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "struct_size ending inside a field",
+        CLBT_INVALID_CONFIG, "request: struct_size is 47;", .struct_size = 47,
+        .a = 2, .num_tokens = 2, .indices_per_row = 3),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "a later version's size off its alignment",
+        CLBT_INVALID_CONFIG, "request: struct_size is 52;", .struct_size = 52,
+        .a = 2, .num_tokens = 2, .indices_per_row = 3),
     BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "a field of a later version",
         CLBT_INVALID_CONFIG,
         "request sets byte 48 of its 56, past the 48 bytes clbt",
@@ -1600,21 +1649,29 @@ static clbt_status call_export(const bad_input *c, const fixture *f,
   if (c->none_table)
     clbt_assert_ok(clbt_table_create(clbt_test_device(), &none_config, &none));
   clbt_table *table = c->null == NULL_HANDLE ? NULL : none ? none : f->table;
-  clbt_export_request request = {
-      .num_reqs = c->a, .num_reqs_padded = c->b,
-      .query_start_loc = c->null == NULL_QUERY_START_LOC
-                             ? NULL
-                             : pick_buffer(f, c->query_start_loc, false),
-      .positions = c->null == NULL_POSITIONS
-                       ? NULL
-                       : pick_buffer(f, c->positions, true),
-      .num_tokens = c->num_tokens,
-      .seq_lens = c->seq_lens_given ? pick_buffer(f, c->seq_lens, false) : NULL,
-      .idx_mapping = c->idx_mapping_given
-                         ? pick_buffer(f, c->idx_mapping, false)
-                         : NULL,
-      .flags = c->export_flags, .dense_row_pitch = c->pitch};
-  const clbt_export_request *req = c->null == NULL_REQUEST ? NULL : &request;
+  struct {
+    clbt_export_request request;
+    uint64_t later;
+  } grown = {
+      .request =
+          {.struct_size = c->later_field ? sizeof grown : c->struct_size,
+           .num_reqs = c->a, .num_reqs_padded = c->b,
+           .query_start_loc = c->null == NULL_QUERY_START_LOC
+                                  ? NULL
+                                  : pick_buffer(f, c->query_start_loc, false),
+           .positions = c->null == NULL_POSITIONS
+                            ? NULL
+                            : pick_buffer(f, c->positions, true),
+           .num_tokens = c->num_tokens,
+           .seq_lens =
+               c->seq_lens_given ? pick_buffer(f, c->seq_lens, false) : NULL,
+           .idx_mapping = c->idx_mapping_given
+                              ? pick_buffer(f, c->idx_mapping, false)
+                              : NULL,
+           .flags = c->export_flags, .dense_row_pitch = c->pitch},
+      .later = c->later_field};
+  const clbt_export_request *req =
+      c->null == NULL_REQUEST ? NULL : &grown.request;
   const cl_event *wait_list = pick_wait_list(c, f);
   clbt_status status;
   if (c->function == TABLE_ENQUEUE_EXPORT)
@@ -1665,6 +1722,7 @@ static clbt_status call_step(const bad_input *c, const fixture *f) {
   grown.step.export_flags = c->export_flags;
   grown.step.dense_row_pitch = c->pitch;
   grown.step.num_state_slots = c->num_state_slots;
+  grown.step.state_null_block = c->state_null_block;
   const clbt_step *given = c->null == NULL_REQUEST ? NULL : &grown.step;
   const cl_event *wait_list = pick_wait_list(c, f);
   clbt_table *table = c->none_group ? clbt_multi_table_group(f->multi, 1)
@@ -2039,9 +2097,9 @@ static const kv_bad kv_cases[] = {
            .swap = KV_NULL_OUT),
     KV_BAD(KV_CREATE, "NULL key_cache", CLBT_NULL_ARGUMENT,
            "config->key_cache is NULL", .swap = KV_NULL_KEY_CACHE),
-    KV_BAD(KV_CREATE, "struct_size below 0.4's", CLBT_INVALID_CONFIG,
-           "config: struct_size is 8; clbt reads 0 (the layout of 0.4) or 88 "
-           "to 4096",
+    KV_BAD(KV_CREATE, "struct_size below 0.5's", CLBT_INVALID_CONFIG,
+           "config: struct_size is 8; clbt 0.5.0 reads 0 (0.5's layout), 88 "
+           "(0.5) or a later version's size",
            KV_CONFIG(struct_size, 8)),
     KV_BAD(KV_CREATE, "a later version's field", CLBT_INVALID_CONFIG,
            "config sets byte 88 of its 96, past the 88 bytes clbt",
@@ -2111,8 +2169,8 @@ static const kv_bad kv_cases[] = {
            .swap = KV_NULL_HANDLE),
     KV_BAD(KV_WRITE, "NULL write", CLBT_NULL_ARGUMENT, "write is NULL",
            .swap = KV_NULL_STRUCT),
-    KV_BAD(KV_WRITE, "struct_size below 0.4's", CLBT_INVALID_CONFIG,
-           "write: struct_size is 4; clbt reads 0 (the layout of 0.4) or 80",
+    KV_BAD(KV_WRITE, "struct_size below 0.5's", CLBT_INVALID_CONFIG,
+           "write: struct_size is 4; clbt 0.5.0 reads 0 (0.5's layout), 80",
            KV_WRITE(struct_size, 4)),
     KV_BAD(KV_WRITE, "NULL key", CLBT_NULL_ARGUMENT,
            "write->key is NULL with num_tokens 4", .swap = KV_NULL_KEY),

@@ -62,16 +62,21 @@ START_TEST(zero_and_this_headers_size_read_alike) {
 }
 END_TEST
 
-/* Sizes that are no layout: below 0.2's (40 bytes), or beyond a page. */
+/*
+ * Sizes that are no layout: below 0.2's (ten 4-byte fields, 40 bytes),
+ * between 0.2's and 0.3's (44), a later one off the 4-byte alignment, or
+ * beyond a page (tests/test_abi.c sweeps every size of every struct).
+ */
 START_TEST(struct_sizes_of_no_layout_are_refused) {
-  static const uint32_t sizes[] = {4, 39, 4097, UINT32_MAX};
+  static const uint32_t sizes[] = {4, 39, 42, 46, 4097, UINT32_MAX};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {
     clbt_table_config config = table_config(sizes[i]);
-    char words[96];
+    char words[192];
     snprintf(words, sizeof words,
-             "config: struct_size is %u; clbt reads 0 (the layout of 0.2) "
-             "or 40 to 4096",
-             (unsigned)sizes[i]);
+             "config: struct_size is %u; clbt %s reads 0 (0.2's layout), 40 "
+             "(0.2), 44 (0.3) or a later version's size (a multiple of 4 "
+             "above 44, at most 4096)",
+             (unsigned)sizes[i], clbt_version_string());
     assert_table_refused(&config, words);
   }
 }

@@ -1,7 +1,7 @@
 /*
  * The library's locks failing: mtx_lock may return thrd_error, and each of
  * clbt's calls of it (the device's programs lock in src/device.c, the log's
- * in src/log.c) is checked. This program's mtx_lock takes the place of
+ * in src/log.c, the driver lock in src/driver_lock.c) is checked. This program's mtx_lock takes the place of
  * glibc's for the library, which is linked in statically, and fails while
  * locks_fail is set; otherwise it is glibc's own.
  */
@@ -166,6 +166,33 @@ START_TEST(logging_keeps_its_callback) {
 }
 END_TEST
 
+/*
+ * The process-wide driver lock (src/driver_lock.c): opening a device and
+ * writing a device's selector fail and make nothing; releasing a device
+ * frees it all the same (a leak would be certain, the race it guards
+ * against only possible), logging the failure.
+ */
+#define DRIVER_LOCK_FAILED "mtx_lock failed on the driver lock"
+
+START_TEST(devices_fail_to_open_and_still_free) {
+  clbt_device *device = open_device();
+  clbt_device *opened = NULL;
+  char selector[CLBT_SELECTOR_SIZE] = "untouched";
+  atomic_store(&locks_fail, true);
+  clbt_assert_fails(clbt_device_open(NULL, &opened),
+                    CLBT_CL_OUT_OF_HOST_MEMORY, DRIVER_LOCK_FAILED);
+  clbt_assert_fails(clbt_device_selector(clbt_device_id(device), selector,
+                                         sizeof selector),
+                    CLBT_CL_OUT_OF_HOST_MEMORY, DRIVER_LOCK_FAILED);
+  clbt_device_release(device);
+  atomic_store(&locks_fail, false);
+  ck_assert_ptr_null(opened);
+  ck_assert_str_eq(selector, "untouched");
+  clbt_assert_ok(clbt_device_open(NULL, &opened));
+  clbt_device_release(opened);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("lock_failures");
   TCase *tc = tcase_create("lock_failures");
@@ -174,6 +201,7 @@ int main(void) {
   tcase_add_test(tc, settings_fail_and_stay);
   tcase_add_test(tc, programs_fail_and_stay);
   tcase_add_test(tc, logging_keeps_its_callback);
+  tcase_add_test(tc, devices_fail_to_open_and_still_free);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

@@ -252,10 +252,52 @@ START_TEST(settings_change_while_another_thread_builds) {
 }
 END_TEST
 
+/*
+ * Threads that each open a device of their own, make and free a table on
+ * it and release it, at once and over and over: PoCL 3.1 is not safe when
+ * one thread lists the platforms while another releases a context, so
+ * clbt serialises its own listing and release (docs/threading.md). Each
+ * round opens the selector the suite runs on (CLBT_DEVICE) and uses the
+ * shared config, whose program PoCL's cache already holds.
+ */
+enum { OPENERS = 4, OPEN_ROUNDS = 20 };
+
+static void *open_and_release(void *argument) {
+  worker *w = argument;
+  for (uint32_t round = 0; round < OPEN_ROUNDS && !w->failure[0]; ++round) {
+    clbt_device *device = NULL;
+    clbt_table *table = NULL;
+    if (succeeded(w, clbt_device_open(NULL, &device), "device_open") &&
+        succeeded(w, clbt_table_create(device, &shared_config, &table),
+                  "create"))
+      clbt_table_destroy(table);
+    clbt_device_release(device);
+  }
+  return NULL;
+}
+
+START_TEST(threads_open_and_release_devices_at_once) {
+  worker workers[OPENERS];
+  for (uint32_t i = 0; i < OPENERS; ++i) {
+    workers[i] = (worker){.index = i};
+    ck_assert_int_eq(
+        pthread_create(&workers[i].handle, NULL, open_and_release, &workers[i]),
+        0);
+  }
+  for (uint32_t i = 0; i < OPENERS; ++i) {
+    ck_assert_int_eq(pthread_join(workers[i].handle, NULL), 0);
+    ck_assert_msg(workers[i].failure[0] == '\0', "thread %u: %s", i,
+                  workers[i].failure);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("threads");
   TCase *tc = tcase_create("threads");
   tcase_set_timeout(tc, 0);
+  /* First: before any other case keeps a context of the process open. */
+  tcase_add_test(tc, threads_open_and_release_devices_at_once);
   tcase_add_test(tc, threads_share_one_device);
   tcase_add_test(tc, settings_change_while_another_thread_builds);
   suite_add_tcase(suite, tc);

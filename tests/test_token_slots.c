@@ -97,6 +97,65 @@ START_TEST(worked_example) {
 END_TEST
 
 /*
+ * -1, vLLM's top-k padding, is never counted, even where every other
+ * entry is (issue 27): the tables of worked_example, one matrix row per
+ * request (query_start_loc 0, 1, 2), rows {0, -1, 5} and {1, -1, 3}.
+ *   idx_mapping {0, 7}: request 0 reads row 0 -> 28, -1, 13; request 1's
+ *     entry 7 is not below max_num_reqs 2 -> -1 -1 -1, two counted (1, 3);
+ *   query_start_loc 0, 3, 2 (decreasing, and past num_rows 2): every
+ *     entry -1, the four that are not -1 counted.
+ */
+START_TEST(padding_indices_are_never_counted) {
+  clbt_table_config config = CLBT_TABLE_CONFIG_INIT;
+  config.block_size = 4;
+  config.kernel_block_size = 2;
+  config.max_num_reqs = 2;
+  config.max_num_blocks_per_req = 2;
+  config.max_num_batched_tokens = 4;
+  clbt_table *table = NULL;
+  clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
+  clbt_assert_ok(clbt_table_add_row(table, 0, (const int32_t[]){7, 3}, 2));
+  clbt_assert_ok(clbt_table_add_row(table, 1, (const int32_t[]){5}, 1));
+  clbt_assert_ok(clbt_table_commit(table, 2));
+  const int32_t qsl[2][3] = {{0, 1, 2}, {0, 3, 2}}, idx[] = {0, 7};
+  const int32_t indices[2][3] = {{0, -1, 5}, {1, -1, 3}};
+  const int32_t expected[2][6] = {{28, -1, 13, -1, -1, -1},
+                                  {-1, -1, -1, -1, -1, -1}};
+  const uint32_t counted[2] = {2, 4};
+  cl_mem idx_buffer = clbt_test_buffer(sizeof idx, idx);
+  cl_mem indices_buffer = clbt_test_buffer(sizeof indices, indices);
+  cl_mem out = clbt_test_buffer(sizeof indices, NULL);
+  for (int c = 0; c < 2; ++c) {
+    cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl[c], qsl[c]);
+    clbt_test_poison32(out);
+    clbt_assert_ok(clbt_table_reset_rejected_tokens(table));
+    clbt_token_slots_request request = CLBT_TOKEN_SLOTS_INIT;
+    request.num_reqs = 2;
+    request.num_rows = 2;
+    request.indices_per_row = 3;
+    request.query_start_loc = qsl_buffer;
+    request.idx_mapping = c == 0 ? idx_buffer : NULL;
+    request.token_indices = indices_buffer;
+    request.token_slots = out;
+    enqueue_and_wait(table, NULL, &request);
+    int32_t slots[6];
+    clbt_test_read(out, sizeof slots, slots);
+    for (int i = 0; i < 6; ++i)
+      ck_assert_msg(slots[i] == expected[c][i], "case %d: entry %d is %d, "
+                    "expected %d", c, i, slots[i], expected[c][i]);
+    uint32_t rejected = 0;
+    clbt_assert_ok(clbt_table_read_rejected_tokens(table, &rejected));
+    ck_assert_uint_eq(rejected, counted[c]);
+    clReleaseMemObject(qsl_buffer);
+  }
+  clReleaseMemObject(idx_buffer);
+  clReleaseMemObject(indices_buffer);
+  clReleaseMemObject(out);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+/*
  * A slot past INT32_MAX (block 200000000 of 16 tokens) is -1 and counted:
  * the output is int32, as vLLM's; the int64 slot mapping has it.
  */
@@ -758,6 +817,7 @@ int main(void) {
   TCase *c = tcase_create("token_slots");
   tcase_add_test(c, worked_example);
   tcase_add_test(c, slots_past_int32_are_rejected);
+  tcase_add_test(c, padding_indices_are_never_counted);
   tcase_add_test(c, only_none_groups);
   tcase_add_test(c, matrices_agree_with_the_model);
   tcase_add_test(c, kv_round_trip);

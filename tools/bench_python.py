@@ -302,8 +302,10 @@ def per_call_us(call, calls):
 def binding_costs(device, runs):
     """Medians of `runs` rounds: a ctypes call of clbt_table_width (a few
     instructions of C: the binding alone), a one-block append through
-    Table.append_row and through the facade, and the same append in C,
-    timed as one entry of a 100000-entry append_rows call."""
+    Table.append_row, through the same method without the table's lock
+    (its __wrapped__ function: what the lock costs a call) and through the
+    facade, and the same append in C, timed as one entry of a
+    100000-entry append_rows call."""
     rows, calls = 1024, 2000
     with clbt.Table(device, block_size=16, max_num_reqs=rows, max_num_blocks_per_req=8192,
                     max_num_batched_tokens=16) as table:
@@ -312,8 +314,9 @@ def binding_costs(device, runs):
         entries = np.arange(100000, dtype=np.uint32) % rows
         ones = np.ones(entries.size, np.uint32)
         ids = np.full(entries.size, 7, np.int32)
-        figures = {"ctypes_width": [], "table_append_row": [], "facade_append_row": [],
-                   "c_append_row": []}
+        figures = {"ctypes_width": [], "table_append_row": [], "unlocked_append_row": [],
+                   "facade_append_row": [], "c_append_row": []}
+        unlocked = clbt.Table.append_row.__wrapped__
         for _ in range(runs):
             table.clear()
             facade.clear()
@@ -321,6 +324,9 @@ def binding_costs(device, runs):
             row = iter(range(10 ** 9))
             figures["table_append_row"].append(
                 per_call_us(lambda: table.append_row(next(row) % rows, one), calls))
+            table.clear()
+            figures["unlocked_append_row"].append(
+                per_call_us(lambda: unlocked(table, next(row) % rows, one), calls))
             start = time.perf_counter()
             for _ in range(calls):
                 facade.append_row(one, next(row) % rows)
@@ -380,6 +386,8 @@ def main():
     print("  ctypes call of clbt_table_width       %7.3f" % costs["ctypes_width"])
     print("  Table.append_row(row, [id])           %7.3f  (%.0fx the C append)" % (
         costs["table_append_row"], costs["table_append_row"] / c))
+    print("  the same without the table's lock     %7.3f  (locked / unlocked %.2f)" % (
+        costs["unlocked_append_row"], costs["table_append_row"] / costs["unlocked_append_row"]))
     print("  BlockTable.append_row([id], row)      %7.3f  (%.0fx the C append)" % (
         costs["facade_append_row"], costs["facade_append_row"] / c))
     print("  the C append, per entry of a batch    %7.3f" % c)

@@ -82,6 +82,7 @@ static void state_case(bench *b, report *section) {
   with.step.num_state_slots = STATE_IDS;
   state_call without = with;
   without.step.flags = CLBT_STEP_GATHER;
+  without.step.num_state_slots = 0; /* taken only with the flag */
   const bench_call calls[] = {
       {run_state_step, &with, BENCH_TO_COMPLETION},
       {run_state_step, &without, BENCH_TO_COMPLETION},

@@ -81,19 +81,26 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 /* The version of this header; CMakeLists.txt reads the project version here. */
-/** Major version: below 1, a minor release may change the API and ABI. */
+/**
+ * Major version: the soname's (libclbt.so.0). From 0.5 on, a release of
+ * one major version only adds to the API and ABI: a program built against
+ * one runs with it and with every later one of the same major version
+ * (docs/design.md, "Config structs and the ABI"). A program built against
+ * 0.4 or earlier (libclbt.so.0.4) is rebuilt once; its source compiles
+ * unchanged.
+ */
 #define CLBT_VERSION_MAJOR 0
-/** Minor version. */
-#define CLBT_VERSION_MINOR 4
+/** Minor version: what a release added. */
+#define CLBT_VERSION_MINOR 5
 /** Patch version: fixes only, same API and ABI. */
 #define CLBT_VERSION_PATCH 0
-/** MAJOR * 10000 + MINOR * 100 + PATCH: 400 for 0.4.0. */
+/** MAJOR * 10000 + MINOR * 100 + PATCH: 500 for 0.5.0. */
 #define CLBT_VERSION_NUMBER                                   \
   (CLBT_VERSION_MAJOR * 10000 + CLBT_VERSION_MINOR * 100 + \
    CLBT_VERSION_PATCH)
 #define CLBT__STRINGIFY_VALUE(x) #x
 #define CLBT__STRINGIFY(x) CLBT__STRINGIFY_VALUE(x)
-/** "MAJOR.MINOR.PATCH": "0.4.0". */
+/** "MAJOR.MINOR.PATCH": "0.5.0". */
 #define CLBT_VERSION_STRING                                      \
   CLBT__STRINGIFY(CLBT_VERSION_MAJOR) "." CLBT__STRINGIFY(       \
       CLBT_VERSION_MINOR) "." CLBT__STRINGIFY(CLBT_VERSION_PATCH)
@@ -304,8 +311,10 @@ CLBT_API const char *clbt_log_level_name(clbt_log_level level);
 /**
  * A device handle: an OpenCL context, one device and an in-order command
  * queue, plus the programs clbt has built for that device. A handle may be
- * shared by threads. Tables keep a reference to it, so it may be released
- * before the tables made on it.
+ * shared by threads, and threads may open and release handles at once
+ * (clbt serialises its listing of the devices and its creation and release
+ * of contexts: docs/threading.md). Tables keep a reference to it, so it
+ * may be released before the tables made on it.
  */
 typedef struct clbt_device clbt_device;
 
@@ -513,20 +522,27 @@ typedef enum clbt_slot_mode {
 } clbt_slot_mode;
 
 /*
- * Config structs (clbt_table_config, clbt_group_config,
- * clbt_multi_table_config) may gain fields in later versions without
- * breaking a compiled caller. Each starts with struct_size: the struct's
- * size in the caller's header (the CLBT_*_CONFIG_INIT macros and
- * `.struct_size = sizeof(clbt_table_config)` set it), or 0, which stands
- * for the layout of version 0.2, the first with the field. clbt reads the
- * fields the caller's struct has and gives those it lacks their default,
- * 0; so a struct from an older header works with a newer library, and one
- * from a newer header works with an older library when the fields the
- * library does not know are 0 (otherwise CLBT_INVALID_CONFIG). A field
- * added after 0.2 is read only when struct_size covers it: to set one, set
- * struct_size. A zero-initialised config with its required fields set, as
- * designated initializers write it, stays valid in every version.
- * docs/design.md has the rules.
+ * The structs a caller fills (the configs, clbt_step, clbt_host_step,
+ * clbt_multi_host_step, clbt_token_slots_request, clbt_export_request) may
+ * gain fields in later versions without breaking a compiled caller. Each
+ * starts with struct_size: the struct's size in the caller's header (the
+ * CLBT_*_INIT macros and `.struct_size = sizeof(clbt_table_config)` set
+ * it), or 0, which stands for the struct's first layout with the field
+ * (0.2's for the configs, 0.3's for the steps, 0.4's for the token-slots
+ * request and the multi-group host step, 0.5's for the export request).
+ * clbt reads the fields the caller's struct has and gives those it lacks
+ * their default, 0; so a struct from an older header works with a newer
+ * library, and one from a newer header works with an older library when
+ * the fields the library does not know are 0. A struct_size that is no
+ * version's size (one that ends inside a field, or above 4096) is refused
+ * with CLBT_INVALID_CONFIG, and so is a field the library does not know
+ * that is not 0. A field added after a struct's first layout is read only
+ * when struct_size covers it: to set one, set struct_size. A
+ * zero-initialised struct with its required fields set, as designated
+ * initializers write it, stays valid in every version. The structs clbt
+ * fills for a caller (clbt_export_buffers, clbt_commit_info) never change
+ * within a major version: clbt writes all of each. docs/design.md has the
+ * rules.
  */
 /* An initializer of a config struct: struct_size set, every other field 0
    (designated in C, where -Wextra warns of a positional one). */
@@ -750,7 +766,8 @@ typedef enum clbt_commit_mode {
 CLBT_API clbt_status clbt_table_set_commit_mode(clbt_table *table,
                                                 clbt_commit_mode mode);
 
-/** What the last commit moved. */
+/** What the last commit moved. Frozen: it never changes within a major
+    version, and clbt_table_last_commit writes all of it. */
 typedef struct clbt_commit_info {
   clbt_commit_mode mode; /**< the way it took; CLBT_COMMIT_AUTO: nothing */
   uint32_t rows;         /**< rows whose cells or length it moved */
@@ -865,27 +882,20 @@ CLBT_API cl_mem clbt_table_rejected_tokens(const clbt_table *table);
 /* ------------------------------------------------------------------------ */
 
 /**
- * A batch to export the page table of (docs/semantics.md, "Export"). Like
- * the configs it can grow: zero-initialise it and set the fields you use;
- * fields are only ever added at the end, and 0 (or NULL) in a field added
- * later means the behaviour from before it.
+ * A batch to export the page table of (docs/semantics.md, "Export").
+ * Zero-initialise it with CLBT_EXPORT_REQUEST_INIT (or designated
+ * initializers) and set the fields you use; it can grow as the configs do,
+ * by struct_size, first since 0.5 (0.4's request had none; 0.5 also put
+ * the counts before the buffers, which only positional initializers
+ * notice).
  */
 typedef struct clbt_export_request {
+  uint32_t struct_size;     /**< since 0.5: 0 (the 0.5 layout) or sizeof */
   uint32_t num_reqs;        /**< requests (rows 0..num_reqs-1) */
   uint32_t num_reqs_padded; /**< entries to write, >= num_reqs and at most
                                max_num_reqs; 0: num_reqs. Requests past
                                num_reqs get no pages (graph padding). */
-  cl_mem query_start_loc;   /**< required: int32[num_reqs + 1], as for the
-                               slot mapping */
-  cl_mem positions;         /**< int64[num_tokens]; may be NULL when
-                               num_tokens is 0 */
   uint32_t num_tokens;      /**< tokens in the batch */
-  cl_mem seq_lens;          /**< int32[num_reqs] KV lengths, or NULL: each
-                               request's last scheduled position + 1 */
-  cl_mem idx_mapping;       /**< since 0.3: int32[num_reqs], batch request
-                               -> row (request slot); a negative entry is a
-                               padding request, with no pages; NULL: request
-                               r is row r (clbt_step) */
   uint32_t flags;           /**< since 0.4: CLBT_EXPORT_CONTEXT,
                                CLBT_EXPORT_DENSE; 0: neither */
   uint32_t dense_row_pitch; /**< since 0.4, with CLBT_EXPORT_DENSE: entries
@@ -893,7 +903,20 @@ typedef struct clbt_export_request {
                                table's width. dense_row_pitch x
                                num_reqs_padded may not exceed max_num_reqs x
                                width (the page table's size) */
+  cl_mem query_start_loc;   /**< required: int32[num_reqs + 1], as for the
+                               slot mapping */
+  cl_mem positions;         /**< int64[num_tokens]; may be NULL when
+                               num_tokens is 0 */
+  cl_mem seq_lens;          /**< int32[num_reqs] KV lengths, or NULL: each
+                               request's last scheduled position + 1 */
+  cl_mem idx_mapping;       /**< since 0.3: int32[num_reqs], batch request
+                               -> row (request slot); a negative entry is a
+                               padding request, with no pages; NULL: request
+                               r is row r (clbt_step) */
 } clbt_export_request;
+
+/** A clbt_export_request with this header's struct_size, all else 0. */
+#define CLBT_EXPORT_REQUEST_INIT CLBT__SIZED(clbt_export_request)
 
 /** clbt_export_request.flags, since 0.4: also export each request's
     context alone, positions [0, length - query) of this rank's KV, as a CSR
@@ -914,9 +937,9 @@ typedef struct clbt_export_request {
  * CLBT_EXPORT_DENSE) entries [0, num_reqs_padded x dense_row_pitch) of the
  * page table; it leaves the rest as it was. The context arrays are written
  * only with CLBT_EXPORT_CONTEXT, the page table only with
- * CLBT_EXPORT_DENSE. The fields from struct_size on are since 0.4: set
- * struct_size (CLBT_EXPORT_BUFFERS_INIT) to receive them; with a
- * struct_size that does not cover a field, the field is not written.
+ * CLBT_EXPORT_DENSE. The fields after struct_size are since 0.4. clbt
+ * fills it, so it is frozen: it never changes within a major version, and
+ * clbt_table_export_buffers writes all of it, whatever struct_size holds.
  */
 typedef struct clbt_export_buffers {
   cl_mem paged_kv_indptr;        /**< [max_num_reqs + 1]; FlashInfer's
@@ -935,9 +958,10 @@ typedef struct clbt_export_buffers {
   cl_mem subsequence_begins;     /**< [max_num_reqs + 1]; OpenVINO's
                                     subsequence_begins */
   uint32_t page_size;            /**< tokens per page: kernel_block_size */
-  uint32_t struct_size;          /**< in: since 0.4, sizeof(clbt_export_buffers)
-                                    or 0 (the 0.3 layout: the fields before
-                                    this one) */
+  uint32_t struct_size;          /**< since 0.4; read by no version since
+                                    0.5 (0.4 wrote the later fields only as
+                                    far as it said): clbt sets it to
+                                    sizeof(clbt_export_buffers) */
   cl_mem seq_lens;               /**< [max_num_reqs]; each request's KV
                                     length, 0 for padding and rejected
                                     requests (FA3's seqused_k, FlashMLA's
@@ -955,7 +979,8 @@ typedef struct clbt_export_buffers {
                                     table (CLBT_EXPORT_DENSE) */
 } clbt_export_buffers;
 
-/** A clbt_export_buffers with this header's struct_size, all else 0. */
+/** A clbt_export_buffers with this header's struct_size, all else 0: what
+    0.4 asked for; since 0.5 any clbt_export_buffers receives every field. */
 #define CLBT_EXPORT_BUFFERS_INIT                                      \
   {NULL, NULL, NULL, NULL, NULL, 0, (uint32_t)sizeof(clbt_export_buffers), \
    NULL, NULL, NULL, NULL, NULL, NULL, NULL}
@@ -981,6 +1006,7 @@ typedef struct clbt_export_buffers {
  * num_reqs_padded below num_reqs, unknown flags, a dense_row_pitch without
  * CLBT_EXPORT_DENSE or whose rows exceed the page table, or an
  * inconsistent wait list;
+ * CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
  * CLBT_TOO_MANY_REQUESTS (num_reqs or num_reqs_padded above max_num_reqs);
  * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH;
  * CLBT_SIZE_OVERFLOW when max_num_reqs x width exceeds INT32_MAX (int32
@@ -992,8 +1018,7 @@ CLBT_API clbt_status clbt_table_enqueue_export(
 
 /**
  * Fills *out with the table's export buffers (see clbt_export_buffers):
- * the fields before struct_size always, the later ones those that
- * out->struct_size covers.
+ * every field, struct_size set to sizeof(clbt_export_buffers).
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_INVALID_ARGUMENT for a
  * CLBT_SLOT_MODE_NONE table, which has none. On failure *out is unchanged.
  */
@@ -1090,8 +1115,9 @@ typedef struct clbt_step {
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, step or
  * query_start_loc, or NULL positions with num_tokens > 0;
  * CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
- * CLBT_INVALID_ARGUMENT for unknown flags, export_flags without
- * CLBT_STEP_EXPORT, num_reqs_padded below num_reqs, CLBT_STEP_STATE_SLOTS
+ * CLBT_INVALID_ARGUMENT for unknown flags, export_flags or dense_row_pitch
+ * without CLBT_STEP_EXPORT, num_state_slots or state_null_block without
+ * CLBT_STEP_STATE_SLOTS, num_reqs_padded below num_reqs, CLBT_STEP_STATE_SLOTS
  * on a token-mapping table, num_state_slots above a NONE table's width, or
  * an inconsistent wait list; CLBT_TOO_MANY_REQUESTS;
  * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH; what
@@ -1205,10 +1231,11 @@ typedef struct clbt_token_slots_request {
  * -1 for an index of -1, another CP rank's token, and every entry of a
  * padding row or padding request; it is -1 and adds 1 to the table's
  * rejected-token counter for an index below -1, a token past the committed
- * row, a slot above INT32_MAX (the output is int32), each entry of a
- * request whose idx_mapping entry is not below max_num_reqs, and each
- * entry of a batch whose query_start_loc is not a non-decreasing run from
- * >= 0 to <= num_rows. Every entry of the matrix is written. One launch,
+ * row, a slot above INT32_MAX (the output is int32), each entry but -1 of
+ * a request whose idx_mapping entry is not below max_num_reqs, and each
+ * entry but -1 of a batch whose query_start_loc is not a non-decreasing
+ * run from >= 0 to <= num_rows (-1 is padding wherever it is, never
+ * counted). Every entry of the matrix is written. One launch,
  * nothing waits; the first command waits for wait_list, *event (when not
  * NULL) completes with it.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, request or

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import array
 import collections
+import contextlib
 import ctypes
 import enum
+import operator
+import threading
 import weakref
 from ctypes import byref, c_int, c_uint32, c_void_p
 from typing import Any, Iterable, Optional, Sequence, Tuple
@@ -21,6 +24,7 @@ from . import _arguments as check
 from . import _opencl, _uploads
 from ._arguments import INT32, INT64, SIZE, UINT32
 from ._errors import Error, InvalidArgumentError, TypeMismatchError
+from ._threads import one_thread_at_a_time
 from ._library import (EXPORT_CONTEXT, EXPORT_DENSE, CommitInfo, ExportBuffers, ExportRequest,
                        GroupConfig, HostStep, MultiHostStep, MultiTableConfig, Step, TableConfig,
                        TokenSlotsRequest,
@@ -222,15 +226,22 @@ def _needed(name, num_reqs, num_tokens):
     return num_reqs + (name == "query_start_loc")
 
 
+_serialised = one_thread_at_a_time(operator.attrgetter("_lock"))
+
+
+@_serialised
 class _Rows(_Closable):
     """What tables and multi-group tables share: the row operations that
     take the same arguments, commits, slot mappings and clearing. _prefix
     is "clbt_table_" or "clbt_multi_table_". A batch call checks every
-    argument, its wait list included, before it uploads anything."""
+    argument, its wait list included, before it uploads anything. Every
+    public call holds the table's lock (_threads): one thread at a time."""
 
     _uploads = None
+    _lock = contextlib.nullcontext()  # until __init__ has made the table's
 
     def __init__(self, device, c_object, max_num_reqs, max_num_batched_tokens):
+        self._lock = threading.RLock()
         self.device = device
         self._c = c_object
         # The C table holds a reference to the device: these stay valid
@@ -489,6 +500,7 @@ def _total(held):
     return sum(held.tolist()) if held.size < 256 else int(held.sum(dtype=np.uint64))
 
 
+@_serialised
 class Table(_Rows):
     """One KV-cache group's block table: host rows, their committed device
     copy, and the slot-mapping output.
@@ -532,6 +544,7 @@ class Table(_Rows):
         table._setup(owner.device, _CObject(handle, lambda pointer: None),
                      owner.max_num_reqs, owner.max_num_batched_tokens)
         table._group_of = weakref.ref(owner._c)
+        table._lock = owner._lock  # one C engine, one thread at a time
         table.block_size = group.kernel_block_size or group.block_size
         table.kv_block_size = group.block_size
         table.slot_mode = SlotMode(group.slot_mode)
@@ -703,7 +716,7 @@ class Table(_Rows):
         return _opencl.read(self._queue, buffer, np.empty((count, self.width), np.int32))
 
     def _export_buffers(self):
-        buffers = ExportBuffers(struct_size=ctypes.sizeof(ExportBuffers))
+        buffers = ExportBuffers()
         _check(lib.clbt_table_export_buffers(self._live(), byref(buffers)))
         return buffers
 
@@ -876,6 +889,7 @@ class Group:
             self.cp_replicated)
 
 
+@_serialised
 class MultiTable(_Rows):
     """One table per KV-cache group, edited together and all or nothing
     (vLLM's MultiGroupBlockTable). table[g] is group g's Table, owned by

@@ -28,6 +28,7 @@ t)``, ``a == 0``): they see a host copy. Nothing here allocates device
 memory: ``clone()``, ``contiguous()`` of a view with gaps and ``to()`` give
 host tensors.
 """
+import collections
 import ctypes
 import operator
 import warnings
@@ -81,25 +82,32 @@ def _check(code, call):
         raise Error(code, "%s failed" % call)
 
 
-# Commands whose event has not ended: an event is released only once its
-# command has ended, because PoCL aborts when a failure reaches a command
-# whose event was released while it was queued (issue 20).
-_in_flight = []
+# Commands whose event has not ended, of every array in the process: an
+# event is released only once its command has ended, because PoCL aborts
+# when a failure reaches a command whose event was released while it was
+# queued (issue 20). Threads share it (issue 27): each event is taken out
+# by one popleft, which is atomic, polled by the one caller that took it,
+# and then released or put back; so no event is polled after its release
+# or released twice, whichever threads (or the collector, unmapping) call
+# at once.
+_in_flight = collections.deque()
 
 
 def _keep(event):
     """Holds a command's event until the command ends; frees the ended."""
     _in_flight.append(event)
     status = c_int32()
-    still = []
-    for held in _in_flight:
+    for _ in range(len(_in_flight)):
+        try:
+            held = _in_flight.popleft()
+        except IndexError:  # another thread took the rest
+            return
         code = _cl.clGetEventInfo(held, _CL_EVENT_COMMAND_EXECUTION_STATUS,
                                   ctypes.sizeof(status), byref(status), None)
         if code == 0 and status.value > 0:  # queued, submitted or running
-            still.append(held)
+            _in_flight.append(held)
         else:
             _cl.clReleaseEvent(held)
-    _in_flight[:] = still
 
 
 _unified = {}  # device id -> whether its memory is the host's

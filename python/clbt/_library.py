@@ -11,8 +11,10 @@ PyOpenCL needed). The library is looked for, in order:
 4. the system's library path, by soname (``ldconfig``, ``LD_LIBRARY_PATH``):
    how a package installed by pip finds the library CMake installed.
 
-A library of another minor version is skipped: before 1.0 a minor release
-may change the ABI these declarations follow.
+A library of another major version, or of an older minor one, is skipped:
+from 0.5 on a release only adds to the ABI of its major version
+(docs/design.md), so these declarations hold for this package's version of
+the library and every later one of its major version.
 """
 import ctypes
 import os
@@ -20,8 +22,8 @@ from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint, c_uint32, c_void_
 
 from ._version import VERSION
 
-ABI = tuple(int(part) for part in VERSION.split(".")[:2])
-SONAME = "libclbt.so.%d.%d" % ABI
+ABI = tuple(int(part) for part in VERSION.split(".")[:2])  # the least (major, minor)
+SONAME = "libclbt.so.%d" % ABI[0]
 ENVIRONMENT = "CLBT_LIBRARY"
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -57,19 +59,18 @@ class MultiTableConfig(_SizedConfig):
                 ("exact_widths", c_uint32), ("reserved", c_uint32)]
 
 
-class ExportRequest(ctypes.Structure):
-    """clbt_export_request. It has no struct_size: fields are only added at
-    its end, and a zero-initialised one (what ctypes makes) means the
-    behaviour from before each field."""
-    _fields_ = [("num_reqs", c_uint32), ("num_reqs_padded", c_uint32),
-                ("query_start_loc", c_void_p), ("positions", c_void_p),
-                ("num_tokens", c_uint32), ("seq_lens", c_void_p), ("idx_mapping", c_void_p),
-                ("flags", c_uint32), ("dense_row_pitch", c_uint32)]
+class ExportRequest(_SizedConfig):
+    """clbt_export_request (CLBT_EXPORT_REQUEST_INIT; struct_size since
+    0.5)."""
+    _fields_ = [(name, c_uint32) for name in (
+        "struct_size", "num_reqs", "num_reqs_padded", "num_tokens", "flags",
+        "dense_row_pitch")] + [(name, c_void_p) for name in (
+            "query_start_loc", "positions", "seq_lens", "idx_mapping")]
 
 
 class ExportBuffers(ctypes.Structure):
-    """clbt_export_buffers. Its fields from struct_size on (since 0.4) are
-    written only when struct_size covers them; 0 asks for 0.3's."""
+    """clbt_export_buffers, which clbt fills: frozen (0.4's layout), and
+    written whole whatever struct_size holds."""
     _fields_ = [(name, c_void_p) for name in (
         "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len", "past_lens",
         "subsequence_begins")] + [("page_size", c_uint32), ("struct_size", c_uint32)] + [
@@ -121,6 +122,7 @@ class TokenSlotsRequest(_SizedConfig):
 
 
 class CommitInfo(ctypes.Structure):
+    """clbt_commit_info, which clbt fills: frozen."""
     _fields_ = [("mode", c_int), ("rows", c_uint32), ("bytes", ctypes.c_uint64)]
 
 
@@ -223,10 +225,19 @@ def _open(path):
     except AttributeError:
         return None, "not libclbt: it has no clbt_version_number"
     number.restype = c_uint
-    version = (number() // 10000, number() // 100 % 100)
-    if version != ABI:
-        return None, "it is version %d.%d; this package needs %d.%d" % (version + ABI)
-    return library, None
+    reason = incompatibility(number())
+    return (None, reason) if reason else (library, None)
+
+
+def incompatibility(number):
+    """Why a library whose clbt_version_number() is number cannot serve
+    this package, or None when it can: the same major version, and at
+    least this package's minor version."""
+    version = (number // 10000, number // 100 % 100)
+    if version[0] == ABI[0] and version >= ABI:
+        return None
+    return "it is version %d.%d; this package needs %d.%d or a later %d.x" % (
+        version + ABI + ABI[:1])
 
 
 def _file_of(library, path):

@@ -21,6 +21,7 @@ a reference of its own.
 from __future__ import annotations
 
 import ctypes
+import threading
 from ctypes import POINTER, byref, c_int32, c_size_t, c_uint, c_uint32, c_uint64, c_void_p
 
 from ._errors import Error, TypeMismatchError
@@ -79,6 +80,9 @@ def _info(function, handle, name, ctype):
     return value.value
 
 
+_closing = threading.Lock()  # makes taking a handle to release one step
+
+
 class _Object:
     """One reference to an OpenCL object of the kind the subclass names:
     ``int_ptr`` is its handle; close() (or collection) releases it."""
@@ -124,8 +128,10 @@ class _Object:
         return self._int_ptr is not None
 
     def close(self) -> None:
-        """Releases this reference now; twice is fine."""
-        int_ptr, self._int_ptr = self._int_ptr, None
+        """Releases this reference now; twice is fine, from two threads at
+        once too (the handle is taken under a lock: one of them releases)."""
+        with _closing:
+            int_ptr, self._int_ptr = self._int_ptr, None
         if int_ptr is not None:
             type(self)._release(int_ptr)
 

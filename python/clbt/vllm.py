@@ -24,6 +24,7 @@ from vLLM; each method's docstring names its own.
 """
 import array
 import enum
+import threading
 from ctypes import addressof, byref, c_char, c_uint32
 from itertools import chain
 
@@ -34,6 +35,7 @@ from ._core import PAD_SLOT_ID
 from ._device_array import DeviceArray, Memory, StackedDeviceArray
 from ._errors import Error, TypeMismatchError
 from ._opencl import describe
+from ._threads import one_thread_at_a_time
 from ._library import STEP_DUMMY, STEP_GATHER, Step, lib
 
 __all__ = ["BlockTable", "BlockTables", "MultiGroupBlockTable", "PAD_SLOT_ID",
@@ -242,6 +244,9 @@ class _Engine:
 
     def __init__(self, device, groups, max_num_reqs, max_num_batched_tokens, cp_world_size,
                  cp_rank, cp_interleave_size, exact_widths, zero_gathered_tails=False):
+        # What every facade object on the engine holds in each public call
+        # (_threads): their state and the table's, one thread at a time.
+        self.lock = threading.RLock()
         self.device = _device(device)
         self.settings = dict(groups=groups, max_num_reqs=max_num_reqs,
                              max_num_batched_tokens=max_num_batched_tokens,
@@ -285,6 +290,10 @@ class _Engine:
         if self.wanted == self.layout:
             self.wanted = self.layout
             return
+        with self.lock:  # the row updates call this unlocked
+            self._relayout()
+
+    def _relayout(self):
         self.apply_rows()
         if any(lengths.any() for lengths in self.lengths):
             wanted, self.wanted = self.wanted, self.layout
@@ -304,7 +313,8 @@ class _Engine:
         checked against the row as the updates before it leave it. row is
         a checked index; overflow(row, g, length, width) makes the error
         of a row that would outgrow its width. Returns the row's lengths
-        before the update. Nothing is recorded when anything is refused.
+        before the update and the ids recorded. Nothing is recorded when
+        anything is refused.
         The hot path of a decode step: a list of Python ints per group is
         checked in place; anything else goes through _ids."""
         if not self.open:
@@ -340,7 +350,7 @@ class _Engine:
             g += 1
         self.pending.append((row, replace, block_ids))
         known[row] = after
-        return before
+        return before, block_ids
 
     def batch(self, rows, counts, block_ids, replace, grouped=True):
         """The batch updates (append_rows, add_rows) of every group, in one
@@ -407,15 +417,16 @@ class _Engine:
     def sync(self):
         """What every read or write of a device array runs first (nothing
         once the table is closed: the arrays keep their buffers)."""
-        if self.table.closed:
-            return
-        self.relayout()
-        self.apply_rows()
-        if self.gather is not None:
-            self.run_gather()
-        if self.commit_rows:
-            rows, self.commit_rows = self.commit_rows, 0
-            self.table.commit(rows)
+        with self.lock:
+            if self.table.closed:
+                return
+            self.relayout()
+            self.apply_rows()
+            if self.gather is not None:
+                self.run_gather()
+            if self.commit_rows:
+                rows, self.commit_rows = self.commit_rows, 0
+                self.table.commit(rows)
 
     def run_gather(self):
         idx_mapping, padded = self.gather
@@ -587,6 +598,16 @@ def _fixed(getter, name, doc=None):
     return property(getter, refuse, doc=doc)
 
 
+# Every facade call that reaches C holds the engine's lock; the row
+# updates do not, for they only record (the decode step's hot path, where
+# the lock would add about 0.4 us to a call of about 1): threads sharing a
+# facade object never crash it, but its rows are then whichever order
+# their updates were recorded in (docs/python.md, "Threads").
+_ROW_UPDATES = ("append_row", "add_row", "append_block_ids")
+_serialised = one_thread_at_a_time(lambda self: self._engine.lock, _ROW_UPDATES)
+
+
+@_serialised
 class BlockTable(_Closes):
     """vLLM's BlockTable (one KV-cache group) on clbt. A BlockTable made
     here has a one-group table of its own; one from a MultiGroupBlockTable
@@ -813,6 +834,14 @@ class BlockTable(_Closes):
             self.kv_cache_block_size, self.max_num_reqs, self.max_num_blocks_per_req)
 
 
+def _listed(values, name, what="one entry per group"):
+    """values (a sequence) as a list; anything else (an int) is refused
+    with a TypeMismatchError naming the argument."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise _wrong_type("%s is %s; a list of %s expected" % (name, describe(values), what))
+    return list(values)
+
+
 def _slot_mode(mode):
     if mode == SlotMappingMode.TOKEN_TO_KV_SLOT:
         return _core.SlotMode.TOKEN_TO_KV_SLOT
@@ -822,13 +851,15 @@ def _slot_mode(mode):
 
 
 def _per_group(values, count, name, against="block_sizes"):
-    values = list(values)
+    """values as a list of one entry per group (count of them)."""
+    values = _listed(values, name, "one entry per group (%s has %d)" % (against, count))
     if len(values) != count:
         raise Error(_INVALID_ARGUMENT, "%s length (%d) must match %s length (%d)" % (
             name, len(values), against, count))
     return values
 
 
+@_serialised
 class MultiGroupBlockTable(_Closes):
     """vLLM's MultiGroupBlockTable on a clbt multi-group table: row
     operations change every group or none, and compute_slot_mapping maps
@@ -837,6 +868,7 @@ class MultiGroupBlockTable(_Closes):
     def __init__(self, max_num_reqs, max_num_batched_tokens, pin_memory, device, block_sizes,
                  kernel_block_sizes, max_num_blocks, cp_kv_cache_interleave_size=1,
                  slot_mapping_modes=None, *, dcp_world_size=1, dcp_rank=0):
+        block_sizes = _listed(block_sizes, "block_sizes")
         count = len(block_sizes)
         kernel_block_sizes = _per_group(kernel_block_sizes, count, "kernel_block_sizes")
         if slot_mapping_modes is None:
@@ -960,6 +992,7 @@ class MultiGroupBlockTable(_Closes):
 # ---- Model Runner V2 ------------------------------------------------------
 
 
+@_serialised
 class _NumBlocks:
     """BlockTables.num_blocks: ``np``, the host lengths [G, max_num_reqs]
     (a new int32 array at each read, with the appends so far), and ``gpu``,
@@ -980,6 +1013,7 @@ class _NumBlocks:
         return StackedDeviceArray(engine.lengths_array(g) for g in range(len(engine.groups)))
 
 
+@one_thread_at_a_time(lambda self: self._owner._engine.lock, _ROW_UPDATES)
 class _GroupRows:
     """One group's persistent rows, as Model Runner V2's StagedWriteTensor:
     ``gpu`` (the committed rows, a DeviceArray [max_num_reqs, width]),
@@ -1026,6 +1060,7 @@ class _GroupRows:
         return out
 
 
+@_serialised
 class BlockTables(_Closes):
     """Model Runner V2's BlockTables on a clbt multi-group table: each
     request keeps one row (its request slot, req_index) from arrival to
@@ -1047,6 +1082,7 @@ class BlockTables(_Closes):
                  max_num_blocks_per_group=None, device=None, kernel_block_sizes=None,
                  cp_size=1, cp_rank=0, cp_interleave=1, slot_mapping_enabled=None,
                  dcp_sharded=None, *, max_model_len=None, zero_gathered_tails=True):
+        block_sizes = _listed(block_sizes, "block_sizes")
         count = len(block_sizes)
         self._block_sizes = list(block_sizes)
         kernel_block_sizes = _per_group(kernel_block_sizes or block_sizes, count,
@@ -1150,9 +1186,8 @@ class BlockTables(_Closes):
         row = req_index
         if type(row) is not int or not 0 <= row < engine.max_num_reqs:
             row = _row_index(req_index, engine.max_num_reqs, "req_index")
-        before = engine.update(row, new_block_ids, overwrite, _capacity_overflow)
-        self._staged.append((row, self._no_starts if overwrite else before,
-                             engine.pending[-1][2]))
+        before, recorded = engine.update(row, new_block_ids, overwrite, _capacity_overflow)
+        self._staged.append((row, self._no_starts if overwrite else before, recorded))
 
     def apply_staged_writes(self):
         """Applies the staged writes of every group: in one C call on the

@@ -55,6 +55,14 @@ def test_constructor_and_widths_as_mrv2_sizes_rows(device):
         tables(device, kernel_block_sizes=[5, 32, 8])
     with pytest.raises(clbt.Error, match="max_num_blocks_per_group length \\(2\\)"):
         tables(device, max_num_blocks_per_group=[8, 8])
+    # Issue 27: a number where a list per group belongs names the argument
+    # (it was a bare TypeError from list(64)).
+    for name in ("max_num_blocks_per_group", "kernel_block_sizes", "block_sizes"):
+        with pytest.raises(clbt.TypeMismatchError) as raised:
+            tables(device, **{name: 64})
+        assert isinstance(raised.value, TypeError)
+        assert raised.value.message.startswith("%s is an int; a list of one entry per group"
+                                               % name)
 
 
 def test_staged_writes_of_every_group_are_applied_together(device, monkeypatch):

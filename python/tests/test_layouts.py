@@ -21,6 +21,7 @@ MIRRORS = {
     "clbt_multi_host_step": _library.MultiHostStep,
     "clbt_kv_cache_config": _kv_cache.KVCacheConfig,
     "clbt_kv_write": _kv_cache.KVWrite,
+    "clbt_token_slots_request": _library.TokenSlotsRequest,
 }
 
 
@@ -60,5 +61,6 @@ def test_sized_structs_carry_their_own_size():
     # what lets a newer library read them at this size (clbt.h, config structs)
     c = c_layouts()
     for struct in ("clbt_table_config", "clbt_group_config", "clbt_multi_table_config",
-                   "clbt_step", "clbt_host_step", "clbt_multi_host_step"):
+                   "clbt_step", "clbt_host_step", "clbt_multi_host_step",
+                   "clbt_token_slots_request", "clbt_export_request"):
         assert MIRRORS[struct]().struct_size == c[struct]["sizeof"]

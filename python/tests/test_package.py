@@ -37,6 +37,20 @@ def test_library_is_the_one_clbt_library_names():
     assert clbt.__version__.startswith("%d.%d." % clbt._library.ABI)
 
 
+def test_a_library_of_the_same_major_and_a_later_minor_serves():
+    # From 0.5 on a release only adds within its major version: 0.5 and 0.7
+    # serve this 0.5 package; 0.4 (another ABI) and 1.5 do not.
+    major, minor = clbt._library.ABI
+    assert clbt._library.SONAME == "libclbt.so.%d" % major
+    assert clbt._library.incompatibility(major * 10000 + minor * 100) is None
+    assert clbt._library.incompatibility(major * 10000 + (minor + 2) * 100 + 3) is None
+    assert clbt._library.incompatibility(major * 10000 + (minor - 1) * 100) == (
+        "it is version %d.%d; this package needs %d.%d or a later %d.x" % (
+            major, minor - 1, major, minor, major))
+    assert "it is version %d.%d;" % (major + 1, minor) in clbt._library.incompatibility(
+        (major + 1) * 10000 + minor * 100)
+
+
 def test_a_missing_library_is_reported_with_every_place_tried(tmp_path):
     status, output = import_clbt({"CLBT_LIBRARY": str(tmp_path / "libclbt.so")})
     assert status != 0

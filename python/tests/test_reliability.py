@@ -53,12 +53,13 @@ def open_gate(event, status):
 """
 
 
-def survives(body, timeout=120):
-    """Runs PRELUDE + body in a fresh interpreter; returns its output, and
-    fails the test if it crashed, hung or exited with an error."""
+def survives(body, timeout=120, flags=()):
+    """Runs PRELUDE + body in a fresh interpreter (started with flags, such
+    as ("-X", "faulthandler")); returns its output, and fails the test if
+    it crashed, hung or exited with an error."""
     code = PRELUDE + textwrap.dedent(body)
     try:
-        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+        run = subprocess.run([sys.executable, *flags, "-c", code], capture_output=True, text=True,
                              timeout=timeout, env=dict(os.environ))
     except subprocess.TimeoutExpired as expired:
         pytest.fail("the child hung for %d s; it printed:\n%s" % (timeout, expired.stdout or ""))
