@@ -219,6 +219,7 @@ typedef struct clbt_group_layout {
   X(cl_uint, packet_at_high)                                          \
   X(cl_uint, work)          /* CLBT_WORK_* */                         \
   X(cl_uint, groups)        /* bit g: group g takes part */           \
+  X(cl_uint, packet_words)  /* PACKET_INLINE: the words the packet holds */ \
   X(cl_uint, num_reqs)                                                \
   X(cl_uint, num_tokens)  /* TOKEN_SLOTS: the index matrix's rows */ \
   X(cl_uint, padded_reqs) /* entries gathered and exported */         \

@@ -24,6 +24,7 @@
 
 /* The local memory a work-group's parts share. */
 typedef struct step_locals {
+  __local const uint *packet; /* the record's inline packet, copied */
   __local int *well_formed;
   __local int *qsl_cache; /* CLBT_QSL_WORDS of them, or none */
   __local gather_plan *plans;
@@ -43,18 +44,17 @@ typedef struct step_buffers {
 } step_buffers;
 
 /* The commit packet, then what a launch's record asks of `parts`. */
-static void run_step(clbt_record_head head, __private const uint *inline_words,
-                     clbt_kernel_layout layout, step_buffers in,
-                     step_locals locals, uint parts) {
+static void run_step(clbt_record_head head, clbt_kernel_layout layout,
+                     step_buffers in, step_locals locals, uint parts) {
   uint work = head.work & (parts | ~CLBT_WORK_PARTS);
   bool has_idx_mapping = (work & CLBT_WORK_IDX_MAPPING) != 0;
   if (work & (CLBT_WORK_PACKET_IN_BUFFER | CLBT_WORK_PACKET_INLINE)) {
     if (work & CLBT_WORK_SCATTER) {
-      apply_packet(head, inline_words, in.packet, layout, in.storage,
+      apply_packet(head, locals.packet, in.packet, layout, in.storage,
                    get_global_id(0), get_global_size(0));
       return;
     }
-    apply_packet(head, inline_words, in.packet, layout, in.storage,
+    apply_packet(head, locals.packet, in.packet, layout, in.storage,
                  get_local_id(0), get_local_size(0));
     SYNC(CLK_GLOBAL_MEM_FENCE);
   }
@@ -125,21 +125,41 @@ static void run_step(clbt_record_head head, __private const uint *inline_words,
 
 #define PARAMETER(NAME, type, name) , type name
 
-/* Entry clbt_<name>_<c>: its parts' sequence, its record of class c. */
+/* The largest record's packet words: the local copy's size. */
+#if defined(CLBT_RECORD_WORDS_2)
+#define INLINE_WORDS CLBT_RECORD_WORDS_2
+#elif defined(CLBT_RECORD_WORDS_1)
+#define INLINE_WORDS CLBT_RECORD_WORDS_1
+#else
+#define INLINE_WORDS CLBT_RECORD_WORDS_0
+#endif
+
+/*
+ * Entry clbt_<name>_<c>: its parts' sequence, its record of class c. The
+ * record's inline packet is copied to local memory by index (cl/commit.cl
+ * says why), its words side by side across the work-group.
+ */
 #define STEP_ENTRY(NAME, name, parts, c)                                    \
   __kernel void clbt_##name##_##c(                                          \
       record_##c record CLBT_STEP_ARGUMENTS(PARAMETER)) {                   \
+    __local uint packet_words[INLINE_WORDS];                                \
     __local int well_formed;                                                \
     QSL_CACHE_DECLARATION                                                   \
     __local gather_plan plans[CLBT_MAX_WORK_GROUP_SIZE];                    \
     __local uint4 export_sums[CLBT_MAX_WORK_GROUP_SIZE];                    \
     __local uint2 export_offsets[CLBT_EXPORT_CHUNK + 1];                    \
     __local int export_rows[CLBT_EXPORT_CHUNK];                             \
-    step_locals locals = {&well_formed, qsl_cache, plans,                   \
+    if (record.head.work & CLBT_WORK_PACKET_INLINE) {                       \
+      uint words = min(record.head.packet_words, (uint)CLBT_RECORD_WORDS_##c); \
+      for (uint i = get_local_id(0); i < words; i += get_local_size(0))     \
+        packet_words[i] = record.packet[i];                                 \
+      SYNC(CLK_LOCAL_MEM_FENCE);                                            \
+    }                                                                       \
+    step_locals locals = {packet_words, &well_formed, qsl_cache, plans,     \
                           {export_sums, export_offsets, export_rows}};      \
     step_buffers in = {query_start_loc, positions, idx_mapping, seq_lens,  \
                        token_indices,   token_slots, packet,    storage};   \
-    run_step(record.head, record.packet, layout, in, locals, parts);        \
+    run_step(record.head, layout, in, locals, parts);                       \
   }
 
 /* The entries in record class c: a GPU's program has WHOLE alone, a CPU's

@@ -236,6 +236,7 @@ static void add_packet(clbt__launch_record *record, const call_plan *plan,
     clbt__commit_pack(&plan->scope->engine->launches[l], &plan->groups[p],
                       record->packet);
     packed = share->part_words;
+    record->head.packet_words = (cl_uint)packed;
   } else if (uploads(share->place)) {
     record->head.work |= CLBT_WORK_PACKET_IN_BUFFER;
     record->head.packet_at_low = (cl_uint)share->part_at;

@@ -25,7 +25,7 @@ static const clbt__tuning cpu = {
 /* The GPU's record sizes; a build may set others (-DCLBT__GPU_RECORD_WORDS=
    64,512,2048) to measure them. */
 #ifndef CLBT__GPU_RECORD_WORDS
-#define CLBT__GPU_RECORD_WORDS 64, 512, UINT32_MAX
+#define CLBT__GPU_RECORD_WORDS 64, 512, 2048
 #endif
 
 static const clbt__tuning gpu = {
