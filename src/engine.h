@@ -171,16 +171,17 @@ clbt_status clbt__launch_enqueue(const clbt__launch *launch,
  * a GPU the work-groups of each part (0 in each on a CPU: every part on
  * every work-group): the slot mapping's tokens and its pad entries a few
  * to a work-item, a gather, an export (for each exported group) and the
- * state slots of `padded` positions, side by side.
+ * state slots of `padded` positions, side by side, each within the
+ * tuning table's work-groups per compute unit; local_size is the step
+ * kernel's work-group size.
  */
 typedef struct clbt__grid {
   size_t global_size;
   uint32_t map_groups, gather_groups, export_groups, state_groups;
 } clbt__grid;
-clbt__grid clbt__launch_grid(const clbt__launch *launch,
-                             const clbt__kernel *kernel, uint32_t work,
-                             uint32_t groups_mask, uint32_t num_tokens,
-                             uint32_t padded);
+clbt__grid clbt__launch_grid(const clbt__launch *launch, size_t local_size,
+                             uint32_t work, uint32_t groups_mask,
+                             uint32_t num_tokens, uint32_t padded);
 
 /* The grid of a launch spread over `items` items: a scatter's packet
    items, or the entries of token slots. */
@@ -368,10 +369,12 @@ typedef struct clbt__commit_plan {
 
 /* Where a launch's part of a commit packet goes. */
 typedef enum clbt__packet_place {
-  CLBT__PACKET_NONE,      /* the launch's groups scatter nothing */
-  CLBT__PACKET_INLINE,    /* in its record: no upload */
-  CLBT__PACKET_FOLDED,    /* uploaded; its step kernel applies it */
-  CLBT__PACKET_SCATTERED  /* uploaded; a scatter launch of its own */
+  CLBT__PACKET_NONE,         /* the launch's groups scatter nothing */
+  CLBT__PACKET_INLINE,       /* in its step kernel's record: no upload */
+  CLBT__PACKET_INLINE_APART, /* in the record of a scatter launch of its
+                                own, before the step kernel: no upload */
+  CLBT__PACKET_FOLDED,       /* uploaded; its step kernel applies it */
+  CLBT__PACKET_SCATTERED     /* uploaded; a scatter launch of its own */
 } clbt__packet_place;
 
 /* One launch's share of a call (step.c plans it). */

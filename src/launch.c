@@ -327,37 +327,42 @@ static size_t groups_of(size_t items, size_t per_group) {
   return (items + per_group - 1) / per_group;
 }
 
-clbt__grid clbt__launch_grid(const clbt__launch *launch,
-                             const clbt__kernel *kernel, uint32_t work,
-                             uint32_t groups_mask, uint32_t num_tokens,
-                             uint32_t padded) {
+static uint32_t capped(size_t groups, size_t cap) {
+  return (uint32_t)(groups < cap ? groups : cap);
+}
+
+clbt__grid clbt__launch_grid(const clbt__launch *launch, size_t local,
+                             uint32_t work, uint32_t groups_mask,
+                             uint32_t num_tokens, uint32_t padded) {
   const clbt__tuning *tuning = launch->tuning;
   size_t max_tokens = launch->groups[0]->layout.max_num_batched_tokens;
-  size_t local = kernel->local_size;
   clbt__grid grid = {0};
   if (!tuning->gpu_code) {
     grid.global_size = cpu_grid(launch, max_tokens * launch->num_groups) *
                        local;
     return grid;
   }
+  /* A part takes at most part_groups_per_unit per compute unit. */
+  size_t cap = launch->groups[0]->device->properties.compute_units *
+               tuning->part_groups_per_unit;
   /* A token a work-item, the pad entries pad_per_item to one. */
   size_t pad_items = groups_of(max_tokens - num_tokens, tuning->pad_per_item);
   if (work & CLBT_WORK_MAP)
-    grid.map_groups = (uint32_t)groups_of(num_tokens + pad_items, local);
+    grid.map_groups = capped(groups_of(num_tokens + pad_items, local), cap);
   if (work & CLBT_WORK_GATHER)
     grid.gather_groups =
-        (uint32_t)groups_of(padded, tuning->gathered_per_group);
+        capped(groups_of(padded, tuning->gathered_per_group), cap);
   /* Each exported group takes its own work-groups (cl/export.cl), at least
      one to write its offsets' first entries. */
   if (work & CLBT_WORK_EXPORT) {
+    size_t exported = exporting_groups(launch, groups_mask);
     size_t per_group = groups_of(padded, tuning->exported_per_group);
-    grid.export_groups =
-        (uint32_t)((per_group ? per_group : 1) *
-                   exporting_groups(launch, groups_mask));
+    grid.export_groups = capped((per_group ? per_group : 1) * exported,
+                                cap > exported ? cap : exported);
   }
   /* State slots: a work-item per request. */
   if (work & CLBT_WORK_STATE_SLOTS)
-    grid.state_groups = (uint32_t)groups_of(padded, local);
+    grid.state_groups = capped(groups_of(padded, local), cap);
   size_t groups = (size_t)grid.map_groups + grid.gather_groups +
                   grid.export_groups + grid.state_groups;
   grid.global_size = (groups ? groups : 1) * local;

@@ -80,19 +80,30 @@ static clbt_status plan_commits(const clbt__launch *launch, uint32_t rows,
 }
 
 /*
- * Where a launch's part goes: in the record when it fits; applied by the
- * launch's step kernel when the launch runs one and the part is small;
- * else uploaded and scattered by a launch of its own.
+ * Where a launch's part goes: in a record when it fits, else uploaded; and
+ * applied by the launch's step kernel itself (folded) when the launch runs
+ * one and the part is small enough for every work-group to apply it (the
+ * tuning table's folded_items and folded_budget), else by a scatter launch
+ * of its own before it.
  */
 static clbt__packet_place place_part(const clbt__launch *launch,
-                                     const clbt__launch_plan *share) {
+                                     const clbt__launch_plan *share,
+                                     const clbt__batch *batch) {
   if (share->part_words == 0) return CLBT__PACKET_NONE;
-  bool small = share->scatter_items <= launch->tuning->folded_items;
+  const clbt__tuning *tuning = launch->tuning;
+  clbt__grid grid = clbt__launch_grid(
+      launch, tuning->local_size, share->work, share->groups,
+      batch->num_tokens,
+      batch->num_reqs_padded ? batch->num_reqs_padded : batch->num_reqs);
+  uint64_t groups = grid.global_size / tuning->local_size;
+  bool foldable = share->work &&
+                  share->scatter_items <= tuning->folded_items &&
+                  groups * share->part_words <= tuning->folded_budget;
   bool fits = launch->has_inline &&
               clbt__record_class(launch, share->part_words) <
                   launch->num_classes;
-  if (fits && (small || share->work == 0)) return CLBT__PACKET_INLINE;
-  return share->work && small ? CLBT__PACKET_FOLDED : CLBT__PACKET_SCATTERED;
+  if (fits) return foldable ? CLBT__PACKET_INLINE : CLBT__PACKET_INLINE_APART;
+  return foldable ? CLBT__PACKET_FOLDED : CLBT__PACKET_SCATTERED;
 }
 
 static bool uploads(clbt__packet_place place) {
@@ -103,14 +114,20 @@ static bool uploads(clbt__packet_place place) {
    large to fold, or a commit with no step kernel after it. */
 static bool scatters_alone(const clbt__launch_plan *share) {
   return share->place == CLBT__PACKET_SCATTERED ||
-         (share->place == CLBT__PACKET_INLINE && !share->work);
+         share->place == CLBT__PACKET_INLINE_APART;
+}
+
+/* Whether the step kernel applies the part itself. */
+static bool folds(const clbt__launch_plan *share) {
+  return share->place == CLBT__PACKET_INLINE ||
+         share->place == CLBT__PACKET_FOLDED;
 }
 
 /* The words of the record a kernel of the launch carries: its inline part,
    or none. */
 static size_t inline_words(const clbt__launch_plan *share, bool step) {
-  bool carries = share->place == CLBT__PACKET_INLINE &&
-                 (step ? share->work != 0 : !share->work);
+  bool carries = share->place == (step ? CLBT__PACKET_INLINE
+                                       : CLBT__PACKET_INLINE_APART);
   return carries ? share->part_words : 0;
 }
 
@@ -154,7 +171,7 @@ static clbt_status plan_launches(call_plan *plan) {
     if (!status && call->commits)
       status = plan_commits(launch, call->commit_rows, &plan->groups[p],
                             share, &plan->moves);
-    share->place = place_part(launch, share);
+    share->place = place_part(launch, share, &call->batch);
     if (uploads(share->place)) {
       share->part_at = plan->upload_words;
       plan->upload_words += share->part_words;
@@ -231,7 +248,8 @@ static void add_packet(clbt__launch_record *record, const call_plan *plan,
                        uint32_t l, uint32_t p, size_t record_words) {
   const clbt__launch_plan *share = &plan->launches[l];
   size_t packed = 0;
-  if (share->place == CLBT__PACKET_INLINE) {
+  if (share->place == CLBT__PACKET_INLINE ||
+      share->place == CLBT__PACKET_INLINE_APART) {
     record->head.work |= CLBT_WORK_PACKET_INLINE;
     clbt__commit_pack(&plan->scope->engine->launches[l], &plan->groups[p],
                       record->packet);
@@ -317,7 +335,7 @@ static clbt_status enqueue_step(const call_plan *plan, uint32_t l, uint32_t p,
   record->head = record_head(work, share->groups, batch, version);
   if (tokens)
     record->head.token_section = clbt__token_sections_before(plan->scope, l);
-  if (share->place != CLBT__PACKET_SCATTERED)
+  if (folds(share))
     add_packet(record, plan, l, p, launch->record_words[share->step_class]);
   else
     memset(record->packet, 0,
@@ -327,8 +345,9 @@ static clbt_status enqueue_step(const call_plan *plan, uint32_t l, uint32_t p,
   if (tokens)
     grid.global_size = clbt__launch_items_grid(launch, share->step, entries);
   else
-    grid = clbt__launch_grid(launch, share->step, work, share->groups,
-                             batch->num_tokens, record->head.padded_reqs);
+    grid = clbt__launch_grid(launch, share->step->local_size, work,
+                             share->groups, batch->num_tokens,
+                             record->head.padded_reqs);
   record->head.map_groups = grid.map_groups;
   record->head.gather_groups = grid.gather_groups;
   record->head.export_groups = grid.export_groups;

@@ -16,7 +16,9 @@ static const clbt__tuning cpu = {
     .pad_per_item = 1,
     .gathered_per_group = 0, /* a CPU keeps its few work-groups */
     .exported_per_group = 0,
+    .part_groups_per_unit = 0,
     .folded_items = 8192,
+    .folded_budget = UINT32_MAX, /* its one or two work-groups */
     /* One size, as large as the device allows: each size is a compile of
        every entry a table uses. */
     .record_words = {UINT32_MAX},
@@ -34,6 +36,12 @@ static const clbt__tuning cpu = {
 #ifndef CLBT__GPU_EXPORTED
 #define CLBT__GPU_EXPORTED 8
 #endif
+#ifndef CLBT__GPU_PART_GROUPS_PER_UNIT
+#define CLBT__GPU_PART_GROUPS_PER_UNIT 1
+#endif
+#ifndef CLBT__GPU_FOLDED_BUDGET
+#define CLBT__GPU_FOLDED_BUDGET 150000
+#endif
 
 static const clbt__tuning gpu = {
     .local_size = 256,
@@ -42,7 +50,9 @@ static const clbt__tuning gpu = {
     .pad_per_item = 16,
     .gathered_per_group = CLBT__GPU_GATHERED,
     .exported_per_group = CLBT__GPU_EXPORTED,
+    .part_groups_per_unit = CLBT__GPU_PART_GROUPS_PER_UNIT,
     .folded_items = 8192,
+    .folded_budget = CLBT__GPU_FOLDED_BUDGET,
     .record_words = {CLBT__GPU_RECORD_WORDS},
 };
 

@@ -43,14 +43,22 @@ typedef struct clbt__tuning {
   /* Pad entries of the slot mapping a GPU work-item writes, so that a
      decode batch does not launch a work-group per 256 idle entries. */
   uint32_t pad_per_item;
-  /* A gather and an export on a GPU take at least a work-group per this
-     many positions (a full gather of 1024 rows on 64 work-groups left
-     half an H200 idle). */
+  /* A gather and an export on a GPU take a work-group per this many
+     positions (a full gather of 1024 rows on 64 work-groups left half an
+     H200 idle)... */
   uint32_t gathered_per_group, exported_per_group;
-  /* A packet of at most this many items a group, uploaded, is applied by
-     every work-group of the step kernel itself (folded): a few dozen
-     passes of a work-group, cheaper than a scatter launch of its own. */
-  uint32_t folded_items;
+  /* ...but a part takes at most this many work-groups per compute unit
+     (a 4-group export of 1024 requests on 512 work-groups took 18 us with
+     no packet, 14 us on 128). */
+  uint32_t part_groups_per_unit;
+  /* A packet of at most folded_items items a group is applied by every
+     work-group of the step kernel itself (folded), when its words times
+     the launch's work-groups are at most folded_budget: each work-group
+     applying all of it costs the device about 33 ns per 1000 such words
+     on the H200 (a 1,288-word packet on 776 work-groups added 36 us), and
+     past about 150,000 a scatter launch of its own (about 5 us) is
+     cheaper. */
+  uint32_t folded_items, folded_budget;
   /* The record's sizes, in packet words, smallest first, before the
      device's argument space (CL_DEVICE_MAX_PARAMETER_SIZE) and the
      kernel's CLBT_MAX_RECORD_WORDS cap them:
