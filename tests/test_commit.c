@@ -3,7 +3,8 @@
  * whole copy would, moves only what changed, survives uploads in flight,
  * and chains with events.
  */
-#include "engine.h"
+#include "engine/commit.h"
+#include "engine/engine.h"
 #include "clbt_test.h"
 #include "xorshift.h"
 

@@ -1,6 +1,6 @@
-/* Programs (src/program.c): one build per specialisation, shared, logged. */
+/* Programs (src/device/program.c): one build per specialisation, shared, logged. */
 #include "clbt_test.h"
-#include "devices.h"
+#include "device/handle.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,8 @@
  * found by a later commit, which brings the device back to the host's
  * state. A hang here is a failure: CTest's timeout ends the suite.
  */
-#include "engine.h"
+#include "engine/engine.h"
+#include "engine/staging.h"
 #include "clbt_test.h"
 
 #include <stdlib.h>

@@ -5,8 +5,14 @@
  * device layer, beside the table engine: it needs no table, only the slot
  * mapping a table's step computed (or any int64 buffer).
  */
-#include "devices.h"
-#include "../cl/kv_cache.h"
+#include "base/config.h"
+#include "base/status.h"
+#include "base/tuning.h"
+#include "cl/kv_cache.h"
+#include "device/handle.h"
+#include "device/known_buffers.h"
+#include "device/program.h"
+#include "device/queue.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -276,12 +282,15 @@ static clbt_status make_kernel(clbt_kv_cache *cache, kv_kernel *k,
                                         sizeof kernel_max_group,
                                         &kernel_max_group, NULL),
                status, fail);
-  const clbt__kernel_arg fixed[] = {
-      {CLBT_KV_ARGUMENT_KEY_CACHE, sizeof(cl_mem), &cache->key_cache},
-      {CLBT_KV_ARGUMENT_VALUE_CACHE, sizeof(cl_mem), &cache->value_cache},
-      {CLBT_KV_ARGUMENT_REJECTED, sizeof(cl_mem), &cache->rejected}};
-  status = clbt__set_kernel_args(kernel, fixed, 3);
-  if (status) goto fail;
+  CLBT__CL_TRY(clSetKernelArg(kernel, CLBT_KV_ARGUMENT_KEY_CACHE,
+                              sizeof(cl_mem), &cache->key_cache),
+               status, fail);
+  CLBT__CL_TRY(clSetKernelArg(kernel, CLBT_KV_ARGUMENT_VALUE_CACHE,
+                              sizeof(cl_mem), &cache->value_cache),
+               status, fail);
+  CLBT__CL_TRY(clSetKernelArg(kernel, CLBT_KV_ARGUMENT_REJECTED,
+                              sizeof(cl_mem), &cache->rejected),
+               status, fail);
   *k = (kv_kernel){kernel, chunk,
                    clbt__tuning_local_size(
                        clbt__tuning_for(cache->device->properties.type),
@@ -561,19 +570,20 @@ static void geometry(const clbt_kv_cache *cache, const kv_kernel *k,
 static clbt_status set_arguments(kv_kernel *k, const clbt_kv_arguments *a,
                                  const clbt_kv_write *w) {
   const cl_mem buffers[3] = {w->key, w->value, w->slot_mapping};
-  clbt_status status = clbt__set_kernel_args(
-      k->kernel,
-      &(clbt__kernel_arg){CLBT_KV_ARGUMENT_ARGUMENTS, sizeof *a, a}, 1);
-  for (cl_uint i = 0; !status && i < 3; ++i) {
+  clbt_status status = CLBT_SUCCESS;
+  CLBT__CL_TRY(clSetKernelArg(k->kernel, CLBT_KV_ARGUMENT_ARGUMENTS, sizeof *a,
+                              a),
+               status, done);
+  for (cl_uint i = 0; i < 3; ++i) {
     if (k->bound[i] == buffers[i]) continue;
-    status = clbt__set_kernel_args(
-        k->kernel,
-        &(clbt__kernel_arg){CLBT_KV_ARGUMENT_KEY + i, sizeof(cl_mem),
-                            &buffers[i]},
-        1);
     /* A failed set leaves the argument unknown: set it again next time. */
-    k->bound[i] = status ? NULL : buffers[i];
+    k->bound[i] = NULL;
+    CLBT__CL_TRY(clSetKernelArg(k->kernel, CLBT_KV_ARGUMENT_KEY + i,
+                                sizeof(cl_mem), &buffers[i]),
+                 status, done);
+    k->bound[i] = buffers[i];
   }
+done:
   return status;
 }
 

@@ -6,7 +6,18 @@
  * operations check every group before changing any, so they are all or
  * nothing.
  */
-#include "engine.h"
+#include "api/reference.h"
+#include "base/config.h"
+#include "base/status.h"
+#include "calls/commit_call.h"
+#include "calls/export.h"
+#include "calls/slot_mapping.h"
+#include "calls/step.h"
+#include "calls/token_slots.h"
+#include "device/queue.h"
+#include "engine/engine.h"
+#include "engine/group.h"
+#include "engine/table_rows.h"
 
 #include <stdlib.h>
 
@@ -339,7 +350,8 @@ clbt_status clbt_multi_table_clear(clbt_multi_table *table) {
   clbt__sequence sequence =
       clbt__sequence_start(table->device, 0, NULL, false);
   for (; !status && zeroed < table->num_groups; ++zeroed)
-    status = clbt__table_zero_device(table->groups[zeroed], &sequence);
+    status = clbt__table_zero_device(table->groups[zeroed],
+                                     clbt__next_version(table), &sequence);
   status = clbt__sequence_end(&sequence, status, NULL);
   if (status) {
     for (uint32_t g = 0; g < zeroed; ++g) table->groups[g]->device_stale = true;

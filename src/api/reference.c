@@ -5,7 +5,12 @@
  * find each token's request instead; the tests hold the two against each
  * other.
  */
-#include "engine.h"
+#include "api/reference.h"
+
+#include "base/config.h"
+#include "base/status.h"
+#include "calls/batch.h"
+#include "engine/group.h"
 
 #include <string.h>
 

@@ -3,7 +3,17 @@
  * its own (engine.c). The group itself is in group.c, its row operations in
  * table_rows.c, commits in commit.c, the host reference in reference.c.
  */
-#include "engine.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "base/status.h"
+#include "calls/commit_call.h"
+#include "calls/export.h"
+#include "calls/slot_mapping.h"
+#include "calls/step.h"
+#include "calls/token_slots.h"
+#include "device/queue.h"
+#include "engine/engine.h"
+#include "engine/group.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -184,8 +194,9 @@ clbt_status clbt_table_clear(clbt_table *table) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   clbt__sequence sequence =
       clbt__sequence_start(table->device, 0, NULL, false);
+  uint64_t version = clbt__next_version(table->engine);
   clbt_status status = clbt__sequence_end(
-      &sequence, clbt__table_zero_device(table, &sequence), NULL);
+      &sequence, clbt__table_zero_device(table, version, &sequence), NULL);
   if (!status) clbt__table_zero_host(table);
   return status;
 }

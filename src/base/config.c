@@ -14,9 +14,12 @@
  * would set fields of a later version. The structs clbt fills for a
  * caller (clbt_export_buffers, clbt_commit_info) are frozen instead.
  */
-#include "base.h"
+#include "base/config.h"
+
+#include "base/status.h"
 
 #include <stdalign.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>

@@ -4,7 +4,9 @@
  * lock, so messages never interleave, a callback may call clbt, and a
  * replaced callback is not called once clbt_log_set_callback returns.
  */
-#include "base.h"
+#include "base/log.h"
+
+#include "base/status.h"
 
 #include <ctype.h>
 #include <stdarg.h>

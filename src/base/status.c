@@ -1,5 +1,7 @@
 /* Status codes and the per-thread message that details the last failure. */
-#include "base.h"
+#include "base/status.h"
+
+#include "base/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

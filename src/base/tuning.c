@@ -3,7 +3,7 @@
  * device (GPUs: measured on an H200 through NVIDIA's OpenCL), and the
  * environment's choice of a row for tests.
  */
-#include "tuning.h"
+#include "base/tuning.h"
 
 #include <stdlib.h>
 #include <string.h>

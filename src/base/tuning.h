@@ -9,12 +9,16 @@
 #ifndef CLBT_TUNING_H
 #define CLBT_TUNING_H
 
-#include "base.h"
+#include "clbt/clbt.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 /* The most record sizes a launch takes (cl/contract.h's
    CLBT_MAX_RECORD_CLASSES, which launch.c checks). */
 #define CLBT__RECORD_CLASSES 3
-/* The caller's buffers an engine keeps checked (batch.c). */
+/* The caller's buffers an engine keeps checked (calls/batch.c). */
 #define CLBT__KNOWN_BUFFERS 8
 /* Staging slots a pool keeps once their commits have ended (staging.c). */
 #define CLBT__IDLE_SLOTS 2

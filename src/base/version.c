@@ -1,5 +1,5 @@
 /* The library's version, compiled in from the header it was built with. */
-#include "base.h"
+#include "clbt/clbt.h"
 
 unsigned clbt_version_number(void) { return CLBT_VERSION_NUMBER; }
 

@@ -1,5 +1,5 @@
 /* Row width: vLLM's get_block_table_width. */
-#include "base.h"
+#include "base/status.h"
 
 static uint64_t greatest_common_divisor(uint64_t a, uint64_t b) {
   while (b) {

@@ -1,10 +1,16 @@
 /*
- * The checks of a batch's arguments against a table: its sizes against
- * the table's bounds, its buffers' sizes and context, and the wait list.
- * Every slot-mapping and export call, device or host, makes them before
- * anything.
+ * The checks every call shares (batch.h): a batch's sizes against the
+ * table's bounds and its buffers' sizes and context, which every
+ * slot-mapping and export call, device or host, makes before anything; a
+ * step's flags; and a group named alone that holds the wrong kind of rows
+ * for its call.
  */
-#include "engine.h"
+#include "calls/batch.h"
+
+#include "base/status.h"
+#include "device/known_buffers.h"
+#include "engine/engine.h"
+#include "engine/group.h"
 
 #include <string.h>
 
@@ -46,9 +52,7 @@ static clbt_status check_per_request(clbt_table *table, cl_mem buffer,
 }
 
 clbt_status clbt__check_batch_arguments(clbt_table *table,
-                                        const clbt__batch *batch,
-                                        cl_uint num_events,
-                                        const cl_event *wait_list) {
+                                        const clbt__batch *batch) {
   if (!batch->query_start_loc)
     return clbt__fail(CLBT_NULL_ARGUMENT, "query_start_loc is NULL");
   if (!batch->positions && batch->num_tokens > 0)
@@ -73,8 +77,6 @@ clbt_status clbt__check_batch_arguments(clbt_table *table,
   if (!status)
     status = check_per_request(table, batch->idx_mapping, "idx_mapping",
                                batch->num_reqs);
-  if (!status)
-    status = clbt__check_wait_list(table->device, num_events, wait_list);
   return status;
 }
 
@@ -105,4 +107,19 @@ clbt_status clbt__check_step_flags(uint32_t flags, bool on_device) {
                       "and CLBT_STEP_EXPORT",
                       (unsigned)flags);
   return CLBT_SUCCESS;
+}
+
+clbt_status clbt__check_alone(const clbt__scope *scope, bool pages,
+                              const char *what) {
+  if (!scope->alone || clbt__maps_tokens(scope->first) == pages)
+    return CLBT_SUCCESS;
+  if (pages)
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "the table's slot_mode is CLBT_SLOT_MODE_NONE: its rows "
+                      "hold states, not pages, and it has no %s",
+                      what);
+  return clbt__fail(CLBT_INVALID_ARGUMENT,
+                    "the table's slot_mode is CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT: "
+                    "its rows hold pages, and it has no %s",
+                    what);
 }

@@ -4,10 +4,15 @@
  * read and, when asked, the context-only CSR and a dense page table, built
  * on the device by the step kernel (cl/export.cl) into regions of the
  * group's allocation. The export is work of the step kernel's, in the same
- * launch as a step's slot mapping and gather (step.c runs it); what is
- * here are its checks.
+ * launch as a step's slot mapping and gather; what is here are its checks
+ * and its call.
  */
-#include "engine.h"
+#include "calls/export.h"
+
+#include "base/status.h"
+#include "calls/run.h"
+#include "device/queue.h"
+#include "engine/group.h"
 
 #include <stdint.h>
 
@@ -24,7 +29,8 @@ clbt__batch clbt__export_batch(const clbt_export_request *request) {
 }
 
 uint32_t clbt__export_work(const clbt__batch *batch) {
-  return (batch->export_flags & CLBT_EXPORT_CONTEXT
+  return CLBT_WORK_EXPORT |
+         (batch->export_flags & CLBT_EXPORT_CONTEXT
               ? CLBT_WORK_EXPORT_CONTEXT
               : 0) |
          (batch->export_flags & CLBT_EXPORT_DENSE ? CLBT_WORK_EXPORT_DENSE
@@ -70,14 +76,6 @@ clbt_status clbt__check_export_groups(const clbt__scope *scope,
   return status;
 }
 
-clbt_status clbt__check_export_target(const clbt__scope *scope) {
-  if (scope->alone && !clbt__maps_tokens(scope->first))
-    return clbt__fail(CLBT_INVALID_ARGUMENT,
-                      "the table's slot_mode is CLBT_SLOT_MODE_NONE: its rows "
-                      "hold states, not pages, and it has no export");
-  return CLBT_SUCCESS;
-}
-
 clbt_status clbt__check_export_flags(const clbt__batch *batch,
                                      const char *flags_name) {
   const uint32_t known = CLBT_EXPORT_CONTEXT | CLBT_EXPORT_DENSE;
@@ -94,14 +92,17 @@ clbt_status clbt__check_export_flags(const clbt__batch *batch,
   return CLBT_SUCCESS;
 }
 
-clbt_status clbt__check_export(const clbt__scope *scope,
-                               const clbt__batch *batch,
-                               const char *flags_name, cl_uint num_events,
-                               const cl_event *wait_list) {
-  clbt_status status = clbt__check_export_target(scope);
+clbt_status clbt__enqueue_export(const clbt__scope *scope,
+                                 const clbt__batch *batch, cl_uint num_events,
+                                 const cl_event *wait_list, cl_event *event) {
+  clbt_status status = clbt__check_alone(scope, true, "export");
+  if (!status) status = clbt__check_batch_arguments(scope->first, batch);
   if (!status)
-    status = clbt__check_batch_arguments(scope->first, batch, num_events,
-                                         wait_list);
-  if (!status) status = clbt__check_export_flags(batch, flags_name);
-  return status ? status : clbt__check_export_groups(scope, batch);
+    status = clbt__check_wait_list(scope->first->device, num_events,
+                                   wait_list);
+  if (!status) status = clbt__check_export_flags(batch, "request->flags");
+  if (!status) status = clbt__check_export_groups(scope, batch);
+  if (status) return status;
+  const clbt__call call = {.work = clbt__export_work(batch), .batch = *batch};
+  return clbt__run(scope, &call, num_events, wait_list, event);
 }

@@ -7,17 +7,15 @@
  * forward, after the step that wrote the slot mapping. What is here are
  * its checks and its call.
  */
-#include "engine.h"
+#include "calls/token_slots.h"
+
+#include "base/status.h"
+#include "calls/batch.h"
+#include "calls/run.h"
+#include "device/queue.h"
+#include "engine/group.h"
 
 #include <stdio.h>
-
-uint32_t clbt__token_sections_before(const clbt__scope *scope, uint32_t l) {
-  uint32_t sections = 0;
-  for (uint32_t g = scope->begin;
-       g < scope->end && g / CLBT__MAX_LAUNCH_GROUPS < l; ++g)
-    sections += clbt__maps_tokens(scope->engine->groups[g]);
-  return sections;
-}
 
 /* The request's counts against the table's bounds and the kernel's. */
 static clbt_status check_counts(const clbt__scope *scope,
@@ -84,13 +82,11 @@ clbt_status clbt__enqueue_token_slots(const clbt__scope *scope,
                                       cl_uint num_events,
                                       const cl_event *wait_list,
                                       cl_event *event) {
-  if (scope->alone && !clbt__maps_tokens(scope->first))
-    return clbt__fail(CLBT_INVALID_ARGUMENT,
-                      "the table's slot_mode is CLBT_SLOT_MODE_NONE: its rows "
-                      "hold states, not pages, and it has no token slots");
+  clbt_status status = clbt__check_alone(scope, true, "token slots");
+  if (status) return status;
   if (!request->query_start_loc)
     return clbt__fail(CLBT_NULL_ARGUMENT, "request->query_start_loc is NULL");
-  clbt_status status = check_counts(scope, request);
+  status = check_counts(scope, request);
   if (!status) status = check_buffers(scope, request);
   if (!status)
     status = clbt__check_wait_list(scope->first->device, num_events,

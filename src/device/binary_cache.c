@@ -10,7 +10,10 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "devices.h"
+#include "device/binary_cache.h"
+
+#include "base/log.h"
+#include "device/handle.h"
 
 #include <errno.h>
 #include <fcntl.h>

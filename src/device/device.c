@@ -1,5 +1,12 @@
 /* Device handles: a context, a device and an in-order queue, shared by tables. */
-#include "devices.h"
+#include "base/log.h"
+#include "base/status.h"
+#include "device/device_select.h"
+#include "device/device_settings.h"
+#include "device/driver_lock.h"
+#include "device/handle.h"
+#include "device/program.h"
+#include "device/queue.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,13 +71,6 @@ static clbt_status read_properties(cl_device_id id,
       alignment_bits / 8 > 8 ? alignment_bits / 8 : 8;
 done:
   return status;
-}
-
-clbt_status clbt__device_lock(clbt_device *device) {
-  if (mtx_lock(&device->programs_lock) != thrd_success)
-    return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY,
-                      "mtx_lock failed on the device's programs lock");
-  return CLBT_SUCCESS;
 }
 
 /* Makes a handle that holds a new reference to each of the three objects. */
@@ -180,10 +180,6 @@ clbt_status clbt_device_wrap(cl_context context, cl_device_id id,
   status = assemble(context, id, queue, out);
 done:
   return status;
-}
-
-void clbt__device_retain(clbt_device *device) {
-  atomic_fetch_add(&device->references, 1);
 }
 
 void clbt_device_release(clbt_device *device) {

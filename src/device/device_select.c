@@ -2,7 +2,11 @@
  * Device selection: the CLBT_DEVICE selector [platform][:[type][:device]],
  * matched against every device of every installed platform.
  */
-#include "devices.h"
+#include "device/device_select.h"
+
+#include "base/log.h"
+#include "base/status.h"
+#include "device/driver_lock.h"
 
 #include <ctype.h>
 #include <stdio.h>

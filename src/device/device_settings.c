@@ -6,9 +6,13 @@
  * API. They are guarded by the device's programs_lock, which a build holds
  * from the moment it reads them until the program is in the device's list.
  */
-#include "devices.h"
+#include "device/device_settings.h"
+
+#include "base/status.h"
+#include "device/handle.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,7 +42,7 @@ static char *field(clbt_device *device, clbt__setting which) {
 }
 
 /* The prefix of the macros clbt's kernels and host agree on (cl/contract.h,
-   src/launch.c): clbt's alone to define. */
+   src/engine/launch.c): clbt's alone to define. */
 #define RESERVED_PREFIX "CLBT_"
 
 /* Characters a compiler's option parser may drop or treat as word breaks. */
@@ -80,7 +84,7 @@ static const char *reserved_define(const char *options, const char **name) {
 /*
  * Build options may not define or undefine clbt's own macros: a kernel
  * built with "-DCLBT_PAD_SLOT_ID=0" would make every pad a real KV slot.
- * The build refuses them too (src/program.c), in whatever form a compiler
+ * The build refuses them too (src/device/program.c), in whatever form a compiler
  * takes them; this says so before any build, naming the option.
  */
 static clbt_status check_options(const char *options, const char *name) {

@@ -6,9 +6,12 @@
  * platform from then on, when threads list platforms while another frees
  * a context; every other driver call clbt makes may run in any thread.
  */
-#include "devices.h"
+#include "device/driver_lock.h"
+
+#include "base/status.h"
 
 #include <stdbool.h>
+#include <threads.h>
 
 static once_flag setup_once = ONCE_FLAG_INIT;
 static bool lock_ready;

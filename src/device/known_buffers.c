@@ -1,8 +1,11 @@
 /*
- * The caller's buffers a handle has checked lately (devices.h): a table
+ * The caller's buffers a handle has checked lately (known_buffers.h): a table
  * engine's batch buffers, a KV cache's inputs.
  */
-#include "devices.h"
+#include "device/known_buffers.h"
+
+#include "base/status.h"
+#include "device/handle.h"
 
 #include <string.h>
 

@@ -3,7 +3,12 @@
  * kept in the device handle, so that tables sharing a specialisation share
  * the program.
  */
-#include "devices.h"
+#include "device/program.h"
+
+#include "base/log.h"
+#include "base/status.h"
+#include "device/binary_cache.h"
+#include "device/handle.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,15 +273,4 @@ void clbt__programs_release(clbt_device *device) {
     entry = next;
   }
   device->programs = NULL;
-}
-
-clbt_status clbt__set_kernel_args(cl_kernel kernel,
-                                  const clbt__kernel_arg *args, size_t count) {
-  clbt_status status = CLBT_SUCCESS;
-  for (size_t i = 0; i < count; ++i)
-    CLBT__CL_TRY(clSetKernelArg(kernel, args[i].index, args[i].size,
-                                args[i].value),
-                 status, done);
-done:
-  return status;
 }

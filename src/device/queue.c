@@ -3,8 +3,10 @@
  * checked as clEnqueue* would, the sequence every command goes through,
  * and the watch over the commands that took a caller's wait list.
  */
-#include "devices.h"
-#include "tuning.h"
+#include "device/queue.h"
+
+#include "base/status.h"
+#include "base/tuning.h"
 
 #include <stdlib.h>
 

@@ -15,66 +15,18 @@
  * and nothing waits for the device. Every row a commit writes gets the
  * commit's version, which tells the gather (cl/slot_mapping.cl) which rows
  * changed (cl/gather.cl). Where each launch's part of the packet goes is
- * the call's plan (step.c). Mapping the committed copy and writing cells in place was
- * measured too, on PoCL where it costs no copy: its blocking map made it
+ * the call's plan (plan.c, calls/run.c). Mapping the committed copy and
+ * writing cells in place was measured too, on PoCL where it costs no copy: its blocking map made it
  * slower than SCATTER (docs/benchmarks.md).
  */
-#include "engine.h"
+#include "engine/commit.h"
+
+#include "base/status.h"
+#include "engine/engine.h"
+#include "engine/staging.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-clbt_status clbt__changes_init(clbt__changes *changes, uint32_t max_num_reqs) {
-  changes->listed_rows = calloc(max_num_reqs, sizeof *changes->listed_rows);
-  changes->listed = calloc(max_num_reqs, sizeof *changes->listed);
-  changes->low = calloc(max_num_reqs, sizeof *changes->low);
-  changes->high = calloc(max_num_reqs, sizeof *changes->high);
-  changes->extent = calloc(max_num_reqs, sizeof *changes->extent);
-  changes->num_listed = 0;
-  if (changes->listed_rows && changes->listed && changes->low &&
-      changes->high && changes->extent)
-    return CLBT_SUCCESS;
-  clbt__changes_free(changes);
-  return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY,
-                    "no memory to track changes of %u rows",
-                    (unsigned)max_num_reqs);
-}
-
-void clbt__changes_free(clbt__changes *changes) {
-  free(changes->listed_rows);
-  free(changes->listed);
-  free(changes->low);
-  free(changes->high);
-  free(changes->extent);
-  memset(changes, 0, sizeof *changes);
-}
-
-void clbt__changes_reset(clbt__changes *changes, uint32_t max_num_reqs) {
-  for (uint32_t i = 0; i < changes->num_listed; ++i)
-    changes->listed[changes->listed_rows[i]] = false;
-  changes->num_listed = 0;
-  memset(changes->extent, 0, max_num_reqs * sizeof *changes->extent);
-}
-
-void clbt__changes_mark(clbt_table *table, uint32_t row, uint32_t low,
-                        uint32_t high) {
-  clbt__changes *changes = &table->changes;
-  if (!changes->listed[row]) {
-    changes->listed[row] = true;
-    changes->listed_rows[changes->num_listed++] = row;
-    changes->low[row] = UINT32_MAX;
-    changes->high[row] = 0;
-  }
-  if (low >= high) return; /* only the length changed */
-  if (low < changes->low[row]) changes->low[row] = low;
-  if (high > changes->high[row]) changes->high[row] = high;
-}
-
-static uint32_t changed_cells(const clbt__changes *changes, uint32_t row) {
-  return changes->high[row] > changes->low[row]
-             ? changes->high[row] - changes->low[row]
-             : 0;
-}
 
 /* Unlists the rows below num_reqs, which the commit brought in sync. */
 static void unlist_committed(clbt__changes *changes, uint32_t num_reqs) {
@@ -96,21 +48,16 @@ static clbt__pending count_pending(const clbt__changes *changes,
     uint32_t row = changes->listed_rows[i];
     if (row >= num_reqs) continue;
     ++p.rows;
-    p.cells += changed_cells(changes, row);
+    p.cells += clbt__changed_cells(changes, row);
   }
   return p;
-}
-
-/* A scatter packet: an entry per row, then its changed cells' ids. */
-static uint64_t packet_words(uint64_t rows, uint64_t cells) {
-  return CLBT_PACKET_ROW_WORDS * rows + cells;
 }
 
 clbt_status clbt__commit_choose(clbt_commit_mode mode, uint32_t num_reqs,
                                 uint32_t width, uint64_t rows, uint64_t cells,
                                 clbt_commit_mode *chosen) {
   uint64_t whole_words = (uint64_t)num_reqs * (width + 1);
-  uint64_t scatter_words = packet_words(rows, cells);
+  uint64_t scatter_words = clbt__scatter_words(rows, cells);
   /* The scatter kernel counts lengths and cells in 32 bits. */
   bool countable = rows <= UINT32_MAX && cells <= UINT32_MAX;
   if (mode == CLBT_COMMIT_SCATTER && !countable)
@@ -145,15 +92,6 @@ clbt_status clbt__commit_plan_group(const clbt_table *group,
   return clbt__commit_choose(group->commit_mode, plan->rows,
                              group->layout.width, plan->pending.rows,
                              plan->pending.cells, &plan->mode);
-}
-
-size_t clbt__commit_section_words(const clbt__commit_plan *plan) {
-  if (plan->mode != CLBT_COMMIT_SCATTER) return 0;
-  return (size_t)packet_words(plan->pending.rows, plan->pending.cells);
-}
-
-uint64_t clbt__next_version(clbt_multi_table *engine) {
-  return ++engine->version;
 }
 
 clbt_status clbt__commit_whole(clbt_table *group, uint32_t rows,
@@ -206,7 +144,7 @@ static void pack_section(const clbt_table *group,
   for (uint32_t i = 0; i < changes->num_listed; ++i) {
     uint32_t row = changes->listed_rows[i];
     if (row >= plan->rows) continue;
-    uint32_t cells = changed_cells(changes, row);
+    uint32_t cells = clbt__changed_cells(changes, row);
     uint32_t low = cells ? changes->low[row] : 0;
     section[CLBT_PACKET_ROW] = row;
     section[CLBT_PACKET_ROW_LENGTH] = group->row_lengths[row];
@@ -222,7 +160,7 @@ static void pack_section(const clbt_table *group,
 
 void clbt__commit_pack(const clbt__launch *launch,
                        const clbt__commit_plan *plans, uint32_t *part) {
-  for (uint32_t g = 0; g < launch->num_groups; ++g) {
+  for (uint32_t g = 0; g < launch->shape.num_groups; ++g) {
     bool scatters = plans[g].mode == CLBT_COMMIT_SCATTER;
     uint32_t *counts = part + CLBT_PACKET_HEADER_WORDS_PER_GROUP * g;
     counts[0] = scatters ? plans[g].pending.rows : 0;

@@ -5,9 +5,12 @@
  * engine of its own. Either way the groups' storage (one allocation) and
  * launches, eight groups to a launch, are made here, and a call reaches
  * them through a scope: every group of the engine, or one group alone, in
- * the launch that holds it (step.c runs the calls).
+ * the launch that holds it (calls/run.c runs the calls).
  */
-#include "engine.h"
+#include "engine/engine.h"
+
+#include "base/status.h"
+#include "device/queue.h"
 
 #include <stdlib.h>
 
@@ -31,7 +34,8 @@ static clbt_status create_launches(clbt_multi_table *engine) {
   for (uint32_t l = 0; !status && l < count; ++l) {
     status = clbt__launch_init(&engine->launches[l],
                                engine->groups + l * CLBT__MAX_LAUNCH_GROUPS,
-                               launch_size(engine->num_groups, l));
+                               launch_size(engine->num_groups, l),
+                               engine->storage);
     if (!status) engine->num_launches = l + 1;
   }
   return status;
@@ -184,7 +188,19 @@ uint32_t clbt__scope_end_launch(const clbt__scope *scope) {
 uint32_t clbt__scope_groups(const clbt__scope *scope, uint32_t l) {
   uint32_t first = l * CLBT__MAX_LAUNCH_GROUPS;
   uint32_t mask = 0;
-  for (uint32_t g = 0; g < scope->engine->launches[l].num_groups; ++g)
+  for (uint32_t g = 0; g < scope->engine->launches[l].shape.num_groups; ++g)
     if (first + g >= scope->begin && first + g < scope->end) mask |= 1u << g;
   return mask;
+}
+
+uint32_t clbt__token_sections_before(const clbt__scope *scope, uint32_t l) {
+  uint32_t sections = 0;
+  for (uint32_t g = scope->begin;
+       g < scope->end && g / CLBT__MAX_LAUNCH_GROUPS < l; ++g)
+    sections += clbt__maps_tokens(scope->engine->groups[g]);
+  return sections;
+}
+
+uint64_t clbt__next_version(clbt_multi_table *engine) {
+  return ++engine->version;
 }

@@ -4,7 +4,10 @@
  * allocation. Groups are made by the engine (engine.c); the row operations
  * are in table_rows.c, commits in commit.c.
  */
-#include "engine.h"
+#include "engine/group.h"
+
+#include "base/status.h"
+#include "device/handle.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -231,10 +234,9 @@ void clbt__group_destroy(clbt_table *table) {
   free(table);
 }
 
-clbt_status clbt__table_zero_device(clbt_table *table,
+clbt_status clbt__table_zero_device(clbt_table *table, uint64_t version,
                                     clbt__sequence *sequence) {
   const cl_int zero = 0;
-  const cl_ulong version = clbt__next_version(table->engine);
   size_t rows = table->layout.max_num_reqs;
   clbt_status status =
       clbt__sequence_fill(sequence, table->regions[CLBT_REGION_ROWS], &zero,

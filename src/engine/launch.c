@@ -3,13 +3,18 @@
  * engine (one table, or eight groups of a multi-group table), its entries
  * made on first use, each in each record size, bound to the launch's
  * layout and the engine's storage, with a geometry chosen for the device
- * (src/tuning.c). The kernel's arguments persist between launches and
+ * (src/base/tuning.c). The kernel's arguments persist between launches and
  * NVIDIA's driver copies every one at every enqueue (about a quarter of a
  * microsecond each on the H200), so a launch takes few of them: a record
  * and a layout by value, the batch's buffers and the storage, and sets
  * again only those that changed.
  */
-#include "engine.h"
+#include "engine/launch.h"
+
+#include "base/status.h"
+#include "base/tuning.h"
+#include "device/handle.h"
+#include "device/program.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -37,23 +42,12 @@ static const cl_uint bound_arguments[CLBT__NUM_BOUND] = {
     [CLBT__BOUND_TOKEN_SLOTS] = ARG_TOKEN_SLOTS,
     [CLBT__BOUND_PACKET] = ARG_PACKET};
 
-/* Each entry's name and parts. */
-static const struct {
-  const char *name;
-  uint32_t parts;
-} entries[CLBT__NUM_ENTRIES] = {
-#define ENTRY(NAME, name, parts) [CLBT__ENTRY_##NAME] = {#name, parts},
+/* Each entry's name, for its kernel's. */
+static const char *const entry_names[CLBT__NUM_ENTRIES] = {
+#define ENTRY(NAME, name, parts) [CLBT__ENTRY_##NAME] = #name,
     CLBT_STEP_ENTRIES(ENTRY)
 #undef ENTRY
 };
-
-clbt__entry clbt__entry_for(const clbt__launch *launch, uint32_t work) {
-  if (launch->tuning->gpu_code) return CLBT__ENTRY_WHOLE;
-  uint32_t parts = work & CLBT_WORK_PARTS;
-  int e = 0;
-  while (e < CLBT__ENTRY_WHOLE && (entries[e].parts & parts) != parts) ++e;
-  return (clbt__entry)e;
-}
 
 /* The group constants in the contract's order, for the -D options. */
 static const size_t spec_field_offsets[] = {
@@ -123,7 +117,7 @@ static uint32_t record_sizes(const clbt_device *device,
  * The longest options: the fixed part at its longest values (a query
  * start copy of at most 65536 words, records of at most
  * CLBT_MAX_RECORD_WORDS), then eight groups of five constants of ten
- * digits and two flags (0 or 1), which fit the bound of devices.h.
+ * digits and two flags (0 or 1), which fit the bound of device/program.h.
  */
 #define OPTION_BYTES(name, digits) (sizeof " -D" name "=" - 1 + (digits))
 _Static_assert(NUM_SPEC_FIELDS == 7,
@@ -202,33 +196,28 @@ static clbt_status find_program(clbt__launch *launch) {
   if (launch->program) return CLBT_SUCCESS;
   const clbt__group_spec *specs[CLBT__MAX_LAUNCH_GROUPS];
   clbt_table *const *groups = launch->groups;
-  for (uint32_t g = 0; g < launch->num_groups; ++g)
+  for (uint32_t g = 0; g < launch->shape.num_groups; ++g)
     specs[g] = &groups[g]->layout.spec;
-  return clbt__launch_program(groups[0]->device, specs, launch->num_groups,
+  return clbt__launch_program(groups[0]->device, specs, launch->shape.num_groups,
                               groups[0]->layout.max_num_reqs,
                               &launch->program);
 }
 
 clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *groups,
-                              uint32_t num_groups) {
+                              uint32_t num_groups, cl_mem storage) {
   const clbt_device *device = groups[0]->device;
   memset(launch, 0, sizeof *launch);
   launch->groups = groups;
-  launch->num_groups = num_groups;
-  launch->tuning = clbt__tuning_for(device->properties.type);
-  launch->num_classes =
-      record_sizes(device, launch->tuning, num_groups, launch->record_words);
-  launch->has_inline = launch->record_words[launch->num_classes - 1] > 1;
-  bool maps = false;
+  launch->storage = storage;
+  clbt__launch_shape *shape = &launch->shape;
+  shape->num_groups = num_groups;
   for (uint32_t g = 0; g < num_groups; ++g)
-    maps = maps || clbt__maps_tokens(groups[g]);
-  return maps ? find_program(launch) : CLBT_SUCCESS;
-}
-
-uint32_t clbt__record_class(const clbt__launch *launch, size_t words) {
-  uint32_t c = 0;
-  while (c < launch->num_classes && launch->record_words[c] < words) ++c;
-  return c;
+    shape->token_groups |= (uint32_t)clbt__maps_tokens(groups[g]) << g;
+  shape->tuning = clbt__tuning_for(device->properties.type);
+  shape->num_classes =
+      record_sizes(device, shape->tuning, num_groups, shape->record_words);
+  shape->has_inline = shape->record_words[shape->num_classes - 1] > 1;
+  return shape->token_groups ? find_program(launch) : CLBT_SUCCESS;
 }
 
 /* The kernel object's work-group size (the tuning table's rule, within
@@ -241,7 +230,7 @@ static clbt_status local_size_of(const clbt__launch *launch,
       sizeof limit, &limit, NULL);
   if (error) return clbt__cl_fail(error, "clGetKernelWorkGroupInfo");
   if (limit > CLBT_MAX_WORK_GROUP_SIZE) limit = CLBT_MAX_WORK_GROUP_SIZE;
-  *out = clbt__tuning_local_size(launch->tuning, limit);
+  *out = clbt__tuning_local_size(launch->shape.tuning, limit);
   return CLBT_SUCCESS;
 }
 
@@ -253,20 +242,20 @@ static clbt_status make_kernel(const clbt__launch *launch, clbt__entry entry,
   clbt__launch_layout layout = {
       .max_num_reqs = groups[0]->layout.max_num_reqs,
       .max_num_tokens = groups[0]->layout.max_num_batched_tokens};
-  for (uint32_t g = 0; g < launch->num_groups; ++g)
+  for (uint32_t g = 0; g < launch->shape.num_groups; ++g)
     layout.groups[g] = groups[g]->at;
   char name[32];
-  snprintf(name, sizeof name, "clbt_%s_%u", entries[entry].name,
+  snprintf(name, sizeof name, "clbt_%s_%u", entry_names[entry],
            (unsigned)record_class);
   clbt_status status = CLBT_SUCCESS;
   cl_int error = CL_SUCCESS;
   cl_kernel kernel = clCreateKernel(launch->program, name, &error);
   CLBT__CL_CHECK(error, "clCreateKernel", status, done);
   CLBT__CL_TRY(clSetKernelArg(kernel, ARG_LAYOUT,
-                              layout_bytes(launch->num_groups), &layout),
+                              layout_bytes(launch->shape.num_groups), &layout),
                status, fail);
   CLBT__CL_TRY(clSetKernelArg(kernel, ARG_STORAGE, sizeof(cl_mem),
-                              &groups[0]->engine->storage),
+                              &launch->storage),
                status, fail);
   for (int b = 0; b < CLBT__NUM_BOUND; ++b)
     CLBT__CL_TRY(clSetKernelArg(kernel, bound_arguments[b], sizeof(cl_mem),
@@ -306,7 +295,7 @@ void clbt__launch_release(clbt__launch *launch) {
 /* A CPU's grid for `items` items (the tuning table's rule). */
 static size_t cpu_grid(const clbt__launch *launch, size_t items) {
   return clbt__tuning_cpu_groups(
-      launch->tuning, launch->groups[0]->device->properties.compute_units,
+      launch->shape.tuning, launch->groups[0]->device->properties.compute_units,
       items);
 }
 
@@ -322,7 +311,7 @@ static size_t round_up(size_t items, size_t local) {
 /* The token-mapping groups of a launch's mask: those that export. */
 static size_t exporting_groups(const clbt__launch *launch, uint32_t groups) {
   size_t count = 0;
-  for (uint32_t g = 0; g < launch->num_groups; ++g)
+  for (uint32_t g = 0; g < launch->shape.num_groups; ++g)
     count += (groups >> g & 1u) && clbt__maps_tokens(launch->groups[g]);
   return count;
 }
@@ -331,11 +320,11 @@ size_t clbt__launch_grid(const clbt__launch *launch,
                          const clbt__kernel *kernel, uint32_t work,
                          uint32_t groups_mask, uint32_t num_tokens,
                          uint32_t padded) {
-  const clbt__tuning *tuning = launch->tuning;
+  const clbt__tuning *tuning = launch->shape.tuning;
   size_t max_tokens = launch->groups[0]->layout.max_num_batched_tokens;
   size_t local = kernel->local_size;
   if (on_cpu(launch))
-    return cpu_grid(launch, max_tokens * launch->num_groups) * local;
+    return cpu_grid(launch, max_tokens * launch->shape.num_groups) * local;
   /* A token a work-item, the pad entries pad_per_item to one. */
   size_t pads = max_tokens - num_tokens;
   size_t items = (work & CLBT_WORK_MAP)
@@ -387,7 +376,7 @@ clbt_status clbt__launch_enqueue(const clbt__launch *launch,
   clbt_status status = bind_buffers(kernel, call->buffers);
   if (status) return status;
   CLBT__CL_TRY(clSetKernelArg(kernel->kernel, ARG_RECORD,
-                              record_bytes(launch->record_words
+                              record_bytes(launch->shape.record_words
                                                [call->record_class]),
                               call->record),
                status, done);

@@ -15,7 +15,9 @@
  * its write ended with a negative status, and the engine is marked stale so
  * that the next commit rewrites what never arrived.
  */
-#include "engine.h"
+#include "engine/staging.h"
+
+#include "base/status.h"
 
 #include <stdlib.h>
 #include <string.h>

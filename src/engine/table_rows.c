@@ -1,9 +1,13 @@
 /*
  * Row operations on the host rows of one table, as vLLM's BlockTable does
  * them, each split into a check that changes nothing and an apply that
- * cannot fail (see engine.h).
+ * cannot fail (table_rows.h).
  */
-#include "engine.h"
+#include "engine/table_rows.h"
+
+#include "base/status.h"
+#include "engine/changes.h"
+#include "engine/group.h"
 
 #include <string.h>
 
@@ -85,7 +89,7 @@ void clbt__apply_append(clbt_table *table, uint32_t row,
   uint32_t new_length = length + (uint32_t)n * per_block;
   table->row_lengths[row] = new_length;
   raise_extent(table, row, new_length);
-  clbt__changes_mark(table, row, length, new_length);
+  clbt__changes_mark(&table->changes, row, length, new_length);
 }
 
 clbt_status clbt__check_truncate(const clbt_table *table, uint32_t row,
@@ -109,7 +113,7 @@ void clbt__apply_truncate(clbt_table *table, uint32_t row, size_t num_blocks) {
   memset(row_data(table, row) + kept, 0, (length - kept) * sizeof(int32_t));
   table->row_lengths[row] = kept;
   if (table->changes.extent[row] <= length) table->changes.extent[row] = kept;
-  clbt__changes_mark(table, row, kept, length);
+  clbt__changes_mark(&table->changes, row, kept, length);
 }
 
 void clbt__apply_clear_row(clbt_table *table, uint32_t row) {
@@ -123,7 +127,7 @@ void clbt__apply_move_row(clbt_table *table, uint32_t src, uint32_t dst) {
   memcpy(row_data(table, dst), row_data(table, src), length * sizeof(int32_t));
   table->row_lengths[dst] = length;
   raise_extent(table, dst, length);
-  clbt__changes_mark(table, dst, 0, length);
+  clbt__changes_mark(&table->changes, dst, 0, length);
   clbt__apply_clear_row(table, src);
 }
 
@@ -144,8 +148,8 @@ void clbt__apply_swap_row(clbt_table *table, uint32_t a, uint32_t b) {
   table->row_lengths[b] = kept_length;
   extent[a] = extent[b];
   extent[b] = kept_extent;
-  clbt__changes_mark(table, a, 0, used);
-  clbt__changes_mark(table, b, 0, used);
+  clbt__changes_mark(&table->changes, a, 0, used);
+  clbt__changes_mark(&table->changes, b, 0, used);
 }
 
 static clbt_status update_row(clbt_table *table, uint32_t row,
