@@ -19,7 +19,6 @@ typedef struct clbt__program_entry clbt__program_entry;
 typedef struct clbt__device_properties {
   cl_device_type type;
   cl_uint compute_units;
-  size_t max_work_group_size;
   cl_ulong local_mem_size;
   size_t base_address_alignment;  /* bytes; where sub-buffers may start */
   size_t max_parameter_size;      /* bytes all of a kernel's arguments take */
