@@ -13,9 +13,11 @@
  */
 #include "calls/run.h"
 
+#include "device/handle.h"
 #include "device/queue.h"
 #include "engine/commit.h"
 #include "engine/engine.h"
+#include "engine/group.h"
 #include "engine/launch.h"
 #include "engine/plan.h"
 #include "engine/staging.h"

@@ -22,7 +22,10 @@
 #include "engine/commit.h"
 
 #include "base/status.h"
+#include "device/handle.h"
+#include "engine/changes.h"
 #include "engine/engine.h"
+#include "engine/group.h"
 #include "engine/staging.h"
 
 #include <stdlib.h>

@@ -10,6 +10,7 @@
 #include "engine/engine.h"
 
 #include "base/status.h"
+#include "device/handle.h"
 #include "device/queue.h"
 
 #include <stdlib.h>
