@@ -1,5 +1,5 @@
 /*
- * Commits (src/commit.c): every way of committing gives the device what a
+ * Commits (src/engine/commit.c): every way of committing gives the device what a
  * whole copy would, moves only what changed, survives uploads in flight,
  * and chains with events.
  */

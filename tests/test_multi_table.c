@@ -589,7 +589,7 @@ END_TEST
  * KV-manager block ids as the test appended them, and vLLM's slot rule
  * (a virtual block of block_size x cp_world_size tokens dealt round-robin
  * to ranks interleave tokens at a time) written out here, apart from
- * src/reference.c. Groups: 0 sharded (block 16), 1 replicated (32 over
+ * src/api/reference.c. Groups: 0 sharded (block 16), 1 replicated (32 over
  * kernel blocks of 16), 2 Mamba state (NONE, block 64); CP rank 1 of 2.
  */
 enum { MODEL_REQS = 4, MODEL_TOKENS = 16, MODEL_GROUPS = 3, MODEL_WIDTH = 16 };

@@ -1,4 +1,4 @@
-/* Row operations (src/table_rows.c), as block_table.py defines them. */
+/* Row operations (src/engine/table_rows.c), as block_table.py defines them. */
 #include "engine/group.h"
 #include "engine/table_rows.h"
 #include "clbt_test.h"
