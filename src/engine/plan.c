@@ -54,20 +54,20 @@ static uint32_t launch_work(const clbt__launch_shape *shape, uint32_t groups,
 /* Places the sections of the launch's scattering groups in its part: each
    group's counts first, then the sections in group order. */
 static void plan_part(const clbt__launch_shape *shape,
-                      clbt__commit_plan *commits, clbt__launch_plan *plan) {
+                      clbt__commit_plan *commits, clbt__launch_plan *share) {
   size_t part = CLBT_PACKET_HEADER_WORDS_PER_GROUP * shape->num_groups;
   bool scatters = false;
   for (uint32_t g = 0; g < shape->num_groups; ++g) {
-    if (!(plan->groups >> g & 1u)) continue;
+    if (!(share->groups >> g & 1u)) continue;
     commits[g].packet_at = part;
     part += clbt__commit_section_words(&commits[g]);
     size_t items = commits[g].pending.rows + commits[g].pending.cells;
     if (commits[g].mode == CLBT_COMMIT_SCATTER) {
       scatters = true;
-      if (items > plan->scatter_items) plan->scatter_items = items;
+      if (items > share->scatter_items) share->scatter_items = items;
     }
   }
-  plan->part_words = scatters ? part : 0;
+  share->part_words = scatters ? part : 0;
 }
 
 /*
@@ -76,40 +76,40 @@ static void plan_part(const clbt__launch_shape *shape,
  * else uploaded and scattered by a launch of its own.
  */
 static clbt__packet_place place_part(const clbt__launch_shape *shape,
-                                     const clbt__launch_plan *plan) {
-  if (plan->part_words == 0) return CLBT__PACKET_NONE;
-  bool small = plan->scatter_items <= shape->tuning->folded_items;
-  bool fits = shape->has_inline &&
-              clbt__record_class(shape, plan->part_words) < shape->num_classes;
-  if (fits && (small || plan->work == 0)) return CLBT__PACKET_INLINE;
-  return plan->work && small ? CLBT__PACKET_FOLDED : CLBT__PACKET_SCATTERED;
+                                     const clbt__launch_plan *share) {
+  if (share->part_words == 0) return CLBT__PACKET_NONE;
+  bool small = share->scatter_items <= shape->tuning->folded_items;
+  uint32_t record = clbt__record_class(shape, share->part_words);
+  bool fits = shape->has_inline && record < shape->num_classes;
+  if (fits && (small || share->work == 0)) return CLBT__PACKET_INLINE;
+  return share->work && small ? CLBT__PACKET_FOLDED : CLBT__PACKET_SCATTERED;
 }
 
-bool clbt__plan_uploads(const clbt__launch_plan *plan) {
-  return plan->place == CLBT__PACKET_FOLDED ||
-         plan->place == CLBT__PACKET_SCATTERED;
+bool clbt__plan_uploads(const clbt__launch_plan *share) {
+  return share->place == CLBT__PACKET_FOLDED ||
+         share->place == CLBT__PACKET_SCATTERED;
 }
 
-size_t clbt__plan_inline_words(const clbt__launch_plan *plan, bool step) {
-  bool carries = plan->place == CLBT__PACKET_INLINE &&
-                 (step ? plan->work != 0 : !plan->work);
-  return carries ? plan->part_words : 0;
+size_t clbt__plan_inline_words(const clbt__launch_plan *share, bool step) {
+  bool carries = share->place == CLBT__PACKET_INLINE &&
+                 (step ? share->work != 0 : !share->work);
+  return carries ? share->part_words : 0;
 }
 
 void clbt__plan_launch(const clbt__launch_shape *shape, uint32_t groups,
                        uint32_t work, clbt__commit_plan *commits,
-                       clbt__launch_plan *out) {
-  *out = (clbt__launch_plan){.groups = groups};
-  out->work = launch_work(shape, groups, work);
-  if (commits) plan_part(shape, commits, out);
-  out->place = place_part(shape, out);
+                       clbt__launch_plan *share) {
+  *share = (clbt__launch_plan){.groups = groups};
+  share->work = launch_work(shape, groups, work);
+  if (commits) plan_part(shape, commits, share);
+  share->place = place_part(shape, share);
   /* Too large to fold, or a commit with no step kernel after it. */
-  out->scatters = out->place == CLBT__PACKET_SCATTERED ||
-                  (out->place == CLBT__PACKET_INLINE && !out->work);
-  out->scatter_entry = entry_for(shape, CLBT_WORK_SCATTER);
-  out->scatter_class =
-      clbt__record_class(shape, clbt__plan_inline_words(out, false));
-  out->step_entry = entry_for(shape, out->work);
-  out->step_class =
-      clbt__record_class(shape, clbt__plan_inline_words(out, true));
+  share->scatters = share->place == CLBT__PACKET_SCATTERED ||
+                    (share->place == CLBT__PACKET_INLINE && !share->work);
+  share->scatter_entry = entry_for(shape, CLBT_WORK_SCATTER);
+  share->scatter_class =
+      clbt__record_class(shape, clbt__plan_inline_words(share, false));
+  share->step_entry = entry_for(shape, share->work);
+  share->step_class =
+      clbt__record_class(shape, clbt__plan_inline_words(share, true));
 }

@@ -81,19 +81,19 @@ size_t clbt__commit_section_words(const clbt__commit_plan *plan);
  * of the launch's groups in `groups` (bit g: group g). commits (NULL: the
  * call commits nothing) are the launch's groups' commit plans, their modes
  * and counts made; this places each scattering group's section in the
- * launch's part (packet_at). Sets all of *out but part_at, which the
+ * launch's part (packet_at). Sets all of *share but part_at, which the
  * runner gives each uploaded part in the call's one upload.
  */
 void clbt__plan_launch(const clbt__launch_shape *shape, uint32_t groups,
                        uint32_t work, clbt__commit_plan *commits,
-                       clbt__launch_plan *out);
+                       clbt__launch_plan *share);
 
 /* Whether a launch's part is uploaded (folded or scattered). */
-bool clbt__plan_uploads(const clbt__launch_plan *plan);
+bool clbt__plan_uploads(const clbt__launch_plan *share);
 
 /* The packet words the record of the launch's step kernel (step) or of its
    scatter launch carries: its inline part, or none. */
-size_t clbt__plan_inline_words(const clbt__launch_plan *plan, bool step);
+size_t clbt__plan_inline_words(const clbt__launch_plan *share, bool step);
 
 /* The smallest record size (a class) whose packet holds `words`, or
    num_classes when none does. */
