@@ -90,6 +90,48 @@ static void add_rejected(__global int *storage, clbt_group_layout at,
 }
 
 /*
+ * The work-groups one part of a launch runs on, [first, first + count) of
+ * the grid: on a GPU each part has its own (the record's *_groups), so that
+ * the parts' chains of reads run side by side; on a CPU, with its few
+ * work-groups, every part runs on all of them.
+ */
+typedef struct part_range {
+  uint first, count;
+} part_range;
+
+/* The parts' ranges, in the record's order: map, gather, export, state
+   slots; a record of zeros puts every part on the whole grid. */
+static void part_ranges(clbt_record_head head, part_range *map,
+                        part_range *gather, part_range *exports,
+                        part_range *states) {
+  uint counts[4] = {head.map_groups, head.gather_groups, head.export_groups,
+                    head.state_groups};
+  part_range *ranges[4] = {map, gather, exports, states};
+  bool shared = counts[0] + counts[1] + counts[2] + counts[3] == 0;
+  uint first = 0;
+  for (uint p = 0; p < 4; ++p) {
+    *ranges[p] = shared ? (part_range){0, (uint)get_num_groups(0)}
+                        : (part_range){first, counts[p]};
+    first += counts[p];
+  }
+}
+
+static bool in_part(part_range part) {
+  uint w = (uint)get_group_id(0);
+  return w >= part.first && w - part.first < part.count;
+}
+/* This work-group's index among the part's, and this work-item's. */
+static uint part_group(part_range part) {
+  return (uint)get_group_id(0) - part.first;
+}
+static uint part_item(part_range part) {
+  return part_group(part) * (uint)get_local_size(0) + (uint)get_local_id(0);
+}
+static uint part_items(part_range part) {
+  return part.count * (uint)get_local_size(0);
+}
+
+/*
  * The row of batch request r: its idx_mapping entry, or r itself; -1 (none)
  * for a request past num_reqs.
  */

@@ -228,7 +228,11 @@ typedef struct clbt_group_layout {
   X(cl_uint, state_null_block) /* STATE_SLOTS: the id of none */      \
   X(cl_uint, indices_per_row)  /* TOKEN_SLOTS: the matrix's columns */ \
   X(cl_uint, token_section) /* TOKEN_SLOTS: the output section of the \
-                               launch's first token-mapping group */
+                               launch's first token-mapping group */  \
+  X(cl_uint, map_groups)    /* the work-groups of each part, in this */ \
+  X(cl_uint, gather_groups) /* order from work-group 0 (the map's     */ \
+  X(cl_uint, export_groups) /* serve the token slots too); 0 in each:  */ \
+  X(cl_uint, state_groups)  /* every part on every work-group        */
 
 #define CLBT_RECORD_FIELD(type, name) type name;
 typedef struct clbt_record_head {

@@ -317,16 +317,17 @@ static uint export_group(const export_batch *batch, uint padded,
  * Exports every token-mapping group that takes part (another group has no
  * export regions, and exports no requests), each on its own share of the
  * work-groups, so that the groups' scans and copies run side by side:
- * with `step` the lesser of the work-groups and the exported groups,
- * work-group w serves the exported groups k with k = w mod step, as rank
- * w / step of their work-groups.
+ * with `step` the lesser of the part's work-groups and the exported
+ * groups, its work-group w serves the exported groups k with
+ * k = w mod step, as rank w / step of their work-groups.
  */
 static void export_groups(const export_batch *batch, uint padded,
-                          clbt_record_head head, clbt_kernel_layout layout,
-                          __global int *storage, export_scratch scratch) {
+                          part_range part, clbt_record_head head,
+                          clbt_kernel_layout layout, __global int *storage,
+                          export_scratch scratch) {
   uint exported = 0;
   FOR_EACH_GROUP(g) { exported += maps_tokens(g) && takes_part(head, g); }
-  uint w = get_group_id(0), groups = get_num_groups(0);
+  uint w = part_group(part), groups = part.count;
   uint step = min(groups, max(exported, 1u)), k = 0;
   FOR_EACH_GROUP(g) {
     if (!maps_tokens(g) || !takes_part(head, g)) continue;

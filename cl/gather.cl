@@ -75,19 +75,20 @@ typedef struct gather_batch {
 } gather_batch;
 
 /* Gathers every group that takes part over the padded batch's positions,
-   chunks of them spread over every work-group. */
-static void gather_rows(const gather_batch *batch, clbt_record_head head,
-                        clbt_kernel_layout layout, __global int *storage,
-                        __local gather_plan *plans, uint *rejected) {
+   chunks of them spread over the part's work-groups. */
+static void gather_rows(const gather_batch *batch, part_range part,
+                        clbt_record_head head, clbt_kernel_layout layout,
+                        __global int *storage, __local gather_plan *plans,
+                        uint *rejected) {
   uint padded = batch->padded;
-  uint per_group = (padded + get_num_groups(0) - 1) / get_num_groups(0);
+  uint per_group = (padded + part.count - 1) / part.count;
   uint chunk = clamp(per_group, 1u, (uint)get_local_size(0));
   FOR_EACH_GROUP(g) {
     if (!takes_part(head, g)) continue;
     clbt_group_layout at = layout.groups[g];
     __global int *rows = region(storage, at, CLBT_REGION_ROWS);
-    for (uint start = get_group_id(0) * chunk; start < padded;
-         start += get_num_groups(0) * chunk) {
+    for (uint start = part_group(part) * chunk; start < padded;
+         start += part.count * chunk) {
       uint count = min(chunk, padded - start);
       if (get_local_id(0) < count)
         rejected[g] += plan_position(

@@ -107,16 +107,16 @@ static void pad_slots(uint begin, uint end, uint step, clbt_record_head head,
   }
 }
 
-/* This work-item's share of count items from `from`, as [*begin, *end)
-   every *step-th. */
-static void share_items(uint from, uint count, uint *begin, uint *end,
-                        uint *step) {
+/* This work-item's share of count items from `from` among the part's
+   work-items, as [*begin, *end) every *step-th. */
+static void share_items(part_range part, uint from, uint count, uint *begin,
+                        uint *end, uint *step) {
 #if CLBT_GPU
-  *begin = from + (uint)get_global_id(0);
+  *begin = from + part_item(part);
   *end = from + count;
-  *step = (uint)get_global_size(0);
+  *step = part_items(part);
 #else
-  share(count, (uint)get_global_id(0), (uint)get_global_size(0), begin, end);
+  share(count, part_item(part), part_items(part), begin, end);
   *begin += from;
   *end += from;
   *step = 1;
@@ -129,11 +129,11 @@ static void share_items(uint from, uint count, uint *begin, uint *end,
  * every such group's slot mapping is written. A batch that is not well
  * formed maps no token and counts them all.
  */
-static void map_slots(const map_batch *batch, clbt_record_head head,
-                      clbt_kernel_layout layout, __global int *storage,
-                      uint *rejected) {
+static void map_slots(const map_batch *batch, part_range part,
+                      clbt_record_head head, clbt_kernel_layout layout,
+                      __global int *storage, uint *rejected) {
   uint begin, end, step;
-  share_items(0, batch->num_tokens, &begin, &end, &step);
+  share_items(part, 0, batch->num_tokens, &begin, &end, &step);
   if (!batch->well_formed) {
     for (uint token = begin; token < end; token += step)
       FOR_EACH_GROUP(g) {
@@ -152,7 +152,7 @@ static void map_slots(const map_batch *batch, clbt_record_head head,
       map_token(token, request, batch, head, layout, storage, rejected);
     }
   }
-  share_items(batch->num_tokens, batch->max_num_tokens - batch->num_tokens,
-              &begin, &end, &step);
+  share_items(part, batch->num_tokens,
+              batch->max_num_tokens - batch->num_tokens, &begin, &end, &step);
   pad_slots(begin, end, step, head, layout, storage);
 }

@@ -85,14 +85,15 @@ typedef struct state_batch {
   bool has_idx_mapping;
 } state_batch;
 
-/* Each work-item takes a run of the padded batch's requests: a request's
-   row and length once, then its ids in every NONE group that takes part. */
+/* Each of the part's work-items takes a run of the padded batch's
+   requests: a request's row and length once, then its ids in every NONE
+   group that takes part. */
 static void write_state_slot_groups(const state_batch *batch,
-                                    clbt_record_head head,
+                                    part_range part, clbt_record_head head,
                                     clbt_kernel_layout layout,
                                     __global int *storage, uint *rejected) {
   uint begin, end;
-  share(batch->padded, get_global_id(0), get_global_size(0), &begin, &end);
+  share(batch->padded, part_item(part), part_items(part), &begin, &end);
   for (uint b = begin; b < end; ++b) {
     state_request request = state_request_of(
         b, batch->num_reqs, batch->num_tokens, batch->max_num_reqs,

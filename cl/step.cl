@@ -16,6 +16,9 @@
  *   5. with CLBT_WORK_STATE_SLOTS, each NONE group's state slots
  *      (cl/state_slots.cl).
  *
+ * On a GPU each part runs on work-groups of its own (the record's
+ * *_groups), after every work-group has applied the packet, so that the
+ * parts' chains of reads run side by side rather than one after another.
  * Each entry of CLBT_STEP_ENTRIES is this sequence compiled with only its
  * parts, in each record size (CLBT_RECORD_WORDS_<c>): clbt_<name>_<c>; a
  * GPU's program has the entry of every part alone.
@@ -60,9 +63,11 @@ static void run_step(clbt_record_head head, clbt_kernel_layout layout,
   }
   uint rejected[CLBT_NUM_GROUPS];
   FOR_EACH_GROUP(g) { rejected[g] = 0; }
+  part_range map, gather, exports, states;
+  part_ranges(head, &map, &gather, &exports, &states);
   /* One check of the batch for both (a launch does one or the other; in a
      token-slots call the matrix's rows play the batch's tokens). */
-  if (work & (CLBT_WORK_MAP | CLBT_WORK_TOKEN_SLOTS)) {
+  if ((work & (CLBT_WORK_MAP | CLBT_WORK_TOKEN_SLOTS)) && in_part(map)) {
     bool ok = batch_is_well_formed(in.query_start_loc, head.num_reqs,
                                    head.num_tokens, locals.qsl_cache,
                                    locals.well_formed);
@@ -77,7 +82,7 @@ static void run_step(clbt_record_head head, clbt_kernel_layout layout,
                          qsl,                in.positions,
                          in.idx_mapping,     has_idx_mapping,
                          ok};
-      map_slots(&batch, head, layout, in.storage, rejected);
+      map_slots(&batch, map, head, layout, in.storage, rejected);
     }
     if (work & CLBT_WORK_TOKEN_SLOTS) {
       token_batch batch = {head.num_reqs,      head.num_tokens,
@@ -85,32 +90,35 @@ static void run_step(clbt_record_head head, clbt_kernel_layout layout,
                            qsl,                in.idx_mapping,
                            has_idx_mapping,    ok,
                            in.token_indices,   in.token_slots};
-      write_token_slot_groups(&batch, head, layout, in.storage, rejected);
+      write_token_slot_groups(&batch, map, head, layout, in.storage,
+                              rejected);
     }
   }
-  if (work & CLBT_WORK_GATHER) {
+  if ((work & CLBT_WORK_GATHER) && in_part(gather)) {
     gather_batch batch = {head.num_reqs, head.padded_reqs,
                           layout.max_num_reqs, in.idx_mapping,
                           has_idx_mapping};
-    gather_rows(&batch, head, layout, in.storage, locals.plans, rejected);
+    gather_rows(&batch, gather, head, layout, in.storage, locals.plans,
+                rejected);
   }
   __global const int *seq_lens =
       (work & CLBT_WORK_SEQ_LENS) ? in.seq_lens : 0;
-  if (work & CLBT_WORK_EXPORT) {
+  if ((work & CLBT_WORK_EXPORT) && in_part(exports)) {
     export_batch batch = {head.num_reqs,      head.num_tokens,
                           layout.max_num_reqs, in.query_start_loc,
                           in.positions,       seq_lens,
                           in.idx_mapping,     has_idx_mapping};
-    export_groups(&batch, head.padded_reqs, head, layout, in.storage,
+    export_groups(&batch, head.padded_reqs, exports, head, layout, in.storage,
                   locals.export);
   }
-  if (work & CLBT_WORK_STATE_SLOTS) {
+  if ((work & CLBT_WORK_STATE_SLOTS) && in_part(states)) {
     state_batch batch = {head.num_reqs,      head.num_tokens,
                          head.padded_reqs,   layout.max_num_reqs,
                          in.query_start_loc, in.positions,
                          seq_lens,           in.idx_mapping,
                          has_idx_mapping};
-    write_state_slot_groups(&batch, head, layout, in.storage, rejected);
+    write_state_slot_groups(&batch, states, head, layout, in.storage,
+                            rejected);
   }
   FOR_EACH_GROUP(g) { add_rejected(in.storage, layout.groups[g], rejected[g]); }
 }

@@ -78,12 +78,12 @@ typedef struct token_batch {
  * group, so that each runs down the row's indices with unit stride.
  */
 static void write_token_slot_groups(const token_batch *batch,
-                                    clbt_record_head head,
+                                    part_range part, clbt_record_head head,
                                     clbt_kernel_layout layout,
                                     __global int *storage, uint *rejected) {
   uint k = batch->indices_per_row, entries = batch->num_rows * k;
   uint begin, end;
-  share(entries, get_global_id(0), get_global_size(0), &begin, &end);
+  share(entries, part_item(part), part_items(part), &begin, &end);
   /* A run of no entries (k may be 0) has no rows. */
   bool runs = begin < end;
   uint first = runs ? begin / k : 1, last = runs ? (end - 1) / k : 0;

@@ -57,7 +57,7 @@ build() {
 }
 part build build > /dev/null || { echo "gpu_bench.sh: the build failed ($out/build.txt)" >&2; exit 1; }
 part devices ./build-gpu/clbt devices
-part selftest ./build-gpu/clbt selftest --seed 1 --rounds 40
+part selftest ./build-gpu/clbt selftest --seed 1 --rounds "${SELFTEST_ROUNDS:-40}"
 part seed_step python3 "$seed_step" --iters "$runs" --json "$out/seed_step.json"
 if [ -n "$only" ]; then
   part bench ./build-gpu/clbt bench --only "$only" --runs "$runs" \

@@ -22,10 +22,17 @@ static const clbt__tuning cpu = {
     .record_words = {UINT32_MAX},
 };
 
-/* The GPU's record sizes; a build may set others (-DCLBT__GPU_RECORD_WORDS=
-   64,512,2048) to measure them. */
+/* The GPU's record sizes and spreads; a build may set others
+   (-DCLBT__GPU_RECORD_WORDS=64,512 -DCLBT__GPU_GATHERED=16) to measure
+   them. */
 #ifndef CLBT__GPU_RECORD_WORDS
 #define CLBT__GPU_RECORD_WORDS 64, 512, 2048
+#endif
+#ifndef CLBT__GPU_GATHERED
+#define CLBT__GPU_GATHERED 4
+#endif
+#ifndef CLBT__GPU_EXPORTED
+#define CLBT__GPU_EXPORTED 8
 #endif
 
 static const clbt__tuning gpu = {
@@ -33,8 +40,8 @@ static const clbt__tuning gpu = {
     .cpu_items_per_group = 0,
     .gpu_code = true,
     .pad_per_item = 16,
-    .gathered_per_group = 4,
-    .exported_per_group = 8,
+    .gathered_per_group = CLBT__GPU_GATHERED,
+    .exported_per_group = CLBT__GPU_EXPORTED,
     .folded_items = 8192,
     .record_words = {CLBT__GPU_RECORD_WORDS},
 };

@@ -263,6 +263,16 @@ static clbt_status enqueue_step(const call_plan *plan, uint32_t l, uint32_t p,
   else
     memset(record->packet, 0, words * sizeof *record->packet);
   size_t entries = (size_t)batch->num_tokens * batch->indices_per_row;
+  clbt__grid grid = {0};
+  if (tokens)
+    grid.global_size = clbt__launch_items_grid(launch, kernel, entries);
+  else
+    grid = clbt__launch_grid(launch, kernel, work, share->groups,
+                             batch->num_tokens, record->head.padded_reqs);
+  record->head.map_groups = grid.map_groups;
+  record->head.gather_groups = grid.gather_groups;
+  record->head.export_groups = grid.export_groups;
+  record->head.state_groups = grid.state_groups;
   clbt__launch_call step = {
       kernel,
       share->step_class,
@@ -276,9 +286,7 @@ static clbt_status enqueue_step(const call_plan *plan, uint32_t l, uint32_t p,
        [CLBT__BOUND_TOKEN_SLOTS] = tokens ? batch->token_slots : NULL,
        [CLBT__BOUND_PACKET] =
            share->place == CLBT__PACKET_FOLDED ? packet : NULL},
-      tokens ? clbt__launch_items_grid(launch, kernel, entries)
-             : clbt__launch_grid(launch, kernel, work, share->groups,
-                                 batch->num_tokens, record->head.padded_reqs)};
+      grid.global_size};
   return clbt__launch_enqueue(launch, &step, sequence);
 }
 

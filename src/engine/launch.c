@@ -299,10 +299,6 @@ static size_t cpu_grid(const clbt__launch *launch, size_t items) {
       items);
 }
 
-static bool on_cpu(const clbt__launch *launch) {
-  return launch->groups[0]->device->properties.type & CL_DEVICE_TYPE_CPU;
-}
-
 static size_t round_up(size_t items, size_t local) {
   size_t groups = (items + local - 1) / local;
   return (groups ? groups : 1) * local;
@@ -316,41 +312,51 @@ static size_t exporting_groups(const clbt__launch *launch, uint32_t groups) {
   return count;
 }
 
-size_t clbt__launch_grid(const clbt__launch *launch,
-                         const clbt__kernel *kernel, uint32_t work,
-                         uint32_t groups_mask, uint32_t num_tokens,
-                         uint32_t padded) {
+static size_t groups_of(size_t items, size_t per_group) {
+  return (items + per_group - 1) / per_group;
+}
+
+clbt__grid clbt__launch_grid(const clbt__launch *launch,
+                             const clbt__kernel *kernel, uint32_t work,
+                             uint32_t groups_mask, uint32_t num_tokens,
+                             uint32_t padded) {
   const clbt__tuning *tuning = launch->shape.tuning;
   size_t max_tokens = launch->groups[0]->layout.max_num_batched_tokens;
   size_t local = kernel->local_size;
-  if (on_cpu(launch))
-    return cpu_grid(launch, max_tokens * launch->shape.num_groups) * local;
+  clbt__grid grid = {0};
+  if (!tuning->gpu_code) {
+    grid.global_size = cpu_grid(launch, max_tokens * launch->shape.num_groups) *
+                       local;
+    return grid;
+  }
   /* A token a work-item, the pad entries pad_per_item to one. */
-  size_t pads = max_tokens - num_tokens;
-  size_t items = (work & CLBT_WORK_MAP)
-                     ? num_tokens + (pads + tuning->pad_per_item - 1) /
-                                        tuning->pad_per_item
-                     : 1;
-  size_t groups = 0;
+  size_t pad_items = groups_of(max_tokens - num_tokens, tuning->pad_per_item);
+  if (work & CLBT_WORK_MAP)
+    grid.map_groups = (uint32_t)groups_of(num_tokens + pad_items, local);
   if (work & CLBT_WORK_GATHER)
-    groups = (padded + tuning->gathered_per_group - 1) /
-             tuning->gathered_per_group;
-  /* Each exported group takes its own work-groups (cl/export.cl). */
+    grid.gather_groups =
+        (uint32_t)groups_of(padded, tuning->gathered_per_group);
+  /* Each exported group takes its own work-groups (cl/export.cl), at least
+     one to write its offsets' first entries. */
   if (work & CLBT_WORK_EXPORT) {
-    size_t exporting = (padded + tuning->exported_per_group - 1) /
-                       tuning->exported_per_group *
-                       exporting_groups(launch, groups_mask);
-    if (exporting > groups) groups = exporting;
+    size_t per_group = groups_of(padded, tuning->exported_per_group);
+    grid.export_groups =
+        (uint32_t)((per_group ? per_group : 1) *
+                   exporting_groups(launch, groups_mask));
   }
   /* State slots: a work-item per request. */
-  if ((work & CLBT_WORK_STATE_SLOTS) && padded > items) items = padded;
-  size_t grid = round_up(items, local);
-  return groups * local > grid ? groups * local : grid;
+  if (work & CLBT_WORK_STATE_SLOTS)
+    grid.state_groups = (uint32_t)groups_of(padded, local);
+  size_t groups = (size_t)grid.map_groups + grid.gather_groups +
+                  grid.export_groups + grid.state_groups;
+  grid.global_size = (groups ? groups : 1) * local;
+  return grid;
 }
 
 size_t clbt__launch_items_grid(const clbt__launch *launch,
                                const clbt__kernel *kernel, size_t items) {
-  if (on_cpu(launch)) return cpu_grid(launch, items) * kernel->local_size;
+  if (!launch->shape.tuning->gpu_code)
+    return cpu_grid(launch, items) * kernel->local_size;
   return round_up(items, kernel->local_size);
 }
 

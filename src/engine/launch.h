@@ -100,15 +100,20 @@ clbt_status clbt__launch_enqueue(const clbt__launch *launch,
                                  clbt__sequence *sequence);
 
 /*
- * The grid of a launch's step kernel for the groups of groups_mask: its
- * slot mapping's (the tokens, and the pad entries a few to a work-item),
- * widened on a GPU for a gather, an export (for each exported group) or
- * state slots of `padded` positions.
+ * The grid of a launch's step kernel for the groups of groups_mask, and on
+ * a GPU the work-groups of each part (0 in each on a CPU: every part on
+ * every work-group): the slot mapping's tokens and its pad entries a few
+ * to a work-item, a gather, an export (for each exported group) and the
+ * state slots of `padded` positions, side by side.
  */
-size_t clbt__launch_grid(const clbt__launch *launch,
-                         const clbt__kernel *kernel, uint32_t work,
-                         uint32_t groups_mask, uint32_t num_tokens,
-                         uint32_t padded);
+typedef struct clbt__grid {
+  size_t global_size;
+  uint32_t map_groups, gather_groups, export_groups, state_groups;
+} clbt__grid;
+clbt__grid clbt__launch_grid(const clbt__launch *launch,
+                             const clbt__kernel *kernel, uint32_t work,
+                             uint32_t groups_mask, uint32_t num_tokens,
+                             uint32_t padded);
 
 /* The grid of a launch spread over `items` items: a scatter's packet
    items, or the entries of token slots. */
