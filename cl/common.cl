@@ -55,7 +55,7 @@ __constant group_constants group_table[CLBT_NUM_GROUPS] = {
 
 /*
  * A work-group barrier. A CPU's work-groups are one work-item
- * (src/tuning.c), for which a barrier orders nothing; PoCL's compiler
+ * (src/base/tuning.c), for which a barrier orders nothing; PoCL's compiler
  * spends most of a first launch on barriers in loops (2 to 5 s for the
  * step kernel's, against 0.3 to 0.8 s without them), so a CPU's code has
  * none.

@@ -13,9 +13,9 @@
  * the structs with no padding, so that both sides lay them out alike).
  *
  * To add a per-group constant: one entry in CLBT_GROUP_CONSTANTS, then its
- * meaning where the host fills and checks the spec (src/group.c) and where
+ * meaning where the host fills and checks the spec (src/engine/group.c) and where
  * the kernel and the host reference compute with it (cl/slot_mapping.cl,
- * src/reference.c). docs/design.md walks through it.
+ * src/api/reference.c). docs/design.md walks through it.
  */
 #ifndef CLBT_CONTRACT_H
 #define CLBT_CONTRACT_H
@@ -37,7 +37,7 @@
 
 /*
  * The regions of a group's one device allocation, X(NAME): the host places
- * them (src/group.c) and hands their offsets to the kernel in the launch
+ * them (src/engine/group.c) and hands their offsets to the kernel in the launch
  * layout; callers get each as a sub-buffer. The export's regions are empty
  * in a NONE group, the state slots in a token-mapping group.
  */
@@ -78,7 +78,7 @@ enum {
  * and that row's 64-bit version when it was copied (low word, then high).
  * The gather copies a position again only when its row or the row's
  * version changed; every commit gives the rows it writes a new version
- * from a 64-bit counter (src/commit.c), which no serving loop wraps.
+ * from a 64-bit counter (src/engine/engine.c), which no serving loop wraps.
  */
 #define CLBT_GATHER_RECORD_WORDS 4
 #define CLBT_GATHER_RECORD_ROW 0
@@ -88,7 +88,7 @@ enum {
 /* The most groups one launch serves. */
 #define CLBT_LAUNCH_GROUPS 8
 
-/* The largest work-group the host launches (src/launch.c). */
+/* The largest work-group the host launches (src/engine/launch.c). */
 #define CLBT_MAX_WORK_GROUP_SIZE 256
 
 /* The export's requests a work-group plans at a time in local memory, and

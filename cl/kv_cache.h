@@ -1,5 +1,5 @@
 /*
- * The contract between the host (src/kv_cache.c) and the KV-cache write
+ * The contract between the host (src/api/kv_cache.c) and the KV-cache write
  * kernel (cl/kv_cache.cl): the element types it converts between, the -D
  * options that specialise it, and the one struct it takes by value. The
  * library includes this file and the build puts it in front of the

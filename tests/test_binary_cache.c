@@ -1,5 +1,5 @@
 /*
- * The on-disk program cache (src/binary_cache.c): entries are written once
+ * The on-disk program cache (src/device/binary_cache.c): entries are written once
  * and loaded by later device handles; damaged or foreign entries are
  * deleted and rebuilt; an unusable directory costs nothing but the cache.
  * Each test uses a directory of its own under /tmp.

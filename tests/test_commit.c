@@ -1,9 +1,10 @@
 /*
- * Commits (src/commit.c): every way of committing gives the device what a
+ * Commits (src/engine/commit.c): every way of committing gives the device what a
  * whole copy would, moves only what changed, survives uploads in flight,
  * and chains with events.
  */
-#include "engine.h"
+#include "engine/commit.h"
+#include "engine/engine.h"
 #include "clbt_test.h"
 #include "xorshift.h"
 

@@ -1,5 +1,5 @@
 /*
- * Config structs that can grow (src/config.c): struct_size 0 or this
+ * Config structs that can grow (src/base/config.c): struct_size 0 or this
  * header's size reads the same; a struct from a newer header (simulated by
  * a struct with one more field) is read when its unknown field is 0 and
  * refused otherwise; arrays of groups are walked by their elements' size.

@@ -1,4 +1,4 @@
-/* Device handles (src/device.c): wrapping, references, lifetime. */
+/* Device handles (src/device/device.c): wrapping, references, lifetime. */
 #include "clbt_test.h"
 
 typedef struct own_objects {

@@ -1,4 +1,4 @@
-/* Device selection (src/device_select.c): CLBT_DEVICE and selectors. */
+/* Device selection (src/device/device_select.c): CLBT_DEVICE and selectors. */
 #include "clbt_test.h"
 
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * A device's settings (src/device_settings.c): build options and a program
+ * A device's settings (src/device/device_settings.c): build options and a program
  * cache directory per handle, defaulting to CLBT_BUILD_OPTIONS and
  * CLBT_CACHE_DIR as they were when the handle was made, and bounded by
  * CLBT_BUILD_OPTIONS_SIZE and CLBT_CACHE_DIR_SIZE.

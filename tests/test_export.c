@@ -1,5 +1,5 @@
 /*
- * The attention export (src/export.c, cl/export.cl). The round trip does
+ * The attention export (src/calls/export.c, cl/export.cl). The round trip does
  * not trust the exporter's arithmetic: each step writes per-token values
  * into a paged KV cache (a host array per rank and group) through the
  * slot mapping, then reads every request's tokens back in order through

@@ -1,7 +1,8 @@
 /*
  * The library's locks failing: mtx_lock may return thrd_error, and each of
- * clbt's calls of it (the device's programs lock in src/device.c, the log's
- * in src/log.c, the driver lock in src/driver_lock.c) is checked. This program's mtx_lock takes the place of
+ * clbt's calls of it (the device's programs lock in src/device/handle.c,
+ * the log's in src/base/log.c, the driver lock in src/device/driver_lock.c)
+ * is checked. This program's mtx_lock takes the place of
  * glibc's for the library, which is linked in statically, and fails while
  * locks_fail is set; otherwise it is glibc's own.
  */
@@ -167,7 +168,7 @@ START_TEST(logging_keeps_its_callback) {
 END_TEST
 
 /*
- * The process-wide driver lock (src/driver_lock.c): opening a device and
+ * The process-wide driver lock (src/device/driver_lock.c): opening a device and
  * writing a device's selector fail and make nothing; releasing a device
  * frees it all the same (a leak would be certain, the race it guards
  * against only possible), logging the failure.

@@ -1,5 +1,5 @@
 /*
- * Logging (src/log.c): CLBT_LOG read once, levels, the callback and its
+ * Logging (src/base/log.c): CLBT_LOG read once, levels, the callback and its
  * thread rules, and what each level reports. CTest runs this suite with
  * CLBT_LOG=info.
  */

@@ -1,4 +1,4 @@
-/* The multi-group table (src/multi_table.c), as MultiGroupBlockTable. */
+/* The multi-group table (src/api/multi_table.c), as MultiGroupBlockTable. */
 #include "clbt_test.h"
 
 /* Group 0: block 16; group 1: 32 over 16; group 2: Mamba state (NONE). */
@@ -389,6 +389,93 @@ START_TEST(one_launch_equals_group_by_group) {
 }
 END_TEST
 
+/*
+ * What create_three's rows, committed, give the batch of a_group_is_a_view
+ * (query_start_loc {0, 3, 5}, positions {0, 17, 31, 5, 40}), by hand:
+ * group 0, blocks of 16, rows {4, 2} and {7}; group 1, blocks of 32 over
+ * kernel blocks of 16, rows {1} and {3}, so kernel blocks {2, 3} and
+ * {6, 7}. Position 40 is past row 1 in both; the pad entries are -1.
+ */
+static const int64_t view_slots[2][8] = {
+    {4 * 16, 2 * 16 + 1, 2 * 16 + 15, 7 * 16 + 5, -1, -1, -1, -1},
+    {2 * 16, 3 * 16 + 1, 3 * 16 + 15, 6 * 16 + 5, -1, -1, -1, -1}};
+
+/* Every group's slots, those in `written` as view_slots says, the others
+   still poisoned; then every group's buffer poisoned again. */
+static void check_view_slots(clbt_multi_table *table, uint32_t written) {
+  for (uint32_t g = 0; g < 3; ++g) {
+    int64_t slots[8];
+    cl_mem buffer = clbt_table_slot_mapping(clbt_multi_table_group(table, g));
+    clbt_test_read(buffer, sizeof slots, slots);
+    for (int t = 0; t < 8; ++t) {
+      int64_t expected = written >> g & 1u ? view_slots[g][t] : CLBT_TEST_POISON;
+      ck_assert_msg(slots[t] == expected, "group %u slot %d is %lld, not %lld",
+                    g, t, (long long)slots[t], (long long)expected);
+    }
+    clbt_test_poison(buffer, 8);
+  }
+}
+
+/*
+ * A group is a view of its multi-group table (clbt.h,
+ * clbt_multi_table_group): a device call on one group runs in the table's
+ * own launch, so no call builds a program (the device's count stays as
+ * the table's creation left it), and each writes its group's outputs as
+ * the table's call does, leaving every other group's as they were.
+ */
+START_TEST(a_group_is_a_view) {
+  clbt_device *device = clbt_test_device();
+  clbt_multi_table *table = create_three();
+  append_both_rows(table);
+  const size_t programs = clbt_device_program_count(device);
+  int32_t qsl[] = {0, 3, 5};
+  int64_t positions[] = {0, 17, 31, 5, 40};
+  cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
+  cl_mem positions_buffer = clbt_test_buffer(sizeof positions, positions);
+  for (uint32_t g = 0; g < 3; ++g) {
+    clbt_assert_ok(clbt_table_commit(clbt_multi_table_group(table, g), 2));
+    clbt_test_poison(clbt_table_slot_mapping(clbt_multi_table_group(table, g)),
+                     8);
+  }
+  ck_assert_uint_eq(clbt_device_program_count(device), programs);
+  clbt_assert_ok(clbt_multi_table_compute_slot_mapping(table, 2, qsl_buffer,
+                                                       positions_buffer, 5));
+  check_view_slots(table, 0x3);
+  clbt_step step = CLBT_STEP_INIT;
+  step.num_reqs = 2;
+  step.query_start_loc = qsl_buffer;
+  step.positions = positions_buffer;
+  step.num_tokens = 5;
+  step.flags = CLBT_STEP_GATHER;
+  for (uint32_t g = 0; g < 2; ++g) {
+    clbt_table *group = clbt_multi_table_group(table, g);
+    clbt_assert_ok(clbt_table_compute_slot_mapping(group, 2, qsl_buffer,
+                                                   positions_buffer, 5));
+    check_view_slots(table, 1u << g);
+    clbt_assert_ok(clbt_table_enqueue_step(group, &step, 0, NULL, NULL));
+    check_view_slots(table, 1u << g);
+    ck_assert_uint_eq(clbt_device_program_count(device), programs);
+  }
+  /* The NONE group's state slots: each request's length is its last
+     position + 1 (32 and 41), its column (L - 1) / 64 = 0, so the first
+     id of rows {9} and {5}; past the two requests nothing is written. */
+  clbt_table *states = clbt_multi_table_group(table, 2);
+  clbt_test_poison32(clbt_table_state_slots(states));
+  step.flags = CLBT_STEP_STATE_SLOTS;
+  clbt_assert_ok(clbt_table_enqueue_step(states, &step, 0, NULL, NULL));
+  check_view_slots(table, 0);
+  int32_t ids[3];
+  clbt_test_read(clbt_table_state_slots(states), sizeof ids, ids);
+  ck_assert_int_eq(ids[0], 9);
+  ck_assert_int_eq(ids[1], 5);
+  ck_assert_int_eq(ids[2], CLBT_TEST_POISON32);
+  ck_assert_uint_eq(clbt_device_program_count(device), programs);
+  clReleaseMemObject(qsl_buffer);
+  clReleaseMemObject(positions_buffer);
+  clbt_multi_table_destroy(table);
+}
+END_TEST
+
 /* Commit and slot mapping chain through events. */
 START_TEST(events_chain) {
   clbt_multi_table *table = create_three();
@@ -502,7 +589,7 @@ END_TEST
  * KV-manager block ids as the test appended them, and vLLM's slot rule
  * (a virtual block of block_size x cp_world_size tokens dealt round-robin
  * to ranks interleave tokens at a time) written out here, apart from
- * src/reference.c. Groups: 0 sharded (block 16), 1 replicated (32 over
+ * src/api/reference.c. Groups: 0 sharded (block 16), 1 replicated (32 over
  * kernel blocks of 16), 2 Mamba state (NONE, block 64); CP rank 1 of 2.
  */
 enum { MODEL_REQS = 4, MODEL_TOKENS = 16, MODEL_GROUPS = 3, MODEL_WIDTH = 16 };
@@ -675,6 +762,7 @@ int main(void) {
   tcase_add_test(tc, batch_rows_in_every_group);
   tcase_add_test(tc, cp_replicated_groups);
   tcase_add_test(tc, one_launch_equals_group_by_group);
+  tcase_add_test(tc, a_group_is_a_view);
   tcase_add_test(tc, events_chain);
   tcase_add_test(tc, config_errors);
   tcase_add_test(tc, cp_rank_is_checked_without_sharded_groups);

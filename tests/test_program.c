@@ -1,6 +1,6 @@
-/* Programs (src/program.c): one build per specialisation, shared, logged. */
+/* Programs (src/device/program.c): one build per specialisation, shared, logged. */
 #include "clbt_test.h"
-#include "devices.h"
+#include "device/handle.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,6 +169,71 @@ START_TEST(one_program_per_launch) {
 }
 END_TEST
 
+/*
+ * The longest options a table asks for reach the compiler and the key
+ * whole: eight token-mapping groups whose five numbers take ten digits
+ * each (blocks of 4294967295 tokens in kernel blocks of 1, so 4294967295
+ * kernel blocks a block; 4294967295 CP ranks, this one 4294967294; an
+ * interleave of 4294967295 / 3 = 1431655765, which divides the block),
+ * the most requests a copy of query_start_loc can take (65535), and the
+ * longest build options a device keeps. Such a table could not be
+ * allocated, but its programs can be prepared. The static checks in
+ * launch.c and program.c keep CLBT__SPECIFIC_OPTIONS_SIZE and
+ * CLBT_PROGRAM_OPTIONS_SIZE above these lengths; a bound below them would
+ * cut the last group's constants (the key's end) or the device's options.
+ * On PoCL clbt's own options take 693 bytes here (one record size; a GPU's
+ * three add about 50).
+ */
+START_TEST(the_longest_options_are_kept_whole) {
+  enum { GROUPS = CLBT_MAX_LAUNCH_GROUPS };
+  clbt_group_config groups[GROUPS];
+  for (int g = 0; g < GROUPS; ++g)
+    groups[g] = (clbt_group_config){.block_size = 4294967295u,
+                                    .kernel_block_size = 1,
+                                    .max_num_blocks = 1};
+  const clbt_multi_table_config config = {
+      .struct_size = sizeof(clbt_multi_table_config),
+      .max_num_reqs = 65535,
+      .max_num_batched_tokens = 16,
+      .num_groups = GROUPS,
+      .groups = groups,
+      .cp_world_size = 4294967295u,
+      .cp_rank = 4294967294u,
+      .cp_interleave_size = 1431655765u,
+      .zero_gathered_tails = 1,
+      .exact_widths = 1};
+  char build_options[CLBT_BUILD_OPTIONS_SIZE];
+  int prefix = snprintf(build_options, sizeof build_options, "-DTEST_LONG=");
+  memset(build_options + prefix, 'x', sizeof build_options - 1 - prefix);
+  build_options[sizeof build_options - 1] = '\0';
+  clbt_device *device = fresh_device();
+  clbt_assert_ok(clbt_device_set_build_options(device, build_options));
+  clbt_assert_ok(clbt_multi_table_prepare(device, &config));
+  ck_assert_uint_eq(clbt_device_program_count(device), 1);
+  char options[CLBT_PROGRAM_OPTIONS_SIZE];
+  clbt_assert_ok(clbt_device_program_options(device, 0, options,
+                                             sizeof options));
+  /* Every group's constants, in order, then the device's options. */
+  const char *at = strstr(options, " -DCLBT_NUM_GROUPS=8 ");
+  ck_assert_ptr_nonnull(at);
+  for (int g = 0; g < GROUPS; ++g) {
+    char group[96];
+    snprintf(group, sizeof group,
+             " -DCLBT_GROUP_%d=4294967295,4294967295,4294967295,4294967294,"
+             "1431655765,1,1",
+             g);
+    at = strstr(at, group);
+    ck_assert_msg(at != NULL, "group %d's constants are not whole in '%s'", g,
+                  options);
+    at += strlen(group);
+  }
+  char tail[CLBT_BUILD_OPTIONS_SIZE + 1];
+  snprintf(tail, sizeof tail, " %s", build_options);
+  ck_assert_str_eq(at, tail);
+  clbt_device_release(device);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("program");
   TCase *tc = tcase_create("program");
@@ -178,6 +243,7 @@ int main(void) {
   tcase_add_test(tc, build_refuses_options_that_define_clbt_macros);
   tcase_add_test(tc, program_options_are_listed);
   tcase_add_test(tc, one_program_per_launch);
+  tcase_add_test(tc, the_longest_options_are_kept_whole);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

@@ -1,4 +1,4 @@
-/* The host reference (src/reference.c) against the hand-worked examples. */
+/* The host reference (src/api/reference.c) against the hand-worked examples. */
 #include "clbt_test.h"
 #include "worked_examples.h"
 

@@ -1,11 +1,12 @@
 /*
- * Staging (src/staging.c) and what it promises the caller: no enqueue
+ * Staging (src/engine/staging.c) and what it promises the caller: no enqueue
  * waits on the device, however many commits are in flight, and a commit
  * whose upload fails after its enqueue returned (its wait list failed) is
  * found by a later commit, which brings the device back to the host's
  * state. A hang here is a failure: CTest's timeout ends the suite.
  */
-#include "engine.h"
+#include "engine/engine.h"
+#include "engine/staging.h"
 #include "clbt_test.h"
 
 #include <stdlib.h>

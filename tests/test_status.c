@@ -1,4 +1,4 @@
-/* Status codes and messages (src/status.c). */
+/* Status codes and messages (src/base/status.c). */
 #include "clbt_test.h"
 
 #include <stdio.h>

@@ -920,6 +920,76 @@ START_TEST(dummy_runs_read_nothing_and_commit_nothing) {
 }
 END_TEST
 
+/*
+ * A step's checks run in the order docs/semantics.md gives ("Step"): a
+ * step wrong in every way is refused for its first fault; with that fault
+ * mended, for the next; and so on until it runs. On a token-mapping table:
+ * the flags, the export's flags, state slots on a table of pages, the
+ * batch, the wait list, the dense page table. On a NONE table: the state
+ * slots' count against its width, then the export it has not.
+ */
+START_TEST(step_checks_run_in_the_documented_order) {
+  const clbt_table_config pages = {.block_size = 16,
+                                   .max_num_reqs = 2,
+                                   .max_num_blocks_per_req = 4,
+                                   .max_num_batched_tokens = 8};
+  clbt_table_config states = pages;
+  states.slot_mode = CLBT_SLOT_MODE_NONE;
+  clbt_table *table = NULL, *none = NULL;
+  clbt_assert_ok(clbt_table_create(clbt_test_device(), &pages, &table));
+  clbt_assert_ok(clbt_table_create(clbt_test_device(), &states, &none));
+  const int32_t qsl_values[] = {0, 0};
+  cl_mem qsl = clbt_test_buffer(sizeof qsl_values, qsl_values);
+
+  clbt_step step = CLBT_STEP_INIT;
+  step.num_reqs = 1;
+  step.flags = CLBT_STEP_EXPORT | CLBT_STEP_STATE_SLOTS | 0x100;
+  step.export_flags = 0x80 | CLBT_EXPORT_DENSE;
+  step.dense_row_pitch = 100000;
+  clbt_assert_fails(clbt_table_enqueue_step(table, &step, 1, NULL, NULL),
+                    CLBT_INVALID_ARGUMENT, "step->flags 0x");
+  step.flags &= ~0x100u;
+  clbt_assert_fails(clbt_table_enqueue_step(table, &step, 1, NULL, NULL),
+                    CLBT_INVALID_ARGUMENT, "step->export_flags 0x");
+  step.export_flags = CLBT_EXPORT_DENSE;
+  clbt_assert_fails(clbt_table_enqueue_step(table, &step, 1, NULL, NULL),
+                    CLBT_INVALID_ARGUMENT, "it has no state slots");
+  step.flags &= ~(uint32_t)CLBT_STEP_STATE_SLOTS;
+  clbt_assert_fails(clbt_table_enqueue_step(table, &step, 1, NULL, NULL),
+                    CLBT_NULL_ARGUMENT, "query_start_loc is NULL");
+  step.query_start_loc = qsl;
+  clbt_assert_fails(clbt_table_enqueue_step(table, &step, 1, NULL, NULL),
+                    CLBT_INVALID_ARGUMENT, "wait_list is NULL with num_events 1");
+  clbt_assert_fails(clbt_table_enqueue_step(table, &step, 0, NULL, NULL),
+                    CLBT_INVALID_ARGUMENT, "dense_row_pitch 100000 x");
+  step.dense_row_pitch = 0;
+  clbt_assert_ok(clbt_table_enqueue_step(table, &step, 0, NULL, NULL));
+
+  step = (clbt_step)CLBT_STEP_INIT;
+  step.num_reqs = 1;
+  step.flags = CLBT_STEP_EXPORT | CLBT_STEP_STATE_SLOTS;
+  step.num_state_slots = clbt_table_width(none) + 1;
+  clbt_assert_fails(clbt_table_enqueue_step(none, &step, 0, NULL, NULL),
+                    CLBT_INVALID_ARGUMENT, "exceeds the table's width");
+  step.num_state_slots = 1;
+  clbt_assert_fails(clbt_table_enqueue_step(none, &step, 0, NULL, NULL),
+                    CLBT_INVALID_ARGUMENT, "it has no export");
+  step.flags &= ~(uint32_t)CLBT_STEP_EXPORT;
+  clbt_assert_fails(clbt_table_enqueue_step(none, &step, 0, NULL, NULL),
+                    CLBT_NULL_ARGUMENT, "query_start_loc is NULL");
+  step.query_start_loc = qsl;
+  clbt_assert_ok(clbt_table_enqueue_step(none, &step, 0, NULL, NULL));
+  /* PoCL compiles a kernel at its first launch, on a thread of its own
+     that must not outlive the process. */
+  ck_assert_int_eq(clFinish(clbt_device_queue(clbt_test_device())),
+                   CL_SUCCESS);
+
+  clReleaseMemObject(qsl);
+  clbt_table_destroy(table);
+  clbt_table_destroy(none);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("step");
   TCase *tc = tcase_create("step");
@@ -928,6 +998,7 @@ int main(void) {
   tcase_add_test(tc, device_steps_agree_with_the_model);
   tcase_add_test(tc, steps_repair_a_failed_commit);
   tcase_add_test(tc, dummy_runs_read_nothing_and_commit_nothing);
+  tcase_add_test(tc, step_checks_run_in_the_documented_order);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

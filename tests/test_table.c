@@ -1,4 +1,4 @@
-/* One table (src/table.c): config rules, buffers, commit, clear, launch. */
+/* One table (src/api/table.c): config rules, buffers, commit, clear, launch. */
 #include "clbt_test.h"
 
 #include <stdint.h>

@@ -1,5 +1,6 @@
-/* Row operations (src/table_rows.c), as block_table.py defines them. */
-#include "engine.h"
+/* Row operations (src/engine/table_rows.c), as block_table.py defines them. */
+#include "engine/group.h"
+#include "engine/table_rows.h"
 #include "clbt_test.h"
 
 /* 3 rows of width 4; hybrid tables split each block in two (width 8). */

@@ -1,5 +1,5 @@
 /*
- * Token slots (clbt_*_enqueue_token_slots, src/token_slots.c,
+ * Token slots (clbt_*_enqueue_token_slots, src/calls/token_slots.c,
  * cl/token_slots.cl) against an independent model of vLLM's
  * triton_convert_req_index_to_global_index and its DCP path
  * (vllm/v1/attention/backends/mla/sparse_utils.py): entry (i, j) of an

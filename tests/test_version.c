@@ -1,5 +1,5 @@
 /*
- * The version (src/version.c), against rules written down outside the
+ * The version (src/base/version.c), against rules written down outside the
  * code: the number encodes the string's parts as the header documents
  * (major * 10000 + minor * 100 + patch), and the shared library this test
  * loaded carries the soname the version implies (docs/design.md: from 0.5

@@ -1,4 +1,4 @@
-/* Row width (src/width.c): get_block_table_width, worked by hand. */
+/* Row width (src/base/width.c): get_block_table_width, worked by hand. */
 #include "clbt_test.h"
 
 static uint32_t width_of(uint32_t blocks, uint32_t block_size,

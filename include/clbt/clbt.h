@@ -511,6 +511,20 @@ CLBT_API clbt_status clbt_block_table_width(uint32_t max_num_blocks,
 /* One block table                                                          */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * A clbt_table is a table of its own (clbt_table_create) or a group of a
+ * multi-group table (clbt_multi_table_group), a view of that table's
+ * group. Every clbt_table_* call takes either. On a group, the device
+ * calls (clbt_table_commit, _compute_slot_mapping, _enqueue_step,
+ * _enqueue_export, _enqueue_token_slots and their enqueue_ forms) run in
+ * the multi-group table's own launch that holds the group, for that group
+ * alone: they build no program of their own and write what the
+ * multi-group table's call writes of that group. The row operations
+ * (clbt_table_append_row to clbt_table_swap_row) and clbt_table_clear
+ * change that group alone, outside the multi-group table's all-or-nothing
+ * rule: the other groups keep their rows.
+ */
+
 /** What a table's rows hold, and so whether it maps tokens to slots. */
 typedef enum clbt_slot_mode {
   /** Tokens write KV-cache slots: compute_slot_mapping fills the buffer. */
@@ -636,6 +650,8 @@ CLBT_API clbt_status clbt_table_prepare(clbt_device *device,
  * block_ids with n > 0; CLBT_ROW_OUT_OF_RANGE; CLBT_ROW_OVERFLOW when the
  * row would exceed its width; CLBT_INVALID_BLOCK_ID for a negative id or one
  * whose kernel blocks exceed INT32_MAX. On failure the row is unchanged.
+ * On a group of a multi-group table this and every row operation below
+ * change that group alone (clbt_multi_table_group).
  */
 CLBT_API clbt_status clbt_table_append_row(clbt_table *table, uint32_t row,
                                            const int32_t *block_ids, size_t n);
@@ -1536,7 +1552,18 @@ CLBT_API uint32_t clbt_multi_table_num_groups(const clbt_multi_table *table);
 
 /**
  * Group g's table, owned by the multi-group table; NULL for a NULL table or
- * g not below the number of groups.
+ * g not below the number of groups. It is a view of the group, not a table
+ * of its own: device calls on it (clbt_table_commit, _compute_slot_mapping,
+ * _enqueue_step, _enqueue_export, _enqueue_token_slots and their enqueue_
+ * forms) run in this table's launch that holds the group, with that group
+ * alone taking part, so they build no program (clbt_device_program_count
+ * stays as it was) and give the group what this table's call gives it. Row
+ * operations on it (clbt_table_append_row, _add_row, _append_rows,
+ * _add_rows, _clear_row, _truncate_row, _move_row, _swap_row) and
+ * clbt_table_clear change that group alone, outside the all-or-nothing
+ * rule of this table's own row operations: use those to keep the groups'
+ * rows in step. clbt_table_destroy leaves it; it goes with
+ * clbt_multi_table_destroy.
  */
 CLBT_API clbt_table *clbt_multi_table_group(clbt_multi_table *table,
                                             uint32_t group);

@@ -7,7 +7,7 @@ A slot is reused once its write has ended, and never waited for: a call
 takes a free slot, or makes one, whatever the device is doing, so a
 caller may keep any number of batches in flight (behind a wait list that
 has not fired, say) and change its arrays as soon as a call returns.
-This is what C's staging does for commits (src/staging.c).
+This is what C's staging does for commits (src/engine/staging.c).
 
 Each slot's inputs lie in one buffer, the per-request arrays first and the
 positions last, so a batch is one write of a prefix of the slot: one

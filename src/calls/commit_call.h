@@ -1,0 +1,12 @@
+/* The commit call (commit_call.c): a scope's rows [0, num_reqs) committed. */
+#ifndef CLBT_COMMIT_CALL_H
+#define CLBT_COMMIT_CALL_H
+
+#include "engine/engine.h"
+
+/* Checks num_reqs and the wait list, then runs the commit on the scope. */
+clbt_status clbt__enqueue_commit(const clbt__scope *scope, uint32_t num_reqs,
+                                 cl_uint num_events, const cl_event *wait_list,
+                                 cl_event *event);
+
+#endif /* CLBT_COMMIT_CALL_H */

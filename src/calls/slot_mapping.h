@@ -1,0 +1,16 @@
+/* The slot-mapping call (slot_mapping.c). */
+#ifndef CLBT_SLOT_MAPPING_H
+#define CLBT_SLOT_MAPPING_H
+
+#include "calls/batch.h"
+#include "engine/engine.h"
+
+/* Checks the batch and the wait list, then runs the slot mapping of every
+   token-mapping group of the scope. */
+clbt_status clbt__enqueue_slot_mapping(const clbt__scope *scope,
+                                       const clbt__batch *batch,
+                                       cl_uint num_events,
+                                       const cl_event *wait_list,
+                                       cl_event *event);
+
+#endif /* CLBT_SLOT_MAPPING_H */

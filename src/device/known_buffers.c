@@ -1,0 +1,47 @@
+/*
+ * The caller's buffers a handle has checked lately (known_buffers.h): a table
+ * engine's batch buffers, a KV cache's inputs.
+ */
+#include "device/known_buffers.h"
+
+#include "base/status.h"
+#include "device/handle.h"
+
+#include <string.h>
+
+clbt_status clbt__known_buffer_size(const clbt_device *device,
+                                    clbt__known_buffers *known, cl_mem buffer,
+                                    const char *name, const char *owner,
+                                    size_t *size) {
+  for (uint32_t k = 0; k < CLBT__KNOWN_BUFFERS; ++k)
+    if (known->buffers[k].buffer == buffer) {
+      *size = known->buffers[k].size;
+      return CLBT_SUCCESS;
+    }
+  clbt_status status = CLBT_SUCCESS;
+  cl_context context;
+  CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_CONTEXT, sizeof context,
+                                  &context, NULL),
+               status, done);
+  CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_SIZE, sizeof *size, size,
+                                  NULL),
+               status, done);
+  if (context != device->context)
+    return clbt__fail(CLBT_CONTEXT_MISMATCH,
+                      "%s belongs to another OpenCL context than the "
+                      "%s's device",
+                      name, owner);
+  CLBT__CL_TRY(clRetainMemObject(buffer), status, done);
+  clbt__known_buffer *oldest = &known->buffers[known->next];
+  if (oldest->buffer) clReleaseMemObject(oldest->buffer);
+  *oldest = (clbt__known_buffer){buffer, *size};
+  known->next = (known->next + 1) % CLBT__KNOWN_BUFFERS;
+done:
+  return status;
+}
+
+void clbt__known_buffers_release(clbt__known_buffers *known) {
+  for (uint32_t k = 0; k < CLBT__KNOWN_BUFFERS; ++k)
+    if (known->buffers[k].buffer) clReleaseMemObject(known->buffers[k].buffer);
+  memset(known, 0, sizeof *known);
+}

@@ -1,0 +1,38 @@
+/* The caller's buffers a handle has checked lately (known_buffers.c). */
+#ifndef CLBT_KNOWN_BUFFERS_H
+#define CLBT_KNOWN_BUFFERS_H
+
+#include "clbt/clbt.h"
+#include "base/tuning.h"
+
+/*
+ * The caller's buffers a handle (a table engine, a KV cache) has checked
+ * lately, with their sizes: a steady loop passes the same few every step,
+ * and asking the driver about each costs two calls a buffer a step. The
+ * handle keeps a reference to each, so that a released buffer's handle
+ * cannot come back as another buffer's while it is known.
+ */
+typedef struct clbt__known_buffer {
+  cl_mem buffer;
+  size_t size;
+} clbt__known_buffer;
+typedef struct clbt__known_buffers {
+  clbt__known_buffer buffers[CLBT__KNOWN_BUFFERS];
+  uint32_t next; /* the oldest, replaced next */
+} clbt__known_buffers;
+
+/*
+ * A buffer's size, from the known buffers, or else asked of the driver,
+ * its context checked against the device's (CLBT_CONTEXT_MISMATCH: "<name>
+ * belongs to another OpenCL context than the <owner>'s device"), and
+ * recorded in place of the oldest.
+ */
+clbt_status clbt__known_buffer_size(const clbt_device *device,
+                                    clbt__known_buffers *known, cl_mem buffer,
+                                    const char *name, const char *owner,
+                                    size_t *size);
+
+/* Releases every known buffer. */
+void clbt__known_buffers_release(clbt__known_buffers *known);
+
+#endif /* CLBT_KNOWN_BUFFERS_H */

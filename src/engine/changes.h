@@ -1,0 +1,35 @@
+/*
+ * What the row operations changed since the last commit (changes.c), per
+ * row: the columns [low, high) that changed and whether the row is listed
+ * at all (a listed row's length is moved even when no column changed),
+ * plus its extent: every column from extent on is zero on the host, which
+ * keeps swaps and their commits proportional to what rows hold. Row
+ * operations (table_rows.c) mark it; a commit (commit.c) moves it.
+ */
+#ifndef CLBT_CHANGES_H
+#define CLBT_CHANGES_H
+
+#include "clbt/clbt.h"
+
+#include <stdbool.h>
+
+typedef struct clbt__changes {
+  uint32_t *listed_rows;  /* rows with changes, each once */
+  uint32_t num_listed;
+  bool *listed;           /* [max_num_reqs] */
+  uint32_t *low, *high;   /* [max_num_reqs] */
+  uint32_t *extent;       /* [max_num_reqs] */
+} clbt__changes;
+
+clbt_status clbt__changes_init(clbt__changes *changes, uint32_t max_num_reqs);
+void clbt__changes_free(clbt__changes *changes);
+/* Records that a row's columns [low, high) and its length changed. */
+void clbt__changes_mark(clbt__changes *changes, uint32_t row, uint32_t low,
+                        uint32_t high);
+/* Forgets every change (after clear, which resets both sides). */
+void clbt__changes_reset(clbt__changes *changes, uint32_t max_num_reqs);
+
+/* The cells of a row that changed: high - low, or 0. */
+uint32_t clbt__changed_cells(const clbt__changes *changes, uint32_t row);
+
+#endif /* CLBT_CHANGES_H */

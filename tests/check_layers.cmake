@@ -1,0 +1,157 @@
+# Checks that src/ is the house docs/design.md draws ("Layers"): every file
+# in a layer's folder, every internal include named by its layer's folder,
+# no include of a layer above the file's own, one header per module (a
+# header has its .c, which includes it first), and no circle between
+# modules but log/status. An include is what a call needs (a C11 file
+# cannot call what it has not declared), so no call climbs back up either.
+#
+#   cmake -DSOURCE_DIR=<the project's root> -P check_layers.cmake
+#
+# Every problem is reported, then the check fails.
+
+cmake_minimum_required(VERSION 3.16)
+
+if(NOT SOURCE_DIR)
+  message(FATAL_ERROR "check_layers.cmake needs -DSOURCE_DIR")
+endif()
+
+# The layers, lowest first. cl holds the contracts between host and
+# kernels (cl/contract.h, cl/kv_cache.h): the engine and what is above it
+# include them, the device layer does not.
+set(layers base device cl engine calls api)
+# The one circle allowed: status.c logs each failure, log.c reports its own.
+set(allowed_circle "base/log" "base/status")
+
+set(problems "")
+macro(problem text)
+  string(APPEND problems "  ${text}\n")
+endmacro()
+
+function(layer_rank layer out)
+  list(FIND layers "${layer}" rank)
+  set(${out} ${rank} PARENT_SCOPE)
+endfunction()
+
+# A C identifier for a module's name, to name its variables.
+function(variable_of module out)
+  string(MAKE_C_IDENTIFIER "${module}" name)
+  set(${out} "edges_${name}" PARENT_SCOPE)
+endfunction()
+
+file(GLOB_RECURSE files RELATIVE "${SOURCE_DIR}/src" "${SOURCE_DIR}/src/*")
+file(GLOB cl_headers RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/cl/*.h")
+set(modules "")
+foreach(header IN LISTS cl_headers)
+  string(REGEX REPLACE "\\.h$" "" module "${header}")
+  list(APPEND modules "${module}")
+endforeach()
+
+foreach(file IN LISTS files)
+  if(NOT file MATCHES "^([a-z]+)/([a-z0-9_]+)\\.(c|h)$")
+    problem("src/${file} is in no layer's folder (src/<layer>/<name>.c or .h)")
+    continue()
+  endif()
+  set(layer "${CMAKE_MATCH_1}")
+  set(module "${CMAKE_MATCH_1}/${CMAKE_MATCH_2}")
+  set(kind "${CMAKE_MATCH_3}")
+  layer_rank("${layer}" rank)
+  if(rank LESS 0 OR layer STREQUAL "cl")
+    problem("src/${file}: ${layer} is not a layer (${layers})")
+    continue()
+  endif()
+  list(APPEND modules "${module}")
+  variable_of("${module}" edges)
+
+  # One header per module: a header has its .c, which includes it first.
+  if(kind STREQUAL "h" AND NOT EXISTS "${SOURCE_DIR}/src/${module}.c")
+    problem("src/${file} is a header without a module: no src/${module}.c")
+  endif()
+  file(STRINGS "${SOURCE_DIR}/src/${file}" includes
+       REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  if(kind STREQUAL "c" AND EXISTS "${SOURCE_DIR}/src/${module}.h")
+    list(GET includes 0 first)
+    if(NOT first MATCHES "\"${module}\\.h\"")
+      problem("src/${file} does not include its own header ${module}.h first")
+    endif()
+  endif()
+
+  foreach(line IN LISTS includes)
+    string(REGEX REPLACE "^[^\"]*\"([^\"]*)\".*$" "\\1" included "${line}")
+    if(included STREQUAL "clbt/clbt.h")
+      continue() # the public API, below everything
+    endif()
+    if(NOT included MATCHES "^([a-z]+)/([a-z0-9_]+)\\.h$")
+      problem("src/${file} includes \"${included}\", which names no layer")
+      continue()
+    endif()
+    set(target_layer "${CMAKE_MATCH_1}")
+    set(target "${CMAKE_MATCH_1}/${CMAKE_MATCH_2}")
+    layer_rank("${target_layer}" target_rank)
+    if(target_layer STREQUAL "cl")
+      set(where "${SOURCE_DIR}/${included}")
+    else()
+      set(where "${SOURCE_DIR}/src/${included}")
+    endif()
+    if(target_rank LESS 0 OR NOT EXISTS "${where}")
+      problem("src/${file} includes \"${included}\", which is no layer's header")
+      continue()
+    endif()
+    if(target_rank GREATER rank)
+      problem("src/${file} (${layer}) includes ${included}, which climbs up to ${target_layer}")
+    endif()
+    if(NOT target STREQUAL module)
+      list(APPEND ${edges} "${target}")
+    endif()
+  endforeach()
+endforeach()
+list(REMOVE_DUPLICATES modules)
+
+# The allowed circle is one edge short.
+variable_of("base/log" log_edges)
+list(REMOVE_ITEM ${log_edges} "base/status")
+
+# Circles: prune every module that uses nothing left (nothing above it can
+# be on a circle through it), then every module nothing left uses; what
+# stays is on a circle, or between two.
+set(left ${modules})
+set(changed TRUE)
+while(changed)
+  set(changed FALSE)
+  foreach(module IN LISTS left)
+    variable_of("${module}" edges)
+    set(uses_left FALSE)
+    set(used_by_left FALSE)
+    foreach(target IN LISTS ${edges})
+      if(target IN_LIST left)
+        set(uses_left TRUE)
+      endif()
+    endforeach()
+    foreach(other IN LISTS left)
+      variable_of("${other}" other_edges)
+      if(module IN_LIST ${other_edges})
+        set(used_by_left TRUE)
+      endif()
+    endforeach()
+    if(NOT uses_left OR NOT used_by_left)
+      list(REMOVE_ITEM left "${module}")
+      set(changed TRUE)
+    endif()
+  endforeach()
+endwhile()
+foreach(module IN LISTS left)
+  variable_of("${module}" edges)
+  set(within "")
+  foreach(target IN LISTS ${edges})
+    if(target IN_LIST left)
+      list(APPEND within "${target}")
+    endif()
+  endforeach()
+  list(JOIN within ", " within)
+  problem("${module} is on a circle: it includes ${within}")
+endforeach()
+
+list(LENGTH modules count)
+if(problems)
+  message(FATAL_ERROR "src/ is not the house docs/design.md draws:\n${problems}")
+endif()
+message(STATUS "check_layers: ${count} modules in ${layers}, no include climbs up, no circle but ${allowed_circle}")

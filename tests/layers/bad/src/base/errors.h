@@ -1,0 +1,2 @@
+/* A base module that includes a layer above it. */
+#include "engine/rows.h"

@@ -1,0 +1,1 @@
+/* A header without its module. */

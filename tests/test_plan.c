@@ -1,0 +1,379 @@
+/*
+ * The pure part of a call's plan (src/engine/plan.c), without a device:
+ * where each launch's part of the commit packet goes, in docs/design.md's
+ * order of preference ("Commit": in the record, else uploaded and folded
+ * into the step kernel when each group's part is at most folded_items,
+ * else uploaded and scattered by a launch of its own; a commit with no
+ * step sends a part that fits in a scatter launch's record), how the part
+ * is laid out (cl/contract.h: each group's two counts, then the sections
+ * of the groups that scatter, 4 words a row and one an id), what each
+ * launch's step kernel does of the call's work, and which entry in which
+ * record size runs it. Every expected value is worked out by hand from
+ * those rules.
+ */
+#include "clbt_test.h"
+#include "engine/plan.h"
+
+/* Tuning rows of the test's own: a CPU's, whose one or two work-groups
+   always fold a packet, and a GPU's, which folds one only while its words
+   times the step's work-groups stay within folded_budget. */
+static const clbt__tuning cpu_row = {.local_size = 1,
+                                     .cpu_items_per_group = 32768,
+                                     .folded_items = 8192,
+                                     .folded_budget = UINT32_MAX,
+                                     .gpu_code = false};
+static const clbt__tuning gpu_row = {.local_size = 256,
+                                     .gpu_code = true,
+                                     .pad_per_item = 16,
+                                     .gathered_per_group = 4,
+                                     .exported_per_group = 8,
+                                     .part_groups_per_unit = 1,
+                                     .folded_items = 8192,
+                                     .folded_budget = 150000};
+
+/* One group that maps tokens, one record size of 128 packet words. */
+static const clbt__launch_shape one_group = {
+    .num_groups = 1,
+    .token_groups = 0x1,
+    .tuning = &cpu_row,
+    .num_classes = 1,
+    .record_words = {128},
+    .has_inline = true};
+
+/* Three record sizes, as a GPU's: 64, 512 and 2048 words. */
+static const clbt__launch_shape three_sizes = {
+    .num_groups = 1,
+    .token_groups = 0x1,
+    .tuning = &gpu_row,
+    .num_classes = 3,
+    .record_words = {64, 512, 2048},
+    .has_inline = true};
+
+/* The same on an H200's 132 compute units, a 16384-slot slot mapping. */
+static const clbt__launch_shape h200 = {
+    .num_groups = 1,
+    .token_groups = 0x1,
+    .tuning = &gpu_row,
+    .num_classes = 3,
+    .record_words = {64, 512, 2048},
+    .has_inline = true,
+    .compute_units = 132,
+    .max_num_tokens = 16384};
+
+static clbt__commit_plan scatter(uint32_t rows, uint64_t cells) {
+  return (clbt__commit_plan){CLBT_COMMIT_SCATTER, 16, {rows, cells}, 0};
+}
+
+/* A call that commits nothing: no part, the entry of its work, the
+   smallest record. */
+START_TEST(a_call_without_a_commit_carries_no_packet) {
+  clbt__launch_plan plan;
+  clbt__plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, NULL, &plan);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_NONE);
+  ck_assert_uint_eq(plan.part_words, 0);
+  ck_assert_uint_eq(plan.work, CLBT_WORK_MAP);
+  ck_assert(!plan.scatters);
+  ck_assert_int_eq(plan.step_entry, CLBT__ENTRY_MAP);
+  ck_assert_uint_eq(plan.step_class, 0);
+  ck_assert(!clbt__plan_uploads(&plan));
+}
+END_TEST
+
+/* 2 rows and 5 ids: the counts (2 words), then 4 x 2 + 5 = 13: 15 words,
+   in the step kernel's record. */
+START_TEST(a_small_part_travels_in_the_record) {
+  clbt__commit_plan commits[1] = {scatter(2, 5)};
+  clbt__launch_plan plan;
+  clbt__plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  ck_assert_uint_eq(commits[0].packet_at, 2);
+  ck_assert_uint_eq(plan.part_words, 15);
+  ck_assert_uint_eq(plan.scatter_items, 7);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_INLINE);
+  ck_assert(!plan.scatters);
+  ck_assert_uint_eq(clbt__plan_inline_words(&plan, true), 15);
+  ck_assert_uint_eq(clbt__plan_inline_words(&plan, false), 0);
+  ck_assert_uint_eq(plan.step_class, 0);
+}
+END_TEST
+
+/* A commit with no step after it: the part in a scatter launch's record. */
+START_TEST(a_commit_alone_scatters_its_record) {
+  clbt__commit_plan commits[1] = {scatter(2, 5)};
+  clbt__launch_plan plan;
+  clbt__plan_launch(&one_group, 0x1, 0, 0, 0, commits, &plan);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_INLINE_APART);
+  ck_assert(plan.scatters);
+  ck_assert_int_eq(plan.scatter_entry, CLBT__ENTRY_SCATTER);
+  ck_assert_uint_eq(clbt__plan_inline_words(&plan, false), 15);
+  ck_assert_uint_eq(clbt__plan_inline_words(&plan, true), 0);
+  ck_assert(!clbt__plan_uploads(&plan));
+}
+END_TEST
+
+/* 20 rows and 200 ids: 2 + 80 + 200 = 282 words, past the record's 128;
+   220 items, under folded_items: uploaded, applied by the step kernel. A
+   commit alone of it cannot fold: uploaded and scattered. */
+START_TEST(a_part_past_the_record_is_uploaded) {
+  clbt__commit_plan commits[1] = {scatter(20, 200)};
+  clbt__launch_plan plan;
+  clbt__plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  ck_assert_uint_eq(plan.part_words, 282);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_FOLDED);
+  ck_assert(clbt__plan_uploads(&plan));
+  ck_assert(!plan.scatters);
+  ck_assert_uint_eq(clbt__plan_inline_words(&plan, true), 0);
+  clbt__plan_launch(&one_group, 0x1, 0, 0, 0, commits, &plan);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_SCATTERED);
+  ck_assert(plan.scatters);
+  ck_assert_uint_eq(plan.scatter_class, 0);
+}
+END_TEST
+
+/* 8193 items in one group (1 row and 8192 ids, or 100 rows and 8093 ids):
+   too many to fold, scattered before the step kernel, which carries no
+   packet. 1 row and 8191 ids folds. */
+START_TEST(a_large_part_is_scattered_before_the_step) {
+  clbt__commit_plan commits[1] = {scatter(1, 8192)};
+  clbt__launch_plan plan;
+  clbt__plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_SCATTERED);
+  ck_assert(plan.scatters);
+  ck_assert_uint_eq(plan.work, CLBT_WORK_MAP);
+  ck_assert_uint_eq(clbt__plan_inline_words(&plan, true), 0);
+  commits[0] = scatter(100, 8093);
+  clbt__plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_SCATTERED);
+  commits[0] = scatter(1, 8191);
+  clbt__plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_FOLDED);
+}
+END_TEST
+
+/* A WHOLE or an empty commit has no section: no part to place. */
+START_TEST(whole_and_empty_commits_have_no_part) {
+  clbt__commit_plan commits[1] = {
+      {CLBT_COMMIT_WHOLE, 16, {3, 40}, 0}};
+  clbt__launch_plan plan;
+  clbt__plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  ck_assert_uint_eq(plan.part_words, 0);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_NONE);
+  commits[0] = (clbt__commit_plan){CLBT_COMMIT_AUTO, 16, {0, 0}, 0};
+  clbt__plan_launch(&one_group, 0x1, 0, 0, 0, commits, &plan);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_NONE);
+  ck_assert(!plan.scatters);
+}
+END_TEST
+
+/* Groups 0 and 2 of three take part: counts for all three (6 words), then
+   group 0's section (4 + 3 = 7 words) at 6, group 2's (2 x 4 = 8) at 13,
+   21 words; group 1, not in the call, is not placed. */
+START_TEST(sections_follow_every_groups_counts) {
+  const clbt__launch_shape three = {.num_groups = 3,
+                                    .token_groups = 0x7,
+                                    .tuning = &cpu_row,
+                                    .num_classes = 1,
+                                    .record_words = {128},
+                                    .has_inline = true};
+  clbt__commit_plan commits[3] = {scatter(1, 3), scatter(5, 5),
+                                  scatter(2, 0)};
+  commits[1].packet_at = 99;
+  clbt__launch_plan plan;
+  clbt__plan_launch(&three, 0x5, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  ck_assert_uint_eq(commits[0].packet_at, 6);
+  ck_assert_uint_eq(commits[2].packet_at, 13);
+  ck_assert_uint_eq(commits[1].packet_at, 99);
+  ck_assert_uint_eq(plan.part_words, 21);
+  ck_assert_uint_eq(plan.scatter_items, 4);
+  ck_assert_uint_eq(plan.groups, 0x5);
+}
+END_TEST
+
+/* The smallest record that holds the part: 0 words in 64, 64 in 64, 65 in
+   512, 600 in 2048; 3000 in none, so the part is uploaded and the step's
+   record is the smallest. A GPU's entry is WHOLE whatever the work. */
+START_TEST(the_smallest_record_that_holds_the_part) {
+  ck_assert_uint_eq(clbt__record_class(&three_sizes, 0), 0);
+  ck_assert_uint_eq(clbt__record_class(&three_sizes, 64), 0);
+  ck_assert_uint_eq(clbt__record_class(&three_sizes, 65), 1);
+  ck_assert_uint_eq(clbt__record_class(&three_sizes, 600), 2);
+  ck_assert_uint_eq(clbt__record_class(&three_sizes, 3000), 3);
+  /* 2 + 4 x 10 + 58 = 100 words. */
+  clbt__commit_plan commits[1] = {scatter(10, 58)};
+  clbt__launch_plan plan;
+  clbt__plan_launch(&three_sizes, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_INLINE);
+  ck_assert_uint_eq(plan.step_class, 1);
+  ck_assert_int_eq(plan.step_entry, CLBT__ENTRY_WHOLE);
+  /* 2 + 4 x 100 + 2598 = 3000 words. */
+  commits[0] = scatter(100, 2598);
+  clbt__plan_launch(&three_sizes, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_FOLDED);
+  ck_assert_uint_eq(plan.step_class, 0);
+  clbt__plan_launch(&three_sizes, 0x1, CLBT_WORK_GATHER, 0, 0, NULL, &plan);
+  ck_assert_uint_eq(plan.step_class, 0);
+  ck_assert_int_eq(plan.step_entry, CLBT__ENTRY_WHOLE);
+}
+END_TEST
+
+/* A device whose argument space leaves no record room (has_inline false)
+   uploads every part, even a commit alone's smallest. */
+START_TEST(no_record_room_uploads_every_part) {
+  const clbt__launch_shape placeholder = {.num_groups = 1,
+                                          .token_groups = 0x1,
+                                          .tuning = &cpu_row,
+                                          .num_classes = 1,
+                                          .record_words = {1},
+                                          .has_inline = false};
+  clbt__commit_plan commits[1] = {scatter(1, 0)};
+  clbt__launch_plan plan;
+  clbt__plan_launch(&placeholder, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_FOLDED);
+  clbt__plan_launch(&placeholder, 0x1, 0, 0, 0, commits, &plan);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_SCATTERED);
+  ck_assert(plan.scatters);
+}
+END_TEST
+
+/*
+ * A launch's step kernel does what its groups of the call hold: group 0
+ * maps tokens, group 1 maps none. The map, the export (with its parts)
+ * and token slots need group 0; the state slots group 1; the gather
+ * either.
+ */
+START_TEST(a_launch_does_what_its_groups_hold) {
+  const clbt__launch_shape two = {.num_groups = 2,
+                                  .token_groups = 0x1,
+                                  .tuning = &cpu_row,
+                                  .num_classes = 1,
+                                  .record_words = {128},
+                                  .has_inline = true};
+  const uint32_t work = CLBT_WORK_MAP | CLBT_WORK_GATHER | CLBT_WORK_EXPORT |
+                        CLBT_WORK_EXPORT_DENSE | CLBT_WORK_STATE_SLOTS;
+  clbt__launch_plan plan;
+  clbt__plan_launch(&two, 0x2, work, 0, 0, NULL, &plan);
+  ck_assert_uint_eq(plan.work, CLBT_WORK_GATHER | CLBT_WORK_STATE_SLOTS);
+  ck_assert_int_eq(plan.step_entry, CLBT__ENTRY_STATES);
+  clbt__plan_launch(&two, 0x1, work, 0, 0, NULL, &plan);
+  ck_assert_uint_eq(plan.work, CLBT_WORK_MAP | CLBT_WORK_GATHER |
+                                   CLBT_WORK_EXPORT | CLBT_WORK_EXPORT_DENSE);
+  ck_assert_int_eq(plan.step_entry, CLBT__ENTRY_EXPORT);
+  clbt__plan_launch(&two, 0x3, work, 0, 0, NULL, &plan);
+  ck_assert_uint_eq(plan.work, work);
+  ck_assert_int_eq(plan.step_entry, CLBT__ENTRY_FULL);
+  clbt__plan_launch(&two, 0x2, CLBT_WORK_TOKEN_SLOTS, 0, 0, NULL, &plan);
+  ck_assert_uint_eq(plan.work, 0);
+  clbt__plan_launch(&two, 0x1, CLBT_WORK_TOKEN_SLOTS, 0, 0, NULL, &plan);
+  ck_assert_int_eq(plan.step_entry, CLBT__ENTRY_TOKENS);
+}
+END_TEST
+
+/* A CPU's entry is the first in cl/contract.h's order whose parts hold
+   the work's; the flags (idx_mapping, the export's parts) are no part. */
+START_TEST(the_first_entry_that_holds_the_work) {
+  static const struct {
+    uint32_t work;
+    clbt__entry entry;
+  } cases[] = {
+      {CLBT_WORK_MAP, CLBT__ENTRY_MAP},
+      {CLBT_WORK_MAP | CLBT_WORK_IDX_MAPPING, CLBT__ENTRY_MAP},
+      {CLBT_WORK_MAP | CLBT_WORK_GATHER, CLBT__ENTRY_GATHER},
+      {CLBT_WORK_GATHER, CLBT__ENTRY_GATHER},
+      {CLBT_WORK_MAP | CLBT_WORK_EXPORT | CLBT_WORK_EXPORT_CONTEXT,
+       CLBT__ENTRY_EXPORT},
+      {CLBT_WORK_MAP | CLBT_WORK_STATE_SLOTS, CLBT__ENTRY_STATES},
+      {CLBT_WORK_MAP | CLBT_WORK_EXPORT | CLBT_WORK_STATE_SLOTS,
+       CLBT__ENTRY_FULL},
+      {CLBT_WORK_TOKEN_SLOTS, CLBT__ENTRY_TOKENS}};
+  const clbt__launch_shape both = {.num_groups = 2,
+                                   .token_groups = 0x1,
+                                   .tuning = &cpu_row,
+                                   .num_classes = 1,
+                                   .record_words = {128},
+                                   .has_inline = true};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    clbt__launch_plan plan;
+    clbt__plan_launch(&both, 0x3, cases[i].work, 0, 0, NULL, &plan);
+    ck_assert_msg(plan.step_entry == cases[i].entry,
+                  "work 0x%x: entry %d, not %d", (unsigned)cases[i].work,
+                  (int)plan.step_entry, (int)cases[i].entry);
+  }
+}
+END_TEST
+
+/*
+ * A decode step of 1024 requests, one token each, that gathers and
+ * exports, on the H200: the slot mapping's 1024 tokens and
+ * (16384 - 1024) / 16 = 960 pad entries on ceil(1984 / 256) = 8
+ * work-groups; the gather's 1024 / 4 = 256 work-groups and the export's
+ * 1024 / 8 = 128 capped at one a compute unit: 132 and 128; 268 in all.
+ */
+START_TEST(each_part_on_its_own_work_groups) {
+  const uint32_t work = CLBT_WORK_MAP | CLBT_WORK_GATHER | CLBT_WORK_EXPORT;
+  clbt__grid grid = clbt__plan_grid(&h200, 256, work, 0x1, 1024, 1024);
+  ck_assert_uint_eq(grid.map_groups, 8);
+  ck_assert_uint_eq(grid.gather_groups, 132);
+  ck_assert_uint_eq(grid.export_groups, 128);
+  ck_assert_uint_eq(grid.state_groups, 0);
+  ck_assert_uint_eq(grid.global_size, 268 * 256);
+  /* A CPU's grid: one work-group per 32768 slots, every part on it. */
+  grid = clbt__plan_grid(&one_group, 1, work, 0x1, 1024, 1024);
+  ck_assert_uint_eq(grid.global_size, 1);
+  ck_assert_uint_eq(grid.map_groups + grid.gather_groups, 0);
+}
+END_TEST
+
+/*
+ * Folding costs every work-group the whole packet: 64 rows of one new id
+ * are 2 + 64 x 5 = 322 words, on that step's 268 work-groups 86,296 words,
+ * within 150,000: folded in the record. 256 rows (2 + 1280 = 1282 words)
+ * would be 343,576: in the record of a scatter launch of its own. The
+ * slot mapping alone takes 8 work-groups: 10,256, folded.
+ */
+START_TEST(a_packet_folds_while_its_work_groups_stay_cheap) {
+  const uint32_t work = CLBT_WORK_MAP | CLBT_WORK_GATHER | CLBT_WORK_EXPORT;
+  clbt__commit_plan commits[1] = {scatter(64, 64)};
+  clbt__launch_plan plan;
+  clbt__plan_launch(&h200, 0x1, work, 1024, 1024, commits, &plan);
+  ck_assert_uint_eq(plan.part_words, 322);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_INLINE);
+  ck_assert(!plan.scatters);
+  commits[0] = scatter(256, 256);
+  clbt__plan_launch(&h200, 0x1, work, 1024, 1024, commits, &plan);
+  ck_assert_uint_eq(plan.part_words, 1282);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_INLINE_APART);
+  ck_assert(plan.scatters);
+  ck_assert(clbt__plan_folds(&plan) == false);
+  ck_assert_uint_eq(clbt__plan_inline_words(&plan, false), 1282);
+  ck_assert_uint_eq(clbt__plan_inline_words(&plan, true), 0);
+  ck_assert_uint_eq(plan.scatter_class, 2);
+  ck_assert_uint_eq(plan.step_class, 0);
+  clbt__plan_launch(&h200, 0x1, CLBT_WORK_MAP, 1024, 1024, commits, &plan);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_INLINE);
+  /* Past the largest record: uploaded, and scattered apart or folded. */
+  commits[0] = scatter(256, 2048);
+  clbt__plan_launch(&h200, 0x1, work, 1024, 1024, commits, &plan);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_SCATTERED);
+  clbt__plan_launch(&h200, 0x1, CLBT_WORK_MAP, 1024, 1024, commits, &plan);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_FOLDED);
+}
+END_TEST
+
+int main(void) {
+  Suite *suite = suite_create("plan");
+  TCase *tc = tcase_create("plan");
+  tcase_add_test(tc, a_call_without_a_commit_carries_no_packet);
+  tcase_add_test(tc, each_part_on_its_own_work_groups);
+  tcase_add_test(tc, a_packet_folds_while_its_work_groups_stay_cheap);
+  tcase_add_test(tc, a_small_part_travels_in_the_record);
+  tcase_add_test(tc, a_commit_alone_scatters_its_record);
+  tcase_add_test(tc, a_part_past_the_record_is_uploaded);
+  tcase_add_test(tc, a_large_part_is_scattered_before_the_step);
+  tcase_add_test(tc, whole_and_empty_commits_have_no_part);
+  tcase_add_test(tc, sections_follow_every_groups_counts);
+  tcase_add_test(tc, the_smallest_record_that_holds_the_part);
+  tcase_add_test(tc, no_record_room_uploads_every_part);
+  tcase_add_test(tc, a_launch_does_what_its_groups_hold);
+  tcase_add_test(tc, the_first_entry_that_holds_the_work);
+  suite_add_tcase(suite, tc);
+  return clbt_test_run(suite);
+}

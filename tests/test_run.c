@@ -1,0 +1,151 @@
+/*
+ * What a launch sends as its record (src/calls/run.c, the step kernel's
+ * first argument, cl/contract.h): the smallest record size whose packet
+ * holds the launch's inline packet, every byte of it set, the packet as
+ * cl/contract.h lays it out and zeros after it. Drivers copy every byte of
+ * a record at every enqueue, so a larger size costs every launch, and an
+ * unset byte would be whatever the last launch or the allocator left.
+ *
+ * This program's clSetKernelArg takes the place of the driver's for the
+ * library, which is linked in statically, and keeps a copy of argument 0
+ * of every step kernel (the kernels named clbt_*) before passing the call
+ * on. It runs with CLBT_TUNING=gpu (tests/CMakeLists.txt), whose record
+ * sizes are 64 packet words, then 512 and 2048 as far as the device's
+ * argument space allows: on PoCL's 1024 bytes a one-group launch has two.
+ */
+#define _GNU_SOURCE /* RTLD_NEXT */
+#include "clbt_test.h"
+#include "cl/contract.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+
+CLBT_DECLARE_LAUNCH_RECORD(test_record, CLBT_MAX_RECORD_WORDS)
+
+/* The GPU row's smallest record, in packet words (src/base/tuning.c). */
+#define SMALLEST_WORDS 64
+
+static const size_t head_bytes = offsetof(test_record, packet);
+
+/* The last record a step kernel was given. */
+static struct {
+  unsigned count;
+  size_t size;
+  test_record record;
+} sent;
+
+cl_int CL_API_CALL clSetKernelArg(cl_kernel kernel, cl_uint index,
+                                  size_t size, const void *value) {
+  static union {
+    void *object;
+    cl_int(CL_API_CALL *function)(cl_kernel, cl_uint, size_t, const void *);
+  } driver;
+  if (!driver.object) driver.object = dlsym(RTLD_NEXT, "clSetKernelArg");
+  if (!driver.object) abort();
+  char name[64] = "";
+  if (index == 0 &&
+      clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, sizeof name, name,
+                      NULL) == CL_SUCCESS &&
+      strncmp(name, "clbt_", 5) == 0 && size <= sizeof sent.record) {
+    ++sent.count;
+    sent.size = size;
+    memset(&sent.record, 0xA5, sizeof sent.record);
+    memcpy(&sent.record, value, size);
+  }
+  return driver.function(kernel, index, size, value);
+}
+
+/* The packet words of the last record, from `from` to its end, are 0. */
+static void assert_zero_from(size_t from) {
+  size_t words = (sent.size - head_bytes) / sizeof(cl_uint);
+  for (size_t w = from; w < words; ++w)
+    ck_assert_msg(sent.record.packet[w] == 0,
+                  "packet word %zu of %zu is 0x%x, not 0", w, words,
+                  (unsigned)sent.record.packet[w]);
+}
+
+/* One step of one request and one token, after which the record sent is
+   the step's. */
+static void step(clbt_table *table, cl_mem qsl, cl_mem positions) {
+  clbt_step s = CLBT_STEP_INIT;
+  s.num_reqs = 1;
+  s.query_start_loc = qsl;
+  s.positions = positions;
+  s.num_tokens = 1;
+  unsigned before = sent.count;
+  clbt_assert_ok(clbt_table_enqueue_step(table, &s, 0, NULL, NULL));
+  ck_assert_uint_eq(sent.count, before + 1);
+  ck_assert_uint_eq(sent.record.head.work & CLBT_WORK_MAP, CLBT_WORK_MAP);
+}
+
+/*
+ * Three steps of a table of 64 rows of width 64, committing by scatter:
+ * ten rows of five ids (2 + 10 x 4 + 50 = 92 packet words, past the
+ * smallest record), then one id appended to row 3 (2 + 4 + 1 = 7 words),
+ * then nothing. Each record is the smallest that holds its packet, the
+ * packet is as cl/contract.h lays it out (worked by hand for the second),
+ * and every word after it is 0, though the first step's packet filled
+ * the words the second's and the third's leave.
+ */
+START_TEST(a_launch_sends_the_smallest_record_all_set) {
+  const clbt_table_config config = {.block_size = 16,
+                                    .max_num_reqs = 64,
+                                    .max_num_blocks_per_req = 64,
+                                    .max_num_batched_tokens = 16};
+  clbt_table *table = NULL;
+  clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
+  clbt_assert_ok(clbt_table_set_commit_mode(table, CLBT_COMMIT_SCATTER));
+  const int32_t qsl[] = {0, 1};
+  const int64_t position = 0;
+  cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
+  cl_mem positions = clbt_test_buffer(sizeof position, &position);
+  const size_t smallest = head_bytes + SMALLEST_WORDS * sizeof(cl_uint);
+
+  for (uint32_t row = 0; row < 10; ++row) {
+    const int32_t ids[5] = {1, 2, 3, 4, (int32_t)row + 5};
+    clbt_assert_ok(clbt_table_append_row(table, row, ids, 5));
+  }
+  step(table, qsl_buffer, positions);
+  ck_assert_uint_eq(sent.record.head.packet_words, 92);
+  ck_assert_uint_gt(sent.size, smallest);
+  ck_assert_uint_le(sent.size, head_bytes + 512 * sizeof(cl_uint));
+  ck_assert_uint_eq(sent.record.packet[0], 10);
+  ck_assert_uint_eq(sent.record.packet[1], 50);
+  assert_zero_from(92);
+
+  clbt_assert_ok(clbt_table_append_row(table, 3, (const int32_t[]){77}, 1));
+  step(table, qsl_buffer, positions);
+  ck_assert_uint_eq(sent.size, smallest);
+  ck_assert_uint_eq(sent.record.head.packet_words, 7);
+  ck_assert(sent.record.head.work & CLBT_WORK_PACKET_INLINE);
+  /* Counts (1 row, 1 id), then row 3's entry (length 6, from column 5,
+     its ids from 0), then the id. */
+  const cl_uint packet[7] = {1, 1, 3, 6, 5, 0, 77};
+  for (int w = 0; w < 7; ++w)
+    ck_assert_uint_eq(sent.record.packet[w], packet[w]);
+  assert_zero_from(7);
+
+  step(table, qsl_buffer, positions);
+  ck_assert_uint_eq(sent.size, smallest);
+  ck_assert_uint_eq(sent.record.head.packet_words, 0);
+  ck_assert(!(sent.record.head.work & CLBT_WORK_PACKET_INLINE));
+  assert_zero_from(0);
+  /* PoCL compiles a kernel at its first launch, on a thread of its own
+     that must not outlive the process. */
+  ck_assert_int_eq(clFinish(clbt_device_queue(clbt_test_device())),
+                   CL_SUCCESS);
+
+  clReleaseMemObject(qsl_buffer);
+  clReleaseMemObject(positions);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+int main(void) {
+  Suite *suite = suite_create("run");
+  TCase *tc = tcase_create("run");
+  tcase_set_timeout(tc, 0);
+  tcase_add_test(tc, a_launch_sends_the_smallest_record_all_set);
+  suite_add_tcase(suite, tc);
+  return clbt_test_run(suite);
+}
