@@ -630,27 +630,12 @@ clbt_status clbt_kv_cache_read_rejected_tokens(clbt_kv_cache *cache,
   if (!cache || !count)
     return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
                       !cache ? "cache" : "count");
-  cl_uint value = 0;
-  clbt__sequence sequence =
-      clbt__sequence_start(cache->device, 0, NULL, false);
-  clbt_status status = clbt__sequence_end(
-      &sequence,
-      clbt__sequence_read(&sequence, cache->rejected, sizeof value, &value),
-      NULL);
-  if (!status) *count = value;
-  return status;
+  return clbt__read_counter(cache->device, cache->rejected, count);
 }
 
 clbt_status clbt_kv_cache_reset_rejected_tokens(clbt_kv_cache *cache) {
   if (!cache) return clbt__fail(CLBT_NULL_ARGUMENT, "cache is NULL");
-  const cl_uint zero = 0;
-  clbt__sequence sequence =
-      clbt__sequence_start(cache->device, 0, NULL, false);
-  return clbt__sequence_end(
-      &sequence,
-      clbt__sequence_fill(&sequence, cache->rejected, &zero, sizeof zero, 0,
-                          sizeof zero),
-      NULL);
+  return clbt__reset_counter(cache->device, cache->rejected);
 }
 
 cl_mem clbt_kv_cache_rejected_tokens(const clbt_kv_cache *cache) {

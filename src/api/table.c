@@ -206,30 +206,14 @@ clbt_status clbt_table_read_rejected_tokens(clbt_table *table,
   if (!table || !count)
     return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
                       !table ? "table" : "count");
-  cl_uint value = 0;
-  clbt__sequence sequence =
-      clbt__sequence_start(table->device, 0, NULL, false);
-  clbt_status status = clbt__sequence_end(
-      &sequence,
-      clbt__sequence_read(&sequence,
-                          table->regions[CLBT_REGION_REJECTED_TOKENS],
-                          sizeof value, &value),
-      NULL);
-  if (!status) *count = value;
-  return status;
+  return clbt__read_counter(table->device,
+                            table->regions[CLBT_REGION_REJECTED_TOKENS], count);
 }
 
 clbt_status clbt_table_reset_rejected_tokens(clbt_table *table) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
-  const cl_uint zero = 0;
-  clbt__sequence sequence =
-      clbt__sequence_start(table->device, 0, NULL, false);
-  return clbt__sequence_end(
-      &sequence,
-      clbt__sequence_fill(&sequence,
-                          table->regions[CLBT_REGION_REJECTED_TOKENS], &zero,
-                          sizeof zero, 0, sizeof zero),
-      NULL);
+  return clbt__reset_counter(table->device,
+                             table->regions[CLBT_REGION_REJECTED_TOKENS]);
 }
 
 uint32_t clbt_table_width(const clbt_table *table) {

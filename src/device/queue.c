@@ -318,3 +318,24 @@ clbt_status clbt__sequence_end(clbt__sequence *sequence, clbt_status status,
   *event = last;
   return CLBT_SUCCESS;
 }
+
+clbt_status clbt__read_counter(clbt_device *device, cl_mem buffer,
+                               uint32_t *count) {
+  cl_uint value = 0;
+  clbt__sequence sequence = clbt__sequence_start(device, 0, NULL, false);
+  clbt_status status = clbt__sequence_end(
+      &sequence, clbt__sequence_read(&sequence, buffer, sizeof value, &value),
+      NULL);
+  if (!status) *count = value;
+  return status;
+}
+
+clbt_status clbt__reset_counter(clbt_device *device, cl_mem buffer) {
+  const cl_uint zero = 0;
+  clbt__sequence sequence = clbt__sequence_start(device, 0, NULL, false);
+  return clbt__sequence_end(
+      &sequence,
+      clbt__sequence_fill(&sequence, buffer, &zero, sizeof zero, 0,
+                          sizeof zero),
+      NULL);
+}

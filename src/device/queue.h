@@ -77,6 +77,15 @@ clbt_status clbt__sequence_read(clbt__sequence *sequence, cl_mem buffer,
                                 size_t size, void *host);
 
 /*
+ * A counter of the device's (a table's or a KV cache's rejected tokens):
+ * one 32-bit word of `buffer`, read waiting for the queue, or set to 0,
+ * each a call of its own with no wait list.
+ */
+clbt_status clbt__read_counter(clbt_device *device, cl_mem buffer,
+                               uint32_t *count);
+clbt_status clbt__reset_counter(clbt_device *device, cl_mem buffer);
+
+/*
  * Ends the sequence of a call that ends in status. On success, hands the
  * caller (when event is not NULL) the last command's event, or a marker
  * after the wait list when nothing was enqueued (a marker too when the
