@@ -20,9 +20,9 @@
  * *_groups), after every work-group has applied the packet, so that the
  * parts' chains of reads run side by side rather than one after another.
  * Each entry of CLBT_STEP_ENTRIES is this sequence compiled with only its
- * parts, in each record size (CLBT_RECORD_WORDS_<c>): clbt_<name>_<c>; a
- * GPU's program has the entry of every part alone.
- * Only the groups the record's `groups` names take part.
+ * parts, in each record size (CLBT_RECORD_WORDS_<c>): clbt_<name>_<c>. A
+ * GPU's program has one entry, WHOLE, with every part. Only the groups the
+ * record's `groups` names take part.
  */
 
 /* The local memory a work-group's parts share. */
