@@ -16,7 +16,10 @@
 #include "fault_injection.h"
 #include "fault_sites.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* Rows {7, 3} and {5} of 4-token blocks; tokens at positions 1, 6 | 3, 4. */
 static const clbt_table_config table_config = {
@@ -1062,6 +1065,52 @@ START_TEST(commits_in_flight_cost_what_one_does) {
 }
 END_TEST
 
+/* ---- a destroy whose wait fails ---------------------------------------- */
+
+static atomic_bool gate_opened;
+
+/* Opens the gate 200 ms from now, saying so first. */
+static void *open_gate_later(void *gate) {
+  nanosleep(&(struct timespec){.tv_nsec = 200 * 1000 * 1000}, NULL);
+  atomic_store(&gate_opened, true);
+  ck_assert_int_eq(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+  return NULL;
+}
+
+/*
+ * A table destroyed while its commit's write waits behind a closed gate,
+ * and the wait for that write fails: the write has not read its packet
+ * yet, so the table must not free the packet before the write ends. The
+ * gate opens 200 ms later; destroy may return only after that. (It freed
+ * the packet at once, and PoCL's thread then read it: AddressSanitizer saw
+ * the use after free in the sweep, when the race went that way.)
+ */
+START_TEST(a_failed_wait_keeps_the_packet_of_a_write_in_flight) {
+  clbt_device *device = NULL;
+  clbt_table *table = NULL;
+  cl_int error = CL_SUCCESS;
+  clbt_assert_ok(clbt_device_open(NULL, &device));
+  clbt_assert_ok(clbt_table_create(device, &table_config, &table));
+  clbt_assert_ok(clbt_table_set_commit_mode(table, CLBT_COMMIT_WHOLE));
+  clbt_assert_ok(clbt_table_add_row(table, 0, row0, 2));
+  cl_event gate = clCreateUserEvent(clbt_device_context(device), &error);
+  ck_assert_int_eq(error, CL_SUCCESS);
+  clbt_assert_ok(clbt_table_enqueue_commit(table, 1, 1, &gate, NULL));
+  pthread_t opener;
+  ck_assert_int_eq(pthread_create(&opener, NULL, open_gate_later, gate), 0);
+  clbt_fault_start(CLBT_FAULT_OPENCL, 1);
+  clbt_table_destroy(table);
+  clbt_fault_disarm();
+  ck_assert_str_eq(clbt_fault_failed_function(), "clWaitForEvents");
+  ck_assert_msg(atomic_load(&gate_opened),
+                "destroy returned before the write it failed to wait for "
+                "had ended");
+  ck_assert_int_eq(pthread_join(opener, NULL), 0);
+  clReleaseEvent(gate);
+  clbt_device_release(device);
+}
+END_TEST
+
 /* One case per sweep, so that CTest runs (and times) each on its own. */
 static void add_case(Suite *suite, const char *name, const TTest *test) {
   TCase *tc = tcase_create(name);
@@ -1081,5 +1130,7 @@ int main(void) {
   add_case(suite, "first_export_step",
            a_failed_first_export_step_changes_nothing);
   add_case(suite, "commits_in_flight", commits_in_flight_cost_what_one_does);
+  add_case(suite, "destroy_after_a_failed_wait",
+           a_failed_wait_keeps_the_packet_of_a_write_in_flight);
   return clbt_test_run(suite);
 }

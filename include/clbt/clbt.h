@@ -630,7 +630,10 @@ CLBT_API clbt_status clbt_table_create(clbt_device *device,
  * is and an error is logged. Waits until the
  * device has run (or failed) every commit of the table still in flight,
  * because those read the table's staging memory: open every user event the
- * table's commands wait on first.
+ * table's commands wait on first. Where the driver cannot say that a
+ * commit has ended (the wait fails, and so does asking its status), its
+ * staging memory is left allocated and a warning logged, not freed under
+ * a write.
  */
 CLBT_API void clbt_table_destroy(clbt_table *table);
 

@@ -17,10 +17,13 @@
  */
 #include "engine/staging.h"
 
+#include "base/log.h"
 #include "base/status.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <threads.h>
+#include <time.h>
 
 /* The smallest packet a slot gets, in 32-bit words. */
 #define CLBT__MIN_PACKET_WORDS 256
@@ -177,20 +180,34 @@ void clbt__staging_return(clbt__staging_pool *pool, clbt__staging *slot) {
 }
 
 /*
- * A reader that ended in error has ended all the same. Any other failure to
- * wait is logged; the packet is freed regardless, as nothing better can be
- * done with it when its table goes.
+ * Whether a slot's reader has ended, waiting for it. A reader that ended in
+ * error has ended all the same. A wait that failed says nothing of the
+ * write, which may still be reading the packet, so its status is then
+ * polled until it ends; when that fails too the write's end is unknown.
  */
-static void wait_for_reader(const clbt__staging *slot) {
+static bool wait_for_reader(const clbt__staging *slot) {
   cl_int error = clWaitForEvents(1, &slot->reader);
-  if (error && error != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
-    clbt__cl_fail(error, "clWaitForEvents");
+  if (!error || error == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+    return true;
+  clbt__cl_fail(error, "clWaitForEvents");
+  for (;;) {
+    bool ended = false, failed = false;
+    if (reader_ended(slot, &ended, &failed)) return false;
+    if (ended) return true;
+    thrd_sleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
+  }
 }
 
+/* A packet whose write may still read it is left to the process: freeing
+   it would let the driver read freed memory. */
 void clbt__staging_pool_free(clbt__staging_pool *pool) {
   for (size_t i = 0; i < pool->busy; ++i) {
     clbt__staging *slot = busy_slot(pool, i);
-    wait_for_reader(slot);
+    if (!wait_for_reader(slot)) {
+      clbt__log(CLBT_LOG_WARN, "a staging packet of %zu words is not freed: "
+                "its write may still read it", slot->capacity);
+      slot->packet = NULL;
+    }
     clReleaseEvent(slot->reader);
     free_slot(slot);
   }

@@ -60,7 +60,8 @@ void clbt__staging_submit(clbt__staging_pool *pool, clbt__staging *slot,
 /* Gives back a slot that nothing reads. */
 void clbt__staging_return(clbt__staging_pool *pool, clbt__staging *slot);
 
-/* Waits for every slot's reader, then frees the pool. */
+/* Waits for every slot's reader, then frees the pool; a packet whose
+   reader's end cannot be known is left allocated (logged), not freed. */
 void clbt__staging_pool_free(clbt__staging_pool *pool);
 
 #endif /* CLBT_STAGING_H */
