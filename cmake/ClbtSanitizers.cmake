@@ -13,16 +13,13 @@ if(CLBT_SANITIZE)
   set(clbt_suppressions "${PROJECT_SOURCE_DIR}/tests")
   # allocator_may_return_null: a table too large to allocate must fail with
   # CLBT_CL_OUT_OF_HOST_MEMORY, as it does without ASan (tests/test_sizes.c).
-  # fast_unwind_on_malloc=0: libstdc++ and LLVM have no frame pointers, so
-  # the fast unwinder stops at operator new and a leak inside PoCL's
-  # compiler would not show the library that the suppressions name.
   # use_sigaltstack=0: PoCL sets LLVM up on the first thread that lists the
   # devices, and LLVM (RemoveFileOnSignal) gives that thread a signal stack
   # it allocated. ASan, ending the thread, unmaps whatever stack is
   # installed: munmap fails on the malloc'd one and ASan aborts
   # (test_threads, when a worker thread is the first to open a device).
   set(CLBT_SANITIZER_ENVIRONMENT
-      "ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:strict_string_checks=1:fast_unwind_on_malloc=0:use_sigaltstack=0"
+      "ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:strict_string_checks=1:use_sigaltstack=0"
       "LSAN_OPTIONS=suppressions=${clbt_suppressions}/lsan.supp:print_suppressions=0"
       "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1"
       "TSAN_OPTIONS=suppressions=${clbt_suppressions}/tsan.supp:halt_on_error=1:second_deadlock_stack=1")
