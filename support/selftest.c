@@ -1054,7 +1054,7 @@ static int32_t random_entry(rng *r, const export_world *w, uint32_t i,
  * request schedules its last 1..4 tokens, any other entry one token at
  * position 0. An entry drawn on an empty row reads the request's own row
  * instead: the empty row would reject the token on the ranks that own
- * position 0 only (tests/test_export.c has that case).
+ * position 0 only (tests/calls/test_export.c has that case).
  */
 static uint32_t random_slot_batch(selftest_round *run, export_world *w) {
   uint32_t n = 0, tokens = 0;

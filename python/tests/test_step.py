@@ -6,7 +6,7 @@ overwrites them, and the parts the rules say are kept must still hold the
 poison. The gathered tables are not poisoned: the gather is incremental
 (a position whose row did not change is not rewritten), which holds only
 while clbt alone writes them; the model carries them from step to step
-instead, stale tails included, as tests/test_step.c does."""
+instead, stale tails included, as tests/calls/test_step.c does."""
 import numpy as np
 import pytest
 from model import TableModel

@@ -5,7 +5,7 @@
  * functions of what each launch offers (clbt__launch_shape) and what the
  * call asks, so that the runner (calls/run.c) makes every choice before it
  * enqueues anything, and the choices are tested without a device
- * (tests/test_plan.c).
+ * (tests/engine/test_plan.c).
  */
 #ifndef CLBT_PLAN_H
 #define CLBT_PLAN_H

@@ -65,7 +65,7 @@ END_TEST
 /*
  * Sizes that are no layout: below 0.2's (ten 4-byte fields, 40 bytes),
  * between 0.2's and 0.3's (44), a later one off the 4-byte alignment, or
- * beyond a page (tests/test_abi.c sweeps every size of every struct).
+ * beyond a page (tests/base/test_abi.c sweeps every size of every struct).
  */
 START_TEST(struct_sizes_of_no_layout_are_refused) {
   static const uint32_t sizes[] = {4, 39, 42, 46, 4097, UINT32_MAX};

@@ -8,7 +8,7 @@
  * and the dense page table with its lengths, and compares them with what
  * the steps wrote. Which positions a CP rank owns comes from vLLM's rule
  * (block_table.py), enumerated position by position.
- * tests/test_export_attention.c reads K/V through the same layouts with a
+ * tests/calls/test_export_attention.c reads K/V through the same layouts with a
  * paged-attention reference.
  */
 #include "clbt_test.h"
@@ -400,7 +400,7 @@ END_TEST
 /*
  * Earlier layouts keep working. clbt_export_buffers, which clbt fills, is
  * frozen and written whole: struct_size 0 (0.4's way of asking for 0.3's
- * fields) receives every field, as its size does (tests/test_abi.c tries
+ * fields) receives every field, as its size does (tests/base/test_abi.c tries
  * every other value). A step whose struct_size is 0.3's has no
  * export_flags: the bytes past it are not read, so the page table is not
  * written; with the struct's size it is.
