@@ -1014,6 +1014,20 @@ END_TEST
 
 /* ---- many commits in flight ------------------------------------------- */
 
+/* A device, a table of config whose commits go WHOLE, and a gate, still
+   closed, that the table's commits can be made to wait behind. */
+static cl_event whole_table_and_gate(const clbt_table_config *config,
+                                     clbt_device **device,
+                                     clbt_table **table) {
+  cl_int error = CL_SUCCESS;
+  clbt_assert_ok(clbt_device_open(NULL, device));
+  clbt_assert_ok(clbt_table_create(*device, config, table));
+  clbt_assert_ok(clbt_table_set_commit_mode(*table, CLBT_COMMIT_WHOLE));
+  cl_event gate = clCreateUserEvent(clbt_device_context(*device), &error);
+  ck_assert_int_eq(error, CL_SUCCESS);
+  return gate;
+}
+
 /*
  * Commits behind a closed gate each keep a staging packet. The 300th must
  * cost the OpenCL calls the 10th did (reaping asks the oldest slot only),
@@ -1025,18 +1039,13 @@ START_TEST(commits_in_flight_cost_what_one_does) {
   enum { IN_FLIGHT = 300 };
   clbt_device *device = NULL;
   clbt_table *table = NULL;
-  cl_int error = CL_SUCCESS;
-  clbt_assert_ok(clbt_device_open(NULL, &device));
-  clbt_assert_ok(clbt_table_create(device, &carry_config, &table));
-  clbt_assert_ok(clbt_table_set_commit_mode(table, CLBT_COMMIT_WHOLE));
+  cl_event gate = whole_table_and_gate(&carry_config, &device, &table);
   for (int i = 0; i < 3; ++i) {
     clbt_assert_ok(clbt_table_commit(table, CARRY_ROWS));
     ck_assert_int_eq(clFinish(clbt_device_queue(device)), CL_SUCCESS);
   }
   size_t objects = clbt_fault_live_objects();
   size_t blocks = clbt_fault_live_allocations();
-  cl_event gate = clCreateUserEvent(clbt_device_context(device), &error);
-  ck_assert_int_eq(error, CL_SUCCESS);
   clbt_assert_ok(clbt_table_enqueue_commit(table, CARRY_ROWS, 1, &gate, NULL));
   unsigned long cost[IN_FLIGHT + 1] = {0};
   for (uint32_t i = 1; i <= IN_FLIGHT; ++i) {
@@ -1088,13 +1097,8 @@ static void *open_gate_later(void *gate) {
 START_TEST(a_failed_wait_keeps_the_packet_of_a_write_in_flight) {
   clbt_device *device = NULL;
   clbt_table *table = NULL;
-  cl_int error = CL_SUCCESS;
-  clbt_assert_ok(clbt_device_open(NULL, &device));
-  clbt_assert_ok(clbt_table_create(device, &table_config, &table));
-  clbt_assert_ok(clbt_table_set_commit_mode(table, CLBT_COMMIT_WHOLE));
+  cl_event gate = whole_table_and_gate(&table_config, &device, &table);
   clbt_assert_ok(clbt_table_add_row(table, 0, row0, 2));
-  cl_event gate = clCreateUserEvent(clbt_device_context(device), &error);
-  ck_assert_int_eq(error, CL_SUCCESS);
   clbt_assert_ok(clbt_table_enqueue_commit(table, 1, 1, &gate, NULL));
   pthread_t opener;
   ck_assert_int_eq(pthread_create(&opener, NULL, open_gate_later, gate), 0);
