@@ -12,7 +12,8 @@ if(CLBT_SANITIZE)
   add_link_options(-fsanitize=${CLBT_SANITIZE})
   set(clbt_suppressions "${PROJECT_SOURCE_DIR}/tests")
   # allocator_may_return_null: a table too large to allocate must fail with
-  # CLBT_CL_OUT_OF_HOST_MEMORY, as it does without ASan (tests/reliability/test_sizes.c).
+  # CLBT_CL_OUT_OF_HOST_MEMORY, as it does without ASan
+  # (tests/reliability/test_sizes.c).
   # use_sigaltstack=0: PoCL sets LLVM up on the first thread that lists the
   # devices, and LLVM (RemoveFileOnSignal) gives that thread a signal stack
   # it allocated. ASan, ending the thread, unmaps whatever stack is

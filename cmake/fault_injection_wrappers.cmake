@@ -1,7 +1,7 @@
 # Makes a copy of the library whose OpenCL calls (and, with
 # WRAP_ALLOCATORS, its heap allocations) all go through a runtime first:
-# the fault-injection runtime (tests/reliability/fault_injection.c) or the tool's call
-# counter (tools/call_counter.c).
+# the fault-injection runtime (tests/reliability/fault_injection.c) or the
+# tool's call counter (tools/call_counter.c).
 #
 #   cmake -DOBJECTS=a.o,b.o,... -DLINKER=ld -DNM=nm -DOBJCOPY=objcopy
 #         -DOBJDUMP=objdump -DCL_HEADER=/usr/include/CL/cl.h
@@ -168,7 +168,8 @@ foreach(symbol IN LISTS undefined)
     continue()
   elseif(symbol IN_LIST unwrapped_allocators)
     message(FATAL_ERROR "clbt calls ${symbol}, which the fault-injection "
-            "runtime does not wrap: add it to tests/reliability/fault_injection.c")
+            "runtime does not wrap: add it to "
+            "tests/reliability/fault_injection.c")
   elseif(symbol IN_LIST wrapped_allocators)
     string(APPEND rename_lines "${symbol} ${prefix}${symbol}\n")
   elseif(symbol MATCHES "^cl[A-Z]")

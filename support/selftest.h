@@ -3,7 +3,8 @@
  * serving steps on a device, each checked against a plain model of the
  * rows and against the host reference, and the export's round trip (tokens
  * written through the slot mapping, read back through the exported page
- * tables). Used by `clbt selftest` and by tests/reliability/test_differential.c.
+ * tables). Used by `clbt selftest` and by
+ * tests/reliability/test_differential.c.
  */
 #ifndef SUPPORT_SELFTEST_H
 #define SUPPORT_SELFTEST_H

@@ -1,9 +1,10 @@
 # clbt_opencl_error_codes(<cl.h> <output>)
 #
 # Writes the error codes of Khronos's cl.h as C initialisers, one
-# {value, "CL_NAME"} per code, for tests/base/test_status.c: a list of what clbt
-# must name that does not come from clbt's own status table. The codes are the #defines between cl.h's "Error Codes" and "cl_bool"
-# comments, whatever OpenCL version guards them.
+# {value, "CL_NAME"} per code, for tests/base/test_status.c: a list of what
+# clbt must name that does not come from clbt's own status table. The codes
+# are the #defines between cl.h's "Error Codes" and "cl_bool" comments,
+# whatever OpenCL version guards them.
 function(clbt_opencl_error_codes CL_HEADER OUTPUT)
   file(READ "${CL_HEADER}" header)
   string(FIND "${header}" "/* Error Codes */" start)

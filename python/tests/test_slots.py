@@ -1,7 +1,7 @@
 """State slots (Table.step with STEP_STATE_SLOTS) and token slots
 (Table.token_slots) through the bindings, on the hand-worked examples of
-tests/calls/test_state_slots.c and tests/calls/test_token_slots.c, whose values follow
-vLLM's rules (docs/semantics.md): the C suites hold the models."""
+tests/calls/test_state_slots.c and tests/calls/test_token_slots.c, whose
+values follow vLLM's rules (docs/semantics.md): the C suites hold the models."""
 import ctypes
 from ctypes import byref, c_int32
 

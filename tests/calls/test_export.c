@@ -8,8 +8,8 @@
  * and the dense page table with its lengths, and compares them with what
  * the steps wrote. Which positions a CP rank owns comes from vLLM's rule
  * (block_table.py), enumerated position by position.
- * tests/calls/test_export_attention.c reads K/V through the same layouts with a
- * paged-attention reference.
+ * tests/calls/test_export_attention.c reads K/V through the same layouts
+ * with a paged-attention reference.
  */
 #include "clbt_test.h"
 

@@ -9,8 +9,8 @@
  * after teardown the library must hold no OpenCL object and no heap block.
  *
  * This suite links a copy of the library whose calls are routed through
- * tests/reliability/fault_injection.c (see cmake/ClbtFaultInjection.cmake), so every
- * call site, including ones added later, is swept.
+ * tests/reliability/fault_injection.c (see cmake/ClbtFaultInjection.cmake),
+ * so every call site, including ones added later, is swept.
  */
 #include "clbt_test.h"
 #include "fault_injection.h"
