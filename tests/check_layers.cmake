@@ -1,8 +1,9 @@
 # Checks that src/ is the house docs/design.md draws ("Layers"): every file
 # in a layer's folder, every internal include named by its layer's folder,
 # no include of a layer above the file's own, one header per module (a
-# header has its .c, which includes it first), and no circle between
-# modules but log/status. An include is what a call needs (a C11 file
+# header has its .c, which includes it first), no circle between modules
+# but log/status, and above the engine no way into a call's machinery but
+# the runner. An include is what a call needs (a C11 file
 # cannot call what it has not declared), so no call climbs back up either.
 #
 #   cmake -DSOURCE_DIR=<the project's root> -P check_layers.cmake
@@ -21,6 +22,12 @@ endif()
 set(layers base device cl engine calls api)
 # The one circle allowed: status.c logs each failure, log.c reports its own.
 set(allowed_circle "base/log" "base/status")
+# A device call is planned and enqueued by the runner alone (docs/design.md,
+# "One runner, a builder per call"): above the engine, only it includes the
+# engine's commits, launches, plan and staging.
+set(runner "calls/run")
+set(runner_only engine/commit engine/launch engine/plan engine/staging)
+list(FIND layers engine engine_rank)
 
 set(problems "")
 macro(problem text)
@@ -99,6 +106,10 @@ foreach(file IN LISTS files)
     if(target_rank GREATER rank)
       problem("src/${file} (${layer}) includes ${included}, which climbs up to ${target_layer}")
     endif()
+    if(target IN_LIST runner_only AND rank GREATER engine_rank
+       AND NOT module STREQUAL runner)
+      problem("src/${file} includes ${included}, which only the runner (src/${runner}.c) may")
+    endif()
     if(NOT target STREQUAL module)
       list(APPEND ${edges} "${target}")
     endif()
@@ -154,4 +165,4 @@ list(LENGTH modules count)
 if(problems)
   message(FATAL_ERROR "src/ is not the house docs/design.md draws:\n${problems}")
 endif()
-message(STATUS "check_layers: ${count} modules in ${layers}, no include climbs up, no circle but ${allowed_circle}")
+message(STATUS "check_layers: ${count} modules in ${layers}, no include climbs up, no circle but ${allowed_circle}, no way into a call's machinery but ${runner}")
