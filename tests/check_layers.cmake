@@ -3,8 +3,8 @@
 # no include of a layer above the file's own, one header per module (a
 # header has its .c, which includes it first), no circle between modules
 # but log/status, and above the engine no way into a call's machinery but
-# the runner. An include is what a call needs (a C11 file
-# cannot call what it has not declared), so no call climbs back up either.
+# the runner. An include is what a call needs (a C11 file cannot call what
+# it has not declared), so no call climbs back up either.
 #
 #   cmake -DSOURCE_DIR=<the project's root> -P check_layers.cmake
 #

@@ -1,8 +1,8 @@
 /*
  * Worked examples of the slot mapping, one per feature, with slot ids
  * derived by hand from block_table.py's kernel (the derivations are in
- * worked_examples.c). api/test_reference.c holds the host reference to them and
- * calls/test_slot_mapping.c the device kernel.
+ * worked_examples.c). api/test_reference.c holds the host reference to
+ * them and calls/test_slot_mapping.c the device kernel.
  */
 #ifndef CLBT_WORKED_EXAMPLES_H
 #define CLBT_WORKED_EXAMPLES_H

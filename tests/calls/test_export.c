@@ -400,8 +400,8 @@ END_TEST
 /*
  * Earlier layouts keep working. clbt_export_buffers, which clbt fills, is
  * frozen and written whole: struct_size 0 (0.4's way of asking for 0.3's
- * fields) receives every field, as its size does (tests/base/test_abi.c tries
- * every other value). A step whose struct_size is 0.3's has no
+ * fields) receives every field, as its size does (tests/base/test_abi.c
+ * tries every other value). A step whose struct_size is 0.3's has no
  * export_flags: the bytes past it are not read, so the page table is not
  * written; with the struct's size it is.
  */
