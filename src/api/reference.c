@@ -9,7 +9,7 @@
 
 #include "base/config.h"
 #include "base/status.h"
-#include "calls/batch.h"
+#include "calls/checks.h"
 #include "engine/group.h"
 
 #include <string.h>

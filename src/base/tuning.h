@@ -18,7 +18,7 @@
 /* The most record sizes a launch takes (cl/contract.h's
    CLBT_MAX_RECORD_CLASSES, which launch.c checks). */
 #define CLBT__RECORD_CLASSES 3
-/* The caller's buffers an engine keeps checked (calls/batch.c). */
+/* The caller's buffers an engine keeps checked (calls/checks.c). */
 #define CLBT__KNOWN_BUFFERS 8
 /* Staging slots a pool keeps once their commits have ended (staging.c). */
 #define CLBT__IDLE_SLOTS 2

@@ -4,7 +4,7 @@
 
 #include "engine/engine.h"
 
-/* Checks num_reqs and the wait list, then runs the commit on the scope. */
+/* Checks a commit (clbt__check_commit), then runs it on the scope. */
 clbt_status clbt__enqueue_commit(const clbt__scope *scope, uint32_t num_reqs,
                                  cl_uint num_events, const cl_event *wait_list,
                                  cl_event *event);

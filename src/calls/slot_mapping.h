@@ -2,10 +2,10 @@
 #ifndef CLBT_SLOT_MAPPING_H
 #define CLBT_SLOT_MAPPING_H
 
-#include "calls/batch.h"
+#include "calls/run.h"
 #include "engine/engine.h"
 
-/* Checks the batch and the wait list, then runs the slot mapping of every
+/* Checks a slot mapping (clbt__check_slot_mapping), then runs it in every
    token-mapping group of the scope. */
 clbt_status clbt__enqueue_slot_mapping(const clbt__scope *scope,
                                        const clbt__batch *batch,

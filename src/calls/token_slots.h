@@ -5,8 +5,9 @@
 #include "engine/engine.h"
 
 /*
- * Checks a token-slots request (already read) and enqueues its one call:
- * the index matrix's slots in every token-mapping group of the scope.
+ * Checks a token-slots request (already read; clbt__check_token_slots) and
+ * enqueues its one call: the index matrix's slots in every token-mapping
+ * group of the scope.
  */
 clbt_status clbt__enqueue_token_slots(const clbt__scope *scope,
                                       const clbt_token_slots_request *request,

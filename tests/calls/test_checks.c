@@ -1,5 +1,5 @@
 /*
- * The order of each device call's checks (src/calls/), as
+ * The order of each device call's checks (src/calls/checks.c), as
  * docs/semantics.md lists them: the first that fails decides the status.
  * Each call's faults are written here in that order, each one bad
  * argument with the status and the words its message must carry; every

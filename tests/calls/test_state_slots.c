@@ -1,5 +1,5 @@
 /*
- * State slots (CLBT_STEP_STATE_SLOTS, src/calls/state_slots.c,
+ * State slots (CLBT_STEP_STATE_SLOTS, src/calls/checks.c,
  * cl/state_slots.cl) against an independent model of vLLM's rule
  * (get_aligned_state_indices_multi_group_kernel, vllm/v1/worker/
  * mamba_utils.py): batch request b reads S ids from its row, columns
