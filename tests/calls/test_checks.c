@@ -4,8 +4,9 @@
  * Each call's faults are written here in that order, each one bad
  * argument with the status and the words its message must carry; every
  * fault alone gives its own, and every pair of faults gives the earlier
- * one's, whichever else is wrong. The expected order is copied from the
- * docs, not from the code.
+ * one's, whichever else is wrong; a multi-group step keeps the order and
+ * names the group at fault. The expected order is copied from the docs,
+ * not from the code.
  */
 #include "clbt_test.h"
 
@@ -28,6 +29,7 @@ typedef struct args {
    for any of them. */
 static struct {
   clbt_table *pages, *states;
+  clbt_multi_table *both; /* a token-mapping group, then a NONE group */
   cl_mem qsl, positions, seq_lens, idx_mapping, indices, slots, small;
 } f;
 
@@ -40,6 +42,13 @@ static void setup(void) {
   clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &f.pages));
   config.slot_mode = CLBT_SLOT_MODE_NONE;
   clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &f.states));
+  clbt_multi_table_config shape =
+      clbt_test_shape(MAX_REQS, MAX_TOKENS, 1, 0, 1);
+  const clbt_group_config groups[2] = {
+      {.block_size = 4, .max_num_blocks = 2},
+      {.block_size = 4, .max_num_blocks = 2, .slot_mode = CLBT_SLOT_MODE_NONE}};
+  clbt_table *views[2];
+  clbt_test_create_tables(&shape, groups, 2, &f.both, NULL, views);
   f.qsl = clbt_test_buffer(3 * sizeof(int32_t), (const int32_t[]){0, 1, 3});
   f.positions =
       clbt_test_buffer(3 * sizeof(int64_t), (const int64_t[]){0, 0, 1});
@@ -55,6 +64,7 @@ static void setup(void) {
 static void teardown(void) {
   clbt_table_destroy(f.pages);
   clbt_table_destroy(f.states);
+  clbt_multi_table_destroy(f.both);
   cl_mem buffers[] = {f.qsl,     f.positions, f.seq_lens, f.idx_mapping,
                       f.indices, f.slots,     f.small};
   for (size_t i = 0; i < sizeof buffers / sizeof *buffers; ++i)
@@ -82,7 +92,7 @@ static clbt_table *table_of(const args *a) {
 
 /* ---- the calls ---------------------------------------------------------- */
 
-static clbt_status call_step(const args *a) {
+static clbt_step step_of(const args *a) {
   clbt_step step = CLBT_STEP_INIT;
   step.flags = a->step_flags;
   step.num_reqs = a->num_reqs;
@@ -95,8 +105,19 @@ static clbt_status call_step(const args *a) {
   step.export_flags = a->export_flags;
   step.dense_row_pitch = a->dense_row_pitch;
   step.num_state_slots = a->num_state_slots;
+  return step;
+}
+
+static clbt_status call_step(const args *a) {
+  clbt_step step = step_of(a);
   return clbt_table_enqueue_step(table_of(a), &step, a->num_events,
                                  a->wait_list, NULL);
+}
+
+static clbt_status call_multi_step(const args *a) {
+  clbt_step step = step_of(a);
+  return clbt_multi_table_enqueue_step(f.both, &step, a->num_events,
+                                       a->wait_list, NULL);
 }
 
 static clbt_status call_export(const args *a) {
@@ -139,6 +160,10 @@ typedef struct fault {
 static void unknown_step_flag(args *a) { a->step_flags |= UNKNOWN_BIT; }
 static void unknown_export_flag(args *a) { a->export_flags |= UNKNOWN_BIT; }
 static void stray_state_slots(args *a) { a->num_state_slots = 2; }
+static void state_slots_past_width(args *a) {
+  a->step_flags |= CLBT_STEP_STATE_SLOTS;
+  a->num_state_slots = 3; /* the NONE group's width is 2 */
+}
 static void none_table(args *a) { a->none_table = true; }
 static void no_query_start_loc(args *a) { a->query_start_loc = NULL; }
 static void no_positions(args *a) { a->positions = NULL; }
@@ -182,6 +207,19 @@ static const fault step_faults[] = {
     FAULT(small_idx_mapping, CLBT_BUFFER_TOO_SMALL, "idx_mapping holds"),
     FAULT(broken_wait_list, CLBT_INVALID_ARGUMENT, "wait_list is NULL"),
     FAULT(wide_dense_pitch, CLBT_INVALID_ARGUMENT, "dense_row_pitch 100"),
+};
+
+/* A multi-group step's: the same order, where a group's fault names it. */
+static const fault multi_step_faults[] = {
+    FAULT(unknown_step_flag, CLBT_INVALID_ARGUMENT, "step->flags"),
+    FAULT(unknown_export_flag, CLBT_INVALID_ARGUMENT, "step->export_flags"),
+    FAULT(state_slots_past_width, CLBT_INVALID_ARGUMENT, "groups[1]'s width"),
+    FAULT(no_query_start_loc, CLBT_NULL_ARGUMENT, "query_start_loc is NULL"),
+    FAULT(too_many_reqs, CLBT_TOO_MANY_REQUESTS, "num_reqs 5"),
+    FAULT(padding_below, CLBT_INVALID_ARGUMENT, "num_reqs_padded 1"),
+    FAULT(small_seq_lens, CLBT_BUFFER_TOO_SMALL, "seq_lens holds"),
+    FAULT(broken_wait_list, CLBT_INVALID_ARGUMENT, "wait_list is NULL"),
+    FAULT(wide_dense_pitch, CLBT_INVALID_ARGUMENT, "groups[0]"),
 };
 
 /* The export's, from semantics.md ("Export"). */
@@ -247,6 +285,11 @@ START_TEST(step_checks_in_order) {
 }
 END_TEST
 
+START_TEST(multi_group_step_checks_in_order) {
+  assert_order(call_multi_step, multi_step_faults, COUNT(multi_step_faults));
+}
+END_TEST
+
 START_TEST(export_checks_in_order) {
   assert_order(call_export, export_faults, COUNT(export_faults));
 }
@@ -262,6 +305,7 @@ int main(void) {
   TCase *c = tcase_create("checks");
   tcase_add_checked_fixture(c, setup, teardown);
   tcase_add_test(c, step_checks_in_order);
+  tcase_add_test(c, multi_group_step_checks_in_order);
   tcase_add_test(c, export_checks_in_order);
   tcase_add_test(c, token_slots_checks_in_order);
   suite_add_tcase(suite, c);
