@@ -269,20 +269,20 @@ static clbt_status check_token_buffers(
       request->num_reqs);
   if (!status && request->idx_mapping)
     status = check_buffer(first, request->idx_mapping, "idx_mapping",
-                                (size_t)request->num_reqs * sizeof(int32_t),
-                                "num_reqs", request->num_reqs);
+                          (size_t)request->num_reqs * sizeof(int32_t),
+                          "num_reqs", request->num_reqs);
   if (status || entries == 0) return status;
   status = check_buffer(first, request->token_indices, "token_indices",
-                              (size_t)entries * sizeof(int32_t),
-                              "num_rows x indices_per_row", entries);
+                        (size_t)entries * sizeof(int32_t),
+                        "num_rows x indices_per_row", entries);
   char sections_of[64];
   snprintf(sections_of, sizeof sections_of,
            "%u section%s of num_rows x indices_per_row", (unsigned)sections,
            sections == 1 ? "" : "s");
   if (!status && sections)
     status = check_buffer(first, request->token_slots, "token_slots",
-                                (size_t)sections * entries * sizeof(int32_t),
-                                sections_of, entries);
+                          (size_t)sections * entries * sizeof(int32_t),
+                          sections_of, entries);
   return status;
 }
 
