@@ -33,21 +33,16 @@ static struct {
   cl_mem qsl, positions, seq_lens, idx_mapping, indices, slots, small;
 } f;
 
+/* Both kinds of group, each a table of its own and together one table. */
 static void setup(void) {
-  clbt_table_config config = CLBT_TABLE_CONFIG_INIT;
-  config.block_size = 4;
-  config.max_num_reqs = MAX_REQS;
-  config.max_num_blocks_per_req = 2;
-  config.max_num_batched_tokens = MAX_TOKENS;
-  clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &f.pages));
-  config.slot_mode = CLBT_SLOT_MODE_NONE;
-  clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &f.states));
   clbt_multi_table_config shape =
       clbt_test_shape(MAX_REQS, MAX_TOKENS, 1, 0, 1);
   const clbt_group_config groups[2] = {
       {.block_size = 4, .max_num_blocks = 2},
       {.block_size = 4, .max_num_blocks = 2, .slot_mode = CLBT_SLOT_MODE_NONE}};
   clbt_table *views[2];
+  clbt_test_create_tables(&shape, &groups[0], 0, NULL, &f.pages, views);
+  clbt_test_create_tables(&shape, &groups[1], 0, NULL, &f.states, views);
   clbt_test_create_tables(&shape, groups, 2, &f.both, NULL, views);
   f.qsl = clbt_test_buffer(3 * sizeof(int32_t), (const int32_t[]){0, 1, 3});
   f.positions =
@@ -252,51 +247,51 @@ static const fault token_slots_faults[] = {
 
 #define COUNT(faults) (sizeof faults / sizeof *faults)
 
+/* A call under test: its name, its faults in the documented order. */
+typedef struct call_case {
+  const char *name;
+  clbt_status (*call)(const args *a);
+  const fault *faults;
+  size_t count;
+} call_case;
+
+#define CALL_CASE(call, faults)                                                \
+  { #call, call, faults, COUNT(faults) }
+
+static const call_case cases[] = {
+    CALL_CASE(call_step, step_faults),
+    CALL_CASE(call_multi_step, multi_step_faults),
+    CALL_CASE(call_export, export_faults),
+    CALL_CASE(call_token_slots, token_slots_faults),
+};
+
 /* The call with faults `first` and, unless it is `first`, `second`
    (applied first, so that where both set one argument the earlier wins)
    fails as `first` says. */
-static void assert_decided_by(clbt_status (*call)(const args *),
-                              const fault *first, const fault *second) {
+static void assert_decided_by(const call_case *c, const fault *first,
+                              const fault *second) {
   args a = good_args();
   second->apply(&a);
   first->apply(&a);
-  clbt_status status = call(&a);
+  clbt_status status = c->call(&a);
   ck_assert_msg(status == first->status &&
                     strstr(clbt_last_error(), first->words) != NULL,
-                "%s with %s: %s (%s), expected %s mentioning '%s'", first->name,
-                second->name, clbt_status_name(status), clbt_last_error(),
-                clbt_status_name(first->status), first->words);
+                "%s, %s with %s: %s (%s), expected %s mentioning '%s'", c->name,
+                first->name, second->name, clbt_status_name(status),
+                clbt_last_error(), clbt_status_name(first->status),
+                first->words);
 }
 
-/* A good call succeeds; each fault decides alone and before every later
-   one. */
-static void assert_order(clbt_status (*call)(const args *), const fault *faults,
-                         size_t count) {
+/* Each call: a good call succeeds; each fault decides alone and before
+   every later one. */
+START_TEST(checks_in_order) {
+  const call_case *c = &cases[_i];
   args good = good_args();
-  clbt_assert_ok(call(&good));
-  for (size_t i = 0; i < count; ++i)
-    for (size_t j = i; j < count; ++j)
-      assert_decided_by(call, &faults[i], &faults[j]);
+  clbt_assert_ok(c->call(&good));
+  for (size_t i = 0; i < c->count; ++i)
+    for (size_t j = i; j < c->count; ++j)
+      assert_decided_by(c, &c->faults[i], &c->faults[j]);
   ck_assert_int_eq(clFinish(clbt_device_queue(clbt_test_device())), CL_SUCCESS);
-}
-
-START_TEST(step_checks_in_order) {
-  assert_order(call_step, step_faults, COUNT(step_faults));
-}
-END_TEST
-
-START_TEST(multi_group_step_checks_in_order) {
-  assert_order(call_multi_step, multi_step_faults, COUNT(multi_step_faults));
-}
-END_TEST
-
-START_TEST(export_checks_in_order) {
-  assert_order(call_export, export_faults, COUNT(export_faults));
-}
-END_TEST
-
-START_TEST(token_slots_checks_in_order) {
-  assert_order(call_token_slots, token_slots_faults, COUNT(token_slots_faults));
 }
 END_TEST
 
@@ -304,10 +299,7 @@ int main(void) {
   Suite *suite = suite_create("checks");
   TCase *c = tcase_create("checks");
   tcase_add_checked_fixture(c, setup, teardown);
-  tcase_add_test(c, step_checks_in_order);
-  tcase_add_test(c, multi_group_step_checks_in_order);
-  tcase_add_test(c, export_checks_in_order);
-  tcase_add_test(c, token_slots_checks_in_order);
+  tcase_add_loop_test(c, checks_in_order, 0, (int)COUNT(cases));
   suite_add_tcase(suite, c);
   return clbt_test_run(suite);
 }
