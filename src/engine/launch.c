@@ -294,7 +294,6 @@ void clbt__launch_release(clbt__launch *launch) {
     }
 }
 
-/* A CPU's grid for `items` items (the tuning table's rule). */
 /* Sets the buffers that differ from what the kernel holds. */
 static clbt_status bind_buffers(clbt__kernel *kernel, const cl_mem *buffers) {
   clbt_status status = CLBT_SUCCESS;
