@@ -46,54 +46,74 @@ typedef struct step_buffers {
   __global int *storage;
 } step_buffers;
 
-/* The commit packet, then what a launch's record asks of `parts`. */
+/*
+ * Part 1: the record's commit packet, when it carries one: spread over the
+ * whole grid in a scatter launch, which does nothing else (true), or
+ * applied by each work-group on its own before its parts read.
+ */
+static bool apply_record_packet(clbt_record_head head, uint work,
+                                clbt_kernel_layout layout, step_buffers in,
+                                step_locals locals) {
+  if (!(work & (CLBT_WORK_PACKET_IN_BUFFER | CLBT_WORK_PACKET_INLINE)))
+    return false;
+  if (work & CLBT_WORK_SCATTER) {
+    apply_packet(head, locals.packet, in.packet, layout, in.storage,
+                 get_global_id(0), get_global_size(0));
+    return true;
+  }
+  apply_packet(head, locals.packet, in.packet, layout, in.storage,
+               get_local_id(0), get_local_size(0));
+  SYNC(CLK_GLOBAL_MEM_FENCE);
+  return false;
+}
+
+/*
+ * Part 2: the batch checked once for both the slot mapping and token
+ * slots (a launch does one or the other; in a token-slots call the
+ * matrix's rows play the batch's tokens), then the one asked for.
+ */
+static void map_tokens(clbt_record_head head, uint work,
+                       clbt_kernel_layout layout, step_buffers in,
+                       step_locals locals, part_range map, uint *rejected) {
+  bool has_idx_mapping = (work & CLBT_WORK_IDX_MAPPING) != 0;
+  bool ok = batch_is_well_formed(in.query_start_loc, head.num_reqs,
+                                 head.num_tokens, locals.qsl_cache,
+                                 locals.well_formed);
+#if CLBT_QSL_WORDS
+  __local const int *qsl = locals.qsl_cache;
+#else
+  __global const int *qsl = in.query_start_loc;
+#endif
+  if (work & CLBT_WORK_MAP) {
+    map_batch batch = {head.num_reqs,      head.num_tokens,
+                       layout.max_num_reqs, layout.max_num_tokens,
+                       qsl,                in.positions,
+                       in.idx_mapping,     has_idx_mapping,
+                       ok};
+    map_slots(&batch, map, head, layout, in.storage, rejected);
+  }
+  if (work & CLBT_WORK_TOKEN_SLOTS) {
+    token_batch batch = {head.num_reqs,      head.num_tokens,
+                         head.indices_per_row, layout.max_num_reqs,
+                         qsl,                in.idx_mapping,
+                         has_idx_mapping,    ok,
+                         in.token_indices,   in.token_slots};
+    write_token_slot_groups(&batch, map, head, layout, in.storage, rejected);
+  }
+}
+
+/* What a launch's record asks of `parts`, in the order above. */
 static void run_step(clbt_record_head head, clbt_kernel_layout layout,
                      step_buffers in, step_locals locals, uint parts) {
   uint work = head.work & (parts | ~CLBT_WORK_PARTS);
+  if (apply_record_packet(head, work, layout, in, locals)) return;
   bool has_idx_mapping = (work & CLBT_WORK_IDX_MAPPING) != 0;
-  if (work & (CLBT_WORK_PACKET_IN_BUFFER | CLBT_WORK_PACKET_INLINE)) {
-    if (work & CLBT_WORK_SCATTER) {
-      apply_packet(head, locals.packet, in.packet, layout, in.storage,
-                   get_global_id(0), get_global_size(0));
-      return;
-    }
-    apply_packet(head, locals.packet, in.packet, layout, in.storage,
-                 get_local_id(0), get_local_size(0));
-    SYNC(CLK_GLOBAL_MEM_FENCE);
-  }
   uint rejected[CLBT_NUM_GROUPS];
   FOR_EACH_GROUP(g) { rejected[g] = 0; }
   part_range map, gather, exports, states;
   part_ranges(head, &map, &gather, &exports, &states);
-  /* One check of the batch for both (a launch does one or the other; in a
-     token-slots call the matrix's rows play the batch's tokens). */
-  if ((work & (CLBT_WORK_MAP | CLBT_WORK_TOKEN_SLOTS)) && in_part(map)) {
-    bool ok = batch_is_well_formed(in.query_start_loc, head.num_reqs,
-                                   head.num_tokens, locals.qsl_cache,
-                                   locals.well_formed);
-#if CLBT_QSL_WORDS
-    __local const int *qsl = locals.qsl_cache;
-#else
-    __global const int *qsl = in.query_start_loc;
-#endif
-    if (work & CLBT_WORK_MAP) {
-      map_batch batch = {head.num_reqs,      head.num_tokens,
-                         layout.max_num_reqs, layout.max_num_tokens,
-                         qsl,                in.positions,
-                         in.idx_mapping,     has_idx_mapping,
-                         ok};
-      map_slots(&batch, map, head, layout, in.storage, rejected);
-    }
-    if (work & CLBT_WORK_TOKEN_SLOTS) {
-      token_batch batch = {head.num_reqs,      head.num_tokens,
-                           head.indices_per_row, layout.max_num_reqs,
-                           qsl,                in.idx_mapping,
-                           has_idx_mapping,    ok,
-                           in.token_indices,   in.token_slots};
-      write_token_slot_groups(&batch, map, head, layout, in.storage,
-                              rejected);
-    }
-  }
+  if ((work & (CLBT_WORK_MAP | CLBT_WORK_TOKEN_SLOTS)) && in_part(map))
+    map_tokens(head, work, layout, in, locals, map, rejected);
   if ((work & CLBT_WORK_GATHER) && in_part(gather)) {
     gather_batch batch = {head.num_reqs, head.padded_reqs,
                           layout.max_num_reqs, in.idx_mapping,
