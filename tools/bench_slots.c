@@ -166,6 +166,28 @@ static void run_host_token_slots(bench *b, void *context, cl_event *event) {
     }
 }
 
+/* Stops the bench unless the device's token slots in `out` are the
+   host's. */
+static void check_slots(bench *b, cl_mem out, const int32_t *host_slots,
+                        size_t entries) {
+  int32_t *device_slots = malloc(entries * sizeof *device_slots);
+  if (!device_slots) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
+  bench_check_cl(clEnqueueReadBuffer(b->queue, out, CL_TRUE, 0,
+                                     entries * sizeof *device_slots,
+                                     device_slots, 0, NULL, NULL),
+                 "read token slots");
+  for (size_t e = 0; e < entries; ++e)
+    if (device_slots[e] != host_slots[e]) {
+      fprintf(stderr, "clbt bench: token slot %zu is %d, the host's %d\n", e,
+              (int)device_slots[e], (int)host_slots[e]);
+      exit(1);
+    }
+  free(device_slots);
+}
+
+/* Token slots of SPARSE_REQUESTS rows of SPARSE_TOP_K indices each: the
+   call beside an empty kernel's, its device time and the host's own build
+   of the same slots, which the device's must equal. */
 static void sparse_case(bench *b, report *section) {
   uint64_t seed = b->rng;
   size_t entries = (size_t)SPARSE_REQUESTS * SPARSE_TOP_K;
@@ -198,20 +220,7 @@ static void sparse_case(bench *b, report *section) {
                               {run_host_token_slots, &s, BENCH_HOST}};
   double us[3];
   bench_time(b, 3, calls, us);
-  /* The device's slots are the host's. */
-  int32_t *device_slots = malloc(entries * sizeof *device_slots);
-  if (!device_slots) bench_die("malloc", CLBT_CL_OUT_OF_HOST_MEMORY);
-  bench_check_cl(clEnqueueReadBuffer(b->queue, out, CL_TRUE, 0,
-                                     entries * sizeof *device_slots,
-                                     device_slots, 0, NULL, NULL),
-                 "read token slots");
-  for (size_t e = 0; e < entries; ++e)
-    if (device_slots[e] != s.host_slots[e]) {
-      fprintf(stderr, "clbt bench: token slot %zu is %d, the host's %d\n", e,
-              (int)device_slots[e], (int)s.host_slots[e]);
-      exit(1);
-    }
-  free(device_slots);
+  check_slots(b, out, s.host_slots, entries);
   s.profiled = sparse_table(b, b->profiled, seed, s.lengths);
   const bench_call device_call = {run_token_slots, &s, BENCH_DEVICE};
   double device;
