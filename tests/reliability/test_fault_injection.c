@@ -105,6 +105,29 @@ static void release_batch(batch *b) {
   if (b->token_slots) clReleaseMemObject(b->token_slots);
 }
 
+/* ---- the programs every device of the suite loads ------------------------ */
+
+/*
+ * Every device the suite opens reads CLBT_CACHE_DIR, which names a
+ * directory of this process's: the first build of each program stores it,
+ * and every later run of a sweep loads it (3 ms on PoCL) instead of
+ * compiling it (40 ms; most of a sweep's time when each run compiled four
+ * programs). The path from source is swept still: use_binary_cache builds
+ * a program into a directory of its own, and the broken build compiles.
+ */
+static char program_cache[] = "/tmp/clbt-fault-programs-XXXXXX";
+
+/* The program cache's warnings: how clbt says that the cache worked around
+   a failure, and the program was built from source. */
+static unsigned long cache_warnings;
+
+static void count_cache_warnings(clbt_log_level level, const char *message,
+                                 void *user) {
+  (void)user;
+  if (level == CLBT_LOG_WARN && strstr(message, "cache")) ++cache_warnings;
+  fprintf(stderr, "clbt: %s: %s\n", clbt_log_level_name(level), message);
+}
+
 /* ---- the steps: each one public call, safe to repeat after a failure ---- */
 
 static clbt_status open_device(scenario *s) {
@@ -246,8 +269,8 @@ static clbt_status use_binary_cache(scenario *s) {
   if (!status) status = clbt_device_open(NULL, &second);
   if (!status) status = clbt_table_prepare(second, &config);
   clbt_device_release(second);
-  ck_assert_int_eq(unsetenv("CLBT_CACHE_DIR"), 0);
-  clbt_assert_ok(clbt_device_set_cache_dir(s->device, NULL));
+  ck_assert_int_eq(setenv("CLBT_CACHE_DIR", program_cache, 1), 0);
+  clbt_assert_ok(clbt_device_set_cache_dir(s->device, program_cache));
   clbt_test_remove_tree(directory);
   return status;
 }
@@ -422,9 +445,10 @@ static clbt_status prepare_broken_build(scenario *s) {
 }
 
 /*
- * One public call, and what it returns when nothing is failed. A step that
- * absorbs failures may also succeed when a call fails (the on-disk cache
- * falls back to building from source).
+ * One public call, and what it returns when nothing is failed. A step may
+ * also succeed when a call fails if the program cache warned that it
+ * worked around the failure (it builds from source then); a step
+ * that absorbs failures succeeds regardless.
  */
 typedef struct scenario_step {
   const char *name;
@@ -452,7 +476,7 @@ static const scenario_step everything_steps[] = {
     {"clbt_table_commit", commit_table, CLBT_SUCCESS, false},
     {"clbt_table_enqueue_commit", commit_with_events, CLBT_SUCCESS, false},
     {"clbt_table_destroy", destroy_in_flight, CLBT_SUCCESS, true},
-    {"program cache", use_binary_cache, CLBT_SUCCESS, true},
+    {"program cache", use_binary_cache, CLBT_SUCCESS, false},
     {"clbt_table_compute_slot_mapping", map_table, CLBT_SUCCESS, false},
     {"clbt_table_read_rejected_tokens", read_rejected, CLBT_SUCCESS, false},
     {"clbt_kv_cache_create", create_kv_cache, CLBT_SUCCESS, false},
@@ -588,7 +612,8 @@ static bool taken_as_no_device(const char *failed, clbt_status status) {
  * log is best effort.
  */
 static void check_failure(const scenario_step *step, clbt_fault_kind kind,
-                          clbt_status status, unsigned long call) {
+                          clbt_status status, unsigned long call,
+                          bool cache_warned) {
   const char *failed = clbt_fault_failed_function();
   const char *message = clbt_last_error();
   clbt_status expected = kind == CLBT_FAULT_OPENCL
@@ -597,7 +622,7 @@ static void check_failure(const scenario_step *step, clbt_fault_kind kind,
   const char *words = kind == CLBT_FAULT_OPENCL ? failed : "no memory";
   if (taken_as_no_device(failed, status) ||
       (step->expected != CLBT_SUCCESS && status == step->expected) ||
-      (step->absorbs_failures && status == CLBT_SUCCESS))
+      ((step->absorbs_failures || cache_warned) && status == CLBT_SUCCESS))
     return;
   ck_assert_msg(status == expected && strstr(message, words),
                 "%s with call %lu (%s) failing returned %s, '%s'; expected "
@@ -641,15 +666,17 @@ static unsigned long run_script(const scenario_script *script,
   for (size_t i = 0; i < script->count && completed; ++i) {
     const scenario_step *step = &script->steps[i];
     bool fired_before = clbt_fault_failed_function() != NULL;
+    unsigned long warned_before = cache_warnings;
     clbt_status status = step->run(&s);
     if (fired_before || clbt_fault_failed_function() == NULL) {
       check_result(step, status);
       continue;
     }
-    check_failure(step, kind, status, call);
+    check_failure(step, kind, status, call, cache_warnings > warned_before);
     clbt_fault_disarm();
     completed = retry;
-    if (retry) check_result(step, step->run(&s));
+    /* A step that worked around the failure is done already. */
+    if (retry && status != CLBT_SUCCESS) check_result(step, step->run(&s));
   }
   if (completed && script->check_outcome) script->check_outcome(&s);
   unsigned long calls = clbt_fault_calls(kind);
@@ -696,6 +723,8 @@ static void sweep(clbt_fault_kind kind, const char *what,
                   size_t sites) {
   unsigned long failed = 0;
   for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; ++i) {
+    /* The first run stores the programs that every later run loads. */
+    run_script(&scripts[i], kind, 0, true);
     unsigned long calls = run_script(&scripts[i], kind, 0, true);
     ck_assert_uint_gt(calls, 0);
     for (unsigned long call = 1; call <= calls; ++call) {
@@ -860,6 +889,7 @@ static void sweep_carrying_on(clbt_fault_kind kind, const char *what) {
   static const clbt_commit_mode modes[] = {
       CLBT_COMMIT_AUTO, CLBT_COMMIT_WHOLE, CLBT_COMMIT_SCATTER};
   unsigned long failed = 0;
+  run_carrying_on(kind, 0, modes[0]); /* stores the programs, as above */
   for (size_t m = 0; m < sizeof modes / sizeof modes[0]; ++m) {
     unsigned long calls = run_carrying_on(kind, 0, modes[m]);
     ck_assert_uint_gt(calls, 0);
@@ -1124,6 +1154,11 @@ static void add_case(Suite *suite, const char *name, const TTest *test) {
 }
 
 int main(void) {
+  if (!mkdtemp(program_cache) || setenv("CLBT_CACHE_DIR", program_cache, 1)) {
+    perror(program_cache);
+    return EXIT_FAILURE;
+  }
+  clbt_log_set_callback(count_cache_warnings, NULL);
   Suite *suite = suite_create("fault_injection");
   add_case(suite, "retrying_opencl", every_opencl_call_can_fail);
   add_case(suite, "retrying_allocations", every_allocation_can_fail);
@@ -1136,5 +1171,7 @@ int main(void) {
   add_case(suite, "commits_in_flight", commits_in_flight_cost_what_one_does);
   add_case(suite, "destroy_after_a_failed_wait",
            a_failed_wait_keeps_the_packet_of_a_write_in_flight);
-  return clbt_test_run(suite);
+  int failed = clbt_test_run(suite);
+  clbt_test_remove_tree(program_cache);
+  return failed;
 }
