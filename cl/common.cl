@@ -80,6 +80,17 @@ static __global int *region(__global int *storage, clbt_group_layout at,
   return storage + CLBT_REGION_WORDS(at, r);
 }
 
+/*
+ * A row's committed length as a bound on what a kernel reads of the row:
+ * never past its width. The device's lengths are written by commits, and
+ * by whoever else writes the buffer clbt hands out
+ * (clbt_table_device_row_lengths), so none is trusted further.
+ */
+static uint committed_length(__global const int *row_lengths, int row,
+                             uint row_stride) {
+  return min((uint)row_lengths[row], row_stride);
+}
+
 /* A group's rejected-token count gets this work-item's additions. */
 static void add_rejected(__global int *storage, clbt_group_layout at,
                          uint count) {

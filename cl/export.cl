@@ -90,7 +90,8 @@ static int query_start(const export_batch *batch, uint i) {
  */
 static request_export export_of(uint r, const export_batch *batch,
                                 __global const int *row_lengths,
-                                uint max_pages, group_constants g) {
+                                uint row_stride, uint max_pages,
+                                group_constants g) {
   request_export e = {-1, 0, 0, 0, 0, 0, 0, 0, 0, false};
   const request_export none = e;
   int row = row_of(r, batch->num_reqs, batch->idx_mapping,
@@ -109,7 +110,8 @@ static request_export export_of(uint r, const export_batch *batch,
   ulong local_length = local_count((ulong)length, g);
   ulong past = local_count((ulong)(length - (end - begin)), g);
   uint pages = pages_of(local_length, page_size);
-  if (pages > (uint)row_lengths[row] || pages > max_pages) {
+  if (pages > committed_length(row_lengths, row, row_stride) ||
+      pages > max_pages) {
     e = none;
     e.rejected = true;
     return e;
@@ -281,15 +283,15 @@ static uint export_group(const export_batch *batch, uint padded,
     uint4 run = (uint4)(0);
     for (uint k = begin; k < end; ++k)
       run = combine(run, scanned(export_of(start + k, batch, out.row_lengths,
-                                           max_pages, g)),
+                                           out.row_stride, max_pages, g)),
                     cap);
     uint4 chunk;
     uint4 offset =
         combine(carry, exclusive_scan(run, cap, scratch.sums, &chunk), cap);
     /* The run again: its reads are the ones just made. */
     for (uint k = begin; k < end; ++k) {
-      request_export e =
-          export_of(start + k, batch, out.row_lengths, max_pages, g);
+      request_export e = export_of(start + k, batch, out.row_lengths,
+                                   out.row_stride, max_pages, g);
       scratch.offsets[k] = (uint2)(offset.x, offset.y);
       scratch.rows[k] = e.row;
       offset = combine(offset, scanned(e), cap);

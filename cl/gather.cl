@@ -20,23 +20,34 @@ typedef struct gather_plan {
   uint written; /* entries [copied, written) become 0 */
 } gather_plan;
 
-/* Plans position b and updates its record; returns 1 when b's row is
-   outside the table. */
-static uint plan_position(uint b, uint num_reqs,
-                          __global const int *idx_mapping,
-                          bool has_idx_mapping, uint max_num_reqs,
-                          __global const int *row_lengths,
-                          __global const ulong *row_versions,
-                          __global uint *records, bool zero_tails,
-                          __local gather_plan *plan) {
-  int row = row_of(b, num_reqs, idx_mapping, has_idx_mapping);
-  bool outside = row >= (int)max_num_reqs;
+/* What the gather reads of a launch. */
+typedef struct gather_batch {
+  uint num_reqs, padded, max_num_reqs;
+  __global const int *idx_mapping;
+  bool has_idx_mapping;
+} gather_batch;
+
+/* Plans position b of group `at` and updates its record; returns 1 when
+   b's row is outside the table. */
+static uint plan_position(uint b, const gather_batch *batch,
+                          __global int *storage, clbt_group_layout at,
+                          bool zero_tails, __local gather_plan *plan) {
+  int row = row_of(b, batch->num_reqs, batch->idx_mapping,
+                   batch->has_idx_mapping);
+  bool outside = row >= (int)batch->max_num_reqs;
   row = outside ? -1 : max(row, -1);
-  __global uint *record = records + (ulong)b * CLBT_GATHER_RECORD_WORDS;
+  __global uint *record =
+      (__global uint *)region(storage, at, CLBT_REGION_GATHER_RECORDS) +
+      (ulong)b * CLBT_GATHER_RECORD_WORDS;
   __global ulong *recorded_version =
       (__global ulong *)(record + CLBT_GATHER_RECORD_VERSION);
+  __global const ulong *row_versions =
+      (__global const ulong *)region(storage, at, CLBT_REGION_ROW_VERSIONS);
   ulong version = row >= 0 ? row_versions[row] : 0;
-  uint length = row >= 0 ? (uint)row_lengths[row] : 0;
+  uint length = row >= 0 ? committed_length(region(storage, at,
+                                                   CLBT_REGION_ROW_LENGTHS),
+                                            row, at.row_stride)
+                         : 0;
   uint extent = record[CLBT_GATHER_RECORD_EXTENT];
   bool changed = (int)record[CLBT_GATHER_RECORD_ROW] != row ||
                  (row >= 0 && *recorded_version != version);
@@ -67,13 +78,6 @@ static void copy_positions(uint start, uint count,
   }
 }
 
-/* What the gather reads of a launch. */
-typedef struct gather_batch {
-  uint num_reqs, padded, max_num_reqs;
-  __global const int *idx_mapping;
-  bool has_idx_mapping;
-} gather_batch;
-
 /* Gathers every group that takes part over the padded batch's positions,
    chunks of them spread over the part's work-groups. */
 static void gather_rows(const gather_batch *batch, part_range part,
@@ -92,12 +96,7 @@ static void gather_rows(const gather_batch *batch, part_range part,
       uint count = min(chunk, padded - start);
       if (get_local_id(0) < count)
         rejected[g] += plan_position(
-            start + get_local_id(0), batch->num_reqs, batch->idx_mapping,
-            batch->has_idx_mapping, batch->max_num_reqs,
-            region(storage, at, CLBT_REGION_ROW_LENGTHS),
-            (__global const ulong *)region(storage, at,
-                                           CLBT_REGION_ROW_VERSIONS),
-            (__global uint *)region(storage, at, CLBT_REGION_GATHER_RECORDS),
+            start + get_local_id(0), batch, storage, at,
             group_table[g].zero_gathered_tails != 0, &plans[get_local_id(0)]);
       SYNC(CLK_LOCAL_MEM_FENCE);
       copy_positions(start, count, plans, rows, at.row_stride,

@@ -86,7 +86,8 @@ static void map_token(uint token, int request, const map_batch *batch,
     long slot = CLBT_PAD_SLOT_ID;
     if (row_in_table) {
       __global const int *rows = region(storage, at, CLBT_REGION_ROWS);
-      uint length = (uint)region(storage, at, CLBT_REGION_ROW_LENGTHS)[row];
+      uint length = committed_length(
+          region(storage, at, CLBT_REGION_ROW_LENGTHS), row, at.row_stride);
       slot = slot_of(position, rows + (ulong)row * at.row_stride,
                      at.row_stride, length, &rejected[g], group_table[g]);
     }

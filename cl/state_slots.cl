@@ -68,7 +68,7 @@ static uint write_state_slots(const state_request *request, uint b,
     return request->rejected ? 1 : 0;
   }
   ulong first = request->last / kernel_block_size;
-  ulong length = (ulong)row_lengths[request->row];
+  ulong length = committed_length(row_lengths, request->row, row_stride);
   __global const int *row = rows + (ulong)request->row * row_stride;
   for (uint s = 0; s < count; ++s)
     ids[s] = first + s < length ? row[first + s] : null_block;

@@ -886,7 +886,10 @@ CLBT_API cl_mem clbt_table_device_data(const clbt_table *table);
 
 /**
  * The committed row lengths on the device, int32[max_num_reqs], in kernel
- * blocks: what the slot-mapping kernel bounds each row by. NULL for NULL.
+ * blocks: what the kernels bound each row by (a length past the row's
+ * width reads as the width). For reading: a commit sends only what the
+ * host rows changed, so a value written here by anything else stays.
+ * NULL for NULL.
  */
 CLBT_API cl_mem clbt_table_device_row_lengths(const clbt_table *table);
 

@@ -381,6 +381,157 @@ START_TEST(hostile_batches_map_to_pad_and_are_counted) {
 }
 END_TEST
 
+/* ---- device lengths past a row's width ---------------------------------- */
+
+/*
+ * The device's row lengths are a buffer clbt hands out
+ * (clbt_table_device_row_lengths), so whatever lands there, a kernel reads
+ * no further than a row's width: a length past it, or negative, reads as
+ * the width. Rows 0-2 of create_table() with the lengths 1000, -5 and
+ * INT32_MAX must give what the same ids committed at full width give (the
+ * wide table), and by hand: request 2's token at position 20 reads block 5
+ * of a 3-block row, so it maps to -1; request 2 (21 tokens, 6 pages) runs
+ * past its row and exports none; row 2's {40, 31, 32} gives slot 130.
+ */
+static clbt_table *wide_table(void) {
+  static const int32_t ids[3][3] = {{10, 11, 0}, {20, 0, 0}, {40, 31, 32}};
+  clbt_table *table = NULL;
+  clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
+  for (uint32_t r = 0; r < 3; ++r)
+    clbt_assert_ok(clbt_table_append_row(table, r, ids[r], 3));
+  clbt_assert_ok(clbt_table_commit(table, 3));
+  clbt_assert_ok(clbt_table_append_row(table, 3, (const int32_t[]){50}, 1));
+  return table;
+}
+
+/* What a step and token slots of the batch below write. */
+typedef struct long_row_outputs {
+  int64_t slots[MAX_TOKENS];
+  int32_t indptr[MAX_REQS + 1], indices[MAX_REQS * 3];
+  int32_t last_page_len[MAX_REQS], gathered[MAX_REQS * 3];
+  int32_t token_slots[4];
+  uint32_t rejected;
+} long_row_outputs;
+
+static long_row_outputs run_long_row_batch(clbt_table *table) {
+  static const int32_t qsl[] = {0, 1, 2, 4};
+  static const int64_t positions[] = {9, 5, 10, 20};
+  static const int32_t token_indices[] = {9, 5, 10, 20};
+  cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
+  cl_mem positions_buffer = clbt_test_buffer(sizeof positions, positions);
+  cl_mem indices = clbt_test_buffer(sizeof token_indices, token_indices);
+  cl_mem slots = clbt_test_buffer(sizeof token_indices, NULL);
+  clbt_export_buffers e;
+  clbt_assert_ok(clbt_table_export_buffers(table, &e));
+  const cl_mem outputs[] = {e.paged_kv_indptr, e.paged_kv_indices,
+                            e.paged_kv_last_page_len,
+                            clbt_table_gathered_rows(table), slots};
+  for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; ++i)
+    clbt_test_poison32(outputs[i]);
+  clbt_test_poison(clbt_table_slot_mapping(table), MAX_TOKENS);
+  clbt_step step = CLBT_STEP_INIT;
+  step.flags = CLBT_STEP_GATHER | CLBT_STEP_EXPORT;
+  step.num_reqs = 3;
+  step.num_tokens = 4;
+  step.query_start_loc = qsl_buffer;
+  step.positions = positions_buffer;
+  clbt_assert_ok(clbt_table_enqueue_step(table, &step, 0, NULL, NULL));
+  clbt_token_slots_request request = CLBT_TOKEN_SLOTS_INIT;
+  request.num_reqs = 3;
+  request.num_rows = 4;
+  request.indices_per_row = 1;
+  request.query_start_loc = qsl_buffer;
+  request.token_indices = indices;
+  request.token_slots = slots;
+  clbt_assert_ok(clbt_table_enqueue_token_slots(table, &request, 0, NULL,
+                                                NULL));
+  long_row_outputs out;
+  clbt_test_read(clbt_table_slot_mapping(table), sizeof out.slots, out.slots);
+  clbt_test_read(e.paged_kv_indptr, sizeof out.indptr, out.indptr);
+  clbt_test_read(e.paged_kv_indices, sizeof out.indices, out.indices);
+  clbt_test_read(e.paged_kv_last_page_len, sizeof out.last_page_len,
+                 out.last_page_len);
+  clbt_test_read(clbt_table_gathered_rows(table), sizeof out.gathered,
+                 out.gathered);
+  clbt_test_read(slots, sizeof out.token_slots, out.token_slots);
+  clbt_assert_ok(clbt_table_read_rejected_tokens(table, &out.rejected));
+  const cl_mem inputs[] = {qsl_buffer, positions_buffer, indices, slots};
+  for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; ++i)
+    clReleaseMemObject(inputs[i]);
+  return out;
+}
+
+START_TEST(lengths_past_the_width_read_as_the_width) {
+  static const int32_t lengths[MAX_REQS] = {1000, -5, INT32_MAX, 0};
+  clbt_table *wide = wide_table(), *table = create_table();
+  clbt_test_write(clbt_table_device_row_lengths(table), sizeof lengths,
+                  lengths);
+  long_row_outputs expected = run_long_row_batch(wide);
+  long_row_outputs got = run_long_row_batch(table);
+  static const int64_t slots[] = {1, 1, 130, PAD};
+  ck_assert_mem_eq(expected.slots, slots, sizeof slots);
+  ck_assert_mem_eq(expected.indptr, ((const int32_t[]){0, 3, 5, 5}),
+                   4 * sizeof(int32_t));
+  ck_assert_mem_eq(expected.indices, ((const int32_t[]){10, 11, 0, 20, 0}),
+                   5 * sizeof(int32_t));
+  ck_assert_mem_eq(expected.token_slots, ((const int32_t[]){1, 1, 130, -1}),
+                   4 * sizeof(int32_t));
+  ck_assert_mem_eq(got.slots, expected.slots, sizeof got.slots);
+  ck_assert_mem_eq(got.indptr, expected.indptr, sizeof got.indptr);
+  ck_assert_mem_eq(got.indices, expected.indices, sizeof got.indices);
+  ck_assert_mem_eq(got.last_page_len, expected.last_page_len,
+                   sizeof got.last_page_len);
+  ck_assert_mem_eq(got.gathered, expected.gathered, sizeof got.gathered);
+  ck_assert_mem_eq(got.token_slots, expected.token_slots,
+                   sizeof got.token_slots);
+  ck_assert_uint_eq(got.rejected, expected.rejected);
+  clbt_table_destroy(table);
+  clbt_table_destroy(wide);
+}
+END_TEST
+
+/*
+ * A NONE table's state slots by the same rule: row 0 {10, 11} of device
+ * length 1000, row 1 {20, 21, 22} after it. Request 0's last token, at
+ * position 16, takes column 4 of a 3-column row: past the width, so the
+ * null block 7 (read as 1000 long, it would be row 1's 21); request 1's,
+ * at 2, column 0: 20.
+ */
+START_TEST(state_slots_read_no_further_than_the_width) {
+  static const int32_t lengths[MAX_REQS] = {1000, 3, 0, 0};
+  static const int32_t qsl[] = {0, 1, 2};
+  static const int64_t positions[] = {16, 2};
+  clbt_table_config none = config;
+  none.slot_mode = CLBT_SLOT_MODE_NONE;
+  clbt_table *table = NULL;
+  clbt_assert_ok(clbt_table_create(clbt_test_device(), &none, &table));
+  clbt_assert_ok(clbt_table_append_row(table, 0, (const int32_t[]){10, 11}, 2));
+  clbt_assert_ok(
+      clbt_table_append_row(table, 1, (const int32_t[]){20, 21, 22}, 3));
+  clbt_assert_ok(clbt_table_commit(table, 2));
+  clbt_test_write(clbt_table_device_row_lengths(table), sizeof lengths,
+                  lengths);
+  cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
+  cl_mem positions_buffer = clbt_test_buffer(sizeof positions, positions);
+  clbt_step step = CLBT_STEP_INIT;
+  step.flags = CLBT_STEP_STATE_SLOTS;
+  step.num_reqs = 2;
+  step.num_tokens = 2;
+  step.query_start_loc = qsl_buffer;
+  step.positions = positions_buffer;
+  step.state_null_block = 7;
+  clbt_test_poison32(clbt_table_state_slots(table));
+  clbt_assert_ok(clbt_table_enqueue_step(table, &step, 0, NULL, NULL));
+  int32_t ids[2];
+  clbt_test_read(clbt_table_state_slots(table), sizeof ids, ids);
+  ck_assert_int_eq(ids[0], 7);
+  ck_assert_int_eq(ids[1], 20);
+  clReleaseMemObject(qsl_buffer);
+  clReleaseMemObject(positions_buffer);
+  clbt_table_destroy(table);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("hostile_batches");
   TCase *tc = tcase_create("hostile_batches");
@@ -390,6 +541,8 @@ int main(void) {
   tcase_add_test(tc, steps_read_only_their_inputs);
   tcase_add_test(tc, state_slots_read_only_their_inputs);
   tcase_add_test(tc, token_slots_read_only_their_inputs);
+  tcase_add_test(tc, lengths_past_the_width_read_as_the_width);
+  tcase_add_test(tc, state_slots_read_no_further_than_the_width);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }
