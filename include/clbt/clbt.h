@@ -1263,8 +1263,10 @@ typedef struct clbt_token_slots_request {
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, request or
  * query_start_loc, or NULL token_indices or token_slots with entries to
  * translate; CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
- * CLBT_INVALID_ARGUMENT for a CLBT_SLOT_MODE_NONE table (it has no slots)
- * or an inconsistent wait list; CLBT_TOO_MANY_REQUESTS; CLBT_TOO_MANY_TOKENS
+ * CLBT_INVALID_ARGUMENT for a CLBT_SLOT_MODE_NONE table (it has no slots),
+ * token_slots in the table's own storage (a buffer clbt hands out, such as
+ * clbt_table_device_data) or an inconsistent wait list;
+ * CLBT_TOO_MANY_REQUESTS; CLBT_TOO_MANY_TOKENS
  * (num_rows above max_num_batched_tokens); CLBT_SIZE_OVERFLOW for
  * num_rows x indices_per_row above UINT32_MAX; CLBT_BUFFER_TOO_SMALL;
  * CLBT_CONTEXT_MISMATCH; or an OpenCL error. A refused call enqueues

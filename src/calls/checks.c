@@ -51,6 +51,24 @@ static clbt_status check_buffer(clbt_table *table, cl_mem buffer,
   return status;
 }
 
+/*
+ * An output that is not the table's own storage (nor a part of it, as the
+ * buffers clbt hands out are): a kernel's write there would change
+ * committed rows behind the host's back, and no commit would repair them.
+ * The buffer is one check_buffer has just made known.
+ */
+static clbt_status check_not_storage(const clbt_table *table, cl_mem buffer,
+                                     const char *name) {
+  cl_mem storage = table->engine->storage;
+  if (buffer == storage ||
+      clbt__known_buffer_parent(&table->engine->known, buffer) == storage)
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "%s is part of the table's own storage (a buffer "
+                      "clbt hands out); pass a buffer of your own",
+                      name);
+  return CLBT_SUCCESS;
+}
+
 clbt_status clbt__check_padding(const clbt_table *table, const char *name,
                                 uint32_t num_reqs, uint32_t padded) {
   if (padded && padded < num_reqs)
@@ -283,6 +301,8 @@ static clbt_status check_token_buffers(
     status = check_buffer(first, request->token_slots, "token_slots",
                           (size_t)sections * entries * sizeof(int32_t),
                           sections_of, entries);
+  if (!status && sections)
+    status = check_not_storage(first, request->token_slots, "token_slots");
   return status;
 }
 

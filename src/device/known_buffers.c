@@ -20,11 +20,15 @@ clbt_status clbt__known_buffer_size(const clbt_device *device,
     }
   clbt_status status = CLBT_SUCCESS;
   cl_context context;
+  cl_mem parent = NULL;
   CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_CONTEXT, sizeof context,
                                   &context, NULL),
                status, done);
   CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_SIZE, sizeof *size, size,
                                   NULL),
+               status, done);
+  CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_ASSOCIATED_MEMOBJECT,
+                                  sizeof parent, &parent, NULL),
                status, done);
   if (context != device->context)
     return clbt__fail(CLBT_CONTEXT_MISMATCH,
@@ -34,10 +38,17 @@ clbt_status clbt__known_buffer_size(const clbt_device *device,
   CLBT__CL_TRY(clRetainMemObject(buffer), status, done);
   clbt__known_buffer *oldest = &known->buffers[known->next];
   if (oldest->buffer) clReleaseMemObject(oldest->buffer);
-  *oldest = (clbt__known_buffer){buffer, *size};
+  *oldest = (clbt__known_buffer){buffer, *size, parent};
   known->next = (known->next + 1) % CLBT__KNOWN_BUFFERS;
 done:
   return status;
+}
+
+cl_mem clbt__known_buffer_parent(const clbt__known_buffers *known,
+                                 cl_mem buffer) {
+  for (uint32_t k = 0; k < CLBT__KNOWN_BUFFERS; ++k)
+    if (known->buffers[k].buffer == buffer) return known->buffers[k].parent;
+  return NULL;
 }
 
 void clbt__known_buffers_release(clbt__known_buffers *known) {

@@ -15,6 +15,7 @@
 typedef struct clbt__known_buffer {
   cl_mem buffer;
   size_t size;
+  cl_mem parent; /* the buffer it is a sub-buffer of, or NULL */
 } clbt__known_buffer;
 typedef struct clbt__known_buffers {
   clbt__known_buffer buffers[CLBT__KNOWN_BUFFERS];
@@ -22,15 +23,20 @@ typedef struct clbt__known_buffers {
 } clbt__known_buffers;
 
 /*
- * A buffer's size, from the known buffers, or else asked of the driver,
- * its context checked against the device's (CLBT_CONTEXT_MISMATCH: "<name>
- * belongs to another OpenCL context than the <owner>'s device"), and
- * recorded in place of the oldest.
+ * A buffer's size, from the known buffers, or else asked of the driver
+ * (with the buffer it is a sub-buffer of), its context checked against the
+ * device's (CLBT_CONTEXT_MISMATCH: "<name> belongs to another OpenCL
+ * context than the <owner>'s device"), and recorded in place of the oldest.
  */
 clbt_status clbt__known_buffer_size(const clbt_device *device,
                                     clbt__known_buffers *known, cl_mem buffer,
                                     const char *name, const char *owner,
                                     size_t *size);
+
+/* The buffer a known buffer is a sub-buffer of; NULL for a buffer of its
+   own or one not known. */
+cl_mem clbt__known_buffer_parent(const clbt__known_buffers *known,
+                                 cl_mem buffer);
 
 /* Releases every known buffer. */
 void clbt__known_buffers_release(clbt__known_buffers *known);

@@ -179,6 +179,9 @@ static void entries_past_32_bits(args *a) { a->indices_per_row = 1u << 31; }
 static void no_token_indices(args *a) { a->token_indices = NULL; }
 static void small_token_indices(args *a) { a->token_indices = f.small; }
 static void small_token_slots(args *a) { a->token_slots = f.small; }
+static void token_slots_in_storage(args *a) {
+  a->token_slots = clbt_table_device_data(table_of(a)); /* 32 bytes */
+}
 
 #define FAULT(apply, status, words)                                            \
   { #apply, apply, status, words }
@@ -242,6 +245,8 @@ static const fault token_slots_faults[] = {
     FAULT(small_idx_mapping, CLBT_BUFFER_TOO_SMALL, "idx_mapping holds"),
     FAULT(small_token_indices, CLBT_BUFFER_TOO_SMALL, "token_indices holds"),
     FAULT(small_token_slots, CLBT_BUFFER_TOO_SMALL, "token_slots holds"),
+    FAULT(token_slots_in_storage, CLBT_INVALID_ARGUMENT,
+          "token_slots is part of the table's own storage"),
     FAULT(broken_wait_list, CLBT_INVALID_ARGUMENT, "wait_list is NULL"),
 };
 
