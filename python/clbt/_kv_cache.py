@@ -9,8 +9,11 @@ example; clbt.vllm.reshape_and_cache_flash is vLLM's op over this class.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
+import operator
+import threading
 from ctypes import byref, c_int, c_uint32, c_uint64, c_void_p
 from typing import Any, Optional, Sequence
 
@@ -22,6 +25,7 @@ from ._core import Device, _check, _Closable, _CObject
 from ._device_array import DeviceArray
 from ._errors import Error, TypeMismatchError
 from ._library import _SizedConfig, lib
+from ._threads import one_thread_at_a_time
 
 #: clbt_kv_dtype by name, and the bytes each element takes.
 DTYPES = {"float32": 1, "float16": 2, "bfloat16": 3, "fp8_e4m3": 4}
@@ -102,6 +106,7 @@ def device_buffer(obj: Any, itemsize: int, name: str):
     return _opencl.handle(obj, "buffer", name), 0
 
 
+@one_thread_at_a_time(operator.attrgetter("_lock"))
 class KVCache(_Closable):
     """A layer's paged KV cache (clbt_kv_cache): its buffers, layout and
     types, checked once.
@@ -115,8 +120,14 @@ class KVCache(_Closable):
     cache needs it). value_cache None keeps V in key_cache too
     ([num_blocks, 2, ...], vLLM's kv_cache[:, 0] and [:, 1]). Offsets and
     strides (0: the layout's) count elements, as clbt_kv_cache_config says;
-    an array's own offset is added to key_offset / value_offset."""
+    an array's own offset is added to key_offset / value_offset.
+
+    A C cache is one thread's at a time (its one cl_kernel takes each
+    write's arguments), so every public call holds the cache's lock, as a
+    Table's does (_threads): threads may share a cache, and close() waits
+    for a call in flight."""
     _kind = "KV cache"
+    _lock = contextlib.nullcontext()  # until _create has made the cache's
 
     def __init__(self, device: Device, key_cache: Any, value_cache: Any = None, *,
                  num_kv_heads: int, head_size: int, block_size: int, num_blocks: int,
@@ -162,6 +173,7 @@ class KVCache(_Closable):
         return cache
 
     def _create(self, device, config):
+        self._lock = threading.RLock()
         out = c_void_p()
         _check(lib.clbt_kv_cache_create(device._live(), byref(config), byref(out)))
         self._c = _CObject(out.value, lib.clbt_kv_cache_destroy)
@@ -231,6 +243,11 @@ class KVCache(_Closable):
 
     def reset_rejected_tokens(self) -> None:
         _check(lib.clbt_kv_cache_reset_rejected_tokens(self._live()))
+
+    def close(self) -> None:
+        """Releases the C cache once no call holds it (the lock makes close
+        wait for one in flight); closing twice is fine."""
+        _Closable.close(self)
 
     def __repr__(self):
         if self.closed:

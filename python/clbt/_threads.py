@@ -7,7 +7,9 @@ facade call runs table calls, a close closes groups), that every public
 method and property of its class takes: threads that share a table are
 serialised, call by call, and never run C on it at once. A group of a
 multi-group table shares its table's lock, as it shares its C engine. The
-lock costs a call about 0.4 us on PoCL here (docs/benchmarks.md).
+lock costs a call about 0.4 us on PoCL here (docs/benchmarks.md). A
+KVCache is one thread's at a time in C too (its one cl_kernel takes each
+write's arguments) and has a lock of its own in the same way.
 """
 import functools
 import inspect
