@@ -128,6 +128,9 @@ class _Closable:
     _kind = "object"
 
     def _object(self) -> _CObject:
+        """The open C object. A caller that keeps it in a local for the
+        length of its C call keeps the C object alive through it: a close()
+        in another thread then frees it only once the call has returned."""
         c = self._c
         if c is None or not c.open:
             raise Error(check.NULL_ARGUMENT, "the %s is closed" % self._kind)
@@ -191,26 +194,34 @@ class Device(_Closable):
                                         byref(out)))
         self._c = _CObject(out.value, lib.clbt_device_release)
 
+    # A device is shared between threads and has no lock: each call holds
+    # its C object (_object) until it returns, so that another thread's
+    # close() cannot free the queue under it.
+
     @property
     def selector(self) -> str:
+        held = self._object()
         text = ctypes.create_string_buffer(64)
-        _check(lib.clbt_device_selector(lib.clbt_device_id(self._live()), text, len(text)))
+        _check(lib.clbt_device_selector(lib.clbt_device_id(held.pointer), text, len(text)))
         return text.value.decode()
 
     @property
     def context(self) -> Any:
         """The OpenCL context: a pyopencl.Context, or a clbt.Context."""
-        return _opencl.wrapped("context", lib.clbt_device_context(self._live()))
+        held = self._object()
+        return _opencl.wrapped("context", lib.clbt_device_context(held.pointer))
 
     @property
     def queue(self) -> Any:
         """The in-order queue clbt enqueues on: a pyopencl.CommandQueue, or a
         clbt.CommandQueue."""
-        return _opencl.wrapped("queue", lib.clbt_device_queue(self._live()))
+        held = self._object()
+        return _opencl.wrapped("queue", lib.clbt_device_queue(held.pointer))
 
     def finish(self) -> None:
         """Waits until the queue has run every command enqueued so far."""
-        _opencl.finish(lib.clbt_device_queue(self._live()))
+        held = self._object()
+        _opencl.finish(lib.clbt_device_queue(held.pointer))
 
     def __repr__(self):
         if self.closed:
@@ -530,7 +541,8 @@ class Table(_Rows):
             zero_gathered_tails=bool(zero_gathered_tails))
         _check_device(device)
         out = c_void_p()
-        _check(lib.clbt_table_create(device._live(), byref(config), byref(out)))
+        held = device._object()  # until the C table has its own reference
+        _check(lib.clbt_table_create(held.pointer, byref(config), byref(out)))
         self._setup(device, _CObject(out.value, lib.clbt_table_destroy), config.max_num_reqs,
                     config.max_num_batched_tokens)
         self.block_size = config.kernel_block_size or config.block_size
@@ -924,7 +936,8 @@ class MultiTable(_Rows):
             zero_gathered_tails=bool(zero_gathered_tails), exact_widths=bool(exact_widths))
         _check_device(device)
         out = c_void_p()
-        _check(lib.clbt_multi_table_create(device._live(), byref(config), byref(out)))
+        held = device._object()  # until the C table has its own reference
+        _check(lib.clbt_multi_table_create(held.pointer, byref(config), byref(out)))
         super().__init__(device, _CObject(out.value, lib.clbt_multi_table_destroy),
                          config.max_num_reqs, config.max_num_batched_tokens)
         self.groups = [Table._group(self, lib.clbt_multi_table_group(out.value, g), group)

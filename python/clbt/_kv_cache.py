@@ -175,7 +175,8 @@ class KVCache(_Closable):
     def _create(self, device, config):
         self._lock = threading.RLock()
         out = c_void_p()
-        _check(lib.clbt_kv_cache_create(device._live(), byref(config), byref(out)))
+        held = device._object()  # until the C cache has its own reference
+        _check(lib.clbt_kv_cache_create(held.pointer, byref(config), byref(out)))
         self._c = _CObject(out.value, lib.clbt_kv_cache_destroy)
         self._device = device  # the device outlives its caches' Python objects
         self.num_kv_heads, self.head_size = config.num_kv_heads, config.head_size

@@ -184,3 +184,48 @@ def test_closing_a_kv_cache_while_another_thread_writes(flags):
     """), timeout=300, flags=flags)
     assert output.splitlines() == [
         "50 [('CLBT_NULL_ARGUMENT', 'the KV cache is closed')]"]
+
+
+@pytest.mark.parametrize("flags", FLAGS.values(), ids=FLAGS.keys())
+def test_closing_a_device_while_another_thread_calls_it(flags):
+    # 20 rounds of each call: a thread calls a fresh Device (or makes a
+    # table on it) again and again while the main thread closes the device.
+    # A call in flight keeps the C device until it returns; every later
+    # call raises CLBT_NULL_ARGUMENT ("the device is closed"), which ends
+    # the thread: 20 such errors a call, no crash (before: finish and queue
+    # were a SIGSEGV every run, the C device freed under them).
+    output = survives(textwrap.dedent("""
+        import threading, time
+        calls = {
+            "finish": lambda d: d.finish(),
+            "queue": lambda d: d.queue,
+            "context": lambda d: d.context,
+            "selector": lambda d: d.selector,
+            "table": lambda d: clbt.Table(d, block_size=16, max_num_reqs=1,
+                                          max_num_blocks_per_req=1,
+                                          max_num_batched_tokens=1).close(),
+        }
+        for name, call in calls.items():
+            ends = []
+            for _ in range(20):
+                opened = clbt.Device()
+                started = threading.Event()
+                def work():
+                    while True:
+                        try:
+                            call(opened)
+                        except clbt.Error as error:
+                            ends.append((error.status, error.message))
+                            return
+                        started.set()
+                thread = threading.Thread(target=work)
+                thread.start()
+                started.wait()
+                time.sleep(0.001)
+                opened.close()
+                thread.join()
+            print(name, len(ends), sorted(set(ends)))
+    """), timeout=300, flags=flags)
+    assert output.splitlines() == [
+        "%s 20 [('CLBT_NULL_ARGUMENT', 'the device is closed')]" % name
+        for name in ("finish", "queue", "context", "selector", "table")]
