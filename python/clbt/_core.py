@@ -829,16 +829,20 @@ class Table(_Rows):
         return slots, gathered
 
     def compute_slot_mapping_host(self, num_reqs: int, query_start_loc: HostArray,
-                                  positions: HostArray) -> np.ndarray:
+                                  positions: HostArray) -> Optional[np.ndarray]:
         """The same mapping computed on the host from the host rows: clbt's
-        reference and CPU fallback. Returns int64[max_num_batched_tokens]."""
+        reference and CPU fallback. Returns int64[max_num_batched_tokens];
+        None for a SlotMode.NONE table (as compute_step_host), whose batch
+        is checked all the same."""
         handle = self._live()
         num_reqs = check.u32(num_reqs, "num_reqs")
         held, qsl, address, num_tokens, _ = _host_batch(num_reqs, query_start_loc, positions)
         out = np.empty(self.max_num_batched_tokens, np.int64)
         _check(lib.clbt_table_compute_slot_mapping_host(handle, num_reqs, qsl, address,
                                                         num_tokens, out.ctypes.data))
-        return out
+        # C leaves out unwritten for a table that maps no tokens: never
+        # hand back np.empty's leftovers as slots.
+        return None if self.slot_mode == SlotMode.NONE else out
 
     @property
     def rejected_tokens(self) -> int:

@@ -100,3 +100,32 @@ def test_token_slots_of_a_multi_group_table(device, no_pyopencl):
         table.token_slots(1, [0, 1], indices, slots, num_rows=1, indices_per_row=2)
         # group 0: 7*4+1, 3*4+2; group 2: 4*2+1, block 3 past its row {4, 6}
         assert read(device, slots, 5).tolist() == [29, 14, 9, -1, POISON]
+
+
+def test_host_slot_mapping_of_a_none_table_is_none(device):
+    # A NONE table maps no tokens: C checks the batch and leaves the output
+    # untouched, so the host forms return None for its slot mapping (as
+    # compute_step_host does) instead of an uninitialised array. A
+    # token-mapping table beside it maps row {5, 6} of 16-token blocks:
+    # positions 0, 1 go to slots 80, 81, the rest of its 4 tokens pad (-1).
+    none = clbt.Table(device, block_size=16, max_num_reqs=2, max_num_blocks_per_req=2,
+                      max_num_batched_tokens=4, slot_mode=clbt.SlotMode.NONE)
+    tokens = clbt.Table(device, block_size=16, max_num_reqs=2, max_num_blocks_per_req=2,
+                        max_num_batched_tokens=4)
+    multi = clbt.MultiTable(device, groups=[clbt.Group(16, 2), clbt.Group(
+        16, 2, slot_mode=clbt.SlotMode.NONE)], max_num_reqs=2, max_num_batched_tokens=4)
+    with none, tokens, multi:
+        none.add_row(0, [5, 6])
+        tokens.add_row(0, [5, 6])
+        multi.add_row(0, [[5, 6], [5, 6]])
+        assert none.compute_slot_mapping_host(1, [0, 2], [0, 1]) is None
+        assert none.compute_step_host(1, [0, 2], [0, 1])[0] is None
+        assert multi[1].compute_slot_mapping_host(1, [0, 2], [0, 1]) is None
+        assert multi[0].compute_slot_mapping_host(1, [0, 2], [0, 1]).tolist() == [
+            80, 81, -1, -1]
+        assert tokens.compute_slot_mapping_host(1, [0, 2], [0, 1]).tolist() == [
+            80, 81, -1, -1]
+        # The batch is still checked: 3 requests exceed max_num_reqs 2.
+        with pytest.raises(clbt.InvalidArgumentError) as refused:
+            none.compute_slot_mapping_host(3, [0, 1, 2, 2], [0, 1])
+        assert refused.value.status == "CLBT_TOO_MANY_REQUESTS"
