@@ -394,17 +394,36 @@ class _Rows(_Closable):
                       num_rows=check.u32(num_rows, "num_rows"),
                       indices_per_row=check.u32(indices_per_row, "indices_per_row"))
         waits = _opencl.wait_list(wait_for)
-        matrix = {}
-        for name, value in (("token_indices", token_indices), ("token_slots", token_slots)):
-            if not check.is_device_array(value):
-                raise TypeMismatchError(check.INVALID_ARGUMENT, "%s is %s; a device array "
-                                        "expected" % (name, _opencl.describe(value)))
-            matrix[name] = check.device_array(value, np.int32, name)[0]
+        matrix = self._matrix(counts, token_indices=token_indices, token_slots=token_slots)
         inputs, _ = self._batch(counts["num_reqs"], 0, query_start_loc=query_start_loc,
                                 positions=None, idx_mapping=idx_mapping)
         del inputs["positions"]
         request = TokenSlotsRequest(**counts, **inputs, **matrix)
         return self._enqueue(self._token_slots, handle, (byref(request),), waits, event)
+
+    def _matrix(self, counts, **arrays):
+        """The int handles of token_slots' index matrix and output, each
+        checked for its type and, when a pyopencl Array, for its own length
+        (C checks its buffer's size, which may go on past the Array's end):
+        num_rows x indices_per_row entries in, as many out for each
+        token-mapping group."""
+        matrix = "num_rows %d x indices_per_row %d" % (counts["num_rows"],
+                                                       counts["indices_per_row"])
+        entries = counts["num_rows"] * counts["indices_per_row"]
+        sections = self._token_sections()
+        needed = dict(token_indices=(entries, matrix), token_slots=(
+            sections * entries, "%d section%s of %s" % (sections, "s" * (sections != 1), matrix)))
+        pyopencl = _opencl.pyopencl
+        handles = {}
+        for name, value in arrays.items():
+            if not check.is_device_array(value):
+                raise TypeMismatchError(check.INVALID_ARGUMENT, "%s is %s; a device array "
+                                        "expected" % (name, _opencl.describe(value)))
+            handles[name], length = check.device_array(value, np.int32, name)
+            count, why = needed[name]
+            if count and pyopencl is not None and isinstance(value, pyopencl.array.Array):
+                check.at_least(name, length, count, why, check.BUFFER_TOO_SMALL)
+        return handles
 
     def _batch(self, num_reqs, num_tokens, **inputs):
         """The int handles of a batch's inputs (None stays NULL, device
@@ -570,6 +589,11 @@ class Table(_Rows):
     def close(self) -> None:
         self._views = {}
         _Rows.close(self)
+
+    def _token_sections(self):
+        """token_slots' output sections: one, unless the table maps no
+        tokens."""
+        return int(self.slot_mode != SlotMode.NONE)
 
     def __repr__(self):
         if self.closed:
@@ -953,6 +977,10 @@ class MultiTable(_Rows):
         for table in getattr(self, "groups", ()):
             table.close()
         _Rows.close(self)
+
+    def _token_sections(self):
+        """token_slots' output sections: one a token-mapping group."""
+        return sum(table._token_sections() for table in self.groups)
 
     def __repr__(self):
         if self.closed:

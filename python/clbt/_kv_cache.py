@@ -79,8 +79,10 @@ def dtype_code(name: str, argument: str) -> int:
 
 
 def device_buffer(obj: Any, itemsize: int, name: str):
-    """(int handle, element offset, element size or None) of a device
-    array or buffer; an array's element size must be itemsize."""
+    """(int handle, element offset, extent) of a device array or buffer:
+    the extent is the elements an array reaches from its offset (None for a
+    buffer, whose size C checks); an array's element size must be
+    itemsize."""
     pyopencl = _opencl.pyopencl
     if isinstance(obj, DeviceArray) or (pyopencl is not None
                                         and isinstance(obj, pyopencl.array.Array)):
@@ -91,19 +93,51 @@ def device_buffer(obj: Any, itemsize: int, name: str):
                                         name, size, getattr(obj, "np_dtype", obj.dtype),
                                         itemsize))
         if isinstance(obj, DeviceArray):
-            handle, offset = obj.cl_mem, obj.cl_offset
+            handle, offset, strides = obj.cl_mem, obj.cl_offset, obj._strides
         else:
-            handle, offset = obj.base_data.int_ptr, obj.offset
+            handle, offset, strides = obj.base_data.int_ptr, obj.offset, obj.strides
         if offset % itemsize:
             raise Error(check.INVALID_ARGUMENT, "%s starts %d bytes into its buffer, not a "
                         "whole number of %d-byte elements" % (name, offset, itemsize))
-        return handle, offset // itemsize
+        return handle, offset // itemsize, extent(obj.shape, strides, itemsize)
     if not check.is_device_array(obj) or isinstance(obj, int):
         raise TypeMismatchError(check.INVALID_ARGUMENT, "%s is %s; a device array "
                                 "(pyopencl.array.Array, clbt.DeviceArray) or buffer "
                                 "(pyopencl.Buffer, clbt.Buffer) expected" % (
                                     name, _opencl.describe(obj)))
-    return _opencl.handle(obj, "buffer", name), 0
+    return _opencl.handle(obj, "buffer", name), 0, None
+
+
+def extent(shape, strides, itemsize: int) -> int:
+    """The elements a view of shape and byte strides reaches from its
+    offset: up to its last element's end. C reads forward from the offset
+    only, so a negative stride, which reaches back, adds nothing."""
+    if any(n == 0 for n in shape):
+        return 0
+    reach = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+    return (reach + itemsize) // itemsize
+
+
+def holds(name: str, reach: Optional[int], needed: int, why: str) -> None:
+    """Refuses an array whose extent (None: a buffer) is short of what C
+    will reach in it: C checks only the array's buffer, which may go on
+    past the array's end."""
+    if reach is not None:
+        check.at_least(name, reach, needed, why, check.BUFFER_TOO_SMALL)
+
+
+def tensor_span(config: KVCacheConfig, one_buffer: bool) -> int:
+    """The elements one tensor (K or V) of a cache spans from its offset,
+    its last element's index + 1, with clbt.h's strides for a stride of 0
+    (clbt_kv_cache_config)."""
+    c = config
+    flash = c.layout == LAYOUTS["flash"]
+    row = c.num_kv_heads * c.head_size
+    head = c.head_stride or (c.head_size if flash else c.block_size * c.head_size)
+    page = c.page_stride or (row if flash else c.head_size)
+    block = c.block_stride or (2 if one_buffer else 1) * row * c.block_size
+    return (c.head_size + (c.num_kv_heads - 1) * head + (c.block_size - 1) * page
+            + (c.num_blocks - 1) * block)
 
 
 @one_thread_at_a_time(operator.attrgetter("_lock"))
@@ -120,7 +154,9 @@ class KVCache(_Closable):
     cache needs it). value_cache None keeps V in key_cache too
     ([num_blocks, 2, ...], vLLM's kv_cache[:, 0] and [:, 1]). Offsets and
     strides (0: the layout's) count elements, as clbt_kv_cache_config says;
-    an array's own offset is added to key_offset / value_offset.
+    an array's own offset is added to key_offset / value_offset, and its
+    extent (from that offset to its last element's end) must hold the
+    tensors in it, as the inputs of write must hold what it reads.
 
     A C cache is one thread's at a time (its one cl_kernel takes each
     write's arguments), so every public call holds the cache's lock, as a
@@ -143,9 +179,9 @@ class KVCache(_Closable):
         cache_code = dtype_code(cache_dtype, "cache_dtype")
         input_code = 0 if input_dtype is None else dtype_code(input_dtype, "input_dtype")
         itemsize = ITEMSIZES[cache_code]
-        key_handle, key_at = device_buffer(key_cache, itemsize, "key_cache")
-        value_handle, value_at = (None, 0) if value_cache is None else device_buffer(
-            value_cache, itemsize, "value_cache")
+        key_handle, key_at, key_reach = device_buffer(key_cache, itemsize, "key_cache")
+        value_handle, value_at, value_reach = (None, 0, None) if value_cache is None else \
+            device_buffer(value_cache, itemsize, "value_cache")
         key_offset = check.integer(key_offset, "key_offset", ctypes.c_size_t)
         value_offset = check.integer(value_offset, "value_offset", ctypes.c_size_t)
         if value_cache is None:
@@ -163,6 +199,34 @@ class KVCache(_Closable):
             page_stride=check.integer(page_stride, "page_stride", ctypes.c_size_t),
             head_stride=check.integer(head_stride, "head_stride", ctypes.c_size_t))
         self._create(device, config)
+        try:  # after C has checked the config, which the span assumes
+            self._check_extents(config, key_at, key_reach, value_cache is None, value_at,
+                                value_reach)
+        except Error:
+            self.close()
+            raise
+
+    @staticmethod
+    def _check_extents(config, key_at, key_reach, value_in_key, value_at, value_reach):
+        """Refuses cache arrays (their extents, not their buffers) shorter
+        than the tensors C will write in them."""
+        one_buffer = value_in_key or config.value_cache == config.key_cache
+        span = tensor_span(config, one_buffer)
+        value = config.value_offset
+        if one_buffer and not value:  # C's default: one block past K
+            value = config.key_offset + config.num_kv_heads * config.head_size * \
+                config.block_size
+        shape = "%d blocks of %d slots of %d heads of %d" % (
+            config.num_blocks, config.block_size, config.num_kv_heads, config.head_size)
+        if value_in_key:
+            holds("key_cache", key_reach, max(config.key_offset, value) - key_at + span,
+                  "K at %d and V at %d of %s" % (config.key_offset - key_at, value - key_at,
+                                                 shape))
+            return
+        holds("key_cache", key_reach, config.key_offset - key_at + span,
+              "K at %d of %s" % (config.key_offset - key_at, shape))
+        holds("value_cache", value_reach, value - value_at + span,
+              "V at %d of %s" % (value - value_at, shape))
 
     @classmethod
     def from_config(cls, device: Device, config: KVCacheConfig) -> "KVCache":
@@ -199,40 +263,54 @@ class KVCache(_Closable):
         waiting; event=True returns the write's event."""
         handle = self._live()
         itemsize = ITEMSIZES[self.input_dtype]
-        key_handle, key_at = device_buffer(key, itemsize, "key")
-        value_handle, value_at = device_buffer(value, itemsize, "value")
-        slots_handle, slots_at = device_buffer(slot_mapping, 8, "slot_mapping")
+        key_handle, key_at, key_reach = device_buffer(key, itemsize, "key")
+        value_handle, value_at, value_reach = device_buffer(value, itemsize, "value")
+        slots_handle, slots_at, slots_reach = device_buffer(slot_mapping, 8, "slot_mapping")
         if num_tokens is None:
             if not hasattr(slot_mapping, "shape"):
                 raise Error(check.INVALID_ARGUMENT,
                             "num_tokens is needed with a slot_mapping buffer")
             num_tokens = int(np.prod(slot_mapping.shape)) - slot_mapping_offset
-        scales = {}
-        for name, scale in (("k_scale", k_scale), ("v_scale", v_scale)):
-            try:
-                scales[name] = float(scale)
-            except (TypeError, ValueError):
-                raise TypeMismatchError(check.INVALID_ARGUMENT, "%s is %s; a float expected"
-                                        % (name, _opencl.describe(scale))) from None
+        scales = dict(k_scale=as_float(k_scale, "k_scale"),
+                      v_scale=as_float(v_scale, "v_scale"))
+        num_tokens = check.u32(num_tokens, "num_tokens")
+        given = {name: check.integer(value, name, ctypes.c_size_t) for name, value in (
+            ("key_offset", key_offset), ("key_token_stride", key_token_stride),
+            ("value_offset", value_offset), ("value_token_stride", value_token_stride),
+            ("slot_mapping_offset", slot_mapping_offset))}
+        self._check_inputs(num_tokens, given, key=key_reach, value=value_reach,
+                           slot_mapping=slots_reach)
         request = KVWrite(
-            num_tokens=check.u32(num_tokens, "num_tokens"), key=key_handle, value=value_handle,
-            slot_mapping=slots_handle,
-            key_offset=key_at + check.integer(key_offset, "key_offset", ctypes.c_size_t),
-            key_token_stride=check.integer(key_token_stride, "key_token_stride",
-                                           ctypes.c_size_t),
-            value_offset=value_at + check.integer(value_offset, "value_offset",
-                                                  ctypes.c_size_t),
-            value_token_stride=check.integer(value_token_stride, "value_token_stride",
-                                             ctypes.c_size_t),
-            slot_mapping_offset=slots_at + check.integer(slot_mapping_offset,
-                                                         "slot_mapping_offset",
-                                                         ctypes.c_size_t),
-            **scales)
+            num_tokens=num_tokens, key=key_handle, value=value_handle,
+            slot_mapping=slots_handle, key_offset=key_at + given["key_offset"],
+            key_token_stride=given["key_token_stride"],
+            value_offset=value_at + given["value_offset"],
+            value_token_stride=given["value_token_stride"],
+            slot_mapping_offset=slots_at + given["slot_mapping_offset"], **scales)
         count, address, held = _opencl.wait_list(wait_for)
         out = c_void_p() if event else None
         _check(lib.clbt_kv_cache_enqueue_write(handle, byref(request), count, address,
                                                None if out is None else byref(out)))
         return _opencl.event_object(out.value) if event else None
+
+    def _check_inputs(self, num_tokens, given, **reaches):
+        """Refuses input arrays (their extents, not their buffers) shorter
+        than what C will read: num_tokens rows of a token's heads,
+        token_stride apart, from each one's offset, and num_tokens slots.
+        given: the offsets and strides passed (counted from each array's
+        own offset); reaches: each input's extent (None: a buffer)."""
+        if not num_tokens:
+            return
+        row = self.num_kv_heads * self.head_size
+        for name in ("key", "value"):
+            offset = given[name + "_offset"]
+            stride = given[name + "_token_stride"] or row
+            holds(name, reaches[name], offset + (num_tokens - 1) * stride + row,
+                  "num_tokens %d rows of %d elements, %d apart, from %s_offset %d" % (
+                      num_tokens, row, stride, name, offset))
+        offset = given["slot_mapping_offset"]
+        holds("slot_mapping", reaches["slot_mapping"], offset + num_tokens,
+              "num_tokens %d from slot_mapping_offset %d" % (num_tokens, offset))
 
     @property
     def rejected_tokens(self) -> int:
@@ -254,6 +332,14 @@ class KVCache(_Closable):
         if self.closed:
             return "<clbt.KVCache closed>"
         return "<clbt.KVCache %d heads x %d>" % (self.num_kv_heads, self.head_size)
+
+
+def as_float(scale: Any, name: str) -> float:
+    try:
+        return float(scale)
+    except (TypeError, ValueError):
+        raise TypeMismatchError(check.INVALID_ARGUMENT, "%s is %s; a float expected" % (
+            name, _opencl.describe(scale))) from None
 
 
 def finite_scale(scale: Any, name: str) -> float:

@@ -322,3 +322,73 @@ def test_kv_write_on_pyopencl_arrays(device):
                          (1.0, 1.0))
     assert np.array_equal(kv.get(), expected)
     assert isinstance(pyopencl.array.Array, type)
+
+
+def test_kv_cache_refuses_arrays_shorter_than_what_it_reaches(device):
+    """An Array's own extent (elements from its offset to its last one's
+    end) bounds the cache and the write's inputs, not only its buffer: one
+    head of 4, block_size 1, K and V in one buffer, so a block is 8
+    elements and num_blocks n needs 8 n of the cache's."""
+    cl_array = pytest.importorskip("pyopencl.array")
+    queue = device.queue
+    whole = cl_array.to_device(queue, np.full(64, -7.0, np.float32))
+    shape = dict(num_kv_heads=1, head_size=4, block_size=1, cache_dtype="float32")
+    with pytest.raises(clbt.InvalidArgumentError) as refused:
+        clbt.KVCache(device, whole[:16], num_blocks=8, **shape)
+    assert refused.value.status == "CLBT_BUFFER_TOO_SMALL"
+    assert refused.value.message.startswith("key_cache holds 16 values;") and \
+        refused.value.message.endswith("needs 64")
+    view = DeviceArray(Memory(whole.base_data.int_ptr, queue.int_ptr,
+                              lib.clbt_device_id(device._live()), whole.nbytes), (16,),
+                       np.float32, None, 8 * 4)  # elements 8 .. 23
+    with pytest.raises(clbt.InvalidArgumentError) as refused:
+        clbt.KVCache(device, view, num_blocks=3, **shape)
+    assert refused.value.message.startswith("key_cache holds 16 values;") and \
+        refused.value.message.endswith("needs 24")
+    key_whole = cl_array.to_device(queue, np.arange(8, dtype=np.float32))
+    slots_whole = cl_array.to_device(queue, np.array([1, 0], np.int64))
+    with clbt.KVCache(device, whole[:16], num_blocks=2, **shape) as cache:
+        for call, words in [
+                (lambda: cache.write(key_whole[:2], key_whole, slots_whole[:1]),
+                 "key holds 2 values; num_tokens 1 rows of 4 elements, 4 apart, from "
+                 "key_offset 0 needs 4"),
+                (lambda: cache.write(key_whole, key_whole[:6], slots_whole, 2),
+                 "value holds 6 values; num_tokens 2 rows of 4 elements, 4 apart, from "
+                 "value_offset 0 needs 8"),
+                (lambda: cache.write(key_whole, key_whole, slots_whole[:1], 2),
+                 "slot_mapping holds 1 values; num_tokens 2 from slot_mapping_offset 0 "
+                 "needs 2"),
+                (lambda: cache.write(key_whole, key_whole, slots_whole[:1], 1,
+                                     slot_mapping_offset=1),
+                 "slot_mapping holds 1 values; num_tokens 1 from slot_mapping_offset 1 "
+                 "needs 2")]:
+            with pytest.raises(clbt.InvalidArgumentError) as refused:
+                call()
+            assert refused.value.status == "CLBT_BUFFER_TOO_SMALL"
+            assert refused.value.message == words
+        device.finish()
+        assert whole.get().tolist() == [-7.0] * 64  # nothing written
+        # Two tokens to slots 1 and 0: K then V of block 1, then of block 0.
+        cache.write(key_whole, key_whole, slots_whole, key_token_stride=4,
+                    value_token_stride=4)
+        device.finish()
+        assert whole.get().tolist() == [4, 5, 6, 7, 4, 5, 6, 7, 0, 1, 2, 3, 0, 1, 2, 3] + \
+            [-7.0] * 48
+
+
+def test_kv_cache_on_strided_views_of_one_tensor(device):
+    """kv[:, 0] and kv[:, 1] of one [blocks, 2, block_size, heads, head]
+    tensor (FlashInfer's) reach exactly their last block: accepted."""
+    cl_array = pytest.importorskip("pyopencl.array")
+    queue = device.queue
+    kv = cl_array.to_device(queue, np.full((3, 2, 2, 1, 4), -7.0, np.float32))
+    key = cl_array.to_device(queue, np.array([1, 2, 3, 4], np.float32))
+    value = cl_array.to_device(queue, np.array([5, 6, 7, 8], np.float32))
+    with clbt.KVCache(device, kv[:, 0], kv[:, 1], num_kv_heads=1, head_size=4, block_size=2,
+                      num_blocks=3, cache_dtype="float32", block_stride=16) as cache:
+        cache.write(key, value, cl_array.to_device(queue, np.array([5], np.int64)))
+        device.finish()
+    expected = np.full((3, 2, 2, 1, 4), -7.0, np.float32)
+    # slot 5: block 2, page 1
+    expected[2, 0, 1, 0], expected[2, 1, 1, 0] = [1, 2, 3, 4], [5, 6, 7, 8]
+    assert np.array_equal(kv.get(), expected)

@@ -129,3 +129,47 @@ def test_host_slot_mapping_of_a_none_table_is_none(device):
         with pytest.raises(clbt.InvalidArgumentError) as refused:
             none.compute_slot_mapping_host(3, [0, 1, 2, 2], [0, 1])
         assert refused.value.status == "CLBT_TOO_MANY_REQUESTS"
+
+
+def test_token_slots_refuse_arrays_shorter_than_the_matrix(device):
+    # Views of 2 entries at the start of 16-entry buffers: C sees only the
+    # buffers, so their own lengths are checked here. Row {5, 6} of 16-token
+    # blocks: token indices 0, 1 of request 0 are slots 80, 81.
+    cl_array = pytest.importorskip("pyopencl.array")
+    queue = device.queue
+    with clbt.Table(device, block_size=16, max_num_reqs=2, max_num_blocks_per_req=2,
+                    max_num_batched_tokens=4) as table, clbt.MultiTable(
+            device, groups=[clbt.Group(16, 2), clbt.Group(16, 2, slot_mode=clbt.SlotMode.NONE),
+                            clbt.Group(16, 2)], max_num_reqs=2,
+            max_num_batched_tokens=4) as multi:
+        table.add_row(0, [5, 6])
+        table.commit(1)
+        multi.add_row(0, [[5, 6], [1], [7]])
+        multi.commit(1)
+        slots_whole = cl_array.to_device(queue, np.full(16, POISON, np.int32))
+        indices_whole = cl_array.to_device(queue, np.array([0, 1, 16, 17] + [0] * 12, np.int32))
+        slots, indices = slots_whole[:2], indices_whole[:2]
+        refusals = [
+            (lambda: table.token_slots(1, [0, 1], indices, slots_whole, num_rows=1,
+                                       indices_per_row=4),
+             "token_indices holds 2 values; num_rows 1 x indices_per_row 4 needs 4"),
+            (lambda: table.token_slots(1, [0, 1], indices_whole, slots, num_rows=1,
+                                       indices_per_row=4),
+             "token_slots holds 2 values; 1 section of num_rows 1 x indices_per_row 4 "
+             "needs 4"),
+            # two token-mapping groups: two sections of 2 entries
+            (lambda: multi.token_slots(1, [0, 1], indices, slots, num_rows=1,
+                                       indices_per_row=2),
+             "token_slots holds 2 values; 2 sections of num_rows 1 x indices_per_row 2 "
+             "needs 4"),
+        ]
+        for call, words in refusals:
+            with pytest.raises(clbt.InvalidArgumentError) as refused:
+                call()
+            assert refused.value.status == "CLBT_BUFFER_TOO_SMALL"
+            assert refused.value.message == words
+            device.finish()
+            assert slots_whole.get().tolist() == [POISON] * 16  # nothing written
+        table.token_slots(1, [0, 1], indices, slots, num_rows=1, indices_per_row=2)
+        device.finish()
+        assert slots_whole.get().tolist() == [80, 81] + [POISON] * 14
