@@ -19,6 +19,7 @@ from ._errors import Error, InvalidArgumentError, TypeMismatchError
 
 INVALID_ARGUMENT = -4002
 NULL_ARGUMENT = -4001
+SIZE_OVERFLOW = -4004
 ROW_OUT_OF_RANGE = -4005
 TOO_MANY_REQUESTS = -4008
 TOO_MANY_TOKENS = -4009

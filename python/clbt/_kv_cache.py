@@ -108,6 +108,17 @@ def device_buffer(obj: Any, itemsize: int, name: str):
     return _opencl.handle(obj, "buffer", name), 0, None
 
 
+def element_offset(at: int, offset: int, name: str, array: str) -> int:
+    """An array's own element offset plus the offset given, as C's uint64
+    field takes it: a sum past 64 bits (ctypes would wrap it) is refused
+    with the status C gives one of its own."""
+    total = at + offset
+    if total >> 64:
+        raise Error(check.SIZE_OVERFLOW, "%s %d plus %s's own offset of %d elements exceeds "
+                    "64 bits" % (name, offset, array, at))
+    return total
+
+
 def extent(shape, strides, itemsize: int) -> int:
     """The elements a view of shape and byte strides reaches from its
     offset: up to its last element's end. C reads forward from the offset
@@ -193,8 +204,10 @@ class KVCache(_Closable):
             head_size=check.u32(head_size, "head_size"),
             block_size=check.u32(block_size, "block_size"),
             num_blocks=check.u32(num_blocks, "num_blocks"), key_cache=key_handle,
-            value_cache=value_handle, key_offset=key_at + key_offset,
-            value_offset=value_at + value_offset,
+            value_cache=value_handle,
+            key_offset=element_offset(key_at, key_offset, "key_offset", "key_cache"),
+            value_offset=element_offset(value_at, value_offset, "value_offset",
+                                        "key_cache" if value_cache is None else "value_cache"),
             block_stride=check.integer(block_stride, "block_stride", ctypes.c_size_t),
             page_stride=check.integer(page_stride, "page_stride", ctypes.c_size_t),
             head_stride=check.integer(head_stride, "head_stride", ctypes.c_size_t))
@@ -278,15 +291,16 @@ class KVCache(_Closable):
             ("key_offset", key_offset), ("key_token_stride", key_token_stride),
             ("value_offset", value_offset), ("value_token_stride", value_token_stride),
             ("slot_mapping_offset", slot_mapping_offset))}
+        offsets = {name + "_offset": element_offset(at, given[name + "_offset"],
+                                                    name + "_offset", name)
+                   for name, at in (("key", key_at), ("value", value_at),
+                                    ("slot_mapping", slots_at))}
         self._check_inputs(num_tokens, given, key=key_reach, value=value_reach,
                            slot_mapping=slots_reach)
         request = KVWrite(
             num_tokens=num_tokens, key=key_handle, value=value_handle,
-            slot_mapping=slots_handle, key_offset=key_at + given["key_offset"],
-            key_token_stride=given["key_token_stride"],
-            value_offset=value_at + given["value_offset"],
-            value_token_stride=given["value_token_stride"],
-            slot_mapping_offset=slots_at + given["slot_mapping_offset"], **scales)
+            slot_mapping=slots_handle, key_token_stride=given["key_token_stride"],
+            value_token_stride=given["value_token_stride"], **offsets, **scales)
         count, address, held = _opencl.wait_list(wait_for)
         out = c_void_p() if event else None
         _check(lib.clbt_kv_cache_enqueue_write(handle, byref(request), count, address,

@@ -392,3 +392,34 @@ def test_kv_cache_on_strided_views_of_one_tensor(device):
     # slot 5: block 2, page 1
     expected[2, 0, 1, 0], expected[2, 1, 1, 0] = [1, 2, 3, 4], [5, 6, 7, 8]
     assert np.array_equal(kv.get(), expected)
+
+
+def test_offsets_past_64_bits_with_an_arrays_own_are_refused(device):
+    """An Array's own offset plus the offset given must fit C's uint64, as
+    key_offset alone must: 4 (cache_buf[4:]'s) + 2**64 - 4 is 2**64, which
+    wrapped to 0, so K went to element 0, before the Array. Refused with
+    C's status for a sum past 64 bits, naming the offset; nothing written."""
+    cl_array = pytest.importorskip("pyopencl.array")
+    queue = device.queue
+    cache_buf = cl_array.to_device(queue, np.full(36, -7.0, np.float32))
+    shape = dict(num_kv_heads=1, head_size=4, block_size=2, num_blocks=2,
+                 cache_dtype="float32")
+    for kwargs, name in [(dict(key_offset=2**64 - 4), "key_offset"),
+                         (dict(value_cache=cache_buf[4:], value_offset=2**64 - 4),
+                          "value_offset")]:
+        with pytest.raises(clbt.InvalidArgumentError) as refused:
+            clbt.KVCache(device, cache_buf[4:], **shape, **kwargs)
+        assert refused.value.status == "CLBT_SIZE_OVERFLOW"
+        assert refused.value.message.startswith("%s %d plus " % (name, 2**64 - 4))
+    key = cl_array.to_device(queue, np.full(8, 1.5, np.float32))
+    slots = cl_array.to_device(queue, np.array([3, 0], np.int64))
+    with clbt.KVCache(device, cache_buf, **shape) as cache:
+        for kwargs, name in [(dict(key_offset=2**64 - 1), "key_offset"),
+                             (dict(value_offset=2**64 - 1), "value_offset"),
+                             (dict(slot_mapping_offset=2**64 - 1), "slot_mapping_offset")]:
+            with pytest.raises(clbt.InvalidArgumentError) as refused:
+                cache.write(key[4:], key[4:], slots[1:], 1, **kwargs)
+            assert refused.value.status == "CLBT_SIZE_OVERFLOW"
+            assert refused.value.message.startswith("%s %d plus " % (name, 2**64 - 1))
+    device.finish()
+    assert cache_buf.get().tolist() == [-7.0] * 36
