@@ -14,10 +14,11 @@ How reads and writes meet the device (docs/python.md, "Device arrays"):
   defers row updates, commits and gathers to the call that needs them),
   then waits for the queue to reach it: a read returns what the device holds
   after every command enqueued before it.
-- On a device whose memory is the host's (CL_DEVICE_HOST_UNIFIED_MEMORY:
-  PoCL), ``numpy()`` and ``cpu()`` map the buffer for reading and return a
-  view of the mapping, with no copy; the mapping is released when the last
-  array on it goes. Elsewhere they read into a new array.
+- ``numpy()`` and ``cpu()`` read into a new array: a snapshot, as torch's
+  ``.cpu()`` of a device tensor is, which later device work leaves as it
+  was (a view of a mapped buffer would change under later kernels, whose
+  writes to a mapped buffer OpenCL leaves undefined), and whose writes
+  stay on the host.
 - Writes go through the queue, in order with clbt's commands: ``fill_`` is
   one enqueued fill (non-blocking), ``copy_`` and item assignment a
   blocking write of the view's bytes (a view with gaps is read, patched and
@@ -31,18 +32,12 @@ host tensors.
 import collections
 import ctypes
 import operator
-import warnings
 import weakref
-from ctypes import POINTER, byref, c_int32, c_size_t, c_uint, c_uint64, c_void_p
+from ctypes import POINTER, byref, c_int32, c_size_t, c_uint, c_void_p
 
 import numpy as np
 
 _cl = ctypes.CDLL("libOpenCL.so.1")  # own function objects: their own argtypes
-_cl.clEnqueueMapBuffer.restype = c_void_p
-_cl.clEnqueueMapBuffer.argtypes = (c_void_p, c_void_p, c_uint, c_uint64, c_size_t, c_size_t,
-                                   c_uint, c_void_p, POINTER(c_void_p), POINTER(c_int32))
-_cl.clEnqueueUnmapMemObject.argtypes = (c_void_p, c_void_p, c_void_p, c_uint, c_void_p,
-                                        POINTER(c_void_p))
 _cl.clEnqueueFillBuffer.argtypes = (c_void_p, c_void_p, c_void_p, c_size_t, c_size_t, c_size_t,
                                     c_uint, c_void_p, POINTER(c_void_p))
 for _name in ("clEnqueueReadBuffer", "clEnqueueWriteBuffer"):
@@ -50,14 +45,11 @@ for _name in ("clEnqueueReadBuffer", "clEnqueueWriteBuffer"):
                                     c_uint, c_void_p, POINTER(c_void_p))
 _cl.clEnqueueCopyBuffer.argtypes = (c_void_p, c_void_p, c_void_p, c_size_t, c_size_t, c_size_t,
                                     c_uint, c_void_p, POINTER(c_void_p))
-_cl.clGetDeviceInfo.argtypes = (c_void_p, c_uint, c_size_t, c_void_p, POINTER(c_size_t))
 _cl.clGetEventInfo.argtypes = (c_void_p, c_uint, c_size_t, c_void_p, POINTER(c_size_t))
 for _name in ("clRetainMemObject", "clReleaseMemObject", "clRetainCommandQueue",
               "clReleaseCommandQueue", "clReleaseEvent"):
     getattr(_cl, _name).argtypes = (c_void_p,)
 
-_CL_MAP_READ = 1
-_CL_DEVICE_HOST_UNIFIED_MEMORY = 0x1035
 _CL_EVENT_COMMAND_EXECUTION_STATUS = 0x11D3
 _CL_TRUE = 1
 
@@ -88,8 +80,7 @@ def _check(code, call):
 # queued (issue 20). Threads share it (issue 27): each event is taken out
 # by one popleft, which is atomic, polled by the one caller that took it,
 # and then released or put back; so no event is polled after its release
-# or released twice, whichever threads (or the collector, unmapping) call
-# at once.
+# or released twice, whichever threads call at once.
 _in_flight = collections.deque()
 
 
@@ -110,18 +101,6 @@ def _keep(event):
             _cl.clReleaseEvent(held)
 
 
-_unified = {}  # device id -> whether its memory is the host's
-
-
-def _host_unified(device_id):
-    if device_id not in _unified:
-        value = c_uint()
-        _check(_cl.clGetDeviceInfo(device_id, _CL_DEVICE_HOST_UNIFIED_MEMORY,
-                                   ctypes.sizeof(value), byref(value), None), "clGetDeviceInfo")
-        _unified[device_id] = bool(value.value)
-    return _unified[device_id]
-
-
 def _release(mem, queue):
     _cl.clReleaseMemObject(mem)
     _cl.clReleaseCommandQueue(queue)
@@ -130,43 +109,22 @@ def _release(mem, queue):
 class Memory:
     """One OpenCL buffer DeviceArrays view, with a reference of its own on
     the buffer and on the queue (so arrays outlive the table that made
-    them), the device's memory kind, and the owner's sync: a callable run
-    before every read or write (None: nothing to run)."""
+    them), and the owner's sync: a callable run before every read or write
+    (None: nothing to run). device_id is taken and not needed: reads copy
+    on every device, whatever its memory."""
 
-    __slots__ = ("handle", "queue", "nbytes", "unified", "sync", "__weakref__")
+    __slots__ = ("handle", "queue", "nbytes", "sync", "__weakref__")
 
     def __init__(self, handle, queue, device_id, nbytes, sync=None):
         _check(_cl.clRetainMemObject(handle), "clRetainMemObject")
         _check(_cl.clRetainCommandQueue(queue), "clRetainCommandQueue")
         self.handle, self.queue, self.nbytes = handle, queue, nbytes
-        self.unified = _host_unified(device_id)
         self.sync = sync
         weakref.finalize(self, _release, handle, queue)
 
     def ready(self):
         if self.sync is not None:
             self.sync()
-
-
-class _Mapping:
-    """A region mapped for reading, exposed to numpy as bytes; unmapped when
-    the last array on it goes."""
-
-    def __init__(self, memory, offset, nbytes):
-        error = c_int32()
-        pointer = _cl.clEnqueueMapBuffer(memory.queue, memory.handle, _CL_TRUE, _CL_MAP_READ,
-                                         offset, nbytes, 0, None, None, byref(error))
-        _check(error.value, "clEnqueueMapBuffer")
-        self.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1",
-                                    "data": (pointer, True), "version": 3}
-        weakref.finalize(self, _unmap, memory, pointer)
-
-
-def _unmap(memory, pointer):
-    event = c_void_p()
-    if _cl.clEnqueueUnmapMemObject(memory.queue, memory.handle, pointer, 0, None,
-                                   byref(event)) == 0:
-        _keep(event)
 
 
 def _index(value, length, axis):
@@ -220,14 +178,10 @@ class _HostForms:
 
     def cpu(self):
         """The contents as a torch tensor on the host (a numpy array without
-        torch): a view without a copy where numpy() is one."""
+        torch): numpy()'s snapshot, shared with no copy."""
         host = self.numpy()
         torch = _torch()
-        if torch is None:
-            return host
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # read-only views
-            return torch.from_numpy(host)
+        return host if torch is None else torch.from_numpy(host)
 
     def tolist(self):
         return self.numpy().tolist()
@@ -281,7 +235,7 @@ class _HostForms:
     def clone(self):
         """A host copy (a torch tensor; numpy without torch): clbt allocates
         no device memory for a copy."""
-        host = np.array(self.numpy())
+        host = self.numpy()  # a new array already
         torch = _torch()
         return host if torch is None else torch.from_numpy(host)
 
@@ -421,27 +375,23 @@ class DeviceArray(_HostForms):
                 high += (n - 1) * s
         return low, high + self.np_dtype.itemsize
 
-    def _strided(self, raw, low):
-        """The view laid over raw, a host copy or mapping of [low, high)."""
-        return np.lib.stride_tricks.as_strided(
-            raw[self._offset - low:].view(self.np_dtype), self.shape, self._strides,
-            writeable=False)
-
     def numpy(self):
-        """The contents as a numpy array: on a device whose memory is the
-        host's, a read-only view of the buffer mapped for reading (no copy);
-        elsewhere a new array."""
+        """The contents read into a new C-contiguous numpy array (after the
+        owner's pending work and every command enqueued before): a
+        snapshot, which later device work does not change, and whose writes
+        stay on the host."""
         memory = self._memory
         memory.ready()
         low, high = self._span()
         if high == low:
             return np.empty(self.shape, self.np_dtype)
-        if memory.unified:
-            return self._strided(np.asarray(_Mapping(memory, low, high - low)), low)
         raw = np.empty(high - low, np.uint8)
         _check(_cl.clEnqueueReadBuffer(memory.queue, memory.handle, _CL_TRUE, low, high - low,
                                        raw.ctypes.data, 0, None, None), "clEnqueueReadBuffer")
-        return self._strided(raw, low)
+        if self.is_contiguous():  # the span is the elements: no second copy
+            return raw.view(self.np_dtype).reshape(self.shape)
+        return np.lib.stride_tricks.as_strided(raw[self._offset - low:].view(self.np_dtype),
+                                               self.shape, self._strides).copy()
 
     def __getitem__(self, key):
         """A view for basic indexing (ints, slices, ``...``, None), as torch

@@ -1,13 +1,14 @@
 """clbt.DeviceArray and StackedDeviceArray, the device views the vLLM
 facade hands out as vLLM's .gpu tensors: views by indexing, writes through
-the queue, reads as torch tensors or numpy arrays, and the zero-copy host
-views of a device whose memory is the host's. Expected values are written
+the queue, and reads as torch tensors or numpy arrays: snapshots, which
+later device work leaves as they were. Expected values are written
 here by hand; the buffers are made and read with the package's own OpenCL
 calls, apart from the code under test."""
 import numpy as np
 import pytest
 
 import clbt
+import clbt.vllm
 from clbt import _device_array, _opencl
 from clbt._device_array import DeviceArray, Memory, StackedDeviceArray
 from clbt._library import lib
@@ -152,18 +153,36 @@ def test_torch_functions_and_operators_see_the_contents(grid):
     assert a.to(torch.int64).dtype == torch.int64
 
 
-def test_zero_copy_host_views_on_a_host_memory_device(grid):
+def test_reads_are_snapshots_that_later_device_work_leaves(grid):
+    # numpy() and cpu() are what the buffer held at the read, as torch's
+    # .cpu() of a device tensor is: later writes, fills and kernels do not
+    # change them (they were views of a mapping, which later commands then
+    # wrote), and a write to one stays on the host.
     a = grid.array()
-    if not _device_array._host_unified(lib.clbt_device_id(grid.device._live())):
-        pytest.skip("this device's memory is not the host's: numpy() copies")
-    first, second = a.numpy(), a[1:].numpy()
-    # Both are views of one mapping of the buffer's own memory: no copy.
-    assert second.__array_interface__["data"][0] == first.__array_interface__["data"][0] + 16
-    assert not first.flags.writeable
-    with pytest.raises(ValueError):
-        first[0, 0] = 5
-    a[0, 0] = 42  # written through the queue, then read back by a new view
-    assert a.numpy()[0, 0] == 42
+    whole, row, column = a.numpy(), a[1].cpu(), a[:, 1].numpy()
+    a.fill_(9)
+    a[0, 0] = 42
+    assert whole.tolist() == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    assert row.tolist() == [4, 5, 6, 7] and column.tolist() == [1, 5, 9]
+    assert whole.flags.writeable and whole.flags.c_contiguous and column.flags.c_contiguous
+    whole[1, 1] = -1  # the snapshot's own memory
+    assert grid.read().tolist() == [[42, 9, 9, 9], [9, 9, 9, 9], [9, 9, 9, 9]]
+    assert a.numpy()[0].tolist() == [42, 9, 9, 9]
+
+
+def test_a_read_of_the_slot_mapping_outlives_the_next_step(device):
+    # The audit's case: rows {5, 6} of 16-token blocks; positions 0, 1 map
+    # to slots 80, 81, then positions 16, 17 to 96, 97. The first read
+    # keeps 80, 81.
+    table = clbt.vllm.BlockTable(16, 4, 8, 64, False, device)
+    table.append_row([5, 6], 0)
+    table.commit_block_table(1)
+    table.compute_slot_mapping(1, np.array([0, 2], np.int32), np.array([0, 1], np.int64))
+    first = table.slot_mapping.gpu[:2].cpu()
+    table.compute_slot_mapping(1, np.array([0, 2], np.int32), np.array([16, 17], np.int64))
+    device.finish()
+    assert first.tolist() == [80, 81]
+    assert table.slot_mapping.gpu[:2].tolist() == [96, 97]
 
 
 def test_stacked_arrays_index_as_one(device):
