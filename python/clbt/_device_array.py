@@ -37,6 +37,10 @@ from ctypes import POINTER, byref, c_int32, c_size_t, c_uint, c_void_p
 
 import numpy as np
 
+from ._arguments import INVALID_ARGUMENT
+from ._errors import InvalidArgumentError, TypeMismatchError
+from ._opencl import describe
+
 _cl = ctypes.CDLL("libOpenCL.so.1")  # own function objects: their own argtypes
 _cl.clEnqueueFillBuffer.argtypes = (c_void_p, c_void_p, c_void_p, c_size_t, c_size_t, c_size_t,
                                     c_uint, c_void_p, POINTER(c_void_p))
@@ -349,19 +353,14 @@ class DeviceArray(_HostForms):
         return self if self.is_contiguous() else self.clone()
 
     def view(self, *shape):
-        """The same elements in another shape (a contiguous array only)."""
+        """The same elements in another shape (a contiguous array only): one
+        size may be -1, inferred from the others."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         if not self.is_contiguous():
             raise RuntimeError("view() needs a contiguous array")
-        shape = list(shape)
-        if shape.count(-1) == 1:
-            known = int(np.prod([n for n in shape if n != -1], dtype=np.int64))
-            shape[shape.index(-1)] = self.numel() // known if known else 0
-        if int(np.prod(shape, dtype=np.int64)) != self.numel():
-            raise RuntimeError("shape %s is invalid for %d elements" % (tuple(shape),
-                                                                      self.numel()))
-        return DeviceArray(self._memory, shape, self.np_dtype, None, self._offset)
+        return DeviceArray(self._memory, _view_shape(tuple(shape), self.numel()),
+                           self.np_dtype, None, self._offset)
 
     def _span(self):
         """The bytes [low, high) of the buffer the view touches."""
@@ -473,6 +472,43 @@ class DeviceArray(_HostForms):
         _check(_cl.clEnqueueWriteBuffer(memory.queue, memory.handle, _CL_TRUE, low, high - low,
                                         raw.ctypes.data, 0, None, None), "clEnqueueWriteBuffer")
         return self
+
+
+class _ShapeError(InvalidArgumentError, RuntimeError):
+    """A view shape refused: clbt's InvalidArgumentError, and the
+    RuntimeError torch raises for one (code written for torch catches
+    that)."""
+
+
+def _view_shape(shape, numel):
+    """view()'s shape with its -1 inferred, refused unless it holds numel
+    elements: a negative size (other than one -1) or a float would
+    otherwise multiply out right ((-2, -6) for 12) and make a view no read
+    can take."""
+    sizes = []
+    for i, n in enumerate(shape):
+        try:
+            n = operator.index(n)
+        except TypeError:
+            raise TypeMismatchError(INVALID_ARGUMENT, "shape[%d] is %s; an int expected" % (
+                i, describe(n))) from None
+        if n < -1:
+            raise _ShapeError(INVALID_ARGUMENT, "shape[%d] is %d; a size >= 0 (or one -1, "
+                              "inferred)" % (i, n))
+        sizes.append(n)
+    if sizes.count(-1) > 1:
+        raise _ShapeError(INVALID_ARGUMENT, "shape %s has %d sizes of -1; one can be "
+                          "inferred" % (shape, sizes.count(-1)))
+    known = 1
+    for n in sizes:
+        known *= n if n != -1 else 1
+    inferred = -1 in sizes
+    if (known != numel) if not inferred else (known == 0 or numel % known):
+        raise _ShapeError(INVALID_ARGUMENT, "shape %s is invalid for %d elements" % (shape,
+                                                                                   numel))
+    if inferred:
+        sizes[sizes.index(-1)] = numel // known
+    return sizes
 
 
 def _numpy_key(key):

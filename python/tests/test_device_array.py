@@ -117,6 +117,32 @@ def test_writes_reach_the_buffer_in_queue_order(grid):
     assert grid.read()[:, 1].tolist() == [5, 0, 5]
 
 
+@pytest.mark.parametrize("shape, error, words", [
+    ((-2, -6), clbt.InvalidArgumentError, "shape[0] is -2; a size >= 0 (or one -1, inferred)"),
+    ((3, -4), clbt.InvalidArgumentError, "shape[1] is -4; a size >= 0 (or one -1, inferred)"),
+    ((-1, -1), clbt.InvalidArgumentError, "shape (-1, -1) has 2 sizes of -1; one can be "
+                                          "inferred"),
+    ((5, -1), clbt.InvalidArgumentError, "shape (5, -1) is invalid for 12 elements"),
+    ((0, -1), clbt.InvalidArgumentError, "shape (0, -1) is invalid for 12 elements"),
+    ((5, 3), clbt.InvalidArgumentError, "shape (5, 3) is invalid for 12 elements"),
+    ((2.5, 4.8), clbt.TypeMismatchError, "shape[0] is a float; an int expected"),
+])
+def test_view_refuses_negative_and_inconsistent_shapes(grid, shape, error, words):
+    # 12 elements: (-2, -6) multiplied to 12 and was taken, as was (2.5,
+    # 4.8) (truncated to 2 x 4 = 8). Refused as clbt's error naming the
+    # shape, which is also the RuntimeError torch raises for one.
+    a = grid.array()
+    with pytest.raises(error) as refused:
+        a.view(*shape)
+    assert refused.value.status == "CLBT_INVALID_ARGUMENT"
+    assert refused.value.message == words
+    if error is clbt.InvalidArgumentError:
+        assert isinstance(refused.value, RuntimeError)
+    assert a.view(-1, 6).shape == (2, 6) and a.view((4, 3)).shape == (4, 3)
+    assert a[0:0].view(4, 0).shape == (4, 0)
+    assert grid.read().tolist() == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+
+
 @pytest.mark.parametrize("value, error", [(1.5, TypeError), (2**40, ValueError),
                                           ([1, 2, 3], ValueError)])
 def test_writes_that_do_not_fit_are_refused_and_change_nothing(grid, value, error):
