@@ -38,6 +38,11 @@ static clbt_status check_cp(const clbt_table_config *config,
   return CLBT_SUCCESS;
 }
 
+/* The regions' sizes are products of 32-bit counts and element sizes,
+   which only a 64-bit size_t holds whatever the config: clbt is for
+   64-bit hosts. */
+_Static_assert(SIZE_MAX >= UINT64_MAX, "clbt needs a 64-bit size_t");
+
 /* Both host arrays and every device buffer must be addressable. */
 static clbt_status check_sizes(const clbt__table_layout *layout) {
   if ((size_t)layout->max_num_reqs >
