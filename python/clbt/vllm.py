@@ -307,14 +307,17 @@ class _Engine:
             self.wanted = self.layout
             raise
 
-    def update(self, row, block_ids, replace, overflow):
+    def update(self, row, block_ids, replace, overflow, only=None):
         """Checks and records one row update of every group: block_ids[g]
         appended to (or, with replace, written over) the row of group g,
-        checked against the row as the updates before it leave it. row is
-        a checked index; overflow(row, g, length, width) makes the error
-        of a row that would outgrow its width. Returns the row's lengths
-        before the update and the ids recorded. Nothing is recorded when
-        anything is refused.
+        checked against the row as the updates before it leave it. With
+        only (a group index), the update is that group's alone: a group
+        view's, which leaves the other groups' rows as they are (their
+        block_ids entries are empty). row is a checked index;
+        overflow(row, g, length, width) makes the error of a row that
+        would outgrow its width. Returns the row's lengths before the
+        update and the ids recorded. Nothing is recorded when anything is
+        refused.
         The hot path of a decode step: a list of Python ints per group is
         checked in place; anything else goes through _ids."""
         if not self.open:
@@ -328,6 +331,10 @@ class _Engine:
         before = known.get(row)
         if before is None:
             before = [lengths.item(row) for lengths in self.lengths]
+        # What each group's new ids go after: nothing where they replace.
+        kept = before
+        if replace:
+            kept = [0] * len(limits) if only is None else before[:only] + [0] + before[only + 1:]
         after = []
         g = 0
         for ids in block_ids:
@@ -341,38 +348,38 @@ class _Engine:
             else:
                 block_ids = _checked(block_ids, g, limits)
                 ids = block_ids[g]
-            length = len(ids) * k
-            if not replace:
-                length += before[g]
+            length = len(ids) * k + kept[g]
             if length > width:
                 raise overflow(row, g, length, width)
             after.append(length)
             g += 1
-        self.pending.append((row, replace, block_ids))
+        self.pending.append((row, replace, block_ids, only))
         known[row] = after
         return before, block_ids
 
-    def batch(self, rows, counts, block_ids, replace, grouped=True):
+    def batch(self, rows, counts, block_ids, replace, grouped=True, only=None):
         """The batch updates (append_rows, add_rows) of every group, in one
         C call after the recorded updates: counts[g] and block_ids[g] are
         group g's, checked here for what C cannot check, that block_ids[g]
-        holds the sum of counts[g] (C reads that many)."""
+        holds the sum of counts[g] (C reads that many). With only (a group
+        index), counts and block_ids hold that group's alone, and the call
+        goes to its own table, which leaves the other groups' rows."""
         if self.wanted is not self.layout:
             self.relayout()
         if self.pending:
             self.apply_rows()
         if not self.open:
             self.table._live()  # raises: the table is closed
-        groups = len(self.limits)
+        groups = range(len(self.limits)) if only is None else (only,)
         rows = _vector(rows, _UINT32, "rows")
         if isinstance(counts, (int, str, bytes)) or isinstance(block_ids, (int, str, bytes)) \
-                or len(counts) != groups or len(block_ids) != groups:
-            raise _wrong_type("counts and block_ids need %d groups each" % groups)
+                or len(counts) != len(groups) or len(block_ids) != len(groups):
+            raise _wrong_type("counts and block_ids need %d groups each" % len(groups))
         held, count_addresses, id_addresses = [], array.array("Q"), array.array("Q")
-        for g in range(groups):
+        for i, g in enumerate(groups):
             which = "[%d]" % g if grouped else ""
-            group_counts = _vector(counts[g], _UINT32, "counts" + which)
-            group_ids = _vector(block_ids[g], _INT32, "block_ids" + which)
+            group_counts = _vector(counts[i], _UINT32, "counts" + which)
+            group_ids = _vector(block_ids[i], _INT32, "block_ids" + which)
             if group_counts.size != rows.size:
                 raise Error(_INVALID_ARGUMENT, "counts%s holds %d entries; rows holds %d" % (
                     which, group_counts.size, rows.size))
@@ -383,31 +390,44 @@ class _Engine:
             held += (group_counts, group_ids)
             count_addresses.append(_address(group_counts) if group_counts.size else 0)
             id_addresses.append(_address(group_ids) if group_ids.size else 0)
-        function = lib.clbt_multi_table_add_rows if replace else lib.clbt_multi_table_append_rows
-        _core._check(function(self.table._live(), rows.size, _address(rows) if rows.size else None,
-                              count_addresses.buffer_info()[0], id_addresses.buffer_info()[0]))
+        rows_address = _address(rows) if rows.size else None
+        if only is None:
+            function = lib.clbt_multi_table_add_rows if replace \
+                else lib.clbt_multi_table_append_rows
+            _core._check(function(self.table._live(), rows.size, rows_address,
+                                  count_addresses.buffer_info()[0], id_addresses.buffer_info()[0]))
+        else:
+            function = lib.clbt_table_add_rows if replace else lib.clbt_table_append_rows
+            _core._check(function(self.groups[only]._live(), rows.size, rows_address,
+                                  count_addresses[0] or None, id_addresses[0] or None))
 
     def apply_rows(self):
         """Gives the recorded updates to C: one batch call per run of
-        appends or of replacements, in order."""
+        appends, of replacements, or of one group's replacements, in
+        order."""
         pending = self.pending
         if not pending:
             return
         self.pending, self.known = [], {}
         start = 0
         while start < len(pending):
-            replace, end = pending[start][1], start
-            while end < len(pending) and pending[end][1] == replace:
+            replace, only, end = pending[start][1], pending[start][3], start
+            while end < len(pending) and pending[end][1] == replace and pending[end][3] == only:
                 end += 1
-            self._apply_run(pending[start:end], replace)
+            self._apply_run(pending[start:end], replace, only)
             start = end
 
-    def _apply_run(self, entries, replace):
+    def _apply_run(self, entries, replace, only):
         rows = array.array("I", [entry[0] for entry in entries])
         counts, flat = [], []
-        for g in range(len(self.limits)):
+        for g in range(len(self.limits)) if only is None else (only,):
             counts.append(array.array("I", [len(entry[2][g]) for entry in entries]))
             flat.append(array.array("i", chain.from_iterable(entry[2][g] for entry in entries)))
+        if only is not None:  # the group's own table: the others keep their rows
+            function = lib.clbt_table_add_rows if replace else lib.clbt_table_append_rows
+            _core._check(function(self.groups[only]._live(), len(rows), rows.buffer_info()[0],
+                                  counts[0].buffer_info()[0], flat[0].buffer_info()[0]))
+            return
         function = lib.clbt_multi_table_add_rows if replace else lib.clbt_multi_table_append_rows
         count_addresses = array.array("Q", [c.buffer_info()[0] for c in counts])
         id_addresses = array.array("Q", [f.buffer_info()[0] for f in flat])
@@ -735,7 +755,11 @@ class BlockTable(_Closes):
         else:
             every = [[]] * len(engine.limits)
             every[self._g] = block_ids
-            engine.update(row_idx, every, replace, self._overflow)
+            # A group's replacement is its own (only=); its append of
+            # nothing to the other groups changes nothing, so appends stay
+            # in the every-group runs and batch with the table's own.
+            engine.update(row_idx, every, replace, self._overflow,
+                          self._g if replace else None)
 
     def _direct(self, function, *args):
         engine = self._engine
@@ -771,11 +795,7 @@ class BlockTable(_Closes):
         if self._owner is None:
             engine.batch(rows, (counts,), (block_ids,), replace, grouped=False)
             return
-        rows = _vector(rows, _UINT32, "rows")
-        every_count = [np.zeros(rows.size, np.uint32)] * len(engine.limits)
-        every_id = [np.zeros(0, np.int32)] * len(engine.limits)
-        every_count[self._g], every_id[self._g] = counts, block_ids
-        engine.batch(rows, every_count, every_id, replace)
+        engine.batch(rows, (counts,), (block_ids,), replace, only=self._g)
 
     def commit_block_table(self, num_reqs):
         """Copies rows [0, num_reqs) to the device, only what changed. On a

@@ -467,3 +467,40 @@ def test_batch_updates_cannot_read_past_their_arrays(device):
     assert multi[1].get_numpy_array()[:2, :2].tolist() == [[12, 13], [14, 15]]
     with pytest.raises(TypeError, match="positions has shape"):
         multi.compute_slot_mapping(1, np.array([0, 1], np.int32), np.zeros((1, 1), np.int64))
+
+
+@pytest.mark.parametrize("how", ["add_row", "add_rows"])
+def test_a_group_replace_changes_that_group_alone(device, how):
+    # m[1].add_row([9], 0) replaces group 1's row 0 and nothing else: group
+    # 0 keeps [1, 2]; group 1 is [9] (column 1 keeps its old 4, past the
+    # length). Block 16: group 0's positions 0 17 -> 16, 2 * 16 + 1 = 33;
+    # group 1's -> 9 * 16 = 144, and -1 past its one block.
+    table = vllm.MultiGroupBlockTable(4, 64, False, device, [16, 16], [16, 16], [8, 8])
+    table.append_row([[1, 2], [3, 4]], 0)
+    if how == "add_row":
+        table[1].add_row([9], 0)
+    else:
+        table[1].add_rows([0], [1], [9])
+    # the lengths an update is checked against: group 0 holds 2 of its 8
+    with pytest.raises(clbt.Error, match="groups\\[0\\]: row 0 would hold 9") as refused:
+        table.append_row([list(range(7)), []], 0)
+    assert refused.value.status == "CLBT_ROW_OVERFLOW"
+    assert table[0].num_blocks_per_row[:2].tolist() == [2, 0]
+    assert table[0].get_numpy_array()[0, :3].tolist() == [1, 2, 0]
+    assert table[1].num_blocks_per_row[:2].tolist() == [1, 0]
+    assert table[1].get_numpy_array()[0, :3].tolist() == [9, 4, 0]
+    table.commit_block_table(1)
+    for g in range(2):
+        table[g].slot_mapping.gpu.fill_(-7)  # poison: unwritten slots show
+    table.compute_slot_mapping(1, np.array([0, 2], np.int32), np.array([0, 17], np.int64))
+    assert table[0].slot_mapping.gpu[:3].tolist() == [16, 33, -1]
+    assert table[1].slot_mapping.gpu[:3].tolist() == [144, -1, -1]
+    # a group's replace recorded between every-group appends keeps the order
+    table[0].add_row([5], 1)
+    table.append_row([[6], [7]], 1)
+    table[1].add_row([8], 1)
+    assert table[0].get_numpy_array()[1, :3].tolist() == [5, 6, 0]
+    assert table[1].get_numpy_array()[1, :3].tolist() == [8, 0, 0]
+    assert table[0].num_blocks_per_row[:2].tolist() == [2, 2]
+    assert table[1].num_blocks_per_row[:2].tolist() == [1, 1]
+    table.close()
