@@ -201,14 +201,6 @@ def _total(counts):
     return sum(counts.tolist()) if counts.size <= 256 else int(counts.sum())
 
 
-def _checked(block_ids, g, limits):
-    """block_ids with group g's ids converted by _ids, which refuses what
-    is not a sequence of valid ids."""
-    converted = list(block_ids)
-    converted[g] = _ids(converted[g], limits[g][1], "block_ids[%d]" % g)
-    return converted
-
-
 def _row_overflow(grouped):
     """The CLBT_ROW_OVERFLOW error of vLLM's v1 classes' updates (naming
     the group in a multi-group table)."""
@@ -319,7 +311,9 @@ class _Engine:
         update and the ids recorded. Nothing is recorded when anything is
         refused.
         The hot path of a decode step: a list of Python ints per group is
-        checked in place; anything else goes through _ids."""
+        copied into a tuple and checked there; anything else goes through
+        _ids, which copies it too. What is recorded is those copies, so a
+        caller's later change to its lists changes nothing."""
         if not self.open:
             self.table._live()  # raises: the table is closed
         limits = self.limits
@@ -335,27 +329,27 @@ class _Engine:
         kept = before
         if replace:
             kept = [0] * len(limits) if only is None else before[:only] + [0] + before[only + 1:]
-        after = []
+        after, recorded = [], []
         g = 0
         for ids in block_ids:
             width, k, largest = limits[g]
             if type(ids) is list:
+                ids = tuple(ids)
                 for b in ids:
                     if type(b) is not int or b < 0 or b > largest:
-                        block_ids = _checked(block_ids, g, limits)
-                        ids = block_ids[g]
+                        ids = _ids(ids, k, "block_ids[%d]" % g)
                         break
             else:
-                block_ids = _checked(block_ids, g, limits)
-                ids = block_ids[g]
+                ids = _ids(ids, k, "block_ids[%d]" % g)
             length = len(ids) * k + kept[g]
             if length > width:
                 raise overflow(row, g, length, width)
             after.append(length)
+            recorded.append(ids)
             g += 1
-        self.pending.append((row, replace, block_ids, only))
+        self.pending.append((row, replace, recorded, only))
         known[row] = after
-        return before, block_ids
+        return before, recorded
 
     def batch(self, rows, counts, block_ids, replace, grouped=True, only=None):
         """The batch updates (append_rows, add_rows) of every group, in one

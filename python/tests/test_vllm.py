@@ -504,3 +504,43 @@ def test_a_group_replace_changes_that_group_alone(device, how):
     assert table[0].num_blocks_per_row[:2].tolist() == [2, 2]
     assert table[1].num_blocks_per_row[:2].tolist() == [1, 1]
     table.close()
+
+
+def test_updates_record_the_ids_as_they_were_at_the_call(device):
+    # Row updates reach C later; what the caller does with its lists after
+    # the call changes nothing. Block 16, row [5, 6]: positions 0 16 32 ->
+    # 80 96, and -1 past the row's two blocks.
+    table = vllm.BlockTable(16, 4, 8, 64, False, device)
+    ids = [5, 6]
+    table.append_row(ids, 0)
+    ids.append(7)
+    ids[0] = 99
+    table.commit_block_table(1)
+    table.slot_mapping.gpu.fill_(-7)  # poison
+    table.compute_slot_mapping(1, np.array([0, 3], np.int32), np.array([0, 16, 32], np.int64))
+    assert table.get_numpy_array()[0, :3].tolist() == [5, 6, 0]
+    assert table.num_blocks_per_row[:1].tolist() == [2]
+    assert table.slot_mapping.gpu[:4].tolist() == [80, 96, -1, -1]
+    table.close()
+    multi = vllm.MultiGroupBlockTable(4, 64, False, device, [16, 16], [16, 16], [8, 8])
+    groups = [[1], [2]]
+    multi.add_row(groups, 0)
+    groups[0] = [50]
+    groups[1].append(3)
+    assert [multi[g].get_numpy_array()[0, :2].tolist() for g in range(2)] == [[1, 0], [2, 0]]
+    multi.close()
+
+
+def test_staged_ids_extended_after_the_call_change_nothing(device):
+    # Slot 1's list grows past the row width (8) after it was staged: the
+    # staged write is the one id it held, and slot 0's write applies too.
+    tables = vllm.BlockTables([16], 4, 64, [8], device)
+    inner = [3]
+    tables.append_block_ids(1, (inner,), False)
+    tables.append_block_ids(0, ([1, 2],), False)
+    inner.extend(range(4, 12))
+    assert tables.block_tables[0]._staged_write_contents == [3, 1, 2]
+    tables.apply_staged_writes()
+    assert tables.num_blocks.np.tolist() == [[2, 1, 0, 0]]
+    assert tables.block_tables[0].gpu[:2, :3].tolist() == [[1, 2, 0], [3, 0, 0]]
+    tables.close()
