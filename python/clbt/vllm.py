@@ -48,6 +48,7 @@ _ROW_OUT_OF_RANGE = -4005
 _ROW_OVERFLOW = -4006
 _INVALID_BLOCK_ID = -4007
 _TOO_MANY_REQUESTS = -4008
+_BUFFER_TOO_SMALL = -4010
 _INT32_MAX = 0x7FFFFFFF
 
 
@@ -184,7 +185,7 @@ def _vector(values, dtype, name):
     return np.ascontiguousarray(converted, dtype)
 
 
-_UINT32, _INT32 = np.dtype(np.uint32), np.dtype(np.int32)
+_UINT32, _INT32, _INT64 = np.dtype(np.uint32), np.dtype(np.int32), np.dtype(np.int64)
 
 
 def _address(values):
@@ -540,21 +541,50 @@ class _Engine:
         self.table.close()
 
 
-def _batch_input(value, name):
+def _batch_inputs(num_reqs, num_tokens, query_start_loc, positions):
+    """query_start_loc (int32[num_reqs + 1]) and positions
+    (int64[num_tokens]) as the clbt step takes them (_batch_input)."""
+    num_tokens = _u32(num_tokens, "num_tokens")
+    return (_batch_input(query_start_loc, "query_start_loc", _INT32, num_reqs + 1,
+                         "num_reqs %d" % num_reqs),
+            _batch_input(positions, "positions", _INT64, num_tokens,
+                         "num_tokens %d" % num_tokens))
+
+
+def _batch_input(value, name, dtype, needed, why):
     """A batch input as the clbt step takes it: host arrays (numpy, torch
-    CPU tensors, lists) and PyOpenCL arrays as they are; a DeviceArray by
-    its buffer when it starts there and has no gaps, else by its
-    contents."""
-    if type(value) is DeviceArray and value._offset == 0 and value.is_contiguous():
+    CPU tensors, lists) and PyOpenCL arrays as they are (the table checks
+    them); a DeviceArray, once it is checked as C would read it (_device_
+    input), by its buffer when it starts there and has no gaps, else by
+    its first needed elements' contents (C reads a buffer from its start:
+    a view further in would be read from the wrong place)."""
+    if type(value) is DeviceArray:
+        _device_input(value, name, dtype, needed, why)
+        if value._offset or not value.is_contiguous():
+            return value[:needed].numpy()
         memory = value._memory
         if memory.sync is not None:
             memory.sync()
         return memory.handle
-    if isinstance(value, (DeviceArray, StackedDeviceArray)):
+    if isinstance(value, StackedDeviceArray):
         return value.numpy()
     if isinstance(value, (int, float, str, bytes)):
         raise _wrong_type("%s is %s; an array expected" % (name, describe(value)))
     return value
+
+
+def _device_input(value, name, dtype, needed, why):
+    """Refuses a DeviceArray C would misread: of another dtype than the
+    one C reads (no conversion happens on the device), not 1-D, or
+    holding fewer elements than the batch reads (its buffer may hold
+    more, which C's own size check would let through)."""
+    if value.np_dtype != dtype:
+        raise _wrong_type("%s has dtype %s; %s expected" % (name, value.np_dtype, dtype.name))
+    if len(value.shape) != 1:
+        raise _wrong_type("%s has shape %s; a 1-D array expected" % (name, value.shape))
+    if value.shape[0] < needed:
+        raise Error(_BUFFER_TOO_SMALL, "%s holds %d values; %s needs %d" % (
+            name, value.shape[0], why, needed))
 
 
 def _token_count(positions, num_tokens):
@@ -817,12 +847,11 @@ class BlockTable(_Closes):
         malformed batch gets -1 (vLLM reads whatever the row holds)."""
         engine = self._engine
         engine.relayout()
+        num_reqs = _u32(num_reqs, "num_reqs")
         count = _token_count(positions, num_tokens)
-        query_start_loc = _batch_input(query_start_loc, "query_start_loc")
-        positions = _batch_input(positions, "positions")
+        query_start_loc, positions = _batch_inputs(num_reqs, count, query_start_loc, positions)
         if self._owner is None and engine.commit_rows:
-            engine.step(_u32(num_reqs, "num_reqs"), query_start_loc, positions,
-                        num_tokens=count)
+            engine.step(num_reqs, query_start_loc, positions, num_tokens=count)
             return
         engine.sync()
         engine.map_slots(engine.groups[self._g], lib.clbt_table_enqueue_slot_mapping, num_reqs,
@@ -973,10 +1002,9 @@ class MultiGroupBlockTable(_Closes):
         engine = self._engine
         if engine.wanted is not engine.layout:
             engine.relayout()
-        count = _token_count(positions, num_tokens)
-        query_start_loc = _batch_input(query_start_loc, "query_start_loc")
-        positions = _batch_input(positions, "positions")
         num_reqs = _u32(num_reqs, "num_reqs")
+        count = _token_count(positions, num_tokens)
+        query_start_loc, positions = _batch_inputs(num_reqs, count, query_start_loc, positions)
         if engine.commit_rows:
             engine.step(num_reqs, query_start_loc, positions, num_tokens=count)
         else:
@@ -1292,8 +1320,7 @@ class BlockTables(_Closes):
         engine = self._engine
         idx, num_reqs = self._idx(idx_mapping)
         count = _token_count(positions, num_tokens)
-        query_start_loc = _batch_input(query_start_loc, "query_start_loc")
-        positions = _batch_input(positions, "positions")
+        query_start_loc, positions = _batch_inputs(num_reqs, count, query_start_loc, positions)
         padded = count if num_tokens_padded is None else _u32(num_tokens_padded,
                                                                "num_tokens_padded")
         options = {}
@@ -1318,8 +1345,7 @@ class BlockTables(_Closes):
         idx, num_reqs = self._idx(idx_mapping)
         padded = self._padded(num_reqs_padded, num_reqs)
         count = _token_count(positions, num_tokens)
-        query_start_loc = _batch_input(query_start_loc, "query_start_loc")
-        positions = _batch_input(positions, "positions")
+        query_start_loc, positions = _batch_inputs(num_reqs, count, query_start_loc, positions)
         if engine.gather is not None:
             engine.run_gather()
         engine.step(num_reqs, query_start_loc, positions, num_tokens=count, idx_mapping=idx,

@@ -544,3 +544,79 @@ def test_staged_ids_extended_after_the_call_change_nothing(device):
     assert tables.num_blocks.np.tolist() == [[2, 1, 0, 0]]
     assert tables.block_tables[0].gpu[:2, :3].tolist() == [[1, 2, 0], [3, 0, 0]]
     tables.close()
+
+
+def device_inputs(device):
+    """An int32 and an int64 DeviceArray of a table's own buffers (its
+    committed rows and its slot mapping) to hold batch inputs, filled with
+    -3 so that a read past what a test writes shows."""
+    source = vllm.BlockTable(16, 4, 8, 64, False, device)
+    int32, int64 = source.block_table.gpu[0], source.slot_mapping.gpu
+    int32.fill_(-3)
+    int64.fill_(-3)
+    return source, int32, int64
+
+
+def poisoned_table(device):
+    """Row 0 is [5, 6] (block 16): positions 0 16 17 map to 80 96 97."""
+    table = vllm.BlockTable(16, 4, 8, 64, False, device)
+    table.append_row([5, 6], 0)
+    table.commit_block_table(1)
+    table.slot_mapping.gpu.fill_(-7)
+    return table
+
+
+def test_device_batch_inputs_are_refused_unless_c_can_read_them(device):
+    source, int32, int64 = device_inputs(device)
+    int32[:2].copy_([0, 3])
+    int64[:3].copy_([0, 16, 17])
+    positions32 = vllm.BlockTable(16, 4, 8, 64, False, device).block_table.gpu[0, :3]
+    positions32.copy_([0, 16, 17])
+    table = poisoned_table(device)
+    for qsl, positions, error, message in (
+            (int32[:2], positions32, TypeError, "positions has dtype int32; int64 expected"),
+            (int64[:2], int64[:3], TypeError, "query_start_loc has dtype int64; int32 expected"),
+            (int32[:2], int64.view(8, 8), TypeError, r"positions has shape \(8, 8\); a 1-D"),
+            (int32[:2], int64[:1], "CLBT_BUFFER_TOO_SMALL",
+             "positions holds 1 values; num_tokens 3 needs 3"),
+            (int32[:1], int64[:3], "CLBT_BUFFER_TOO_SMALL",
+             "query_start_loc holds 1 values; num_reqs 1 needs 2")):
+        with pytest.raises(clbt.Error, match=message) as refused:
+            table.compute_slot_mapping(1, qsl, positions, num_tokens=3)
+        if error is TypeError:
+            assert isinstance(refused.value, TypeError)
+        else:
+            assert refused.value.status == error
+        # nothing ran: the poison stays, the row is as it was
+        assert table.slot_mapping.gpu[:4].tolist() == [-7] * 4
+        assert table.get_numpy_array()[0, :3].tolist() == [5, 6, 0]
+        assert table.num_blocks_per_row[:1].tolist() == [2]
+    table.close()
+    source.close()
+
+
+@pytest.mark.parametrize("kind", ["BlockTable", "MultiGroupBlockTable"])
+def test_device_batch_inputs_are_read_from_where_the_view_starts(device, kind):
+    # Views that start inside their buffer are read from their own first
+    # element, and only as far as the batch needs: [-3, -3, 0, 3] and
+    # [-3, -3, 0, 16, 17, -3, ...], from their third elements.
+    source, int32, int64 = device_inputs(device)
+    int32[2:4].copy_([0, 3])
+    int64[2:5].copy_([0, 16, 17])
+    for qsl, positions in ((int32[2:4], int64[2:5]), (int32[2:], int64[2:])):
+        if kind == "BlockTable":
+            table, slots = poisoned_table(device), None
+        else:
+            table = vllm.MultiGroupBlockTable(4, 64, False, device, [16], [16], [8])
+            table.append_row([[5, 6]], 0)
+            table.commit_block_table(1)
+            table[0].slot_mapping.gpu.fill_(-7)
+        slots = table.slot_mapping if kind == "BlockTable" else table[0].slot_mapping
+        table.compute_slot_mapping(1, qsl, positions, num_tokens=3)
+        assert slots.gpu[:4].tolist() == [80, 96, 97, -1]
+        # again with no commit owed (the slot mapping alone)
+        slots.gpu.fill_(-7)
+        table.compute_slot_mapping(1, qsl, positions, num_tokens=3)
+        assert slots.gpu[:4].tolist() == [80, 96, 97, -1]
+        table.close()
+    source.close()
