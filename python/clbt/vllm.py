@@ -454,8 +454,8 @@ class _Engine:
         """A clbt step (it commits every row first, so an owed commit is
         done). Inputs already on the device (buffer handles, as
         _batch_input gives them) go straight to C in a Step kept for the
-        purpose; host arrays go through MultiTable.step, which uploads
-        them."""
+        purpose; host arrays, or a mix of both, go through MultiTable.step,
+        which uploads the host ones (the handles as clbt.Buffers)."""
         if self.pending:
             self.apply_rows()
         if type(query_start_loc) is int and type(positions) is int and \
@@ -470,8 +470,8 @@ class _Engine:
             _core._check(lib.clbt_multi_table_enqueue_step(self.table._live(), self.step_address,
                                                            0, None, None))
         else:
-            self.table.step(num_reqs, query_start_loc, positions, num_tokens,
-                            idx_mapping=idx_mapping, num_reqs_padded=num_reqs_padded,
+            self.table.step(num_reqs, _buffer(query_start_loc), _buffer(positions), num_tokens,
+                            idx_mapping=_buffer(idx_mapping), num_reqs_padded=num_reqs_padded,
                             flags=flags)
         self.commit_rows = 0
 
@@ -489,14 +489,15 @@ class _Engine:
         """The slot mapping alone (no commit owed) of table (the engine's
         MultiTable, or one group's Table) with C function (its
         enqueue_slot_mapping): device inputs (handles) straight to C, host
-        ones through the table, which uploads them."""
+        ones or a mix through the table, which uploads the host ones."""
         if self.pending:
             self.apply_rows()
         if type(query_start_loc) is int and type(positions) is int:
             _core._check(function(table._live(), _u32(num_reqs, "num_reqs"), query_start_loc,
                                   positions, _u32(num_tokens, "num_tokens"), 0, None, None))
         else:
-            table.compute_slot_mapping(num_reqs, query_start_loc, positions, num_tokens)
+            table.compute_slot_mapping(num_reqs, _buffer(query_start_loc), _buffer(positions),
+                                       num_tokens)
 
     def host(self):
         """Makes the host rows current: a new layout, the recorded
@@ -539,6 +540,14 @@ class _Engine:
         self.pending, self.known, self.commit_rows, self.gather = [], {}, 0, None
         self.open = False
         self.table.close()
+
+
+def _buffer(value):
+    """A batch input for the table's own step, which uploads host values
+    and takes device arrays but refuses a bare int: a buffer handle (what
+    _batch_input gives for a DeviceArray, checked there) as a clbt.Buffer
+    of its own reference; anything else as it is."""
+    return _opencl.Buffer(value, retain=True) if type(value) is int else value
 
 
 def _batch_inputs(num_reqs, num_tokens, query_start_loc, positions):

@@ -620,3 +620,48 @@ def test_device_batch_inputs_are_read_from_where_the_view_starts(device, kind):
         assert slots.gpu[:4].tolist() == [80, 96, 97, -1]
         table.close()
     source.close()
+
+
+def test_device_and_host_batch_inputs_mix(device):
+    # One input a DeviceArray at its buffer's start, the other host values
+    # or a view further in: row [5, 6], positions 0 16 17 -> 80 96 97.
+    source, int32, int64 = device_inputs(device)
+    int32[:4].copy_([0, 3, 0, 3])
+    int64[:3].copy_([0, 16, 17])
+    table = poisoned_table(device)
+    host_qsl, host_positions = np.array([0, 3], np.int32), np.array([0, 16, 17], np.int64)
+    for qsl, positions in ((host_qsl, int64), (int32[2:4], int64), (int32, host_positions),
+                           (int32[:2], int64[:3])):
+        for owed in (True, False):  # the step with the commit, the slot mapping alone
+            if owed:
+                table.commit_block_table(1)
+            table.slot_mapping.gpu.fill_(-7)
+            table.compute_slot_mapping(1, qsl, positions, num_tokens=3)
+            assert table.slot_mapping.gpu[:4].tolist() == [80, 96, 97, -1]
+    table.close()
+    source.close()
+
+
+@pytest.mark.parametrize("call", ["compute_slot_mappings", "step"])
+def test_block_tables_take_device_batch_inputs(device, call):
+    # Slot 2 holds [5, 6]; batch request 0 reads it (idx_mapping [2]):
+    # positions 0 16 17 -> 80 96 97, and its gathered row is [5, 6, 0, ...].
+    source, int32, int64 = device_inputs(device)
+    int32[:4].copy_([0, 3, 0, 3])
+    int64[:3].copy_([0, 16, 17])
+    tables = vllm.BlockTables([16], 4, 64, [8], device)
+    tables.append_block_ids(2, ([5, 6],), False)
+    tables.apply_staged_writes()
+    tables.slot_mappings.fill_(-7)
+    idx = np.array([2], np.int32)
+    for qsl, positions in ((int32, int64), (np.array([0, 3], np.int32), int64[:3]),
+                           (int32[2:4], int64)):
+        if call == "step":
+            gathered, slots = tables.step(idx, qsl, positions, num_tokens=3)
+            assert gathered[0].tolist() == [[5, 6, 0, 0, 0, 0, 0, 0]]
+        else:
+            slots = tables.compute_slot_mappings(idx, qsl, positions, num_tokens=3)
+        assert slots.tolist() == [[80, 96, 97]]
+        assert tables.slot_mappings[0, :4].tolist() == [80, 96, 97, -1]
+    tables.close()
+    source.close()
