@@ -1455,7 +1455,8 @@ def _queue_device(array, device):
 
 def _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device):
     """The described cache of a layer's key_cache and value_cache (made on
-    first sight, then found by its layout)."""
+    first sight, then found by its layout), and whether it is described
+    with K and V exchanged (_value_first)."""
     k_handle, k_at, shape, strides, cache_type = _tensor(key_cache, "key_cache", 4)
     v_handle, v_at, v_shape, v_strides, v_type = _tensor(value_cache, "value_cache", 4)
     if v_shape != shape or v_strides != strides or v_type != cache_type:
@@ -1486,6 +1487,9 @@ def _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device):
                                                     kv_cache_dtype))
     num_blocks, block_size, heads, head_size = shape
     one_buffer = k_handle == v_handle
+    exchanged = one_buffer and _value_first(k_at, v_at)
+    if exchanged:
+        k_at, v_at = v_at, k_at
     config = _kv_cache.KVCacheConfig(
         layout=0, cache_dtype=_kv_cache.DTYPES[cache_name],
         input_dtype=_kv_cache.DTYPES[input_name], num_kv_heads=heads, head_size=head_size,
@@ -1499,7 +1503,24 @@ def _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device):
         if len(_KV_CACHES) >= _KV_CACHES_KEPT:
             _KV_CACHES.pop(next(iter(_KV_CACHES))).close()
         cache = _KV_CACHES[layout] = _kv_cache.KVCache.from_config(owner, config)
-    return cache
+    return cache, exchanged
+
+
+def _value_first(key_at, value_at):
+    """Whether a cache of one buffer must be described with K and V
+    exchanged: when V starts at element 0. C reads a value_offset of 0 in
+    one buffer as "K's offset plus one block" (clbt_kv_cache_config), even
+    with value_cache given as the same buffer, so V at 0 is described as
+    the K half, at key_offset 0, which C takes literally; the write
+    exchanges the inputs and scales to match. The cache write treats K and
+    V alike, so nothing else changes. Both at 0 would be one set of
+    elements: refused."""
+    if value_at:
+        return False
+    if not key_at:
+        raise Error(_INVALID_ARGUMENT, "key_cache and value_cache both start at element 0 "
+                    "of one buffer, with one shape and strides: they are the same elements")
+    return True
 
 
 def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype,
@@ -1517,7 +1538,7 @@ def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv
     their queue's (or device=). The cache of each layout is described once
     and kept (the last 512); the write is one launch, enqueued without
     waiting (a device-array scale is read first, which waits)."""
-    cache = _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device)
+    cache, exchanged = _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device)
     k_handle, k_at, k_shape, k_strides, k_type = _tensor(key, "key", 3)
     v_handle, v_at, v_shape, v_strides, v_type = _tensor(value, "value", 3)
     s_handle, s_at, s_shape, s_strides, s_type = _tensor(slot_mapping, "slot_mapping", 1)
@@ -1542,10 +1563,13 @@ def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv
         scales = {"k_scale": _kv_cache.finite_scale(k_scale, "k_scale"),
                   "v_scale": _kv_cache.finite_scale(v_scale, "v_scale")}
     row = cache.num_kv_heads * cache.head_size
+    inputs = [(k_handle, k_at, k_strides[0] if k_shape[0] > 1 else row, scales["k_scale"]),
+              (v_handle, v_at, v_strides[0] if v_shape[0] > 1 else row, scales["v_scale"])]
+    if exchanged:  # the cache's K half is value_cache (_value_first)
+        inputs.reverse()
+    (k_handle, k_at, k_stride, k_scale), (v_handle, v_at, v_stride, v_scale) = inputs
     write = _kv_cache.KVWrite(num_tokens=num_tokens, key=k_handle, value=v_handle,
-                              slot_mapping=s_handle, key_offset=k_at,
-                              key_token_stride=k_strides[0] if k_shape[0] > 1 else row,
-                              value_offset=v_at,
-                              value_token_stride=v_strides[0] if v_shape[0] > 1 else row,
-                              slot_mapping_offset=s_at, **scales)
+                              slot_mapping=s_handle, key_offset=k_at, key_token_stride=k_stride,
+                              value_offset=v_at, value_token_stride=v_stride,
+                              slot_mapping_offset=s_at, k_scale=k_scale, v_scale=v_scale)
     _core._check(lib.clbt_kv_cache_enqueue_write(cache._live(), byref(write), 0, None, None))

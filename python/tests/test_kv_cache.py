@@ -261,6 +261,7 @@ def test_kv_cache_class_on_buffers_with_offsets(arrays, device):
     (dict(key_dtype=np.float32), "key has dtype float32 and key_cache float16"),
     (dict(tokens=3), "key holds 3 tokens; slot_mapping has 4"),
     (dict(value_strides=True), "value_cache is float16 (2, 4, 4, 16) with strides"),
+    (dict(value_at=0), "key_cache and value_cache both start at element 0 of one buffer"),
     (dict(slots=[0, 1, 2, 32]), None),  # not refused: counted
 ])
 def test_refused_writes_name_the_argument_and_write_nothing(arrays, change, words):
@@ -277,7 +278,7 @@ def test_refused_writes_name_the_argument_and_write_nothing(arrays, change, word
     value_strides = (s[0], s[2], s[3], s[4]) if not change.get("value_strides") else \
         (s[0] // 2, s[2], s[3], s[4])
     value_cache = DeviceArray(kv._memory, (num_blocks, block_size, heads, head_size), element,
-                              value_strides, s[1])
+                              value_strides, change.get("value_at", s[1]))
     k_heads = change.get("heads", heads)
     tokens = change.get("tokens", 4)
     k_type = change.get("key_dtype", np.float16)
@@ -423,3 +424,43 @@ def test_offsets_past_64_bits_with_an_arrays_own_are_refused(device):
             assert refused.value.message.startswith("%s %d plus " % (name, 2**64 - 1))
     device.finish()
     assert cache_buf.get().tolist() == [-7.0] * 36
+
+
+@pytest.mark.parametrize("kv_cache_dtype", ["auto", "fp8"])
+@pytest.mark.parametrize("spare", [0, 1], ids=["exact", "spare-block"])
+def test_values_at_the_start_of_the_shared_buffer(arrays, kv_cache_dtype, spare):
+    # kv[:, 1] as key_cache and kv[:, 0] as value_cache: V starts at
+    # element 0 of the buffer K shares. Both caches get their own tokens
+    # and nothing else (a spare block after the cache stays poisoned).
+    num_tokens, heads, head_size, block_size, num_blocks = 6, 2, 16, 4, 3
+    rng = np.random.default_rng(7)
+    qkv, stored = kv_inputs(rng, num_tokens, heads, head_size, "float16")
+    fp8 = kv_cache_dtype == "fp8"
+    element = np.uint8 if fp8 else np.float16
+    shape = (num_blocks + spare, 2, block_size, heads, head_size)
+    kv_cache = np.frombuffer(np.full(int(np.prod(shape)) * np.dtype(element).itemsize, POISON,
+                                     np.uint8).tobytes(), element).reshape(shape).copy()
+    kv, kv_buffer, _ = arrays.array(kv_cache)
+    s = kv._strides
+    view = ((num_blocks, block_size, heads, head_size), element, (s[0], s[2], s[3], s[4]))
+    key_cache = DeviceArray(kv._memory, *view, s[1])
+    value_cache = DeviceArray(kv._memory, *view, 0)
+    qkv_array, _, _ = arrays.array(stored)
+    q = qkv_array._strides
+    row = heads * head_size
+    key, value = (DeviceArray(qkv_array._memory, (num_tokens, heads, head_size), stored.dtype,
+                              (q[0], q[2], q[3]), (1 + kv) * row * stored.itemsize)
+                  for kv in range(2))
+    slots = np.array([0, 11, 5, -1, 6, 2], np.int64)  # blocks 0 2 1, -, 1 0
+    slot_array, _, _ = arrays.array(slots)
+    scales = (0.5, 2.0)  # distinct: a K/V mix-up of the fp8 scales shows
+    clbt.vllm.reshape_and_cache_flash(key, value, key_cache, value_cache, slot_array,
+                                      kv_cache_dtype, scales[0], scales[1])
+    got = arrays.read(kv_buffer, kv_cache)
+    # numpy's write puts K in [:, 0] and V in [:, 1]: done on the cache
+    # with its two halves exchanged, then exchanged back.
+    expected = reference(kv_cache[:, ::-1].copy(), "flash", qkv, slots,
+                         "fp8_e4m3" if fp8 else "float16", scales)[:, ::-1]
+    assert np.array_equal(got.view(np.uint8), expected.view(np.uint8)), \
+        "%d of %d bytes differ" % (np.count_nonzero(got.view(np.uint8) !=
+                                                    expected.view(np.uint8)), got.nbytes)
