@@ -1423,6 +1423,9 @@ def _tensor(array, name, ndim):
     if array.shape[-1] > 1 and strides[-1] != 1:
         raise Error(_INVALID_ARGUMENT, "%s has strides %s; its last dimension must be "
                     "contiguous" % (name, tuple(strides)))
+    if offset % dtype.itemsize:  # C counts offsets in elements: refused, as KVCache does
+        raise Error(_INVALID_ARGUMENT, "%s starts %d bytes into its buffer, not a whole "
+                    "number of %d-byte elements" % (name, offset, dtype.itemsize))
     return handle, offset // dtype.itemsize, tuple(array.shape), tuple(strides), dtype
 
 

@@ -262,6 +262,11 @@ def test_kv_cache_class_on_buffers_with_offsets(arrays, device):
     (dict(tokens=3), "key holds 3 tokens; slot_mapping has 4"),
     (dict(value_strides=True), "value_cache is float16 (2, 4, 4, 16) with strides"),
     (dict(value_at=0), "key_cache and value_cache both start at element 0 of one buffer"),
+    (dict(key_cache_at=1), "key_cache starts 1 bytes into its buffer, not a whole number of "
+                           "2-byte elements"),
+    (dict(key_at=3), "key starts 3 bytes into its buffer, not a whole number of 2-byte"),
+    (dict(slot_at=4), "slot_mapping starts 4 bytes into its buffer, not a whole number of "
+                      "8-byte elements"),
     (dict(slots=[0, 1, 2, 32]), None),  # not refused: counted
 ])
 def test_refused_writes_name_the_argument_and_write_nothing(arrays, change, words):
@@ -274,7 +279,7 @@ def test_refused_writes_name_the_argument_and_write_nothing(arrays, change, word
     kv, kv_buffer, _ = arrays.array(kv_cache.copy())
     s = kv._strides
     key_cache = DeviceArray(kv._memory, (num_blocks, block_size, heads, head_size), element,
-                            (s[0], s[2], s[3], s[4]), 0)
+                            (s[0], s[2], s[3], s[4]), change.get("key_cache_at", 0))
     value_strides = (s[0], s[2], s[3], s[4]) if not change.get("value_strides") else \
         (s[0] // 2, s[2], s[3], s[4])
     value_cache = DeviceArray(kv._memory, (num_blocks, block_size, heads, head_size), element,
@@ -282,11 +287,15 @@ def test_refused_writes_name_the_argument_and_write_nothing(arrays, change, word
     k_heads = change.get("heads", heads)
     tokens = change.get("tokens", 4)
     k_type = change.get("key_dtype", np.float16)
-    key, _, _ = arrays.array(np.ones((tokens, k_heads, heads * head_size // k_heads), k_type))
+    key_shape = (tokens, k_heads, heads * head_size // k_heads)
+    key, _, _ = arrays.array(np.ones((tokens + 1,) + key_shape[1:], k_type), key_shape, None,
+                             change.get("key_at", 0))
     value, _, _ = arrays.array(np.ones((tokens, k_heads, heads * head_size // k_heads),
                                        k_type))
-    slots, _, _ = arrays.array(np.array(change.get("slots", [0, 1, 2, 3]),
-                                        change.get("slot_dtype", np.int64)))
+    slot_values = np.array(change.get("slots", [0, 1, 2, 3]) + [0],
+                           change.get("slot_dtype", np.int64))
+    slots, _, _ = arrays.array(slot_values, (slot_values.size - 1,), None,
+                               change.get("slot_at", 0))
     call = lambda: clbt.vllm.reshape_and_cache_flash(  # noqa: E731
         key, value, key_cache, value_cache, slots, change.get("kv_cache_dtype", "auto"),
         change.get("k_scale", 1.0), change.get("v_scale", 1.0))
