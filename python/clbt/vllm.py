@@ -506,14 +506,34 @@ class _Engine:
         self.apply_rows()
 
     def device_array(self, key, group, buffer, shape, dtype):
-        """The cached DeviceArray of one of a group's buffers."""
+        """The cached DeviceArray of one of a group's buffers (of this
+        table: _current_sync)."""
         array_ = self.arrays.get((key, group))
         if array_ is None:
             nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
             memory = Memory(buffer, lib.clbt_device_queue(self.device._live()),
-                            lib.clbt_device_id(self.device._live()), nbytes, self.sync)
+                            lib.clbt_device_id(self.device._live()), nbytes,
+                            self._current_sync())
             array_ = self.arrays[(key, group)] = DeviceArray(memory, shape, dtype)
         return array_
+
+    def _current_sync(self):
+        """The sync of the arrays of the table as it is now: a CP layout
+        set later makes a new table (relayout), and an array of the old
+        one would read and write its dead buffers unnoticed, so every use
+        of one raises instead (after sync, which may be what makes the new
+        table). Following the new table is no option for all of them: the
+        host views are numpy's, fixed on the old table's memory."""
+        table = self.table
+
+        def sync():
+            self.sync()
+            if self.table is not table:
+                raise Error(_INVALID_CONFIG, "this device array was taken before the table's "
+                            "CP layout changed (dcp_world_size, dcp_rank, cp_kv_cache_"
+                            "interleave_size): it views the buffers of the table before; "
+                            "take it again (block_table.gpu, slot_mapping.gpu, ...)")
+        return sync
 
     def rows_array(self, g):
         group = self.groups[g]
@@ -1409,6 +1429,7 @@ def _tensor(array, name, ndim):
     clbt.DeviceArray."""
     pyopencl = _opencl.pyopencl
     if isinstance(array, DeviceArray):
+        array._memory.ready()  # what is owed on it (a facade's array), or its refusal
         dtype, offset, handle = array.np_dtype, array.cl_offset, array.cl_mem
         strides = array.stride()
     elif pyopencl is not None and isinstance(array, pyopencl.array.Array):

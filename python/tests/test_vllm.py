@@ -665,3 +665,48 @@ def test_block_tables_take_device_batch_inputs(device, call):
         assert tables.slot_mappings[0, :4].tolist() == [80, 96, 97, -1]
     tables.close()
     source.close()
+
+
+def test_device_arrays_taken_before_a_new_layout_refuse_every_use(device):
+    # A CP layout set after construction makes a new table (at the next
+    # call); a DeviceArray of the table before it would show that table's
+    # buffers (zeros, -1), so every use of one raises, naming the cause.
+    table = vllm.BlockTable(16, 4, 8, 64, False, device)
+    rows, slots = table.block_table.gpu, table.slot_mapping.gpu
+    row = table.get_device_tensor(1)[0, :2]
+    table.dcp_world_size = 2
+    table.dcp_rank = 0
+    with pytest.raises(clbt.Error, match="taken before the table's CP layout changed") as stale:
+        rows.tolist()  # the read itself makes the new table
+    assert stale.value.status == "CLBT_INVALID_CONFIG"
+    table.append_row([5, 6], 0)
+    table.commit_block_table(1)
+    table.compute_slot_mapping(1, np.array([0, 2], np.int32), np.array([0, 2], np.int64))
+    # rank 0 of 2 holds the even positions of a 32-token virtual block:
+    # positions 0 2 -> slots 80 81 of block 5
+    assert table.block_table.gpu[0, :2].tolist() == [5, 6]
+    assert table.slot_mapping.gpu[:3].tolist() == [80, 81, -1]
+    for use in (lambda: slots[:2].tolist(), lambda: row.numpy(), lambda: rows.fill_(0),
+                lambda: slots.copy_(np.zeros(64, np.int64)), lambda: rows[0].item(),
+                lambda: table.compute_slot_mapping(1, np.array([0, 2], np.int32), slots[:2])):
+        with pytest.raises(clbt.Error, match="taken before the table's CP layout changed"):
+            use()
+    # nothing the refused uses touched changed
+    assert table.block_table.gpu[0, :3].tolist() == [5, 6, 0]
+    assert table.slot_mapping.gpu[:3].tolist() == [80, 81, -1]
+    table.close()
+    multi = vllm.MultiGroupBlockTable(4, 64, False, device, [16, 16], [16, 16], [8, 8])
+    early = multi[1].block_table.gpu
+    multi.dcp_world_size = 2
+    multi.append_row([[1], [2]], 0)
+    multi.commit_block_table(1)
+    with pytest.raises(clbt.Error, match="taken before the table's CP layout changed"):
+        early.tolist()
+    assert multi[1].block_table.gpu[0, :2].tolist() == [2, 0]
+    # a layout change that is refused (rows hold blocks) keeps the arrays
+    kept = multi[0].block_table.gpu
+    multi.dcp_rank = 1
+    with pytest.raises(clbt.Error, match="can change only while every row is empty"):
+        multi.append_row([[3], [4]], 1)
+    assert kept[0, :2].tolist() == [1, 0]
+    multi.close()
