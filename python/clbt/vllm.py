@@ -245,10 +245,10 @@ class _Engine:
                              max_num_batched_tokens=max_num_batched_tokens,
                              exact_widths=exact_widths, zero_gathered_tails=zero_gathered_tails)
         self.max_num_reqs, self.max_num_batched_tokens = max_num_reqs, max_num_batched_tokens
-        self.per_kv = [g.block_size // (g.kernel_block_size or g.block_size) for g in groups]
         self.layout = (cp_world_size, cp_rank, cp_interleave_size)
         self.wanted = self.layout
         self.table = None
+        self.per_kv = None  # once C has checked the block sizes (_build)
         self._build_step()
         self._build()
 
@@ -260,6 +260,9 @@ class _Engine:
         world, rank, interleave = self.wanted
         table = _core.MultiTable(self.device, cp_world_size=world, cp_rank=rank,
                                  cp_interleave_size=interleave, **self.settings)
+        # After C refused a block size of 0 by name (it would divide here).
+        self.per_kv = [g.block_size // (g.kernel_block_size or g.block_size)
+                       for g in self.settings["groups"]]
         if self.table is not None:
             self.table.close()
         self.table, self.layout = table, self.wanted
@@ -1155,6 +1158,9 @@ class BlockTables(_Closes):
                  dcp_sharded=None, *, max_model_len=None, zero_gathered_tails=True):
         block_sizes = _listed(block_sizes, "block_sizes")
         count = len(block_sizes)
+        for g, b in enumerate(block_sizes):  # before anything divides by one
+            if _u32(b, "block_sizes[%d]" % g) < 1:
+                raise Error(_INVALID_CONFIG, "block_sizes[%d] is 0; it must be >= 1" % g)
         self._block_sizes = list(block_sizes)
         kernel_block_sizes = _per_group(kernel_block_sizes or block_sizes, count,
                                         "kernel_block_sizes")
@@ -1166,6 +1172,10 @@ class BlockTables(_Closes):
             if max_model_len is None:
                 raise _wrong_type("BlockTables needs max_num_blocks_per_group (or, as older "
                                   "Model Runner V2 versions took, max_model_len)")
+            if _u32(cp_size, "cp_size") < 1:
+                raise Error(_INVALID_CONFIG, "cp_size is 0; it must be >= 1 (max_model_len "
+                            "gives cdiv(max_model_len, block_size x cp_size) blocks)")
+            max_model_len = _u32(max_model_len, "max_model_len")
             max_num_blocks_per_group = [-(-max_model_len // (b * cp_size)) for b in block_sizes]
         elif max_model_len is not None:
             raise _wrong_type("give max_num_blocks_per_group or max_model_len, not both")

@@ -335,3 +335,21 @@ def test_close_and_context_manager(device):
     with pytest.raises(clbt.Error, match="closed"):
         t.append_block_ids(0, ([1], [1], [1]), overwrite=True)
     assert view.tolist()[:2] == [-1, -1]  # the view keeps its buffer
+
+
+def test_sizes_a_block_count_divides_by_are_refused_by_name(device):
+    # A block of 0 tokens and cp_size 0 were a ZeroDivisionError
+    # (max_model_len's cdiv(max_model_len, block_size x cp_size)).
+    for make, words in (
+            (lambda: vllm.BlockTables([16, 0], 4, 64, [8, 8], device), "block_sizes[1] is 0"),
+            (lambda: vllm.BlockTables([0], 4, 64, None, device, max_model_len=100),
+             "block_sizes[0] is 0"),
+            (lambda: vllm.BlockTables([16], 4, 64, None, device, max_model_len=100, cp_size=0),
+             "cp_size is 0"),
+            (lambda: vllm.BlockTable(0, 4, 8, 64, False, device), "block_size is 0"),
+            (lambda: vllm.MultiGroupBlockTable(4, 64, False, device, [16, 0], [16, 0], [8, 8]),
+             "groups[1]: block_size is 0")):
+        with pytest.raises(clbt.Error) as refused:
+            make()
+        assert refused.value.status == "CLBT_INVALID_CONFIG"
+        assert words in refused.value.message and "must be >= 1" in refused.value.message
