@@ -1428,8 +1428,12 @@ def _same_indices(a, b):
 
 # The caches reshape_and_cache_flash has described, by device and layout
 # (a model's layers each have one), and the devices of the queues it met.
+# Threads share them: the lock guards the dict, each cache's own lock its
+# write. An evicted cache is dropped, not closed, so that a write another
+# thread has fetched it for still runs; the last reference frees it.
 _KV_CACHES = {}
 _KV_CACHES_KEPT = 512
+_KV_CACHES_LOCK = threading.Lock()
 _QUEUE_DEVICES = {}
 
 
@@ -1532,11 +1536,12 @@ def _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device):
         block_stride=strides[0], page_stride=strides[1], head_stride=strides[2])
     owner = _queue_device(key_cache, device)
     layout = (owner._live(),) + tuple(getattr(config, f) for f, _ in config._fields_)
-    cache = _KV_CACHES.get(layout)
-    if cache is None:
-        if len(_KV_CACHES) >= _KV_CACHES_KEPT:
-            _KV_CACHES.pop(next(iter(_KV_CACHES))).close()
-        cache = _KV_CACHES[layout] = _kv_cache.KVCache.from_config(owner, config)
+    with _KV_CACHES_LOCK:
+        cache = _KV_CACHES.get(layout)
+        if cache is None:
+            if len(_KV_CACHES) >= _KV_CACHES_KEPT:
+                del _KV_CACHES[next(iter(_KV_CACHES))]
+            cache = _KV_CACHES[layout] = _kv_cache.KVCache.from_config(owner, config)
     return cache, exchanged
 
 
@@ -1606,4 +1611,6 @@ def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv
                               slot_mapping=s_handle, key_offset=k_at, key_token_stride=k_stride,
                               value_offset=v_at, value_token_stride=v_stride,
                               slot_mapping_offset=s_at, k_scale=k_scale, v_scale=v_scale)
-    _core._check(lib.clbt_kv_cache_enqueue_write(cache._live(), byref(write), 0, None, None))
+    with cache._lock:  # the cache's one kernel takes each write's arguments
+        _core._check(lib.clbt_kv_cache_enqueue_write(cache._live(), byref(write), 0, None,
+                                                     None))

@@ -152,6 +152,56 @@ def test_threads_sharing_one_kv_cache(flags):
 
 
 @pytest.mark.parametrize("flags", FLAGS.values(), ids=FLAGS.keys())
+def test_threads_sharing_one_layout_in_reshape_and_cache_flash(flags):
+    # The same as above through clbt.vllm.reshape_and_cache_flash, which
+    # shares one cache per layout between threads, with four threads: a
+    # cache of 12,000 blocks of one slot ([blocks, 2, 1, 1, 4], K and V as
+    # kv[:, 0] and kv[:, 1]), thread t writing K = t + 1, V = -(t + 1) to
+    # slots 3000 t + i. Before the cache's lock was taken there: heap
+    # corruption, CL_INVALID_KERNEL_ARGS or a wrong block.
+    output = survives(KV_PRELUDE + textwrap.dedent("""
+        from clbt import vllm
+        from clbt._core import lib
+        from clbt._device_array import DeviceArray, Memory
+        N, T = %d, 4
+        def array(buffer, nbytes, shape, dtype, strides=None, offset=0):
+            memory = Memory(buffer.int_ptr, device.queue.int_ptr,
+                            lib.clbt_device_id(device._live()), nbytes)
+            return DeviceArray(memory, shape, dtype, strides, offset)
+        storage = buffer_of(np.full(T * N * 2 * 4, -7.0, np.float32))
+        kv = (T * N, 1, 1, 4)
+        key_cache = array(storage, T * N * 32, kv, np.float32, (32, 16, 16, 4), 0)
+        value_cache = array(storage, T * N * 32, kv, np.float32, (32, 16, 16, 4), 16)
+        errors = []
+        def work(t):
+            key = array(buffer_of(np.full(4, t + 1.0, np.float32)), 16, (1, 1, 4), np.float32)
+            value = array(buffer_of(np.full(4, -(t + 1.0), np.float32)), 16, (1, 1, 4),
+                          np.float32)
+            slots = buffer_of(np.arange(t * N, (t + 1) * N, dtype=np.int64))
+            for i in range(N):
+                slot = array(slots, N * 8, (1,), np.int64, None, 8 * i)
+                try:
+                    vllm.reshape_and_cache_flash(key, value, key_cache, value_cache, slot,
+                                                 "auto", 1.0, 1.0, device=device)
+                except clbt.Error as error:
+                    errors.append(str(error))
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(T)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        got = _opencl.read(device.queue.int_ptr, storage.int_ptr,
+                           np.empty((T, N, 2, 4), np.float32))
+        expected = np.empty((T, N, 2, 4), np.float32)
+        for t in range(T):
+            expected[t, :, 0], expected[t, :, 1] = t + 1.0, -(t + 1.0)
+        print("errors", errors[:1])
+        print("written", np.array_equal(got, expected))
+    """) % ROUNDS, timeout=300, flags=flags)
+    assert output.splitlines() == ["errors []", "written True"]
+
+
+@pytest.mark.parametrize("flags", FLAGS.values(), ids=FLAGS.keys())
 def test_closing_a_kv_cache_while_another_thread_writes(flags):
     # 50 rounds: a thread writes slot 0 of a fresh cache again and again
     # while the main thread closes the cache. close() waits for the write in
