@@ -201,6 +201,32 @@ def test_threads_sharing_one_layout_in_reshape_and_cache_flash(flags):
     assert output.splitlines() == ["errors []", "written True"]
 
 
+# In a child: a thread calls call(opened) until it raises clbt.Error while
+# this one closes opened, once the thread's first call has returned; the
+# error's (status, message).
+CLOSING_PRELUDE = """
+import threading, time
+def closing_while_calling(opened, call):
+    ends = []
+    started = threading.Event()
+    def work():
+        while True:
+            try:
+                call(opened)
+            except clbt.Error as error:
+                ends.append((error.status, error.message))
+                return
+            started.set()
+    thread = threading.Thread(target=work)
+    thread.start()
+    started.wait()
+    time.sleep(0.001)
+    opened.close()
+    thread.join()
+    return ends
+"""
+
+
 @pytest.mark.parametrize("flags", FLAGS.values(), ids=FLAGS.keys())
 def test_closing_a_kv_cache_while_another_thread_writes(flags):
     # 50 rounds: a thread writes slot 0 of a fresh cache again and again
@@ -208,28 +234,13 @@ def test_closing_a_kv_cache_while_another_thread_writes(flags):
     # flight; every later write raises CLBT_NULL_ARGUMENT ("the KV cache is
     # closed"), which ends the thread: one such error a round, no crash
     # (before: the C cache freed under a write in flight).
-    output = survives(KV_PRELUDE + textwrap.dedent("""
-        import time
+    output = survives(KV_PRELUDE + CLOSING_PRELUDE + textwrap.dedent("""
         key = buffer_of(np.ones(4, np.float32))
         slots = buffer_of(np.zeros(1, np.int64))
         ends = []
         for _ in range(50):
             storage, cache = kv_cache(1)
-            started = threading.Event()
-            def work():
-                while True:
-                    try:
-                        cache.write(key, key, slots, 1)
-                    except clbt.Error as error:
-                        ends.append((error.status, error.message))
-                        return
-                    started.set()
-            thread = threading.Thread(target=work)
-            thread.start()
-            started.wait()
-            time.sleep(0.001)
-            cache.close()
-            thread.join()
+            ends += closing_while_calling(cache, lambda c: c.write(key, key, slots, 1))
         print(len(ends), sorted(set(ends)))
     """), timeout=300, flags=flags)
     assert output.splitlines() == [
@@ -244,8 +255,7 @@ def test_closing_a_device_while_another_thread_calls_it(flags):
     # call raises CLBT_NULL_ARGUMENT ("the device is closed"), which ends
     # the thread: 20 such errors a call, no crash (before: finish and queue
     # were a SIGSEGV every run, the C device freed under them).
-    output = survives(textwrap.dedent("""
-        import threading, time
+    output = survives(CLOSING_PRELUDE + textwrap.dedent("""
         calls = {
             "finish": lambda d: d.finish(),
             "queue": lambda d: d.queue,
@@ -258,22 +268,7 @@ def test_closing_a_device_while_another_thread_calls_it(flags):
         for name, call in calls.items():
             ends = []
             for _ in range(20):
-                opened = clbt.Device()
-                started = threading.Event()
-                def work():
-                    while True:
-                        try:
-                            call(opened)
-                        except clbt.Error as error:
-                            ends.append((error.status, error.message))
-                            return
-                        started.set()
-                thread = threading.Thread(target=work)
-                thread.start()
-                started.wait()
-                time.sleep(0.001)
-                opened.close()
-                thread.join()
+                ends += closing_while_calling(clbt.Device(), call)
             print(name, len(ends), sorted(set(ends)))
     """), timeout=300, flags=flags)
     assert output.splitlines() == [
