@@ -1267,6 +1267,8 @@ class BlockTables(_Closes):
         row = req_index
         if type(row) is not int or not 0 <= row < engine.max_num_reqs:
             row = _row_index(req_index, engine.max_num_reqs, "req_index")
+        if engine.gather is not None:
+            engine.run_gather()  # it holds the rows as they were when asked
         before, recorded = engine.update(row, new_block_ids, overwrite, _capacity_overflow)
         self._staged.append((row, self._no_starts if overwrite else before, recorded))
 
@@ -1319,7 +1321,9 @@ class BlockTables(_Closes):
         num_reqs_padded are 0. Returns each group's first num_reqs_padded
         rows (views of input_block_tables). The gather itself runs in the
         next compute_slot_mappings' step when its idx_mapping is the same,
-        else first; a read of the returned arrays runs it at once."""
+        else first; a read of the returned arrays, or a write staged
+        before that step, runs it at once: it holds the rows as they were at
+        this call, as MRV2's does."""
         engine = self._engine
         idx, num_reqs = self._idx(idx_mapping)
         padded = self._padded(num_reqs_padded, num_reqs)

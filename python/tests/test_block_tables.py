@@ -215,6 +215,23 @@ def test_one_mrv2_step_is_one_clbt_step(device, monkeypatch):
     assert calls == ["clbt_multi_table_enqueue_step", "clbt_multi_table_enqueue_step"]
 
 
+def test_a_gather_holds_the_rows_applied_before_it(device):
+    # MRV2's gather copies the rows at its call; writes applied after it
+    # change block_tables, not what it gathered. Slot 0 holds [1] in every
+    # group, then [1, 7] once the gather was asked for: the gathered row
+    # stays [1, 0, ...], and the next gather sees [1, 7].
+    t = tables(device)
+    t.append_block_ids(0, ([1], [1], [1]), overwrite=True)
+    t.apply_staged_writes()
+    idx = np.array([0], np.int32)
+    gathered = t.gather_block_tables(idx)
+    t.append_block_ids(0, ([7], [7], [7]), overwrite=False)
+    t.apply_staged_writes()
+    assert [g[0, :3].tolist() for g in gathered] == [[1, 0, 0]] * 3
+    again = t.gather_block_tables(idx)
+    assert [g[0, :3].tolist() for g in again] == [[1, 7, 0]] * 3
+
+
 def test_gather_arguments_are_checked(device):
     t = tables(device)
     with pytest.raises(clbt.Error, match="num_reqs_padded 1 is below num_reqs 2"):
