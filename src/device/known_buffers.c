@@ -9,15 +9,23 @@
 
 #include <string.h>
 
+/* The record of a known buffer, or NULL. */
+static const clbt__known_buffer *find(const clbt__known_buffers *known,
+                                      cl_mem buffer) {
+  for (uint32_t k = 0; k < CLBT__KNOWN_BUFFERS; ++k)
+    if (known->buffers[k].buffer == buffer) return &known->buffers[k];
+  return NULL;
+}
+
 clbt_status clbt__known_buffer_size(const clbt_device *device,
                                     clbt__known_buffers *known, cl_mem buffer,
                                     const char *name, const char *owner,
                                     size_t *size) {
-  for (uint32_t k = 0; k < CLBT__KNOWN_BUFFERS; ++k)
-    if (known->buffers[k].buffer == buffer) {
-      *size = known->buffers[k].size;
-      return CLBT_SUCCESS;
-    }
+  const clbt__known_buffer *found = find(known, buffer);
+  if (found) {
+    *size = found->size;
+    return CLBT_SUCCESS;
+  }
   clbt_status status = CLBT_SUCCESS;
   cl_context context;
   cl_mem parent = NULL;
@@ -46,9 +54,8 @@ done:
 
 cl_mem clbt__known_buffer_parent(const clbt__known_buffers *known,
                                  cl_mem buffer) {
-  for (uint32_t k = 0; k < CLBT__KNOWN_BUFFERS; ++k)
-    if (known->buffers[k].buffer == buffer) return known->buffers[k].parent;
-  return NULL;
+  const clbt__known_buffer *found = find(known, buffer);
+  return found ? found->parent : NULL;
 }
 
 void clbt__known_buffers_release(clbt__known_buffers *known) {
