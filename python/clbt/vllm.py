@@ -42,13 +42,11 @@ __all__ = ["BlockTable", "BlockTables", "MultiGroupBlockTable", "PAD_SLOT_ID",
            "RowCapacityError", "SlotMappingMode", "get_block_table_width",
            "reshape_and_cache_flash"]
 
-_INVALID_ARGUMENT = -4002
-_INVALID_CONFIG = -4003
-_ROW_OUT_OF_RANGE = -4005
-_ROW_OVERFLOW = -4006
-_INVALID_BLOCK_ID = -4007
-_TOO_MANY_REQUESTS = -4008
-_BUFFER_TOO_SMALL = -4010
+from ._arguments import (BUFFER_TOO_SMALL as _BUFFER_TOO_SMALL,
+                         INVALID_ARGUMENT as _INVALID_ARGUMENT,
+                         INVALID_BLOCK_ID as _INVALID_BLOCK_ID, INVALID_CONFIG as _INVALID_CONFIG,
+                         ROW_OUT_OF_RANGE as _ROW_OUT_OF_RANGE, ROW_OVERFLOW as _ROW_OVERFLOW,
+                         TOO_MANY_REQUESTS as _TOO_MANY_REQUESTS)
 _INT32_MAX = 0x7FFFFFFF
 
 
