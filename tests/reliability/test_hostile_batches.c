@@ -389,7 +389,8 @@ END_TEST
  * no further than a row's width: a length past it, or negative, reads as
  * the width. Rows 0-2 of create_table() with the lengths 1000, -5 and
  * INT32_MAX must give what the same ids committed at full width give (the
- * wide table), and by hand: request 2's token at position 20 reads block 5
+ * wide table; its own figures are worked out by hand below too): request
+ * 2's token at position 20 reads block 5
  * of a 3-block row, so it maps to -1; request 2 (21 tokens, 6 pages) runs
  * past its row and exports none; row 2's {40, 31, 32} gives slot 130.
  */
@@ -476,6 +477,12 @@ START_TEST(lengths_past_the_width_read_as_the_width) {
                    5 * sizeof(int32_t));
   ck_assert_mem_eq(expected.token_slots, ((const int32_t[]){1, 1, 130, -1}),
                    4 * sizeof(int32_t));
+  /* 10 and 6 tokens: 2 in the last of 4-token pages; request 2 has none. */
+  ck_assert_mem_eq(expected.last_page_len, ((const int32_t[]){2, 2, 0}),
+                   3 * sizeof(int32_t));
+  ck_assert_mem_eq(expected.gathered,
+                   ((const int32_t[]){10, 11, 0, 20, 0, 0, 40, 31, 32}),
+                   9 * sizeof(int32_t));
   ck_assert_mem_eq(got.slots, expected.slots, sizeof got.slots);
   ck_assert_mem_eq(got.indptr, expected.indptr, sizeof got.indptr);
   ck_assert_mem_eq(got.indices, expected.indices, sizeof got.indices);
