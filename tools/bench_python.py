@@ -155,7 +155,7 @@ def device_array(device, values):
     queue = lib.clbt_device_queue(device._live())
     buffer = _opencl.create_buffer(context, values.nbytes)
     _opencl.write(queue, buffer.int_ptr, values.ctypes.data, values.nbytes).wait()
-    memory = Memory(buffer.int_ptr, queue, lib.clbt_device_id(device._live()), values.nbytes)
+    memory = Memory(buffer.int_ptr, queue, values.nbytes)
     buffer.close()  # the Memory holds its own reference
     return DeviceArray(memory, values.shape, values.dtype)
 

@@ -179,8 +179,7 @@ class OpenCLArrays:
         buffer = _opencl.create_buffer(self.context, values.nbytes)
         self.buffers.append(buffer)
         _opencl.write(self.queue, buffer.int_ptr, values.ctypes.data, values.nbytes).wait()
-        memory = Memory(buffer.int_ptr, self.queue, lib.clbt_device_id(self.device._live()),
-                        values.nbytes)
+        memory = Memory(buffer.int_ptr, self.queue, values.nbytes)
         whole = DeviceArray(memory, values.shape, values.dtype)
         return whole, buffer
 

@@ -114,12 +114,11 @@ class Memory:
     """One OpenCL buffer DeviceArrays view, with a reference of its own on
     the buffer and on the queue (so arrays outlive the table that made
     them), and the owner's sync: a callable run before every read or write
-    (None: nothing to run). device_id is taken and not needed: reads copy
-    on every device, whatever its memory."""
+    (None: nothing to run)."""
 
     __slots__ = ("handle", "queue", "nbytes", "sync", "__weakref__")
 
-    def __init__(self, handle, queue, device_id, nbytes, sync=None):
+    def __init__(self, handle, queue, nbytes, sync=None):
         _check(_cl.clRetainMemObject(handle), "clRetainMemObject")
         _check(_cl.clRetainCommandQueue(queue), "clRetainCommandQueue")
         self.handle, self.queue, self.nbytes = handle, queue, nbytes

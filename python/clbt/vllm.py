@@ -512,8 +512,7 @@ class _Engine:
         array_ = self.arrays.get((key, group))
         if array_ is None:
             nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
-            memory = Memory(buffer, lib.clbt_device_queue(self.device._live()),
-                            lib.clbt_device_id(self.device._live()), nbytes,
+            memory = Memory(buffer, lib.clbt_device_queue(self.device._live()), nbytes,
                             self._current_sync())
             array_ = self.arrays[(key, group)] = DeviceArray(memory, shape, dtype)
         return array_

@@ -39,8 +39,7 @@ class Buffer:
         self.synced += 1
 
     def array(self, shape=None, dtype=None):
-        memory = Memory(self.handle, self.queue, lib.clbt_device_id(self.device._live()),
-                        self.values.nbytes, self.sync)
+        memory = Memory(self.handle, self.queue, self.values.nbytes, self.sync)
         return DeviceArray(memory, self.values.shape if shape is None else shape,
                            self.values.dtype if dtype is None else dtype)
 
@@ -237,8 +236,7 @@ def test_an_array_outlives_the_table_it_came_from(device):
     table = clbt.Table(device, block_size=16, max_num_reqs=2, max_num_blocks_per_req=2,
                        max_num_batched_tokens=4)
     handle = lib.clbt_table_slot_mapping(table._live())
-    memory = Memory(handle, lib.clbt_device_queue(device._live()),
-                    lib.clbt_device_id(device._live()), 32, None)
+    memory = Memory(handle, lib.clbt_device_queue(device._live()), 32, None)
     slots = DeviceArray(memory, (4,), np.int64)
     table.close()  # the array holds its own reference on the buffer
     assert slots.tolist() == [-1, -1, -1, -1]

@@ -89,8 +89,7 @@ class Arrays:
         """A DeviceArray of values (or a view of them: shape, byte strides
         and offset)."""
         buffer, values = self.upload(values)
-        memory = Memory(buffer.int_ptr, self.queue, lib.clbt_device_id(self.device._live()),
-                        values.nbytes)
+        memory = Memory(buffer.int_ptr, self.queue, values.nbytes)
         return DeviceArray(memory, values.shape if shape is None else shape, values.dtype,
                            strides, offset), buffer, values
 
@@ -348,8 +347,7 @@ def test_kv_cache_refuses_arrays_shorter_than_what_it_reaches(device):
     assert refused.value.status == "CLBT_BUFFER_TOO_SMALL"
     assert refused.value.message.startswith("key_cache holds 16 values;") and \
         refused.value.message.endswith("needs 64")
-    view = DeviceArray(Memory(whole.base_data.int_ptr, queue.int_ptr,
-                              lib.clbt_device_id(device._live()), whole.nbytes), (16,),
+    view = DeviceArray(Memory(whole.base_data.int_ptr, queue.int_ptr, whole.nbytes), (16,),
                        np.float32, None, 8 * 4)  # elements 8 .. 23
     with pytest.raises(clbt.InvalidArgumentError) as refused:
         clbt.KVCache(device, view, num_blocks=3, **shape)

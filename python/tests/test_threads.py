@@ -161,12 +161,10 @@ def test_threads_sharing_one_layout_in_reshape_and_cache_flash(flags):
     # corruption, CL_INVALID_KERNEL_ARGS or a wrong block.
     output = survives(KV_PRELUDE + textwrap.dedent("""
         from clbt import vllm
-        from clbt._core import lib
         from clbt._device_array import DeviceArray, Memory
         N, T = %d, 4
         def array(buffer, nbytes, shape, dtype, strides=None, offset=0):
-            memory = Memory(buffer.int_ptr, device.queue.int_ptr,
-                            lib.clbt_device_id(device._live()), nbytes)
+            memory = Memory(buffer.int_ptr, device.queue.int_ptr, nbytes)
             return DeviceArray(memory, shape, dtype, strides, offset)
         storage = buffer_of(np.full(T * N * 2 * 4, -7.0, np.float32))
         kv = (T * N, 1, 1, 4)
