@@ -554,7 +554,8 @@ typedef enum clbt_slot_mode {
  * when struct_size covers it: to set one, set struct_size. A
  * zero-initialised struct with its required fields set, as designated
  * initializers write it, stays valid in every version. The structs clbt
- * fills for a caller (clbt_export_buffers, clbt_commit_info) never change
+ * fills for a caller (clbt_export_buffers, clbt_commit_info,
+ * clbt_kv_cache_addressing) never change
  * within a major version: clbt writes all of each. docs/design.md has the
  * rules.
  */
@@ -1748,6 +1749,33 @@ CLBT_API clbt_status clbt_kv_cache_reset_rejected_tokens(
 
 /** The rejected-token counter on the device, one uint32; NULL for NULL. */
 CLBT_API cl_mem clbt_kv_cache_rejected_tokens(const clbt_kv_cache *cache);
+
+/**
+ * Where a cache's elements are, as clbt resolved its config at creation:
+ * each stride of 0 replaced by the layout's, a one-buffer value_offset of
+ * 0 by key_offset + E, and the elements one tensor spans from its offset,
+ * its last element's index + 1: K lies in key_cache's elements
+ * [key_offset, key_offset + tensor_span), V likewise from value_offset in
+ * its buffer. What an attention kernel reading the cache, or a binding
+ * checking the arrays it passed, needs of clbt's defaults. clbt fills it,
+ * so it is frozen: it never changes within a major version.
+ */
+typedef struct clbt_kv_cache_addressing {
+  uint64_t key_offset;   /**< K's first element in key_cache */
+  uint64_t value_offset; /**< V's first element in its buffer */
+  uint64_t block_stride; /**< elements from a block to the next */
+  uint64_t page_stride;  /**< from a slot to the next in a block */
+  uint64_t head_stride;  /**< from a head to the next in a slot */
+  uint64_t tensor_span;  /**< elements K (and V) spans from its offset */
+} clbt_kv_cache_addressing;
+
+/**
+ * Fills *out with the cache's addressing (clbt_kv_cache_addressing).
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL cache or out, with
+ * *out unchanged.
+ */
+CLBT_API clbt_status clbt_kv_cache_get_addressing(
+    const clbt_kv_cache *cache, clbt_kv_cache_addressing *out);
 
 /** The bytes an element of a type takes: 4, 2, 2 or 1; 0 for another
     value. */

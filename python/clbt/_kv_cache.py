@@ -54,6 +54,13 @@ class KVWrite(_SizedConfig):
         ("k_scale", ctypes.c_float), ("v_scale", ctypes.c_float)]
 
 
+class KVCacheAddressing(ctypes.Structure):
+    """clbt_kv_cache_addressing: where a cache's elements are, as C
+    resolved its config (every default filled in)."""
+    _fields_ = [(name, c_uint64) for name in ("key_offset", "value_offset", "block_stride",
+                                              "page_stride", "head_stride", "tensor_span")]
+
+
 lib.clbt_kv_cache_create.restype = c_int
 lib.clbt_kv_cache_create.argtypes = (c_void_p, c_void_p, c_void_p)
 lib.clbt_kv_cache_destroy.restype = None
@@ -65,6 +72,8 @@ lib.clbt_kv_cache_read_rejected_tokens.restype = c_int
 lib.clbt_kv_cache_read_rejected_tokens.argtypes = (c_void_p, c_void_p)
 lib.clbt_kv_cache_reset_rejected_tokens.restype = c_int
 lib.clbt_kv_cache_reset_rejected_tokens.argtypes = (c_void_p,)
+lib.clbt_kv_cache_get_addressing.restype = c_int
+lib.clbt_kv_cache_get_addressing.argtypes = (c_void_p, c_void_p)
 
 
 def dtype_code(name: str, argument: str) -> int:
@@ -137,20 +146,6 @@ def holds(name: str, reach: Optional[int], needed: int, why: str) -> None:
         check.at_least(name, reach, needed, why, check.BUFFER_TOO_SMALL)
 
 
-def tensor_span(config: KVCacheConfig, one_buffer: bool) -> int:
-    """The elements one tensor (K or V) of a cache spans from its offset,
-    its last element's index + 1, with clbt.h's strides for a stride of 0
-    (clbt_kv_cache_config)."""
-    c = config
-    flash = c.layout == LAYOUTS["flash"]
-    row = c.num_kv_heads * c.head_size
-    head = c.head_stride or (c.head_size if flash else c.block_size * c.head_size)
-    page = c.page_stride or (row if flash else c.head_size)
-    block = c.block_stride or (2 if one_buffer else 1) * row * c.block_size
-    return (c.head_size + (c.num_kv_heads - 1) * head + (c.block_size - 1) * page
-            + (c.num_blocks - 1) * block)
-
-
 @one_thread_at_a_time(operator.attrgetter("_lock"))
 class KVCache(_Closable):
     """A layer's paged KV cache (clbt_kv_cache): its buffers, layout and
@@ -219,27 +214,23 @@ class KVCache(_Closable):
             self.close()
             raise
 
-    @staticmethod
-    def _check_extents(config, key_at, key_reach, value_in_key, value_at, value_reach):
+    def _check_extents(self, config, key_at, key_reach, value_in_key, value_at, value_reach):
         """Refuses cache arrays (their extents, not their buffers) shorter
-        than the tensors C will write in them."""
-        one_buffer = value_in_key or config.value_cache == config.key_cache
-        span = tensor_span(config, one_buffer)
-        value = config.value_offset
-        if one_buffer and not value:  # C's default: one block past K
-            value = config.key_offset + config.num_kv_heads * config.head_size * \
-                config.block_size
+        than the tensors C will write in them, where C resolved them."""
+        a = KVCacheAddressing()
+        _check(lib.clbt_kv_cache_get_addressing(self._live(), byref(a)))
         shape = "%d blocks of %d slots of %d heads of %d" % (
             config.num_blocks, config.block_size, config.num_kv_heads, config.head_size)
         if value_in_key:
-            holds("key_cache", key_reach, max(config.key_offset, value) - key_at + span,
-                  "K at %d and V at %d of %s" % (config.key_offset - key_at, value - key_at,
-                                                 shape))
+            holds("key_cache", key_reach,
+                  max(a.key_offset, a.value_offset) - key_at + a.tensor_span,
+                  "K at %d and V at %d of %s" % (a.key_offset - key_at,
+                                                 a.value_offset - key_at, shape))
             return
-        holds("key_cache", key_reach, config.key_offset - key_at + span,
-              "K at %d of %s" % (config.key_offset - key_at, shape))
-        holds("value_cache", value_reach, value - value_at + span,
-              "V at %d of %s" % (value - value_at, shape))
+        holds("key_cache", key_reach, a.key_offset - key_at + a.tensor_span,
+              "K at %d of %s" % (a.key_offset - key_at, shape))
+        holds("value_cache", value_reach, a.value_offset - value_at + a.tensor_span,
+              "V at %d of %s" % (a.value_offset - value_at, shape))
 
     @classmethod
     def from_config(cls, device: Device, config: KVCacheConfig) -> "KVCache":

@@ -20,6 +20,7 @@ MIRRORS = {
     "clbt_host_step": _library.HostStep,
     "clbt_multi_host_step": _library.MultiHostStep,
     "clbt_kv_cache_config": _kv_cache.KVCacheConfig,
+    "clbt_kv_cache_addressing": _kv_cache.KVCacheAddressing,
     "clbt_kv_write": _kv_cache.KVWrite,
     "clbt_token_slots_request": _library.TokenSlotsRequest,
 }

@@ -43,6 +43,7 @@ typedef struct kv_kernel {
 struct clbt_kv_cache {
   clbt_device *device;
   clbt_kv_cache_config config; /* defaults filled in */
+  uint64_t tensor_span;        /* elements K (and V) spans from its offset */
   cl_mem key_cache, value_cache; /* retained; the same one for one buffer */
   cl_mem rejected;               /* uint32, the rejected-token count */
   clbt_kv_arguments arguments;   /* the cache's part, filled at creation */
@@ -399,6 +400,7 @@ clbt_status clbt_kv_cache_create(clbt_device *device,
     return status;
   }
   fill_arguments(cache);
+  cache->tensor_span = span;
   *out = cache;
   return CLBT_SUCCESS;
 }
@@ -413,6 +415,18 @@ void clbt_kv_cache_destroy(clbt_kv_cache *cache) {
   if (cache->value_cache) clReleaseMemObject(cache->value_cache);
   clbt_device_release(cache->device);
   free(cache);
+}
+
+clbt_status clbt_kv_cache_get_addressing(const clbt_kv_cache *cache,
+                                         clbt_kv_cache_addressing *out) {
+  if (!cache || !out)
+    return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
+                      !cache ? "cache" : "out");
+  const clbt_kv_cache_config *c = &cache->config;
+  *out = (clbt_kv_cache_addressing){c->key_offset,   c->value_offset,
+                                    c->block_stride, c->page_stride,
+                                    c->head_stride,  cache->tensor_span};
+  return CLBT_SUCCESS;
 }
 
 /* ---- a write ------------------------------------------------------------ */

@@ -12,7 +12,8 @@
  * fields the caller's version has are copied and those it lacks get their
  * default, 0; bytes past what this library knows must be 0, since they
  * would set fields of a later version. The structs clbt fills for a
- * caller (clbt_export_buffers, clbt_commit_info) are frozen instead.
+ * caller (clbt_export_buffers, clbt_commit_info,
+ * clbt_kv_cache_addressing) are frozen instead.
  */
 #include "base/config.h"
 
@@ -58,6 +59,8 @@ _Static_assert(sizeof(clbt_export_buffers) == 8 + 12 * sizeof(cl_mem) &&
                "clbt_export_buffers is frozen at 0.4's layout");
 _Static_assert(sizeof(clbt_commit_info) == 16,
                "clbt_commit_info is frozen at 0.2's layout");
+_Static_assert(sizeof(clbt_kv_cache_addressing) == 6 * sizeof(uint64_t),
+               "clbt_kv_cache_addressing is frozen at 0.5's layout");
 
 /* One layout a version of clbt declared: its size, and that version. */
 typedef struct layout {

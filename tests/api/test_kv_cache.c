@@ -567,6 +567,72 @@ START_TEST(skips_counts_and_offsets) {
 }
 END_TEST
 
+/* The addressing clbt resolved for a config, against hand-worked values
+   (clbt.h's defaults) and the given ones where set. */
+static void expect_addressing(const clbt_kv_cache_config *given,
+                              const clbt_kv_cache_addressing *want) {
+  clbt_kv_cache *cache = NULL;
+  clbt_assert_ok(clbt_kv_cache_create(clbt_test_device(), given, &cache));
+  clbt_kv_cache_addressing got;
+  memset(&got, 0x5a, sizeof got);
+  clbt_assert_ok(clbt_kv_cache_get_addressing(cache, &got));
+  ck_assert_msg(got.key_offset == want->key_offset &&
+                    got.value_offset == want->value_offset &&
+                    got.block_stride == want->block_stride &&
+                    got.page_stride == want->page_stride &&
+                    got.head_stride == want->head_stride &&
+                    got.tensor_span == want->tensor_span,
+                "K at %llu, V at %llu, strides %llu %llu %llu, span %llu",
+                (unsigned long long)got.key_offset,
+                (unsigned long long)got.value_offset,
+                (unsigned long long)got.block_stride,
+                (unsigned long long)got.page_stride,
+                (unsigned long long)got.head_stride,
+                (unsigned long long)got.tensor_span);
+  clbt_kv_cache_destroy(cache);
+}
+
+/*
+ * One buffer, flash, 4 blocks of 4 slots of 1 head of 4 (E = 16): heads 4
+ * apart, slots 4, blocks 2E = 32, V at E; K's last element is
+ * 3 x 32 + 3 x 4 + 3 = 111. Two buffers, head-major, 3 blocks of 2 slots
+ * of 2 heads of 4, K from 5 (E = 16): heads block_size x 4 = 8 apart,
+ * slots 4, blocks E; V stays at 0; the last element 2 x 16 + 4 + 8 + 3 =
+ * 47. FlashAttention's [2][4 blocks] in one buffer: V at 4E and blocks E
+ * as given; the last element 3 x 16 + 12 + 3 = 63.
+ */
+START_TEST(addressing_resolves_the_defaults) {
+  cl_mem one = clbt_test_buffer(128 * sizeof(float), NULL);
+  cl_mem key = clbt_test_buffer(53 * sizeof(float), NULL);
+  cl_mem value = clbt_test_buffer(48 * sizeof(float), NULL);
+  clbt_kv_cache_config c = CLBT_KV_CACHE_CONFIG_INIT;
+  c.cache_dtype = CLBT_KV_FLOAT32;
+  c.num_kv_heads = 1;
+  c.head_size = 4;
+  c.block_size = 4;
+  c.num_blocks = 4;
+  c.key_cache = one;
+  expect_addressing(&c, &(clbt_kv_cache_addressing){0, 16, 32, 4, 4, 112});
+  c.value_offset = 64;
+  c.block_stride = 16;
+  expect_addressing(&c, &(clbt_kv_cache_addressing){0, 64, 16, 4, 4, 64});
+  clbt_kv_cache_config h = CLBT_KV_CACHE_CONFIG_INIT;
+  h.layout = CLBT_KV_LAYOUT_HEAD_MAJOR;
+  h.cache_dtype = CLBT_KV_FLOAT32;
+  h.num_kv_heads = 2;
+  h.head_size = 4;
+  h.block_size = 2;
+  h.num_blocks = 3;
+  h.key_cache = key;
+  h.value_cache = value;
+  h.key_offset = 5;
+  expect_addressing(&h, &(clbt_kv_cache_addressing){5, 0, 16, 4, 8, 48});
+  clReleaseMemObject(one);
+  clReleaseMemObject(key);
+  clReleaseMemObject(value);
+}
+END_TEST
+
 /* A write waits for its wait list and hands back its event; with no
    tokens, a marker after the wait list, and nothing written. */
 START_TEST(events_and_empty_writes) {
@@ -665,6 +731,7 @@ int main(void) {
   tcase_add_test(c, fp8_boundaries);
   tcase_add_test(c, fp16_and_bf16_boundaries);
   tcase_add_test(c, skips_counts_and_offsets);
+  tcase_add_test(c, addressing_resolves_the_defaults);
   tcase_add_test(c, events_and_empty_writes);
   tcase_add_test(c, writes_through_a_tables_slot_mapping);
   suite_add_tcase(suite, c);

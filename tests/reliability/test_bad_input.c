@@ -2047,13 +2047,14 @@ typedef struct kv_fixture {
 } kv_fixture;
 
 typedef enum kv_function {
-  KV_CREATE, KV_WRITE, KV_READ_REJECTED, KV_RESET_REJECTED, KV_NUM_FUNCTIONS
+  KV_CREATE, KV_WRITE, KV_READ_REJECTED, KV_RESET_REJECTED,
+  KV_GET_ADDRESSING, KV_NUM_FUNCTIONS
 } kv_function;
 
 static const char *const kv_function_names[] = {
     "clbt_kv_cache_create", "clbt_kv_cache_enqueue_write",
     "clbt_kv_cache_read_rejected_tokens",
-    "clbt_kv_cache_reset_rejected_tokens"};
+    "clbt_kv_cache_reset_rejected_tokens", "clbt_kv_cache_get_addressing"};
 
 /* Which argument is NULL, or which buffer is swapped. */
 typedef enum kv_swap {
@@ -2235,6 +2236,11 @@ static const kv_bad kv_cases[] = {
            "count is NULL", .swap = KV_NULL_OUT),
     KV_BAD(KV_RESET_REJECTED, "NULL cache", CLBT_NULL_ARGUMENT,
            "cache is NULL", .swap = KV_NULL_HANDLE),
+    /* ---- the addressing ---- */
+    KV_BAD(KV_GET_ADDRESSING, "NULL cache", CLBT_NULL_ARGUMENT,
+           "cache is NULL", .swap = KV_NULL_HANDLE),
+    KV_BAD(KV_GET_ADDRESSING, "NULL out", CLBT_NULL_ARGUMENT, "out is NULL",
+           .swap = KV_NULL_OUT),
 };
 
 static void kv_set(void *s, size_t at, size_t size, uint64_t value) {
@@ -2356,6 +2362,9 @@ START_TEST(kv_cache_refuses_every_bad_argument) {
     clbt_kv_cache *out = sentinel;
     cl_event event = (cl_event)&k;
     uint32_t rejected = 7;
+    clbt_kv_cache_addressing addressing, untouched;
+    memset(&addressing, 0x5a, sizeof addressing);
+    untouched = addressing;
     clbt_status status = CLBT_SUCCESS;
     switch (c->function) {
       case KV_CREATE: status = kv_create_case(c, &k, &f, &out); break;
@@ -2365,6 +2374,11 @@ START_TEST(kv_cache_refuses_every_bad_argument) {
             c->swap == KV_NULL_HANDLE ? NULL : k.fp16,
             c->swap == KV_NULL_OUT ? NULL : &rejected);
         break;
+      case KV_GET_ADDRESSING:
+        status = clbt_kv_cache_get_addressing(
+            c->swap == KV_NULL_HANDLE ? NULL : k.fp16,
+            c->swap == KV_NULL_OUT ? NULL : &addressing);
+        break;
       default: status = clbt_kv_cache_reset_rejected_tokens(NULL); break;
     }
     ck_assert_msg(status == c->status, "%s returned %s, expected %s (%s)",
@@ -2373,7 +2387,8 @@ START_TEST(kv_cache_refuses_every_bad_argument) {
     ck_assert_msg(strstr(clbt_last_error(), c->words) != NULL,
                   "%s: message '%s' does not mention '%s'", context,
                   clbt_last_error(), c->words);
-    ck_assert_msg(out == sentinel && event == (cl_event)&k && rejected == 7,
+    ck_assert_msg(out == sentinel && event == (cl_event)&k && rejected == 7 &&
+                      memcmp(&addressing, &untouched, sizeof addressing) == 0,
                   "%s wrote through an output pointer", context);
     kv_check_unchanged(&k, context);
     covered[c->function] = true;
