@@ -15,20 +15,8 @@ import operator
 import numpy as np
 
 from . import _opencl
-from ._errors import Error, InvalidArgumentError, TypeMismatchError
-
-# The statuses the package raises of its own (clbt.h's values; a test
-# checks each against clbt_status_name).
-NULL_ARGUMENT = -4001
-INVALID_ARGUMENT = -4002
-INVALID_CONFIG = -4003
-SIZE_OVERFLOW = -4004
-ROW_OUT_OF_RANGE = -4005
-ROW_OVERFLOW = -4006
-INVALID_BLOCK_ID = -4007
-TOO_MANY_REQUESTS = -4008
-TOO_MANY_TOKENS = -4009
-BUFFER_TOO_SMALL = -4010
+from ._errors import (INVALID_ARGUMENT, ROW_OUT_OF_RANGE, Error, InvalidArgumentError,
+                      TypeMismatchError)
 
 # The C types arrays hold, by array-module type code.
 INT32, UINT32, INT64 = "i", "I", "q"

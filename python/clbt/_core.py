@@ -23,7 +23,8 @@ import numpy as np
 from . import _arguments as check
 from . import _opencl, _uploads
 from ._arguments import INT32, INT64, SIZE, UINT32
-from ._errors import Error, InvalidArgumentError, TypeMismatchError
+from ._errors import (BUFFER_TOO_SMALL, INVALID_ARGUMENT, NULL_ARGUMENT, TOO_MANY_REQUESTS,
+                      TOO_MANY_TOKENS, Error, InvalidArgumentError, TypeMismatchError)
 from ._threads import one_thread_at_a_time
 from ._library import (EXPORT_CONTEXT, EXPORT_DENSE, CommitInfo, ExportBuffers, ExportRequest,
                        GroupConfig, HostStep, MultiHostStep, MultiTableConfig, Step, TableConfig,
@@ -133,13 +134,13 @@ class _Closable:
         in another thread then frees it only once the call has returned."""
         c = self._c
         if c is None or not c.open:
-            raise Error(check.NULL_ARGUMENT, "the %s is closed" % self._kind)
+            raise Error(NULL_ARGUMENT, "the %s is closed" % self._kind)
         return c
 
     def _live(self) -> int:
         c = self._c
         if c is None or not c.open:
-            raise Error(check.NULL_ARGUMENT, "the %s is closed" % self._kind)
+            raise Error(NULL_ARGUMENT, "the %s is closed" % self._kind)
         return c.pointer
 
     @property
@@ -179,7 +180,7 @@ class Device(_Closable):
         out = c_void_p()
         if queue is None:
             if selector is not None and not isinstance(selector, str):
-                raise TypeMismatchError(check.INVALID_ARGUMENT, "selector is %s; a str "
+                raise TypeMismatchError(INVALID_ARGUMENT, "selector is %s; a str "
                                         "expected" % _opencl.describe(selector))
             _check(lib.clbt_device_open(None if selector is None else selector.encode(),
                                         byref(out)))
@@ -417,12 +418,12 @@ class _Rows(_Closable):
         handles = {}
         for name, value in arrays.items():
             if not check.is_device_array(value):
-                raise TypeMismatchError(check.INVALID_ARGUMENT, "%s is %s; a device array "
+                raise TypeMismatchError(INVALID_ARGUMENT, "%s is %s; a device array "
                                         "expected" % (name, _opencl.describe(value)))
             handles[name], length = check.device_array(value, np.int32, name)
             count, why = needed[name]
             if count and pyopencl is not None and isinstance(value, pyopencl.array.Array):
-                check.at_least(name, length, count, why, check.BUFFER_TOO_SMALL)
+                check.at_least(name, length, count, why, BUFFER_TOO_SMALL)
         return handles
 
     def _batch(self, num_reqs, num_tokens, **inputs):
@@ -434,16 +435,16 @@ class _Rows(_Closable):
         num_tokens = self._num_tokens(num_tokens, inputs["positions"], host, lengths)
         if host:  # what C would refuse, refused before an upload is written past its end
             if num_tokens > self.max_num_batched_tokens and "positions" in host:
-                raise Error(check.TOO_MANY_TOKENS, "num_tokens %d exceeds "
+                raise Error(TOO_MANY_TOKENS, "num_tokens %d exceeds "
                             "max_num_batched_tokens %d" % (num_tokens,
                                                            self.max_num_batched_tokens))
             if num_reqs > self.max_num_reqs:
-                raise Error(check.TOO_MANY_REQUESTS, "num_reqs %d exceeds max_num_reqs %d" % (
+                raise Error(TOO_MANY_REQUESTS, "num_reqs %d exceeds max_num_reqs %d" % (
                     num_reqs, self.max_num_reqs))
         for name, length in lengths.items():
             why = "num_tokens %d" % num_tokens if name == "positions" else "num_reqs %d" % num_reqs
             check.at_least(name, length, _needed(name, num_reqs, num_tokens), why,
-                           check.INVALID_ARGUMENT if name in host else check.BUFFER_TOO_SMALL)
+                           INVALID_ARGUMENT if name in host else BUFFER_TOO_SMALL)
         if host:
             if self._uploads is None:
                 self._uploads = _uploads.Uploads(self._queue, lib.clbt_device_context(
@@ -461,11 +462,11 @@ class _Rows(_Closable):
         if num_tokens is not None:
             num_tokens = check.u32(num_tokens, "num_tokens")
             if "positions" in host and num_tokens != lengths["positions"]:
-                raise InvalidArgumentError(check.INVALID_ARGUMENT, "num_tokens is %d; positions "
+                raise InvalidArgumentError(INVALID_ARGUMENT, "num_tokens is %d; positions "
                                            "holds %d" % (num_tokens, lengths["positions"]))
             return num_tokens
         if positions is not None and "positions" not in host and not hasattr(positions, "shape"):
-            raise InvalidArgumentError(check.INVALID_ARGUMENT,
+            raise InvalidArgumentError(INVALID_ARGUMENT,
                                        "num_tokens is needed with a positions buffer")
         return check.u32(lengths.get("positions", 0), "num_tokens")
 
@@ -640,7 +641,7 @@ class Table(_Rows):
         counts_held, counts_address, num_counts = check.host_array(counts, UINT32, "counts")
         ids_held, ids_address, num_ids = check.host_array(block_ids, INT32, "block_ids")
         if num_counts != num_rows:
-            raise InvalidArgumentError(check.INVALID_ARGUMENT, "counts holds %d entries; rows %d"
+            raise InvalidArgumentError(INVALID_ARGUMENT, "counts holds %d entries; rows %d"
                                        % (num_counts, num_rows))
         check.at_least("block_ids", num_ids, _total(counts_held), "sum(counts)")
         _check(function(handle, num_rows, rows_address, counts_address, ids_address))
@@ -700,7 +701,7 @@ class Table(_Rows):
         back into a new numpy array (waits for the queue)."""
         buffer = lib.clbt_table_slot_mapping(self._live())
         count = self._count(num_tokens, "num_tokens", self.max_num_batched_tokens,
-                            self.max_num_batched_tokens, check.TOO_MANY_TOKENS)
+                            self.max_num_batched_tokens, TOO_MANY_TOKENS)
         return _opencl.read(self._queue, buffer, np.empty(count, np.int64))
 
     def read_device_rows(self, num_reqs: Optional[int] = None) -> np.ndarray:
@@ -734,12 +735,12 @@ class Table(_Rows):
         new numpy array [num_reqs_padded, num_state_slots] (waits)."""
         buffer = lib.clbt_table_state_slots(self._live())
         if not buffer:
-            raise InvalidArgumentError(check.INVALID_ARGUMENT, "the table's slot_mode is "
+            raise InvalidArgumentError(INVALID_ARGUMENT, "the table's slot_mode is "
                                        "TOKEN_TO_KV_SLOT: it has no state slots")
         count = self._count(num_reqs_padded, "num_reqs_padded", self.max_num_reqs,
-                            self.max_num_reqs, check.TOO_MANY_REQUESTS)
+                            self.max_num_reqs, TOO_MANY_REQUESTS)
         ids = self._count(num_state_slots, "num_state_slots", self.width, 1,
-                          check.INVALID_ARGUMENT)
+                          INVALID_ARGUMENT)
         return _opencl.read(self._queue, buffer, np.empty((count, ids), np.int32))
 
     def read_gathered_rows(self, num_reqs: Optional[int] = None) -> np.ndarray:
@@ -748,7 +749,7 @@ class Table(_Rows):
 
     def _read_rows(self, buffer, num_reqs):
         count = self._count(num_reqs, "num_reqs", self.max_num_reqs, self.max_num_reqs,
-                            check.TOO_MANY_REQUESTS)
+                            TOO_MANY_REQUESTS)
         return _opencl.read(self._queue, buffer, np.empty((count, self.width), np.int32))
 
     def _export_buffers(self):
@@ -783,12 +784,12 @@ class Table(_Rows):
         the parts the export wrote; the others are None."""
         buffers = self._export_buffers()
         n = self._count(num_reqs_padded, "num_reqs_padded", self.max_num_reqs, 0,
-                        check.TOO_MANY_REQUESTS)
+                        TOO_MANY_REQUESTS)
         pitch = None
         if dense_row_pitch is not None:  # checked before anything is read
             pitch = check.u32(dense_row_pitch, "dense_row_pitch") or self.width
             if pitch * n > self.max_num_reqs * self.width:
-                raise Error(check.INVALID_ARGUMENT, "dense_row_pitch %d x num_reqs_padded %d "
+                raise Error(INVALID_ARGUMENT, "dense_row_pitch %d x num_reqs_padded %d "
                             "entries exceed the page table's max_num_reqs %d x width %d" % (
                                 pitch, n, self.max_num_reqs, self.width))
         read = dict(page_size=buffers.page_size)
@@ -810,7 +811,7 @@ class Table(_Rows):
                               np.empty(n + 1, np.int32))
         pages = int(indptr[n])
         if not 0 <= pages <= self.max_num_reqs * self.width:
-            raise Error(check.INVALID_ARGUMENT, "%sindptr[%d] is %d: no export of %d "
+            raise Error(INVALID_ARGUMENT, "%sindptr[%d] is %d: no export of %d "
                         "requests was written" % (prefix, n, pages, n))
         read[prefix + "indptr"] = indptr
         for name, size in (("indices", pages), ("last_page_len", n)):
@@ -838,7 +839,7 @@ class Table(_Rows):
         if gathered_rows is not None:
             before = np.asarray(gathered_rows)
             if before.shape != shape:
-                raise InvalidArgumentError(check.INVALID_ARGUMENT, "gathered_rows has shape %s; "
+                raise InvalidArgumentError(INVALID_ARGUMENT, "gathered_rows has shape %s; "
                                            "the table's is %s" % (before.shape, shape))
             gathered[:] = check.convert(before, np.int32, "gathered_rows")
         slots = None
@@ -899,7 +900,7 @@ class Table(_Rows):
 
 def _check_device(device):
     if not isinstance(device, Device):
-        raise TypeMismatchError(check.INVALID_ARGUMENT, "device is %s; a clbt.Device "
+        raise TypeMismatchError(INVALID_ARGUMENT, "device is %s; a clbt.Device "
                                 "expected" % _opencl.describe(device))
 
 
@@ -952,7 +953,7 @@ class MultiTable(_Rows):
         groups = list(groups)
         for g, group in enumerate(groups):
             if not isinstance(group, Group):
-                raise TypeMismatchError(check.INVALID_ARGUMENT, "groups[%d] is %s; a "
+                raise TypeMismatchError(INVALID_ARGUMENT, "groups[%d] is %s; a "
                                         "clbt.Group expected" % (g, _opencl.describe(group)))
         configs = (GroupConfig * len(groups))(*[group._config(g) for g, group in
                                                 enumerate(groups)])
@@ -1012,7 +1013,7 @@ class MultiTable(_Rows):
         elif type(values) is not list:
             values = check.sequence(values, name)
         if len(values) != len(self.groups):
-            raise InvalidArgumentError(check.INVALID_ARGUMENT, "%s has %d entries; the table "
+            raise InvalidArgumentError(INVALID_ARGUMENT, "%s has %d entries; the table "
                                        "has %d groups" % (name, len(values), len(self.groups)))
         return values
 
@@ -1061,7 +1062,7 @@ class MultiTable(_Rows):
         before = [None] * len(self.groups) if gathered_rows is None else \
             check.sequence(gathered_rows, "gathered_rows")
         if len(before) != len(self.groups):
-            raise InvalidArgumentError(check.INVALID_ARGUMENT, "gathered_rows has %d groups; "
+            raise InvalidArgumentError(INVALID_ARGUMENT, "gathered_rows has %d groups; "
                                        "the table has %d" % (len(before), len(self.groups)))
         slots, gathered = [], []
         for g, (table, rows) in enumerate(zip(self.groups, before)):
@@ -1070,7 +1071,7 @@ class MultiTable(_Rows):
             if rows is not None:
                 rows = np.asarray(rows)
                 if rows.shape != shape:
-                    raise InvalidArgumentError(check.INVALID_ARGUMENT, "gathered_rows[%d] has "
+                    raise InvalidArgumentError(INVALID_ARGUMENT, "gathered_rows[%d] has "
                                                "shape %s; the group's is %s" % (g, rows.shape,
                                                                                  shape))
                 out[:] = check.convert(rows, np.int32, "gathered_rows[%d]" % g)
@@ -1096,7 +1097,7 @@ class MultiTable(_Rows):
                      for g, i in enumerate(self._per_group(block_ids, "block_ids"))]
         for g, (held, _, count) in enumerate(count_arrays):
             if count != num_rows:
-                raise InvalidArgumentError(check.INVALID_ARGUMENT, "counts[%d] holds %d "
+                raise InvalidArgumentError(INVALID_ARGUMENT, "counts[%d] holds %d "
                                            "entries; rows %d" % (g, count, num_rows))
             check.at_least("block_ids[%d]" % g, id_arrays[g][2], _total(held),
                            "sum(counts[%d])" % g)

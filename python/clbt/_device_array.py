@@ -37,8 +37,7 @@ from ctypes import POINTER, byref, c_int32, c_size_t, c_uint, c_void_p
 
 import numpy as np
 
-from ._arguments import INVALID_ARGUMENT
-from ._errors import InvalidArgumentError, TypeMismatchError
+from ._errors import INVALID_ARGUMENT, InvalidArgumentError, TypeMismatchError
 from ._opencl import describe
 
 _cl = ctypes.CDLL("libOpenCL.so.1")  # own function objects: their own argtypes

@@ -15,6 +15,19 @@ from ._library import lib
 __all__ = ["DeviceError", "Error", "InvalidArgumentError", "OutOfMemoryError",
            "OutOfRangeError", "TypeMismatchError", "error_class"]
 
+# The statuses the package raises of its own (clbt.h's values; a test
+# checks each against the header's table).
+NULL_ARGUMENT = -4001
+INVALID_ARGUMENT = -4002
+INVALID_CONFIG = -4003
+SIZE_OVERFLOW = -4004
+ROW_OUT_OF_RANGE = -4005
+ROW_OVERFLOW = -4006
+INVALID_BLOCK_ID = -4007
+TOO_MANY_REQUESTS = -4008
+TOO_MANY_TOKENS = -4009
+BUFFER_TOO_SMALL = -4010
+
 
 class Error(Exception):
     """What a clbt call refused, or why it failed: the status's name

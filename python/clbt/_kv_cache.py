@@ -23,7 +23,7 @@ from . import _arguments as check
 from . import _opencl
 from ._core import Device, _check, _Closable, _CObject
 from ._device_array import DeviceArray
-from ._errors import Error, TypeMismatchError
+from ._errors import BUFFER_TOO_SMALL, INVALID_ARGUMENT, SIZE_OVERFLOW, Error, TypeMismatchError
 from ._library import _SizedConfig, lib
 from ._threads import one_thread_at_a_time
 
@@ -83,7 +83,7 @@ def dtype_code(name: str, argument: str) -> int:
         code = DTYPES.get({"fp8": "fp8_e4m3", "fp8_e4m3fn": "fp8_e4m3"}.get(name, name))
         if code is not None:
             return code
-    raise Error(check.INVALID_ARGUMENT, "%s is %r; one of %s expected" % (
+    raise Error(INVALID_ARGUMENT, "%s is %r; one of %s expected" % (
         argument, name, ", ".join(sorted(DTYPES))))
 
 
@@ -97,7 +97,7 @@ def device_buffer(obj: Any, itemsize: int, name: str):
                                         and isinstance(obj, pyopencl.array.Array)):
         size = obj.np_dtype.itemsize if isinstance(obj, DeviceArray) else obj.dtype.itemsize
         if size != itemsize:
-            raise TypeMismatchError(check.INVALID_ARGUMENT, "%s has %d-byte elements (%s); the "
+            raise TypeMismatchError(INVALID_ARGUMENT, "%s has %d-byte elements (%s); the "
                                     "cache's config says %d" % (
                                         name, size, getattr(obj, "np_dtype", obj.dtype),
                                         itemsize))
@@ -106,11 +106,11 @@ def device_buffer(obj: Any, itemsize: int, name: str):
         else:
             handle, offset, strides = obj.base_data.int_ptr, obj.offset, obj.strides
         if offset % itemsize:
-            raise Error(check.INVALID_ARGUMENT, "%s starts %d bytes into its buffer, not a "
+            raise Error(INVALID_ARGUMENT, "%s starts %d bytes into its buffer, not a "
                         "whole number of %d-byte elements" % (name, offset, itemsize))
         return handle, offset // itemsize, extent(obj.shape, strides, itemsize)
     if not check.is_device_array(obj) or isinstance(obj, int):
-        raise TypeMismatchError(check.INVALID_ARGUMENT, "%s is %s; a device array "
+        raise TypeMismatchError(INVALID_ARGUMENT, "%s is %s; a device array "
                                 "(pyopencl.array.Array, clbt.DeviceArray) or buffer "
                                 "(pyopencl.Buffer, clbt.Buffer) expected" % (
                                     name, _opencl.describe(obj)))
@@ -123,7 +123,7 @@ def element_offset(at: int, offset: int, name: str, array: str) -> int:
     with the status C gives one of its own."""
     total = at + offset
     if total >> 64:
-        raise Error(check.SIZE_OVERFLOW, "%s %d plus %s's own offset of %d elements exceeds "
+        raise Error(SIZE_OVERFLOW, "%s %d plus %s's own offset of %d elements exceeds "
                     "64 bits" % (name, offset, array, at))
     return total
 
@@ -143,7 +143,7 @@ def holds(name: str, reach: Optional[int], needed: int, why: str) -> None:
     will reach in it: C checks only the array's buffer, which may go on
     past the array's end."""
     if reach is not None:
-        check.at_least(name, reach, needed, why, check.BUFFER_TOO_SMALL)
+        check.at_least(name, reach, needed, why, BUFFER_TOO_SMALL)
 
 
 @one_thread_at_a_time(operator.attrgetter("_lock"))
@@ -177,10 +177,10 @@ class KVCache(_Closable):
                  key_offset: int = 0, value_offset: int = 0, block_stride: int = 0,
                  page_stride: int = 0, head_stride: int = 0):
         if not isinstance(device, Device):
-            raise TypeMismatchError(check.INVALID_ARGUMENT, "device is %s; a clbt.Device "
+            raise TypeMismatchError(INVALID_ARGUMENT, "device is %s; a clbt.Device "
                                     "expected" % _opencl.describe(device))
         if layout not in LAYOUTS:
-            raise Error(check.INVALID_ARGUMENT, "layout is %r; 'flash' or 'head_major' "
+            raise Error(INVALID_ARGUMENT, "layout is %r; 'flash' or 'head_major' "
                         "expected" % (layout,))
         cache_code = dtype_code(cache_dtype, "cache_dtype")
         input_code = 0 if input_dtype is None else dtype_code(input_dtype, "input_dtype")
@@ -272,7 +272,7 @@ class KVCache(_Closable):
         slots_handle, slots_at, slots_reach = device_buffer(slot_mapping, 8, "slot_mapping")
         if num_tokens is None:
             if not hasattr(slot_mapping, "shape"):
-                raise Error(check.INVALID_ARGUMENT,
+                raise Error(INVALID_ARGUMENT,
                             "num_tokens is needed with a slot_mapping buffer")
             num_tokens = int(np.prod(slot_mapping.shape)) - slot_mapping_offset
         scales = dict(k_scale=as_float(k_scale, "k_scale"),
@@ -343,7 +343,7 @@ def as_float(scale: Any, name: str) -> float:
     try:
         return float(scale)
     except (TypeError, ValueError):
-        raise TypeMismatchError(check.INVALID_ARGUMENT, "%s is %s; a float expected" % (
+        raise TypeMismatchError(INVALID_ARGUMENT, "%s is %s; a float expected" % (
             name, _opencl.describe(scale))) from None
 
 
@@ -357,13 +357,13 @@ def finite_scale(scale: Any, name: str) -> float:
     try:
         values = np.asarray(scale, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):
-        raise TypeMismatchError(check.INVALID_ARGUMENT, "%s is %s; a float expected" % (
+        raise TypeMismatchError(INVALID_ARGUMENT, "%s is %s; a float expected" % (
             name, _opencl.describe(scale))) from None
     if values.size != 1:
-        raise Error(check.INVALID_ARGUMENT, "%s has %d elements; one per-tensor scale "
+        raise Error(INVALID_ARGUMENT, "%s has %d elements; one per-tensor scale "
                     "expected (per-head scales are not supported)" % (name, values.size))
     value = float(values[0])
     if not math.isfinite(value) or value <= 0:
-        raise Error(check.INVALID_ARGUMENT, "%s %r is not a finite value above 0" % (
+        raise Error(INVALID_ARGUMENT, "%s %r is not a finite value above 0" % (
             name, value))
     return value

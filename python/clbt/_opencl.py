@@ -24,7 +24,7 @@ import ctypes
 import threading
 from ctypes import POINTER, byref, c_int32, c_size_t, c_uint, c_uint32, c_uint64, c_void_p
 
-from ._errors import Error, TypeMismatchError
+from ._errors import INVALID_ARGUMENT, Error, TypeMismatchError
 
 try:
     import pyopencl
@@ -32,7 +32,6 @@ try:
 except ImportError:  # the package's own types then stand in
     pyopencl = None
 
-_INVALID_ARGUMENT = -4002
 _cl = ctypes.CDLL("libOpenCL.so.1")
 
 
@@ -102,13 +101,13 @@ class _Object:
         is False). The caller promises int_ptr is a live object of this
         kind; the driver's answer to an info query on it is checked."""
         if type(int_ptr) is not int or not 0 < int_ptr < 1 << 64:
-            raise TypeMismatchError(_INVALID_ARGUMENT, "%s.from_int_ptr takes a %s handle (a "
+            raise TypeMismatchError(INVALID_ARGUMENT, "%s.from_int_ptr takes a %s handle (a "
                                     "nonzero int); got %r" % (cls.__name__, cls._kind, int_ptr))
         function, name, ctype = cls._probe
         value = ctype()
         code = function(int_ptr, name, ctypes.sizeof(value), byref(value), None)
         if code or not cls._accepts(value.value):
-            raise TypeMismatchError(_INVALID_ARGUMENT, "%#x is not a %s (%s answers %d)" % (
+            raise TypeMismatchError(INVALID_ARGUMENT, "%#x is not a %s (%s answers %d)" % (
                 int_ptr, cls._kind, function.__name__, code))
         return cls(int_ptr, retain=retain)
 
@@ -223,7 +222,7 @@ def handle(obj, kind, name):
     if isinstance(obj, accepted):
         return obj.int_ptr
     if not accepted:  # a cl_device_id: only PyOpenCL has a type for one
-        raise TypeMismatchError(_INVALID_ARGUMENT, "%s is %s; without PyOpenCL leave it out "
+        raise TypeMismatchError(INVALID_ARGUMENT, "%s is %s; without PyOpenCL leave it out "
                                 "(the queue's is taken)" % (name, describe(obj)))
     names = " or ".join("%s.%s" % (t.__module__.split(".")[0], t.__name__)
                         for t in accepted)
@@ -231,7 +230,7 @@ def handle(obj, kind, name):
     if isinstance(obj, int) and accepted[:1] in ((Buffer,), (Event,), (CommandQueue,),
                                                  (Context,)):
         hint = " (wrap a raw handle in clbt.%s.from_int_ptr)" % accepted[0].__name__
-    raise TypeMismatchError(_INVALID_ARGUMENT, "%s is %s; a %s expected%s" % (
+    raise TypeMismatchError(INVALID_ARGUMENT, "%s is %s; a %s expected%s" % (
         name, describe(obj), names, hint))
 
 
@@ -326,7 +325,7 @@ def release_event(event: Event) -> None:
     """Releases an Event that event=True returned without PyOpenCL (the
     same as event.close())."""
     if not isinstance(event, Event):
-        raise TypeMismatchError(_INVALID_ARGUMENT, "release_event takes a clbt.Event; got %s"
+        raise TypeMismatchError(INVALID_ARGUMENT, "release_event takes a clbt.Event; got %s"
                                 % describe(event))
     event.close()
 
@@ -336,7 +335,7 @@ def wait_list(events):
     if events is None:
         return 0, None, None
     if isinstance(events, (str, bytes)) or not hasattr(events, "__len__"):
-        raise TypeMismatchError(_INVALID_ARGUMENT, "wait_for is %s; a list of events "
+        raise TypeMismatchError(INVALID_ARGUMENT, "wait_for is %s; a list of events "
                                 "expected" % describe(events))
     if not len(events):
         return 0, None, None

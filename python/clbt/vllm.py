@@ -42,11 +42,11 @@ __all__ = ["BlockTable", "BlockTables", "MultiGroupBlockTable", "PAD_SLOT_ID",
            "RowCapacityError", "SlotMappingMode", "get_block_table_width",
            "reshape_and_cache_flash"]
 
-from ._arguments import (BUFFER_TOO_SMALL as _BUFFER_TOO_SMALL,
-                         INVALID_ARGUMENT as _INVALID_ARGUMENT,
-                         INVALID_BLOCK_ID as _INVALID_BLOCK_ID, INVALID_CONFIG as _INVALID_CONFIG,
-                         ROW_OUT_OF_RANGE as _ROW_OUT_OF_RANGE, ROW_OVERFLOW as _ROW_OVERFLOW,
-                         TOO_MANY_REQUESTS as _TOO_MANY_REQUESTS)
+from ._errors import (BUFFER_TOO_SMALL as _BUFFER_TOO_SMALL,
+                      INVALID_ARGUMENT as _INVALID_ARGUMENT,
+                      INVALID_BLOCK_ID as _INVALID_BLOCK_ID, INVALID_CONFIG as _INVALID_CONFIG,
+                      ROW_OUT_OF_RANGE as _ROW_OUT_OF_RANGE, ROW_OVERFLOW as _ROW_OVERFLOW,
+                      TOO_MANY_REQUESTS as _TOO_MANY_REQUESTS)
 _INT32_MAX = 0x7FFFFFFF
 
 

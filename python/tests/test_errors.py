@@ -81,11 +81,11 @@ def test_an_error_pickles_and_an_unknown_status_is_the_base_class():
 
 
 def test_the_statuses_the_package_raises_are_the_headers():
-    # clbt._arguments keeps the values of the statuses the package raises
-    # itself (vllm.py takes them from there): each must be the header's.
-    from clbt import _arguments
+    # clbt._errors keeps the values of the statuses the package raises
+    # itself (every module takes them from there): each must be the header's.
+    from clbt import _errors
     header = dict(header_statuses())
-    names = [n for n in vars(_arguments) if n.isupper() and "CLBT_" + n in header]
+    names = [n for n in vars(_errors) if n.isupper() and "CLBT_" + n in header]
     assert len(names) == 10
     for name in names:
-        assert getattr(_arguments, name) == header["CLBT_" + name], name
+        assert getattr(_errors, name) == header["CLBT_" + name], name
