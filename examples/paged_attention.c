@@ -74,10 +74,9 @@ static const char *kernels =
     "  for (uint d = 0; d < HEAD; ++d) acc[d] = 0.0f;\n"
     "  for (long j = 0; j <= position; ++j) {\n"
     "    long page = indices[indptr[r] + j / BLOCK];\n"
-    "    /* Block b: K of its BLOCK slots, then V: [num_blocks][2][BLOCK][KV_HEADS][HEAD]. */\n"
-    "    __global const float *k = cache + (page * 2 * BLOCK + j % BLOCK) * KV_HEADS * HEAD\n"
-    "                              + kv_head * HEAD;\n"
-    "    __global const float *v = k + BLOCK * KV_HEADS * HEAD;\n"
+    "    /* Where clbt put slot j % BLOCK of the page (its addressing). */\n"
+    "    long at = page * BLOCK_STRIDE + j % BLOCK * PAGE_STRIDE + kv_head * HEAD_STRIDE;\n"
+    "    __global const float *k = cache + KEY_AT + at, *v = cache + VALUE_AT + at;\n"
     "    float s = 0.0f;\n"
     "    for (uint d = 0; d < HEAD; ++d) s += q[d] * k[d];\n"
     "    s *= SCALE;\n"
@@ -122,17 +121,27 @@ static cl_kernel kernel(cl_program program, const char *name) {
   return k;
 }
 
+/* The example's kernels, reading the cache where clbt's addressing says
+   its elements are. */
 static void build(layer *l) {
+  clbt_kv_cache_addressing a;
+  check(clbt_kv_cache_get_addressing(l->kv, &a),
+        "clbt_kv_cache_get_addressing");
   cl_int error = CL_SUCCESS;
   cl_context context = clbt_device_context(l->device);
   cl_device_id id = clbt_device_id(l->device);
   l->program = clCreateProgramWithSource(context, 1, &kernels, NULL, &error);
   check_cl(error, "clCreateProgramWithSource");
-  char options[256];
+  char options[512];
   snprintf(options, sizeof options,
            "-cl-std=CL1.2 -DHIDDEN=%d -DQ_HEADS=%d -DKV_HEADS=%d -DHEAD=%d "
-           "-DQKV=%d -DBLOCK=%d -DSCALE=%.9ef",
-           HIDDEN, Q_HEADS, KV_HEADS, HEAD, QKV, BLOCK, 1.0 / sqrt(HEAD));
+           "-DQKV=%d -DBLOCK=%d -DSCALE=%.9ef -DKEY_AT=%llu -DVALUE_AT=%llu "
+           "-DBLOCK_STRIDE=%llu -DPAGE_STRIDE=%llu -DHEAD_STRIDE=%llu",
+           HIDDEN, Q_HEADS, KV_HEADS, HEAD, QKV, BLOCK, 1.0 / sqrt(HEAD),
+           (unsigned long long)a.key_offset, (unsigned long long)a.value_offset,
+           (unsigned long long)a.block_stride,
+           (unsigned long long)a.page_stride,
+           (unsigned long long)a.head_stride);
   error = clBuildProgram(l->program, 1, &id, options, NULL, NULL);
   if (error == CL_BUILD_PROGRAM_FAILURE) {
     char log[4096] = "";
@@ -147,7 +156,6 @@ static void build(layer *l) {
 
 static void open_layer(layer *l, uint64_t seed) {
   check(clbt_device_open(NULL, &l->device), "clbt_device_open");
-  build(l);
   rng_state = seed;
   float w[QKV * HIDDEN];
   for (size_t i = 0; i < QKV * HIDDEN; ++i) w[i] = uniform() * 0.3f;
@@ -183,6 +191,7 @@ static void open_layer(layer *l, uint64_t seed) {
   kv.num_blocks = NUM_BLOCKS;
   kv.key_cache = l->cache;
   check(clbt_kv_cache_create(l->device, &kv, &l->kv), "clbt_kv_cache_create");
+  build(l);
   /* Blocks handed out in a scrambled order, so pages are not positions. */
   l->num_free = NUM_BLOCKS;
   for (uint32_t b = 0; b < NUM_BLOCKS; ++b)
