@@ -217,8 +217,7 @@ class KVCache(_Closable):
     def _check_extents(self, config, key_at, key_reach, value_in_key, value_at, value_reach):
         """Refuses cache arrays (their extents, not their buffers) shorter
         than the tensors C will write in them, where C resolved them."""
-        a = KVCacheAddressing()
-        _check(lib.clbt_kv_cache_get_addressing(self._live(), byref(a)))
+        a = self.addressing
         shape = "%d blocks of %d slots of %d heads of %d" % (
             config.num_blocks, config.block_size, config.num_kv_heads, config.head_size)
         if value_in_key:
@@ -316,6 +315,16 @@ class KVCache(_Closable):
         offset = given["slot_mapping_offset"]
         holds("slot_mapping", reaches["slot_mapping"], offset + num_tokens,
               "num_tokens %d from slot_mapping_offset %d" % (num_tokens, offset))
+
+    @property
+    def addressing(self) -> KVCacheAddressing:
+        """Where the cache's elements are, as C resolved the config
+        (clbt_kv_cache_get_addressing): key_offset and value_offset (from
+        their buffers' starts), block_stride, page_stride, head_stride and
+        tensor_span (the elements K, and V, spans from its offset)."""
+        addressing = KVCacheAddressing()
+        _check(lib.clbt_kv_cache_get_addressing(self._live(), byref(addressing)))
+        return addressing
 
     @property
     def rejected_tokens(self) -> int:

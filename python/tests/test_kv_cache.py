@@ -386,7 +386,10 @@ def test_kv_cache_refuses_arrays_shorter_than_what_it_reaches(device):
 
 def test_kv_cache_on_strided_views_of_one_tensor(device):
     """kv[:, 0] and kv[:, 1] of one [blocks, 2, block_size, heads, head]
-    tensor (FlashInfer's) reach exactly their last block: accepted."""
+    tensor (FlashInfer's) reach exactly their last block: accepted. Their
+    addressing, by hand: K at element 0 and V at 8 (kv[:, 1]'s offset),
+    blocks 16 apart (given), slots and heads 4 (the flash layout's), and
+    a tensor spans 2 blocks + 1 slot + 4 elements = 40."""
     cl_array = pytest.importorskip("pyopencl.array")
     queue = device.queue
     kv = cl_array.to_device(queue, np.full((3, 2, 2, 1, 4), -7.0, np.float32))
@@ -394,8 +397,13 @@ def test_kv_cache_on_strided_views_of_one_tensor(device):
     value = cl_array.to_device(queue, np.array([5, 6, 7, 8], np.float32))
     with clbt.KVCache(device, kv[:, 0], kv[:, 1], num_kv_heads=1, head_size=4, block_size=2,
                       num_blocks=3, cache_dtype="float32", block_stride=16) as cache:
+        a = cache.addressing
+        assert (a.key_offset, a.value_offset, a.block_stride, a.page_stride, a.head_stride,
+                a.tensor_span) == (0, 8, 16, 4, 4, 40)
         cache.write(key, value, cl_array.to_device(queue, np.array([5], np.int64)))
         device.finish()
+    with pytest.raises(clbt.InvalidArgumentError, match="closed"):
+        cache.addressing
     expected = np.full((3, 2, 2, 1, 4), -7.0, np.float32)
     # slot 5: block 2, page 1
     expected[2, 0, 1, 0], expected[2, 1, 1, 0] = [1, 2, 3, 4], [5, 6, 7, 8]
