@@ -32,6 +32,7 @@ Needs numpy, torch (for the vllm path) and libclbt.so (CLBT_LIBRARY, or
 the build tree's), and runs on the device CLBT_DEVICE selects.
 """
 import argparse
+import ctypes
 import json
 import logging
 import os
@@ -46,6 +47,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 import clbt  # noqa: E402
+from clbt import _kv_cache as kv_cache  # noqa: E402
 from clbt import _opencl, vllm  # noqa: E402
 from clbt._device_array import DeviceArray, Memory  # noqa: E402
 from clbt._library import lib  # noqa: E402
@@ -340,6 +342,41 @@ def binding_costs(device, runs):
     return {name: statistics.median(values) for name, values in figures.items()}
 
 
+def kv_write_costs(device, runs):
+    """Medians of `runs` rounds of 500 calls: KVCache.write of a decode
+    (256 tokens of 8 KV heads x 128, fp16, K and V views of one qkv array,
+    into a one-buffer cache of 1024 blocks of 16) against the same write's
+    bare C call (clbt_kv_cache_enqueue_write with its struct made once):
+    the package's work a layer's write adds. Every slot is -1, so that the
+    kernels, the same on both sides, skip every token: on a CPU device
+    they would otherwise share the host's cores with the loop they are
+    timed against. Neither side reads the slots on the host. The queue is
+    finished after each round."""
+    heads, head, block, blocks, tokens, calls = 8, 128, 16, 1024, 256, 500
+    row = heads * head
+    cache_array = device_array(device, np.zeros((blocks, 2, block, heads, head), np.float16))
+    qkv = device_array(device, np.zeros((tokens, 3 * row), np.float16))
+    slots = device_array(device, np.full(tokens, -1, np.int64))
+    figures = {"kv_write": [], "c_kv_write": []}
+    with clbt.KVCache(device, cache_array, num_kv_heads=heads, head_size=head,
+                      block_size=block, num_blocks=blocks, cache_dtype="float16") as cache:
+        strides = dict(key_offset=row, value_offset=2 * row, key_token_stride=3 * row,
+                       value_token_stride=3 * row)
+        request = kv_cache.KVWrite(num_tokens=tokens, key=qkv.cl_mem, value=qkv.cl_mem,
+                                   slot_mapping=slots.cl_mem, k_scale=1.0, v_scale=1.0,
+                                   **strides)
+        handle = cache._live()
+        for _ in range(runs):
+            figures["kv_write"].append(per_call_us(
+                lambda: cache.write(qkv, qkv, slots, **strides), calls))
+            device.finish()
+            figures["c_kv_write"].append(per_call_us(
+                lambda: lib.clbt_kv_cache_enqueue_write(handle, ctypes.byref(request), 0,
+                                                        None, None), calls))
+            device.finish()
+    return {name: statistics.median(values) for name, values in figures.items()}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--iters", type=int, default=500)
@@ -391,6 +428,12 @@ def main():
     print("  BlockTable.append_row([id], row)      %7.3f  (%.0fx the C append)" % (
         costs["facade_append_row"], costs["facade_append_row"] / c))
     print("  the C append, per entry of a batch    %7.3f" % c)
+    kv = kv_write_costs(device, args.rounds)
+    results["kv_write"] = kv
+    print("\na layer's KV-cache write, us (medians of %d rounds of 500 calls)" % args.rounds)
+    print("  KVCache.write, a 256-token decode     %7.1f  (%.2fx the C call)" % (
+        kv["kv_write"], kv["kv_write"] / kv["c_kv_write"]))
+    print("  the same write's C call               %7.1f" % kv["c_kv_write"])
     device.close()
     if args.json:
         with open(args.json, "w") as f:
