@@ -50,7 +50,12 @@ def u32(value, name):
     return integer(value, name, ctypes.c_uint32)
 
 
+_SIZE_MAX = _RANGES[ctypes.c_size_t][1]
+
+
 def size(value, name):
+    if type(value) is int and 0 <= value <= _SIZE_MAX:  # the common case, quickly
+        return value
     return integer(value, name, ctypes.c_size_t)
 
 

@@ -132,9 +132,12 @@ def extent(shape, strides, itemsize: int) -> int:
     """The elements a view of shape and byte strides reaches from its
     offset: up to its last element's end. C reads forward from the offset
     only, so a negative stride, which reaches back, adds nothing."""
-    if any(n == 0 for n in shape):
-        return 0
-    reach = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+    reach = 0
+    for n, s in zip(shape, strides):  # a loop: this runs for every write's inputs
+        if n == 0:
+            return 0
+        if s > 0:
+            reach += (n - 1) * s
     return (reach + itemsize) // itemsize
 
 
@@ -273,48 +276,49 @@ class KVCache(_Closable):
             if not hasattr(slot_mapping, "shape"):
                 raise Error(INVALID_ARGUMENT,
                             "num_tokens is needed with a slot_mapping buffer")
-            num_tokens = int(np.prod(slot_mapping.shape)) - slot_mapping_offset
-        scales = dict(k_scale=as_float(k_scale, "k_scale"),
-                      v_scale=as_float(v_scale, "v_scale"))
+            num_tokens = math.prod(slot_mapping.shape) - slot_mapping_offset
+        k_scale, v_scale = as_float(k_scale, "k_scale"), as_float(v_scale, "v_scale")
         num_tokens = check.u32(num_tokens, "num_tokens")
-        given = {name: check.integer(value, name, ctypes.c_size_t) for name, value in (
-            ("key_offset", key_offset), ("key_token_stride", key_token_stride),
-            ("value_offset", value_offset), ("value_token_stride", value_token_stride),
-            ("slot_mapping_offset", slot_mapping_offset))}
-        offsets = {name + "_offset": element_offset(at, given[name + "_offset"],
-                                                    name + "_offset", name)
-                   for name, at in (("key", key_at), ("value", value_at),
-                                    ("slot_mapping", slots_at))}
-        self._check_inputs(num_tokens, given, key=key_reach, value=value_reach,
-                           slot_mapping=slots_reach)
+        key_offset = check.size(key_offset, "key_offset")
+        key_token_stride = check.size(key_token_stride, "key_token_stride")
+        value_offset = check.size(value_offset, "value_offset")
+        value_token_stride = check.size(value_token_stride, "value_token_stride")
+        slot_mapping_offset = check.size(slot_mapping_offset, "slot_mapping_offset")
         request = KVWrite(
             num_tokens=num_tokens, key=key_handle, value=value_handle,
-            slot_mapping=slots_handle, key_token_stride=given["key_token_stride"],
-            value_token_stride=given["value_token_stride"], **offsets, **scales)
+            slot_mapping=slots_handle,
+            key_offset=element_offset(key_at, key_offset, "key_offset", "key"),
+            key_token_stride=key_token_stride,
+            value_offset=element_offset(value_at, value_offset, "value_offset", "value"),
+            value_token_stride=value_token_stride,
+            slot_mapping_offset=element_offset(slots_at, slot_mapping_offset,
+                                               "slot_mapping_offset", "slot_mapping"),
+            k_scale=k_scale, v_scale=v_scale)
+        if num_tokens:
+            self._check_input(num_tokens, "key", key_reach, key_offset, key_token_stride)
+            self._check_input(num_tokens, "value", value_reach, value_offset,
+                              value_token_stride)
+            if slots_reach is not None and slots_reach < slot_mapping_offset + num_tokens:
+                holds("slot_mapping", slots_reach, slot_mapping_offset + num_tokens,
+                      "num_tokens %d from slot_mapping_offset %d" % (num_tokens,
+                                                                     slot_mapping_offset))
         count, address, held = _opencl.wait_list(wait_for)
         out = c_void_p() if event else None
         _check(lib.clbt_kv_cache_enqueue_write(handle, byref(request), count, address,
                                                None if out is None else byref(out)))
         return _opencl.event_object(out.value) if event else None
 
-    def _check_inputs(self, num_tokens, given, **reaches):
-        """Refuses input arrays (their extents, not their buffers) shorter
-        than what C will read: num_tokens rows of a token's heads,
-        token_stride apart, from each one's offset, and num_tokens slots.
-        given: the offsets and strides passed (counted from each array's
-        own offset); reaches: each input's extent (None: a buffer)."""
-        if not num_tokens:
-            return
+    def _check_input(self, num_tokens, name, reach, offset, token_stride):
+        """Refuses an input array (its extent, reach; None: a buffer, which
+        C checks) shorter than what C will read of it: num_tokens rows of a
+        token's heads, token_stride apart (0: a row), from offset (counted
+        from the array's own)."""
         row = self.num_kv_heads * self.head_size
-        for name in ("key", "value"):
-            offset = given[name + "_offset"]
-            stride = given[name + "_token_stride"] or row
-            holds(name, reaches[name], offset + (num_tokens - 1) * stride + row,
-                  "num_tokens %d rows of %d elements, %d apart, from %s_offset %d" % (
-                      num_tokens, row, stride, name, offset))
-        offset = given["slot_mapping_offset"]
-        holds("slot_mapping", reaches["slot_mapping"], offset + num_tokens,
-              "num_tokens %d from slot_mapping_offset %d" % (num_tokens, offset))
+        stride = token_stride or row
+        needed = offset + (num_tokens - 1) * stride + row
+        if reach is not None and reach < needed:  # the message only when refused
+            holds(name, reach, needed, "num_tokens %d rows of %d elements, %d apart, from "
+                  "%s_offset %d" % (num_tokens, row, stride, name, offset))
 
     @property
     def addressing(self) -> KVCacheAddressing:

@@ -33,7 +33,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 # them at their size (docs/design.md: config structs that can grow).
 class _SizedConfig(ctypes.Structure):
     def __init__(self, **fields):
-        super().__init__(struct_size=ctypes.sizeof(self), **fields)
+        super().__init__(**fields)  # then the size: a merged dict costs a write 2 us
+        self.struct_size = ctypes.sizeof(type(self))
 
 
 class TableConfig(_SizedConfig):
