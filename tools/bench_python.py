@@ -345,9 +345,11 @@ def binding_costs(device, runs):
 def kv_write_costs(device, runs):
     """Medians of `runs` rounds of 500 calls: KVCache.write of a decode
     (256 tokens of 8 KV heads x 128, fp16, K and V views of one qkv array,
-    into a one-buffer cache of 1024 blocks of 16) against the same write's
-    bare C call (clbt_kv_cache_enqueue_write with its struct made once):
-    the package's work a layer's write adds. Every slot is -1, so that the
+    into a one-buffer cache of 1024 blocks of 16), the same write through
+    clbt.vllm.reshape_and_cache_flash (vLLM's shapes: the cache's two
+    halves kv[:, 0] and kv[:, 1]), and its bare C call
+    (clbt_kv_cache_enqueue_write with its struct made once): the package's
+    work a layer's write adds. Every slot is -1, so that the
     kernels, the same on both sides, skip every token: on a CPU device
     they would otherwise share the host's cores with the loop they are
     timed against. Neither side reads the slots on the host. The queue is
@@ -357,7 +359,9 @@ def kv_write_costs(device, runs):
     cache_array = device_array(device, np.zeros((blocks, 2, block, heads, head), np.float16))
     qkv = device_array(device, np.zeros((tokens, 3 * row), np.float16))
     slots = device_array(device, np.full(tokens, -1, np.int64))
-    figures = {"kv_write": [], "c_kv_write": []}
+    figures = {"kv_write": [], "facade_kv_write": [], "c_kv_write": []}
+    kv_halves = [cache_array[:, half] for half in (0, 1)]
+    key, value = (qkv.view(tokens, 3, heads, head)[:, part] for part in (1, 2))
     with clbt.KVCache(device, cache_array, num_kv_heads=heads, head_size=head,
                       block_size=block, num_blocks=blocks, cache_dtype="float16") as cache:
         strides = dict(key_offset=row, value_offset=2 * row, key_token_stride=3 * row,
@@ -369,6 +373,10 @@ def kv_write_costs(device, runs):
         for _ in range(runs):
             figures["kv_write"].append(per_call_us(
                 lambda: cache.write(qkv, qkv, slots, **strides), calls))
+            device.finish()
+            figures["facade_kv_write"].append(per_call_us(
+                lambda: vllm.reshape_and_cache_flash(key, value, *kv_halves, slots, "auto",
+                                                     1.0, 1.0), calls))
             device.finish()
             figures["c_kv_write"].append(per_call_us(
                 lambda: lib.clbt_kv_cache_enqueue_write(handle, ctypes.byref(request), 0,
@@ -433,6 +441,8 @@ def main():
     print("\na layer's KV-cache write, us (medians of %d rounds of 500 calls)" % args.rounds)
     print("  KVCache.write, a 256-token decode     %7.1f  (%.2fx the C call)" % (
         kv["kv_write"], kv["kv_write"] / kv["c_kv_write"]))
+    print("  reshape_and_cache_flash, the same     %7.1f  (%.2fx the C call)" % (
+        kv["facade_kv_write"], kv["facade_kv_write"] / kv["c_kv_write"]))
     print("  the same write's C call               %7.1f" % kv["c_kv_write"])
     device.close()
     if args.json:
