@@ -1524,26 +1524,38 @@ def _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device):
                               "the model's type" % (key.dtype if not isinstance(
                                   key, DeviceArray) else key.np_dtype, cache_type,
                                                     kv_cache_dtype))
-    num_blocks, block_size, heads, head_size = shape
     one_buffer = k_handle == v_handle
     exchanged = one_buffer and _value_first(k_at, v_at)
-    if exchanged:
-        k_at, v_at = v_at, k_at
-    config = _kv_cache.KVCacheConfig(
-        layout=0, cache_dtype=_kv_cache.DTYPES[cache_name],
-        input_dtype=_kv_cache.DTYPES[input_name], num_kv_heads=heads, head_size=head_size,
-        block_size=block_size, num_blocks=num_blocks, key_cache=k_handle,
-        value_cache=None if one_buffer else v_handle, key_offset=k_at, value_offset=v_at,
-        block_stride=strides[0], page_stride=strides[1], head_stride=strides[2])
     owner = _queue_device(key_cache, device)
-    layout = (owner._live(),) + tuple(getattr(config, f) for f, _ in config._fields_)
+    # What the config is made of: the described cache is found by it, and
+    # the config made only the first time.
+    layout = (owner._live(), cache_name, input_name, shape, strides, k_handle, k_at,
+              v_handle, v_at)
     with _KV_CACHES_LOCK:
         cache = _KV_CACHES.get(layout)
         if cache is None:
             if len(_KV_CACHES) >= _KV_CACHES_KEPT:
                 del _KV_CACHES[next(iter(_KV_CACHES))]
+            config = _cache_config(cache_name, input_name, shape, strides, k_handle, k_at,
+                                   v_handle, v_at, exchanged)
             cache = _KV_CACHES[layout] = _kv_cache.KVCache.from_config(owner, config)
     return cache, exchanged
+
+
+def _cache_config(cache_name, input_name, shape, strides, k_handle, k_at, v_handle, v_at,
+                  exchanged):
+    """The clbt_kv_cache_config of a layer's cache arrays: K's half at
+    key_offset, V's at value_offset (exchanged: the other way round)."""
+    num_blocks, block_size, heads, head_size = shape
+    one_buffer = k_handle == v_handle
+    if exchanged:
+        k_at, v_at = v_at, k_at
+    return _kv_cache.KVCacheConfig(
+        layout=0, cache_dtype=_kv_cache.DTYPES[cache_name],
+        input_dtype=_kv_cache.DTYPES[input_name], num_kv_heads=heads, head_size=head_size,
+        block_size=block_size, num_blocks=num_blocks, key_cache=k_handle,
+        value_cache=None if one_buffer else v_handle, key_offset=k_at, value_offset=v_at,
+        block_stride=strides[0], page_stride=strides[1], head_stride=strides[2])
 
 
 def _value_first(key_at, value_at):

@@ -479,3 +479,39 @@ def test_values_at_the_start_of_the_shared_buffer(arrays, kv_cache_dtype, spare)
     assert np.array_equal(got.view(np.uint8), expected.view(np.uint8)), \
         "%d of %d bytes differ" % (np.count_nonzero(got.view(np.uint8) !=
                                                     expected.view(np.uint8)), got.nbytes)
+
+
+def test_a_layout_is_described_once_and_each_change_is_another(arrays):
+    # The facade finds a layer's described cache by what its config is
+    # made of: the same arrays again find it; the halves exchanged, the
+    # first block alone, the same storage as uint16 (bf16 bits) or as fp8
+    # bytes each describe a cache of their own.
+    heads, head_size, block_size, num_blocks = 2, 4, 4, 2
+    kv, _, _ = arrays.array(np.zeros((num_blocks, 2, block_size, heads, head_size),
+                                     np.float16))
+    s = kv._strides
+    nhd = ((num_blocks, block_size, heads, head_size), np.float16, (s[0], s[2], s[3], s[4]))
+    one_block = ((1, block_size, heads, head_size), np.float16, nhd[2])
+    halves = [DeviceArray(kv._memory, *nhd, 0), DeviceArray(kv._memory, *nhd, s[1])]
+    inputs, _, _ = arrays.array(np.zeros((1, heads, head_size), np.float16))
+    slots, _, _ = arrays.array(np.array([-1], np.int64))
+
+    def write(key_cache, value_cache, kv_cache_dtype="auto", key=inputs):
+        before = dict(clbt.vllm._KV_CACHES)
+        clbt.vllm.reshape_and_cache_flash(key, key, key_cache, value_cache, slots,
+                                          kv_cache_dtype, 1.0, 1.0)
+        return [c for k, c in clbt.vllm._KV_CACHES.items() if k not in before]
+
+    first = write(*halves)
+    assert len(first) <= 1  # made now, or by an earlier test of the same layout
+    assert write(*halves) == []
+    assert len(write(halves[1], halves[0])) == 1
+    assert len(write(DeviceArray(kv._memory, *one_block, 0),
+                     DeviceArray(kv._memory, *one_block, s[1]))) == 1
+    as_bits = [DeviceArray(kv._memory, nhd[0], np.uint16, nhd[2], at) for at in (0, s[1])]
+    bits_in, _, _ = arrays.array(np.zeros((1, heads, head_size), np.uint16))
+    assert len(write(*as_bits, key=bits_in)) == 1
+    as_bytes = [DeviceArray(kv._memory, nhd[0], np.uint8, (s[0], s[2], s[3], 1), at)
+                for at in (0, s[1])]
+    assert len(write(*as_bytes, kv_cache_dtype="fp8")) == 1
+    assert write(*as_bytes, kv_cache_dtype="fp8") == []
