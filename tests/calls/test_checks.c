@@ -177,6 +177,7 @@ static void wide_dense_pitch(args *a) {
 static void too_many_rows(args *a) { a->num_rows = MAX_TOKENS + 1; }
 static void entries_past_32_bits(args *a) { a->indices_per_row = 1u << 31; }
 static void no_token_indices(args *a) { a->token_indices = NULL; }
+static void no_token_slots(args *a) { a->token_slots = NULL; }
 static void small_token_indices(args *a) { a->token_indices = f.small; }
 static void small_token_slots(args *a) { a->token_slots = f.small; }
 static void token_slots_in_storage(args *a) {
@@ -240,6 +241,7 @@ static const fault token_slots_faults[] = {
     FAULT(too_many_rows, CLBT_TOO_MANY_TOKENS, "num_rows 9"),
     FAULT(entries_past_32_bits, CLBT_SIZE_OVERFLOW, "UINT32_MAX entries"),
     FAULT(no_token_indices, CLBT_NULL_ARGUMENT, "token_indices is NULL"),
+    FAULT(no_token_slots, CLBT_NULL_ARGUMENT, "token_slots is NULL"),
     FAULT(small_query_start_loc, CLBT_BUFFER_TOO_SMALL,
           "query_start_loc holds"),
     FAULT(small_idx_mapping, CLBT_BUFFER_TOO_SMALL, "idx_mapping holds"),
