@@ -312,6 +312,10 @@ START_TEST(scatter_refuses_what_it_cannot_count) {
   clbt_assert_ok(clbt__commit_choose(CLBT_COMMIT_SCATTER, 1u << 20, 1u << 13,
                                      1, UINT32_MAX, &chosen));
   ck_assert_int_eq(chosen, CLBT_COMMIT_SCATTER);
+  /* The rows are counted in 32 bits too. */
+  clbt_assert_fails(clbt__commit_choose(CLBT_COMMIT_SCATTER, UINT32_MAX,
+                                        1u << 13, too_many, 0, &chosen),
+                    CLBT_SIZE_OVERFLOW, "in 4294967296 rows");
   /* AUTO: 2^20 rows of 2^13 + 1 words is about 2^33 words whole; 2^32
      cells would be a 3 x 2^32-word packet, and cannot be counted. */
   clbt_assert_ok(clbt__commit_choose(CLBT_COMMIT_AUTO, 1u << 20, 1u << 13, 1,
