@@ -157,6 +157,36 @@ START_TEST(hybrid_row_ends_at_its_kernel_blocks) {
 }
 END_TEST
 
+/*
+ * A negative position is the pad id and counted on every rank of a CP
+ * group (2 ranks, interleave 1, blocks of 4), -1 as well as -2: read as
+ * an unsigned position, -1's bits would fall in rank 1's share and look
+ * like rank 0's not to count.
+ */
+START_TEST(negative_positions_are_counted_on_every_rank) {
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    clbt_table_config config = {.block_size = 4, .max_num_reqs = 1,
+                                .max_num_blocks_per_req = 2,
+                                .max_num_batched_tokens = 2,
+                                .cp_world_size = 2, .cp_rank = rank,
+                                .cp_interleave_size = 1};
+    clbt_table *table = NULL;
+    clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
+    clbt_assert_ok(clbt_table_add_row(table, 0, (const int32_t[]){3}, 1));
+    clbt_assert_ok(clbt_table_commit(table, 1));
+    int64_t slots[2];
+    run_kernel(table, 1, (const int32_t[]){0, 2}, (const int64_t[]){-1, -2},
+               2, slots, 2);
+    ck_assert_int_eq(slots[0], CLBT_PAD_SLOT_ID);
+    ck_assert_int_eq(slots[1], CLBT_PAD_SLOT_ID);
+    uint32_t rejected = 0;
+    clbt_assert_ok(clbt_table_read_rejected_tokens(table, &rejected));
+    ck_assert_msg(rejected == 2, "rank %u counted %u", rank, rejected);
+    clbt_table_destroy(table);
+  }
+}
+END_TEST
+
 /* The count adds up over calls until reset. */
 START_TEST(rejected_count_accumulates_and_resets) {
   clbt_table_config config = {.block_size = 4, .max_num_reqs = 1,
@@ -234,6 +264,7 @@ int main(void) {
   tcase_add_test(tc, uses_committed_rows_only);
   tcase_add_test(tc, hybrid_row_ends_at_its_kernel_blocks);
   tcase_add_test(tc, rejected_count_accumulates_and_resets);
+  tcase_add_test(tc, negative_positions_are_counted_on_every_rank);
   tcase_add_test(tc, cp_partition);
   suite_add_tcase(suite, tc);
   tcase_add_test(tc, worked_examples_searching_global_memory);
