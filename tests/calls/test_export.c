@@ -408,6 +408,42 @@ START_TEST(inconsistent_requests_are_rejected) {
 END_TEST
 
 /*
+ * subsequence_begins[0] is query_start_loc[0] clamped to [0, num_tokens]
+ * (docs/semantics.md): {-2, 2, 3} of 3 tokens begins at 0. Request 0
+ * (begin -2) is rejected, with no pages or tokens; request 1 has its 1
+ * token at position 2 (length 3, page 5 with 3 tokens): begins {0, 0, 1}.
+ */
+START_TEST(subsequences_begin_within_the_batch) {
+  clbt_table *table = worked_table(2);
+  const int32_t qsl[3] = {-2, 2, 3};
+  const int64_t positions[] = {4, 5, 2};
+  cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
+  cl_mem positions_buffer = clbt_test_buffer(sizeof positions, positions);
+  uint32_t before = 0, after = 0;
+  clbt_assert_ok(clbt_table_read_rejected_tokens(table, &before));
+  poison_export(table);
+  clbt_export_request request = {
+      .num_reqs = 2, .query_start_loc = qsl_buffer,
+      .positions = positions_buffer, .num_tokens = 3};
+  clbt_assert_ok(clbt_table_enqueue_export(table, &request, 0, NULL, NULL));
+  exported e = read_export(table, 2);
+  const int32_t begins[3] = {0, 0, 1}, indptr[3] = {0, 0, 1};
+  for (int i = 0; i < 3; ++i) {
+    ck_assert_int_eq(e.subsequence_begins[i], begins[i]);
+    ck_assert_int_eq(e.indptr[i], indptr[i]);
+  }
+  ck_assert_int_eq(e.indices[0], 5);
+  ck_assert_int_eq(e.last_page_len[1], 3);
+  clbt_assert_ok(clbt_table_read_rejected_tokens(table, &after));
+  ck_assert_uint_eq(after - before, 1);
+  free_export(&e);
+  clReleaseMemObject(qsl_buffer);
+  clReleaseMemObject(positions_buffer);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+/*
  * Earlier layouts keep working. clbt_export_buffers, which clbt fills, is
  * frozen and written whole: struct_size 0 (0.4's way of asking for 0.3's
  * fields) receives every field, as its size does (tests/base/test_abi.c
@@ -1096,6 +1132,7 @@ int main(void) {
   tcase_add_test(c, requests_without_blocks_have_no_tokens);
   tcase_add_test(c, dense_rows_at_a_chosen_pitch);
   tcase_add_test(c, inconsistent_requests_are_rejected);
+  tcase_add_test(c, subsequences_begin_within_the_batch);
   tcase_add_test(c, structs_of_earlier_layouts_keep_working);
   tcase_add_test(c, round_trip);
   tcase_add_test(c, round_trip_context_parallel);
