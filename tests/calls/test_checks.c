@@ -177,6 +177,7 @@ static void wide_dense_pitch(args *a) {
 static void too_many_rows(args *a) { a->num_rows = MAX_TOKENS + 1; }
 static void entries_past_32_bits(args *a) { a->indices_per_row = 1u << 31; }
 static void no_token_indices(args *a) { a->token_indices = NULL; }
+static void no_token_slots(args *a) { a->token_slots = NULL; }
 static void small_token_indices(args *a) { a->token_indices = f.small; }
 static void small_token_slots(args *a) { a->token_slots = f.small; }
 static void token_slots_in_storage(args *a) {
@@ -240,6 +241,7 @@ static const fault token_slots_faults[] = {
     FAULT(too_many_rows, CLBT_TOO_MANY_TOKENS, "num_rows 9"),
     FAULT(entries_past_32_bits, CLBT_SIZE_OVERFLOW, "UINT32_MAX entries"),
     FAULT(no_token_indices, CLBT_NULL_ARGUMENT, "token_indices is NULL"),
+    FAULT(no_token_slots, CLBT_NULL_ARGUMENT, "token_slots is NULL"),
     FAULT(small_query_start_loc, CLBT_BUFFER_TOO_SMALL,
           "query_start_loc holds"),
     FAULT(small_idx_mapping, CLBT_BUFFER_TOO_SMALL, "idx_mapping holds"),
@@ -300,11 +302,59 @@ START_TEST(checks_in_order) {
 }
 END_TEST
 
+/*
+ * Buffers one entry short of what the call reads: query_start_loc takes
+ * num_reqs + 1 entries (2 requests: 12 bytes, so 8 is refused), and a
+ * multi-table's token_slots one section of num_rows x indices_per_row
+ * entries per token-mapping group (two groups of 3 x 2 entries: 48 bytes,
+ * so one section's 24 is refused, and 48 taken).
+ */
+START_TEST(buffers_one_entry_short) {
+  cl_mem short_qsl =
+      clbt_test_buffer(2 * sizeof(int32_t), (const int32_t[]){0, 1});
+  args a = good_args();
+  a.query_start_loc = short_qsl;
+  clbt_assert_fails(call_step(&a), CLBT_BUFFER_TOO_SMALL,
+                    "query_start_loc holds 8 bytes");
+  clbt_assert_fails(call_export(&a), CLBT_BUFFER_TOO_SMALL,
+                    "query_start_loc holds 8 bytes");
+  clbt_assert_fails(call_token_slots(&a), CLBT_BUFFER_TOO_SMALL,
+                    "query_start_loc holds 8 bytes");
+  clbt_multi_table_config shape =
+      clbt_test_shape(MAX_REQS, MAX_TOKENS, 1, 0, 1);
+  const clbt_group_config groups[2] = {{.block_size = 4, .max_num_blocks = 2},
+                                       {.block_size = 4, .max_num_blocks = 2}};
+  clbt_multi_table *two = NULL;
+  clbt_table *views[2];
+  clbt_test_create_tables(&shape, groups, 2, &two, NULL, views);
+  a = good_args();
+  clbt_token_slots_request request = CLBT_TOKEN_SLOTS_INIT;
+  request.num_reqs = a.num_reqs;
+  request.num_rows = a.num_rows;
+  request.indices_per_row = a.indices_per_row;
+  request.query_start_loc = a.query_start_loc;
+  request.token_indices = a.token_indices;
+  request.token_slots = f.slots; /* 6 entries: one section */
+  clbt_assert_fails(
+      clbt_multi_table_enqueue_token_slots(two, &request, 0, NULL, NULL),
+      CLBT_BUFFER_TOO_SMALL, "token_slots holds 24 bytes");
+  cl_mem both_sections = clbt_test_buffer(12 * sizeof(int32_t), NULL);
+  request.token_slots = both_sections;
+  clbt_assert_ok(
+      clbt_multi_table_enqueue_token_slots(two, &request, 0, NULL, NULL));
+  ck_assert_int_eq(clFinish(clbt_device_queue(clbt_test_device())), CL_SUCCESS);
+  clReleaseMemObject(both_sections);
+  clReleaseMemObject(short_qsl);
+  clbt_multi_table_destroy(two);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("checks");
   TCase *c = tcase_create("checks");
   tcase_add_checked_fixture(c, setup, teardown);
   tcase_add_loop_test(c, checks_in_order, 0, (int)COUNT(cases));
+  tcase_add_test(c, buffers_one_entry_short);
   suite_add_tcase(suite, c);
   return clbt_test_run(suite);
 }

@@ -349,27 +349,36 @@ START_TEST(dense_rows_at_a_chosen_pitch) {
 END_TEST
 
 /*
- * Request 1 of the worked example made inconsistent three ways: its end
+ * Request 1 of the worked example made inconsistent four ways: its end
  * past num_tokens, its end before its begin, a caller's length below its
- * scheduled tokens. Each time it alone gets no pages, no length and no
- * tokens, and is counted; request 0 keeps its pages 7 and 3.
+ * scheduled tokens, and its end past num_tokens again with a caller's
+ * length (3) that holds its 2 tokens, so that only the bound on its end
+ * rejects it (from positions, the read past the batch could give a length
+ * that rejects it anyway). Each time it alone gets no pages, no length
+ * and no tokens, and is counted; request 0 keeps its pages 7 and 3.
  */
 START_TEST(inconsistent_requests_are_rejected) {
   clbt_table *table = worked_table(2);
-  const int32_t qsls[3][3] = {{0, 2, 4}, {0, 2, 1}, {0, 2, 3}};
-  const uint32_t num_tokens[3] = {3, 3, 3};
+  const int32_t qsls[4][3] = {{0, 2, 4}, {0, 2, 1}, {0, 2, 3}, {0, 2, 4}};
+  const uint32_t num_tokens[4] = {3, 3, 3, 3};
   const int32_t lengths[2] = {6, 0}; /* request 1 schedules 1 token */
+  const int32_t long_lengths[2] = {6, 3};
   const int64_t positions[] = {4, 5, 2};
   cl_mem positions_buffer = clbt_test_buffer(sizeof positions, positions);
   cl_mem lengths_buffer = clbt_test_buffer(sizeof lengths, lengths);
-  for (int c = 0; c < 3; ++c) {
+  cl_mem long_lengths_buffer =
+      clbt_test_buffer(sizeof long_lengths, long_lengths);
+  for (int c = 0; c < 4; ++c) {
     cl_mem qsl = clbt_test_buffer(sizeof qsls[c], qsls[c]);
     uint32_t before = 0, after = 0;
     clbt_assert_ok(clbt_table_read_rejected_tokens(table, &before));
     poison_export(table);
+    cl_mem seq_lens = c == 2   ? lengths_buffer
+                      : c == 3 ? long_lengths_buffer
+                               : NULL;
     clbt_export_request request = {
         .num_reqs = 2, .query_start_loc = qsl, .positions = positions_buffer,
-        .num_tokens = num_tokens[c], .seq_lens = c == 2 ? lengths_buffer : NULL,
+        .num_tokens = num_tokens[c], .seq_lens = seq_lens,
         .flags = CLBT_EXPORT_CONTEXT};
     clbt_assert_ok(clbt_table_enqueue_export(table, &request, 0, NULL, NULL));
     exported e = read_export(table, 2);
@@ -393,6 +402,43 @@ START_TEST(inconsistent_requests_are_rejected) {
   }
   clReleaseMemObject(positions_buffer);
   clReleaseMemObject(lengths_buffer);
+  clReleaseMemObject(long_lengths_buffer);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+/*
+ * subsequence_begins[0] is query_start_loc[0] clamped to [0, num_tokens]
+ * (docs/semantics.md): {-2, 2, 3} of 3 tokens begins at 0. Request 0
+ * (begin -2) is rejected, with no pages or tokens; request 1 has its 1
+ * token at position 2 (length 3, page 5 with 3 tokens): begins {0, 0, 1}.
+ */
+START_TEST(subsequences_begin_within_the_batch) {
+  clbt_table *table = worked_table(2);
+  const int32_t qsl[3] = {-2, 2, 3};
+  const int64_t positions[] = {4, 5, 2};
+  cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
+  cl_mem positions_buffer = clbt_test_buffer(sizeof positions, positions);
+  uint32_t before = 0, after = 0;
+  clbt_assert_ok(clbt_table_read_rejected_tokens(table, &before));
+  poison_export(table);
+  clbt_export_request request = {
+      .num_reqs = 2, .query_start_loc = qsl_buffer,
+      .positions = positions_buffer, .num_tokens = 3};
+  clbt_assert_ok(clbt_table_enqueue_export(table, &request, 0, NULL, NULL));
+  exported e = read_export(table, 2);
+  const int32_t begins[3] = {0, 0, 1}, indptr[3] = {0, 0, 1};
+  for (int i = 0; i < 3; ++i) {
+    ck_assert_int_eq(e.subsequence_begins[i], begins[i]);
+    ck_assert_int_eq(e.indptr[i], indptr[i]);
+  }
+  ck_assert_int_eq(e.indices[0], 5);
+  ck_assert_int_eq(e.last_page_len[1], 3);
+  clbt_assert_ok(clbt_table_read_rejected_tokens(table, &after));
+  ck_assert_uint_eq(after - before, 1);
+  free_export(&e);
+  clReleaseMemObject(qsl_buffer);
+  clReleaseMemObject(positions_buffer);
   clbt_table_destroy(table);
 }
 END_TEST
@@ -1086,6 +1132,7 @@ int main(void) {
   tcase_add_test(c, requests_without_blocks_have_no_tokens);
   tcase_add_test(c, dense_rows_at_a_chosen_pitch);
   tcase_add_test(c, inconsistent_requests_are_rejected);
+  tcase_add_test(c, subsequences_begin_within_the_batch);
   tcase_add_test(c, structs_of_earlier_layouts_keep_working);
   tcase_add_test(c, round_trip);
   tcase_add_test(c, round_trip_context_parallel);

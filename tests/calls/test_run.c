@@ -16,6 +16,7 @@
 #define _GNU_SOURCE /* RTLD_NEXT */
 #include "clbt_test.h"
 #include "cl/contract.h"
+#include "engine/group.h" /* device_stale */
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -141,11 +142,59 @@ START_TEST(a_launch_sends_the_smallest_record_all_set) {
 }
 END_TEST
 
+/*
+ * A commit of one group of a two-group table settles that group alone:
+ * the other's last commit stays what its own commit moved, and its device
+ * copy, unknown (device_stale, as reaping a lost upload leaves it; set
+ * here directly, its device rows overwritten by junk), stays to be
+ * rewritten whole by its own next commit: 2 rows of width 2 (exact
+ * widths) and their lengths, (2 x 2 + 2) x 4 bytes.
+ */
+START_TEST(a_commit_settles_only_its_groups) {
+  clbt_multi_table_config shape = clbt_test_shape(2, 4, 1, 0, 1);
+  shape.exact_widths = 1; /* rows of 2 blocks */
+  const clbt_group_config groups[2] = {{.block_size = 4, .max_num_blocks = 2},
+                                       {.block_size = 4, .max_num_blocks = 2}};
+  clbt_multi_table *multi = NULL;
+  clbt_table *views[2];
+  clbt_test_create_tables(&shape, groups, 2, &multi, NULL, views);
+  clbt_assert_ok(clbt_table_set_commit_mode(views[1], CLBT_COMMIT_SCATTER));
+  clbt_assert_ok(clbt_table_append_row(views[1], 1, (const int32_t[]){9}, 1));
+  clbt_assert_ok(clbt_table_commit(views[1], 2));
+  clbt_commit_info info;
+  clbt_assert_ok(clbt_table_last_commit(views[1], &info));
+  ck_assert_int_eq(info.mode, CLBT_COMMIT_SCATTER);
+  ck_assert_uint_eq(info.rows, 1);
+  clbt_assert_ok(clbt_table_append_row(views[0], 0, (const int32_t[]){4}, 1));
+  clbt_assert_ok(clbt_table_commit(views[0], 2));
+  clbt_assert_ok(clbt_table_last_commit(views[1], &info));
+  ck_assert_int_eq(info.mode, CLBT_COMMIT_SCATTER);
+  ck_assert_uint_eq(info.rows, 1);
+  ck_assert_uint_eq(info.bytes, (4 + 1) * 4);
+
+  const int32_t junk[4] = {-7, -7, -7, -7};
+  clbt_test_write(clbt_table_device_data(views[1]), sizeof junk, junk);
+  views[1]->device_stale = true;
+  clbt_assert_ok(clbt_table_append_row(views[0], 0, (const int32_t[]){5}, 1));
+  clbt_assert_ok(clbt_table_commit(views[0], 2));
+  clbt_assert_ok(clbt_table_commit(views[1], 2));
+  clbt_assert_ok(clbt_table_last_commit(views[1], &info));
+  ck_assert_int_eq(info.mode, CLBT_COMMIT_WHOLE);
+  ck_assert_uint_eq(info.bytes, (2 * 2 + 2) * 4);
+  int32_t rows[4];
+  clbt_test_read(clbt_table_device_data(views[1]), sizeof rows, rows);
+  const int32_t expected[4] = {0, 0, 9, 0};
+  for (int i = 0; i < 4; ++i) ck_assert_int_eq(rows[i], expected[i]);
+  clbt_multi_table_destroy(multi);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("run");
   TCase *tc = tcase_create("run");
   tcase_set_timeout(tc, 0);
   tcase_add_test(tc, a_launch_sends_the_smallest_record_all_set);
+  tcase_add_test(tc, a_commit_settles_only_its_groups);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

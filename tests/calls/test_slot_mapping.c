@@ -127,6 +127,66 @@ START_TEST(uses_committed_rows_only) {
 }
 END_TEST
 
+/*
+ * A hybrid table (block_size 32 in kernel blocks of 16) whose row holds one
+ * KV block, 3: kernel blocks 6 and 7, length 2. Positions 5 and 17 are in
+ * them (6 x 16 + 5, 7 x 16 + 1); 32 and 48 are in the KV block the row
+ * does not hold, whose kernel blocks would be columns 2 and 3: both pad
+ * and counted, 32 too although its KV block index (1) is below the row's
+ * length in kernel blocks (2).
+ */
+START_TEST(hybrid_row_ends_at_its_kernel_blocks) {
+  clbt_table_config config = {.block_size = 32, .kernel_block_size = 16,
+                              .max_num_reqs = 1, .max_num_blocks_per_req = 2,
+                              .max_num_batched_tokens = 4};
+  clbt_table *table = NULL;
+  clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
+  clbt_assert_ok(clbt_table_add_row(table, 0, (const int32_t[]){3}, 1));
+  clbt_assert_ok(clbt_table_commit(table, 1));
+  int64_t slots[4];
+  run_kernel(table, 1, (const int32_t[]){0, 4},
+             (const int64_t[]){5, 17, 32, 48}, 4, slots, 4);
+  ck_assert_int_eq(slots[0], 6 * 16 + 5);
+  ck_assert_int_eq(slots[1], 7 * 16 + 1);
+  ck_assert_int_eq(slots[2], CLBT_PAD_SLOT_ID);
+  ck_assert_int_eq(slots[3], CLBT_PAD_SLOT_ID);
+  uint32_t rejected = 0;
+  clbt_assert_ok(clbt_table_read_rejected_tokens(table, &rejected));
+  ck_assert_uint_eq(rejected, 2);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+/*
+ * A negative position is the pad id and counted on every rank of a CP
+ * group (2 ranks, interleave 1, blocks of 4), -1 as well as -2: read as
+ * an unsigned position, -1's bits would fall in rank 1's share and look
+ * like rank 0's not to count.
+ */
+START_TEST(negative_positions_are_counted_on_every_rank) {
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    clbt_table_config config = {.block_size = 4, .max_num_reqs = 1,
+                                .max_num_blocks_per_req = 2,
+                                .max_num_batched_tokens = 2,
+                                .cp_world_size = 2, .cp_rank = rank,
+                                .cp_interleave_size = 1};
+    clbt_table *table = NULL;
+    clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
+    clbt_assert_ok(clbt_table_add_row(table, 0, (const int32_t[]){3}, 1));
+    clbt_assert_ok(clbt_table_commit(table, 1));
+    int64_t slots[2];
+    run_kernel(table, 1, (const int32_t[]){0, 2}, (const int64_t[]){-1, -2},
+               2, slots, 2);
+    ck_assert_int_eq(slots[0], CLBT_PAD_SLOT_ID);
+    ck_assert_int_eq(slots[1], CLBT_PAD_SLOT_ID);
+    uint32_t rejected = 0;
+    clbt_assert_ok(clbt_table_read_rejected_tokens(table, &rejected));
+    ck_assert_msg(rejected == 2, "rank %u counted %u", rank, rejected);
+    clbt_table_destroy(table);
+  }
+}
+END_TEST
+
 /* The count adds up over calls until reset. */
 START_TEST(rejected_count_accumulates_and_resets) {
   clbt_table_config config = {.block_size = 4, .max_num_reqs = 1,
@@ -202,7 +262,9 @@ int main(void) {
   tcase_add_test(tc, worked_examples_on_the_device);
   tcase_add_test(tc, request_over_1024_tokens_spot_values);
   tcase_add_test(tc, uses_committed_rows_only);
+  tcase_add_test(tc, hybrid_row_ends_at_its_kernel_blocks);
   tcase_add_test(tc, rejected_count_accumulates_and_resets);
+  tcase_add_test(tc, negative_positions_are_counted_on_every_rank);
   tcase_add_test(tc, cp_partition);
   suite_add_tcase(suite, tc);
   tcase_add_test(tc, worked_examples_searching_global_memory);

@@ -156,21 +156,23 @@ START_TEST(padding_indices_are_never_counted) {
 END_TEST
 
 /*
- * A slot past INT32_MAX (block 200000000 of 16 tokens) is -1 and counted:
- * the output is int32, as vLLM's; the int64 slot mapping has it.
+ * A slot past INT32_MAX is -1 and counted: the output is int32, as
+ * vLLM's; the int64 slot mapping has it. INT32_MAX = 134217727 x 16 + 15:
+ * token 15 of block 134217727 is exactly INT32_MAX, and kept; token 0 of
+ * block 134217728 is 2^31, and token 1 of block 200000000 far past it.
  */
 START_TEST(slots_past_int32_are_rejected) {
   clbt_table_config config = CLBT_TABLE_CONFIG_INIT;
   config.block_size = 16;
   config.max_num_reqs = 1;
-  config.max_num_blocks_per_req = 2;
+  config.max_num_blocks_per_req = 4;
   config.max_num_batched_tokens = 2;
   clbt_table *table = NULL;
   clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
-  clbt_assert_ok(
-      clbt_table_add_row(table, 0, (const int32_t[]){9, 200000000}, 2));
+  clbt_assert_ok(clbt_table_add_row(
+      table, 0, (const int32_t[]){9, 134217727, 134217728, 200000000}, 4));
   clbt_assert_ok(clbt_table_commit(table, 1));
-  const int32_t qsl[] = {0, 1}, indices[] = {3, 17};
+  const int32_t qsl[] = {0, 1}, indices[] = {3, 31, 32, 49};
   cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
   cl_mem indices_buffer = clbt_test_buffer(sizeof indices, indices);
   cl_mem out = clbt_test_buffer(sizeof indices, NULL);
@@ -178,18 +180,20 @@ START_TEST(slots_past_int32_are_rejected) {
   clbt_token_slots_request request = CLBT_TOKEN_SLOTS_INIT;
   request.num_reqs = 1;
   request.num_rows = 1;
-  request.indices_per_row = 2;
+  request.indices_per_row = 4;
   request.query_start_loc = qsl_buffer;
   request.token_indices = indices_buffer;
   request.token_slots = out;
   enqueue_and_wait(table, NULL, &request);
-  int32_t slots[2];
+  int32_t slots[4];
   clbt_test_read(out, sizeof slots, slots);
   ck_assert_int_eq(slots[0], 9 * 16 + 3);
-  ck_assert_int_eq(slots[1], -1);
+  ck_assert_int_eq(slots[1], INT32_MAX);
+  ck_assert_int_eq(slots[2], -1);
+  ck_assert_int_eq(slots[3], -1);
   uint32_t rejected = 0;
   clbt_assert_ok(clbt_table_read_rejected_tokens(table, &rejected));
-  ck_assert_uint_eq(rejected, 1);
+  ck_assert_uint_eq(rejected, 2);
   clReleaseMemObject(qsl_buffer);
   clReleaseMemObject(indices_buffer);
   clReleaseMemObject(out);

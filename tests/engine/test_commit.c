@@ -312,6 +312,10 @@ START_TEST(scatter_refuses_what_it_cannot_count) {
   clbt_assert_ok(clbt__commit_choose(CLBT_COMMIT_SCATTER, 1u << 20, 1u << 13,
                                      1, UINT32_MAX, &chosen));
   ck_assert_int_eq(chosen, CLBT_COMMIT_SCATTER);
+  /* The rows are counted in 32 bits too. */
+  clbt_assert_fails(clbt__commit_choose(CLBT_COMMIT_SCATTER, UINT32_MAX,
+                                        1u << 13, too_many, 0, &chosen),
+                    CLBT_SIZE_OVERFLOW, "in 4294967296 rows");
   /* AUTO: 2^20 rows of 2^13 + 1 words is about 2^33 words whole; 2^32
      cells would be a 3 x 2^32-word packet, and cannot be counted. */
   clbt_assert_ok(clbt__commit_choose(CLBT_COMMIT_AUTO, 1u << 20, 1u << 13, 1,
@@ -377,6 +381,94 @@ START_TEST(versions_do_not_come_round) {
 }
 END_TEST
 
+/*
+ * AUTO goes WHOLE once the packet would be half the whole copy or more
+ * (clbt.h): a row of one changed cell is a 5-word packet (a 4-word entry
+ * and its id); 2 rows of width 4 are 2 x (4 + 1) = 10 words whole, exactly
+ * twice it, and 1 row of width 10 is 11 words, just over twice.
+ */
+START_TEST(auto_goes_whole_at_half) {
+  clbt_commit_mode chosen = CLBT_COMMIT_SCATTER;
+  clbt_assert_ok(clbt__commit_choose(CLBT_COMMIT_AUTO, 2, 4, 1, 1, &chosen));
+  ck_assert_int_eq(chosen, CLBT_COMMIT_WHOLE);
+  clbt_assert_ok(clbt__commit_choose(CLBT_COMMIT_AUTO, 1, 10, 1, 1, &chosen));
+  ck_assert_int_eq(chosen, CLBT_COMMIT_SCATTER);
+}
+END_TEST
+
+/*
+ * A group whose device copy is unknown (device_stale: what reaping a lost
+ * upload leaves; set here directly, with the device rows and lengths
+ * overwritten by junk as the lost packet may leave them) is rewritten
+ * whole at its next commit, every row to max_num_reqs whatever num_reqs:
+ * row 5 was committed before and is unknown too. After that commit the
+ * group is in sync again, and the next one scatters only what changed.
+ */
+START_TEST(stale_group_is_rewritten_whole) {
+  clbt_table *table = create(8, 4, CLBT_COMMIT_SCATTER);
+  clbt_assert_ok(clbt_table_append_row(table, 5, (const int32_t[]){55}, 1));
+  clbt_assert_ok(clbt_table_commit(table, 8));
+  int32_t junk[8 * 4];
+  for (int i = 0; i < 8 * 4; ++i) junk[i] = -7;
+  clbt_test_write(clbt_table_device_data(table), sizeof junk, junk);
+  clbt_test_write(clbt_table_device_row_lengths(table), 8 * sizeof(int32_t),
+                  junk);
+  table->device_stale = true;
+  clbt_assert_ok(clbt_table_commit(table, 2));
+  clbt_commit_info info;
+  clbt_assert_ok(clbt_table_last_commit(table, &info));
+  ck_assert_int_eq(info.mode, CLBT_COMMIT_WHOLE);
+  ck_assert_uint_eq(info.rows, 8);
+  ck_assert_uint_eq(info.bytes, 8 * (4 + 1) * 4);
+  int32_t *device = read_rows(table, 8);
+  for (int i = 0; i < 8 * 4; ++i)
+    ck_assert_msg(device[i] == (i == 5 * 4 ? 55 : 0), "cell %d is %d", i,
+                  device[i]);
+  free(device);
+  uint32_t lengths[8];
+  clbt_test_read(clbt_table_device_row_lengths(table), sizeof lengths,
+                 lengths);
+  for (int r = 0; r < 8; ++r)
+    ck_assert_msg(lengths[r] == (r == 5 ? 1u : 0u), "length %d is %u", r,
+                  lengths[r]);
+  clbt_assert_ok(clbt_table_append_row(table, 1, (const int32_t[]){11}, 1));
+  clbt_assert_ok(clbt_table_commit(table, 2));
+  clbt_assert_ok(clbt_table_last_commit(table, &info));
+  ck_assert_int_eq(info.mode, CLBT_COMMIT_SCATTER);
+  ck_assert_uint_eq(info.rows, 1);
+  ck_assert_uint_eq(info.bytes, (4 + 1) * 4);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+/*
+ * A truncated row is zero past what it keeps, so a later swap moves only
+ * the columns either row may hold nonzero: row 0 of 3 ids truncated to 1,
+ * swapped with row 1 of 1 id, changes 1 cell of each, a packet of 2 rows
+ * of a 4-word entry and 1 id: 2 x (4 + 1) words.
+ */
+START_TEST(swap_after_truncate_moves_only_live_columns) {
+  clbt_table *table = create(2, 4, CLBT_COMMIT_SCATTER);
+  clbt_assert_ok(clbt_table_add_row(table, 0, (const int32_t[]){1, 2, 3}, 3));
+  clbt_assert_ok(clbt_table_add_row(table, 1, (const int32_t[]){5}, 1));
+  clbt_assert_ok(clbt_table_commit(table, 2));
+  clbt_assert_ok(clbt_table_truncate_row(table, 0, 1));
+  clbt_assert_ok(clbt_table_commit(table, 2));
+  clbt_assert_ok(clbt_table_swap_row(table, 0, 1));
+  clbt_assert_ok(clbt_table_commit(table, 2));
+  clbt_commit_info info;
+  clbt_assert_ok(clbt_table_last_commit(table, &info));
+  ck_assert_int_eq(info.mode, CLBT_COMMIT_SCATTER);
+  ck_assert_uint_eq(info.rows, 2);
+  ck_assert_uint_eq(info.bytes, 2 * (4 + 1) * 4);
+  int32_t *device = read_rows(table, 2);
+  const int32_t expected[8] = {5, 0, 0, 0, 1, 0, 0, 0};
+  for (int i = 0; i < 8; ++i) ck_assert_int_eq(device[i], expected[i]);
+  free(device);
+  clbt_table_destroy(table);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("commit");
   TCase *tc = tcase_create("commit");
@@ -391,6 +483,9 @@ int main(void) {
   tcase_add_test(tc, scatter_refuses_what_it_cannot_count);
   tcase_add_test(tc, clear_leaves_nothing_to_commit);
   tcase_add_test(tc, versions_do_not_come_round);
+  tcase_add_test(tc, auto_goes_whole_at_half);
+  tcase_add_test(tc, stale_group_is_rewritten_whole);
+  tcase_add_test(tc, swap_after_truncate_moves_only_live_columns);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

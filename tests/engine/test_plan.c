@@ -323,6 +323,34 @@ START_TEST(each_part_on_its_own_work_groups) {
 END_TEST
 
 /*
+ * Each exported group takes work-groups of its own, though there are
+ * fewer compute units than groups: four token-mapping groups on a GPU of
+ * 2 compute units, one work-group a unit for a part. 8 requests are one
+ * work-group's worth (exported_per_group 8) a group: 4 work-groups, not
+ * the 2 of the cap; 64 requests, 8 a group, are capped at 4, one each.
+ */
+static const clbt__launch_shape small_gpu_four_groups = {
+    .num_groups = 4,
+    .token_groups = 0xF,
+    .tuning = &gpu_row,
+    .num_classes = 3,
+    .record_words = {64, 512, 2048},
+    .has_inline = true,
+    .compute_units = 2,
+    .max_num_tokens = 16};
+
+START_TEST(every_exported_group_gets_a_work_group) {
+  clbt__grid grid = clbt__plan_grid(&small_gpu_four_groups, 256,
+                                    CLBT_WORK_EXPORT, 0xF, 8, 8);
+  ck_assert_uint_eq(grid.export_groups, 4);
+  ck_assert_uint_eq(grid.global_size, 4 * 256);
+  grid = clbt__plan_grid(&small_gpu_four_groups, 256, CLBT_WORK_EXPORT, 0xF,
+                         16, 64);
+  ck_assert_uint_eq(grid.export_groups, 4);
+}
+END_TEST
+
+/*
  * Folding costs every work-group the whole packet: 64 rows of one new id
  * are 2 + 64 x 5 = 322 words, on that step's 268 work-groups 86,296 words,
  * within 150,000: folded in the record. 256 rows (2 + 1280 = 1282 words)
@@ -363,6 +391,7 @@ int main(void) {
   TCase *tc = tcase_create("plan");
   tcase_add_test(tc, a_call_without_a_commit_carries_no_packet);
   tcase_add_test(tc, each_part_on_its_own_work_groups);
+  tcase_add_test(tc, every_exported_group_gets_a_work_group);
   tcase_add_test(tc, a_packet_folds_while_its_work_groups_stay_cheap);
   tcase_add_test(tc, a_small_part_travels_in_the_record);
   tcase_add_test(tc, a_commit_alone_scatters_its_record);

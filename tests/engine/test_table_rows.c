@@ -126,6 +126,18 @@ START_TEST(swap_row) {
 }
 END_TEST
 
+/* The longer row second: swap_row(a, b) moves all of b's ids, past a's. */
+START_TEST(swap_row_longer_second) {
+  clbt_table *table = create(0);
+  clbt_assert_ok(clbt_table_append_row(table, 0, (const int32_t[]){1}, 1));
+  clbt_assert_ok(clbt_table_append_row(table, 2, (const int32_t[]){7, 8, 9}, 3));
+  clbt_assert_ok(clbt_table_swap_row(table, 0, 2));
+  assert_row(table, 0, (const int32_t[]){7, 8, 9, 0}, 4, 3);
+  assert_row(table, 2, (const int32_t[]){1, 0, 0, 0}, 4, 1);
+  clbt_table_destroy(table);
+}
+END_TEST
+
 /* A row fills to exactly its width; one block more is refused. */
 START_TEST(overflow_at_the_boundary) {
   clbt_table *table = create(16);
@@ -345,6 +357,7 @@ int main(void) {
   tcase_add_test(tc, truncate_row);
   tcase_add_test(tc, move_row);
   tcase_add_test(tc, swap_row);
+  tcase_add_test(tc, swap_row_longer_second);
   tcase_add_test(tc, overflow_at_the_boundary);
   tcase_add_test(tc, block_id_bounds);
   tcase_add_test(tc, no_id_fits_past_two_to_the_31_kernel_blocks);
