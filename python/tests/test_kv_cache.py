@@ -515,3 +515,65 @@ def test_a_layout_is_described_once_and_each_change_is_another(arrays):
                 for at in (0, s[1])]
     assert len(write(*as_bytes, kv_cache_dtype="fp8")) == 1
     assert write(*as_bytes, kv_cache_dtype="fp8") == []
+
+
+def _one_buffer_cache(arrays, num_blocks, block_size, heads, head_size, block_stride=None):
+    """kv[:, 0] and kv[:, 1] of a poisoned float32 [num_blocks, 2, ...]
+    tensor, as key_cache and value_cache views of block_stride bytes
+    between blocks (None: the tensor's)."""
+    kv_cache = np.full((num_blocks, 2, block_size, heads, head_size), -7.0, np.float32)
+    kv, kv_buffer, _ = arrays.array(kv_cache)
+    s = kv._strides
+    strides = (s[0] if block_stride is None else block_stride, s[2], s[3], s[4])
+    view = ((num_blocks, block_size, heads, head_size), np.float32, strides)
+    return (DeviceArray(kv._memory, *view, 0), DeviceArray(kv._memory, *view, s[1]),
+            kv_buffer, kv_cache)
+
+
+def test_token_stride_of_0_is_refused_not_read_as_a_row(arrays):
+    # key [3, 1, 4] with a token stride of 0 (an expanded row: its one row
+    # is every token's) over a buffer of 3 rows. C's 0 means "a row", so
+    # passed on it read rows 1 and 2, past the array's one row, and wrote
+    # them. clbt cannot read one row for several tokens: refused, naming
+    # the array and its strides; nothing written.
+    key, _, _ = arrays.array(np.arange(12, dtype=np.float32).reshape(3, 1, 4), (3, 1, 4),
+                             (0, 16, 4))
+    value, _, _ = arrays.array(np.zeros((3, 1, 4), np.float32))
+    key_cache, value_cache, kv_buffer, kv_cache = _one_buffer_cache(arrays, 2, 2, 1, 4)
+    slots, _, _ = arrays.array(np.array([0, 1, 2], np.int64))
+    for k, v, name in [(key, value, "key"), (value, key, "value")]:
+        with pytest.raises(clbt.InvalidArgumentError) as refused:
+            clbt.vllm.reshape_and_cache_flash(k, v, key_cache, value_cache, slots, "auto",
+                                              1.0, 1.0)
+        assert refused.value.status == "CLBT_INVALID_ARGUMENT"
+        assert refused.value.message.startswith("%s has strides (0, 4, 1)" % name)
+    assert np.all(arrays.read(kv_buffer, kv_cache) == -7.0)
+
+
+def test_cache_strides_of_0_or_below_are_refused(arrays):
+    # key_cache and value_cache of 2 blocks with a block stride of 0 (both
+    # blocks at one address), negative (kv[::-1, 0]), or of 66 bytes
+    # (16.5 floats), over a buffer of 4 blocks. C's 0 means "the
+    # layout's", so passed on, the 0 stride put slot 3 (block 1) in the
+    # buffer's block 1, past the arrays' one block; a negative one wrapped
+    # to a stride past 2^63, refused only for an overflow; 66 bytes were
+    # taken for 16 floats, and block 1 written 2 bytes before the array's.
+    # All refused, naming the array; nothing written.
+    key, _, _ = arrays.array(np.arange(4, dtype=np.float32).reshape(1, 1, 4))
+    slots, _, _ = arrays.array(np.array([3], np.int64))
+    for block_stride, words in [(0, "key_cache has strides (0, 4, 4, 1)"),
+                                (-64, "key_cache has strides (-16, 4, 4, 1)"),
+                                (66, "key_cache has byte strides (66, 16, 16, 4); each "
+                                     "must be a whole number of its 4-byte elements")]:
+        key_cache, value_cache, kv_buffer, kv_cache = _one_buffer_cache(arrays, 4, 2, 1, 4)
+        s = key_cache._strides
+        view = ((2, 2, 1, 4), np.float32, (block_stride,) + s[1:])
+        start = 0 if block_stride >= 0 else 64
+        key_half = DeviceArray(key_cache._memory, *view, start)
+        value_half = DeviceArray(key_cache._memory, *view, start + 32)
+        with pytest.raises(clbt.InvalidArgumentError) as refused:
+            clbt.vllm.reshape_and_cache_flash(key, key, key_half, value_half, slots, "auto",
+                                              1.0, 1.0)
+        assert refused.value.status == "CLBT_INVALID_ARGUMENT"
+        assert refused.value.message.startswith(words), refused.value.message
+        assert np.all(arrays.read(kv_buffer, kv_cache) == -7.0)
