@@ -173,6 +173,7 @@ class KVCache(_Closable):
     for a call in flight."""
     _kind = "KV cache"
     _lock = contextlib.nullcontext()  # until _create has made the cache's
+    _exchanged = False  # whether C's K half is the caller's V (__init__)
 
     def __init__(self, device: Device, key_cache: Any, value_cache: Any = None, *,
                  num_kv_heads: int, head_size: int, block_size: int, num_blocks: int,
@@ -196,20 +197,31 @@ class KVCache(_Closable):
         if value_cache is None:
             # One buffer: V from key_cache's start, or (0) one block past K.
             value_at = key_at if value_offset else 0
+        key_offset = element_offset(key_at, key_offset, "key_offset", "key_cache")
+        value_offset = element_offset(value_at, value_offset, "value_offset",
+                                      "key_cache" if value_cache is None else "value_cache")
+        # value_cache given as key_cache's buffer with V at its element 0:
+        # C reads a value_offset of 0 in one buffer as "one block past K",
+        # so the cache is described with K and V exchanged (V as the K half,
+        # at key_offset 0, which C takes literally), and write exchanges
+        # its inputs and scales to match (as clbt.vllm._value_first does).
+        # Both at 0 keep C's one-buffer rule.
+        exchanged = value_cache is not None and value_handle == key_handle and \
+            value_offset == 0 and key_offset != 0
+        if exchanged:
+            key_offset, value_offset = value_offset, key_offset
         config = KVCacheConfig(
             layout=LAYOUTS[layout], cache_dtype=cache_code, input_dtype=input_code,
             num_kv_heads=check.u32(num_kv_heads, "num_kv_heads"),
             head_size=check.u32(head_size, "head_size"),
             block_size=check.u32(block_size, "block_size"),
             num_blocks=check.u32(num_blocks, "num_blocks"), key_cache=key_handle,
-            value_cache=value_handle,
-            key_offset=element_offset(key_at, key_offset, "key_offset", "key_cache"),
-            value_offset=element_offset(value_at, value_offset, "value_offset",
-                                        "key_cache" if value_cache is None else "value_cache"),
+            value_cache=value_handle, key_offset=key_offset, value_offset=value_offset,
             block_stride=check.integer(block_stride, "block_stride", ctypes.c_size_t),
             page_stride=check.integer(page_stride, "page_stride", ctypes.c_size_t),
             head_stride=check.integer(head_stride, "head_stride", ctypes.c_size_t))
         self._create(device, config)
+        self._exchanged = exchanged
         try:  # after C has checked the config, which the span assumes
             self._check_extents(config, key_at, key_reach, value_cache is None, value_at,
                                 value_reach)
@@ -284,13 +296,18 @@ class KVCache(_Closable):
         value_offset = check.size(value_offset, "value_offset")
         value_token_stride = check.size(value_token_stride, "value_token_stride")
         slot_mapping_offset = check.size(slot_mapping_offset, "slot_mapping_offset")
+        inputs = [(key_handle, element_offset(key_at, key_offset, "key_offset", "key"),
+                   key_token_stride, k_scale),
+                  (value_handle, element_offset(value_at, value_offset, "value_offset",
+                                                "value"), value_token_stride, v_scale)]
+        if self._exchanged:  # C's K half is value_cache (__init__)
+            inputs.reverse()
+        (k_handle, k_offset, k_stride, k_scale), (v_handle, v_offset, v_stride, v_scale) = \
+            inputs
         request = KVWrite(
-            num_tokens=num_tokens, key=key_handle, value=value_handle,
-            slot_mapping=slots_handle,
-            key_offset=element_offset(key_at, key_offset, "key_offset", "key"),
-            key_token_stride=key_token_stride,
-            value_offset=element_offset(value_at, value_offset, "value_offset", "value"),
-            value_token_stride=value_token_stride,
+            num_tokens=num_tokens, key=k_handle, value=v_handle, slot_mapping=slots_handle,
+            key_offset=k_offset, key_token_stride=k_stride, value_offset=v_offset,
+            value_token_stride=v_stride,
             slot_mapping_offset=element_offset(slots_at, slot_mapping_offset,
                                                "slot_mapping_offset", "slot_mapping"),
             k_scale=k_scale, v_scale=v_scale)
@@ -328,6 +345,9 @@ class KVCache(_Closable):
         tensor_span (the elements K, and V, spans from its offset)."""
         addressing = KVCacheAddressing()
         _check(lib.clbt_kv_cache_get_addressing(self._live(), byref(addressing)))
+        if self._exchanged:  # the caller's K and V, not C's halves
+            addressing.key_offset, addressing.value_offset = (addressing.value_offset,
+                                                              addressing.key_offset)
         return addressing
 
     @property
