@@ -580,7 +580,8 @@ def test_cache_strides_of_0_or_below_are_refused(arrays):
 
 
 @pytest.mark.parametrize("cache_dtype", ["float32", "fp8_e4m3"])
-def test_kv_cache_class_with_values_at_the_start_of_the_shared_buffer(device, cache_dtype):
+def test_kv_cache_class_with_values_at_the_start_of_the_shared_buffer(arrays, device,
+                                                                      cache_dtype):
     # KVCache(key_cache=flat[4:], value_cache=flat): K from element 4 and
     # V from element 0 of one buffer of 4 blocks [2][1 slot][1 head][4],
     # the cache its first 3 (block stride 8). C reads a value_offset of 0
@@ -589,14 +590,12 @@ def test_kv_cache_class_with_values_at_the_start_of_the_shared_buffer(device, ca
     # 20..23 and V at 16..19. fp8 from float32 divides K by k_scale 0.5 and
     # V by v_scale 2 (distinct, so that a mix-up shows): K 2 4 6 8 are the
     # e4m3 codes 0x40 0x48 0x4c 0x50, V 2.5 3 3.5 4 are 0x42 0x44 0x46 0x48.
-    cl_array = pytest.importorskip("pyopencl.array")
-    queue = device.queue
     fp8 = cache_dtype == "fp8_e4m3"
     element = np.uint8 if fp8 else np.float32
-    flat = cl_array.to_device(queue, np.full(32, 0x5A if fp8 else -7.0, element))
-    key = cl_array.to_device(queue, np.array([1, 2, 3, 4, 1, 2, 3, 4], np.float32))
-    value = cl_array.to_device(queue, np.array([5, 6, 7, 8, 5, 6, 7, 8], np.float32))
-    slots = cl_array.to_device(queue, np.array([0, 2], np.int64))
+    flat, flat_buffer, poisoned = arrays.array(np.full(32, 0x5A if fp8 else -7.0, element))
+    key, _, _ = arrays.array(np.array([1, 2, 3, 4, 1, 2, 3, 4], np.float32))
+    value, _, _ = arrays.array(np.array([5, 6, 7, 8, 5, 6, 7, 8], np.float32))
+    slots, _, _ = arrays.array(np.array([0, 2], np.int64))
     with clbt.KVCache(device, flat[4:], flat, num_kv_heads=1, head_size=4, block_size=1,
                       num_blocks=3, cache_dtype=cache_dtype,
                       input_dtype="float32" if fp8 else None, block_stride=8) as cache:
@@ -604,10 +603,11 @@ def test_kv_cache_class_with_values_at_the_start_of_the_shared_buffer(device, ca
         assert (a.key_offset, a.value_offset, a.block_stride, a.tensor_span) == (4, 0, 8, 20)
         cache.write(key, value, slots, k_scale=0.5, v_scale=2.0)
         device.finish()
-    expected = np.full(32, 0x5A if fp8 else -7.0, element)
+    expected = poisoned.copy()
     k_row = [0x40, 0x48, 0x4C, 0x50] if fp8 else [1, 2, 3, 4]
     v_row = [0x42, 0x44, 0x46, 0x48] if fp8 else [5, 6, 7, 8]
     for block in (0, 2):
         expected[8 * block + 4:8 * block + 8] = k_row
         expected[8 * block:8 * block + 4] = v_row
-    assert flat.get().tolist() == expected.tolist()
+    assert arrays.read(flat_buffer, poisoned).tolist() == expected.tolist()
+
