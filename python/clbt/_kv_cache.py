@@ -290,6 +290,11 @@ class KVCache(_Closable):
                             "num_tokens is needed with a slot_mapping buffer")
             num_tokens = math.prod(slot_mapping.shape) - slot_mapping_offset
         k_scale, v_scale = as_float(k_scale, "k_scale"), as_float(v_scale, "v_scale")
+        if self.cache_dtype == DTYPES["fp8_e4m3"] != self.input_dtype:
+            # Checked here, by the caller's names: C names the scale of the
+            # half it fills, V's for an exchanged cache (__init__).
+            k_scale = finite_scale(k_scale, "k_scale")
+            v_scale = finite_scale(v_scale, "v_scale")
         num_tokens = check.u32(num_tokens, "num_tokens")
         key_offset = check.size(key_offset, "key_offset")
         key_token_stride = check.size(key_token_stride, "key_token_stride")
@@ -399,4 +404,12 @@ def finite_scale(scale: Any, name: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise Error(INVALID_ARGUMENT, "%s %r is not a finite value above 0" % (
             name, value))
+    # C takes a float: a double past its range (1e39: infinity) or below
+    # its least (1e-50: 0) is refused here, by its own name, where C would
+    # name the scale of the half it fills (K's and V's are exchanged for a
+    # cache whose V starts the shared buffer, clbt.vllm._value_first).
+    as_float32 = ctypes.c_float(value).value  # what the C struct holds; numpy warns
+    if not math.isfinite(as_float32) or as_float32 <= 0:
+        raise Error(INVALID_ARGUMENT, "%s %r is not a finite float32 above 0 (it is %r as "
+                    "one)" % (name, value, as_float32))
     return value

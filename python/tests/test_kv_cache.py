@@ -601,6 +601,12 @@ def test_kv_cache_class_with_values_at_the_start_of_the_shared_buffer(arrays, de
                       input_dtype="float32" if fp8 else None, block_stride=8) as cache:
         a = cache.addressing
         assert (a.key_offset, a.value_offset, a.block_stride, a.tensor_span) == (4, 0, 8, 20)
+        if fp8:  # a bad scale is named as the caller's, not as C's half
+            for name in ("k_scale", "v_scale"):
+                with pytest.raises(clbt.InvalidArgumentError) as refused:
+                    cache.write(key, value, slots, **{"k_scale": 0.5, "v_scale": 2.0,
+                                                      name: float("inf")})
+                assert refused.value.message.startswith(name + " inf is not a finite")
         cache.write(key, value, slots, k_scale=0.5, v_scale=2.0)
         device.finish()
     expected = poisoned.copy()
@@ -611,3 +617,29 @@ def test_kv_cache_class_with_values_at_the_start_of_the_shared_buffer(arrays, de
         expected[8 * block:8 * block + 4] = v_row
     assert arrays.read(flat_buffer, poisoned).tolist() == expected.tolist()
 
+
+@pytest.mark.parametrize("value_first", [False, True], ids=["k-first", "v-first"])
+@pytest.mark.parametrize("name", ["k_scale", "v_scale"])
+def test_fp8_scales_past_float32_are_refused_by_their_name(arrays, value_first, name):
+    # A scale finite as a double but not as C's float: 1e39 becomes
+    # infinity, 1e-50 becomes 0. Checked in float32, each is refused by its
+    # own name, also where the cache is described with K and V exchanged
+    # (V at element 0 of the shared buffer), whose C call takes V's scale
+    # as k_scale and named the other one. Nothing written.
+    heads, head_size, block_size, num_blocks = 1, 16, 2, 2
+    shape = (num_blocks, 2, block_size, heads, head_size)
+    kv, kv_buffer, kv_cache = arrays.array(np.full(shape, POISON, np.uint8))
+    s = kv._strides
+    view = ((num_blocks, block_size, heads, head_size), np.uint8, (s[0], s[2], s[3], s[4]))
+    halves = [DeviceArray(kv._memory, *view, 0), DeviceArray(kv._memory, *view, s[1])]
+    key_cache, value_cache = halves[::-1] if value_first else halves
+    key, _, _ = arrays.array(np.ones((1, heads, head_size), np.float16))
+    slots, _, _ = arrays.array(np.array([1], np.int64))
+    for bad in (1e39, 1e-50):
+        scales = {"k_scale": 1.0, "v_scale": 1.0, name: bad}
+        with pytest.raises(clbt.InvalidArgumentError) as refused:
+            clbt.vllm.reshape_and_cache_flash(key, key, key_cache, value_cache, slots, "fp8",
+                                              scales["k_scale"], scales["v_scale"])
+        assert refused.value.message.startswith("%s %r is not a finite float32 above 0"
+                                                % (name, bad)), refused.value.message
+    assert np.all(arrays.read(kv_buffer, kv_cache) == POISON)
