@@ -1605,8 +1605,9 @@ def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv
     their queue's (or device=). The cache of each layout is described once
     and kept (the last 512); the write is one launch, enqueued without
     waiting (a device-array scale is read first, which waits)."""
-    cache, exchanged = _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device)
+    # key first: _kv_cache_of reads its dtype, which a non-array lacks.
     k_handle, k_at, k_shape, k_strides, k_type = _tensor(key, "key", 3)
+    cache, exchanged = _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device)
     v_handle, v_at, v_shape, v_strides, v_type = _tensor(value, "value", 3)
     s_handle, s_at, s_shape, s_strides, s_type = _tensor(slot_mapping, "slot_mapping", 1)
     if s_type != np.int64:

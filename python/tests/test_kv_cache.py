@@ -643,3 +643,20 @@ def test_fp8_scales_past_float32_are_refused_by_their_name(arrays, value_first, 
         assert refused.value.message.startswith("%s %r is not a finite float32 above 0"
                                                 % (name, bad)), refused.value.message
     assert np.all(arrays.read(kv_buffer, kv_cache) == POISON)
+
+
+@pytest.mark.parametrize("bad", [[[1.0]], None, "key"], ids=["list", "None", "str"])
+def test_a_key_of_another_type_is_refused_by_its_name(arrays, bad):
+    # key that is no device array: a clbt TypeError naming key, as for
+    # value and slot_mapping (it raised AttributeError: no 'dtype').
+    kv, kv_buffer, kv_cache = arrays.array(np.full((2, 2, 2, 1, 4), -7.0, np.float16))
+    s = kv._strides
+    view = ((2, 2, 1, 4), np.float16, (s[0], s[2], s[3], s[4]))
+    key_cache, value_cache = (DeviceArray(kv._memory, *view, at) for at in (0, s[1]))
+    value, _, _ = arrays.array(np.zeros((1, 1, 4), np.float16))
+    slots, _, _ = arrays.array(np.array([0], np.int64))
+    with pytest.raises(clbt.TypeMismatchError) as refused:
+        clbt.vllm.reshape_and_cache_flash(bad, value, key_cache, value_cache, slots, "auto",
+                                          1.0, 1.0)
+    assert refused.value.message.startswith("key is ")
+    assert np.all(arrays.read(kv_buffer, kv_cache) == -7.0)
