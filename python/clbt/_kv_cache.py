@@ -284,6 +284,12 @@ class KVCache(_Closable):
         key_handle, key_at, key_reach = device_buffer(key, itemsize, "key")
         value_handle, value_at, value_reach = device_buffer(value, itemsize, "value")
         slots_handle, slots_at, slots_reach = device_buffer(slot_mapping, 8, "slot_mapping")
+        if slots_reach is not None:  # an array: of int64's, not of other 8-byte values
+            slots_type = np.dtype(slot_mapping.np_dtype if isinstance(slot_mapping, DeviceArray)
+                                  else slot_mapping.dtype)
+            if slots_type.kind not in "iu":
+                raise TypeMismatchError(INVALID_ARGUMENT, "slot_mapping has dtype %s; int64 "
+                                        "expected" % slots_type)
         if num_tokens is None:
             if not hasattr(slot_mapping, "shape"):
                 raise Error(INVALID_ARGUMENT,

@@ -660,3 +660,19 @@ def test_a_key_of_another_type_is_refused_by_its_name(arrays, bad):
                                           1.0, 1.0)
     assert refused.value.message.startswith("key is ")
     assert np.all(arrays.read(kv_buffer, kv_cache) == -7.0)
+
+
+def test_kv_cache_write_refuses_a_slot_mapping_of_floats(arrays, device):
+    # A float64 slot mapping has int64's element size, and its bits were
+    # read as slots: 1.0 became slot 0x3ff0000000000000, counted as past
+    # the cache. Refused as a wrong dtype; nothing written or counted.
+    flat, flat_buffer, poisoned = arrays.array(np.full(32, -7.0, np.float32))
+    key, _, _ = arrays.array(np.arange(4, dtype=np.float32))
+    slots, _, _ = arrays.array(np.array([1.0], np.float64))
+    with clbt.KVCache(device, flat, num_kv_heads=1, head_size=4, block_size=1,
+                      num_blocks=4, cache_dtype="float32") as cache:
+        with pytest.raises(clbt.TypeMismatchError) as refused:
+            cache.write(key, key, slots)
+        assert refused.value.message == "slot_mapping has dtype float64; int64 expected"
+        assert cache.rejected_tokens == 0
+    assert np.all(arrays.read(flat_buffer, poisoned) == -7.0)
