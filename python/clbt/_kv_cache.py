@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import math
 import operator
+import re
 import threading
 from ctypes import byref, c_int, c_uint32, c_uint64, c_void_p
 from typing import Any, Optional, Sequence
@@ -74,6 +75,21 @@ lib.clbt_kv_cache_reset_rejected_tokens.restype = c_int
 lib.clbt_kv_cache_reset_rejected_tokens.argtypes = (c_void_p,)
 lib.clbt_kv_cache_get_addressing.restype = c_int
 lib.clbt_kv_cache_get_addressing.argtypes = (c_void_p, c_void_p)
+
+
+def enqueue_write(handle, request, count, address, event, exchanged: bool) -> None:
+    """clbt_kv_cache_enqueue_write, raising its refusal. For a cache
+    described with K and V exchanged (its V starts the shared buffer), C's
+    message names the half C fills: each write->key... and k_scale is then
+    the caller's value's, and the other way round."""
+    status = lib.clbt_kv_cache_enqueue_write(handle, byref(request), count, address, event)
+    if status:
+        message = lib.clbt_last_error().decode()
+        if exchanged:
+            message = re.sub(r"write->(key|value|k_scale|v_scale)", lambda m: "write->" + {
+                "key": "value", "value": "key", "k_scale": "v_scale",
+                "v_scale": "k_scale"}[m.group(1)], message)
+        raise Error(status, message)
 
 
 def dtype_code(name: str, argument: str) -> int:
@@ -332,8 +348,8 @@ class KVCache(_Closable):
                                                                      slot_mapping_offset))
         count, address, held = _opencl.wait_list(wait_for)
         out = c_void_p() if event else None
-        _check(lib.clbt_kv_cache_enqueue_write(handle, byref(request), count, address,
-                                               None if out is None else byref(out)))
+        enqueue_write(handle, request, count, address, None if out is None else byref(out),
+                      self._exchanged)
         return _opencl.event_object(out.value) if event else None
 
     def _check_input(self, num_tokens, name, reach, offset, token_stride):

@@ -1641,5 +1641,4 @@ def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv
                               value_offset=v_at, value_token_stride=v_stride,
                               slot_mapping_offset=s_at, k_scale=k_scale, v_scale=v_scale)
     with cache._lock:  # the cache's one kernel takes each write's arguments
-        _core._check(lib.clbt_kv_cache_enqueue_write(cache._live(), byref(write), 0, None,
-                                                     None))
+        _kv_cache.enqueue_write(cache._live(), write, 0, None, None, exchanged)

@@ -676,3 +676,35 @@ def test_kv_cache_write_refuses_a_slot_mapping_of_floats(arrays, device):
         assert refused.value.message == "slot_mapping has dtype float64; int64 expected"
         assert cache.rejected_tokens == 0
     assert np.all(arrays.read(flat_buffer, poisoned) == -7.0)
+
+
+@pytest.mark.parametrize("value_first", [False, True], ids=["k-first", "v-first"])
+def test_c_refusals_name_the_callers_key_and_value(arrays, device, value_first):
+    # A cache whose V starts the shared buffer is described to C with K and
+    # V exchanged, and C's refusal of a write named the other half: a key
+    # whose tokens overlap (stride 4 < a row of 8) was reported as
+    # write->value_token_stride. Both the facade and KVCache name key.
+    heads, head_size, block_size, num_blocks = 2, 4, 2, 2
+    kv, kv_buffer, kv_cache = arrays.array(
+        np.full((num_blocks, 2, block_size, heads, head_size), -7.0, np.float32))
+    s = kv._strides
+    view = ((num_blocks, block_size, heads, head_size), np.float32, (s[0], s[2], s[3], s[4]))
+    halves = [DeviceArray(kv._memory, *view, 0), DeviceArray(kv._memory, *view, s[1])]
+    key_cache, value_cache = halves[::-1] if value_first else halves
+    rows, _, _ = arrays.array(np.zeros((3, heads, head_size), np.float32))
+    key = DeviceArray(rows._memory, (2, heads, head_size), np.float32, (16, 16, 4), 0)
+    slots, _, _ = arrays.array(np.array([0, 1], np.int64))
+    words = "write->key_token_stride 4 is below num_kv_heads x head_size 8"
+    with pytest.raises(clbt.InvalidArgumentError) as refused:
+        clbt.vllm.reshape_and_cache_flash(key, rows, key_cache, value_cache, slots, "auto",
+                                          1.0, 1.0)
+    assert refused.value.message == words
+    flat = DeviceArray(kv._memory, (kv_cache.size,), np.float32)
+    at = {"key": s[1] // 4 if value_first else 0, "value": 0 if value_first else s[1] // 4}
+    with clbt.KVCache(device, flat[at["key"]:], flat[at["value"]:], num_kv_heads=heads,
+                      head_size=head_size, block_size=block_size, num_blocks=num_blocks,
+                      cache_dtype="float32", block_stride=s[0] // 4) as cache:
+        with pytest.raises(clbt.InvalidArgumentError) as refused:
+            cache.write(rows, rows, slots, key_token_stride=4)
+        assert refused.value.message == words
+    assert np.all(arrays.read(kv_buffer, kv_cache) == -7.0)
