@@ -780,7 +780,8 @@ START_TEST(k_and_v_in_one_buffer_through_a_sub_buffer) {
   ck_assert_ptr_nonnull(input);
   for (uint32_t i = 0; i < 2 * c.head_size; ++i) input[i] = (float)i;
   const int64_t slot = 3;
-  cl_mem input_buffer = clbt_test_buffer(2 * c.head_size * sizeof *input, input);
+  cl_mem input_buffer =
+      clbt_test_buffer(2 * c.head_size * sizeof *input, input);
   cl_mem slots = clbt_test_buffer(sizeof slot, &slot);
   clbt_kv_write w = CLBT_KV_WRITE_INIT;
   w.num_tokens = 1;
