@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import math
 import operator
+import re
 import threading
 from ctypes import byref, c_int, c_uint32, c_uint64, c_void_p
 from typing import Any, Optional, Sequence
@@ -74,6 +75,21 @@ lib.clbt_kv_cache_reset_rejected_tokens.restype = c_int
 lib.clbt_kv_cache_reset_rejected_tokens.argtypes = (c_void_p,)
 lib.clbt_kv_cache_get_addressing.restype = c_int
 lib.clbt_kv_cache_get_addressing.argtypes = (c_void_p, c_void_p)
+
+
+def enqueue_write(handle, request, count, address, event, exchanged: bool) -> None:
+    """clbt_kv_cache_enqueue_write, raising its refusal. For a cache
+    described with K and V exchanged (its V starts the shared buffer), C's
+    message names the half C fills: each write->key... and k_scale is then
+    the caller's value's, and the other way round."""
+    status = lib.clbt_kv_cache_enqueue_write(handle, byref(request), count, address, event)
+    if status:
+        message = lib.clbt_last_error().decode()
+        if exchanged:
+            message = re.sub(r"write->(key|value|k_scale|v_scale)", lambda m: "write->" + {
+                "key": "value", "value": "key", "k_scale": "v_scale",
+                "v_scale": "k_scale"}[m.group(1)], message)
+        raise Error(status, message)
 
 
 def dtype_code(name: str, argument: str) -> int:
@@ -173,6 +189,7 @@ class KVCache(_Closable):
     for a call in flight."""
     _kind = "KV cache"
     _lock = contextlib.nullcontext()  # until _create has made the cache's
+    _exchanged = False  # whether C's K half is the caller's V (__init__)
 
     def __init__(self, device: Device, key_cache: Any, value_cache: Any = None, *,
                  num_kv_heads: int, head_size: int, block_size: int, num_blocks: int,
@@ -196,20 +213,31 @@ class KVCache(_Closable):
         if value_cache is None:
             # One buffer: V from key_cache's start, or (0) one block past K.
             value_at = key_at if value_offset else 0
+        key_offset = element_offset(key_at, key_offset, "key_offset", "key_cache")
+        value_offset = element_offset(value_at, value_offset, "value_offset",
+                                      "key_cache" if value_cache is None else "value_cache")
+        # value_cache given as key_cache's buffer with V at its element 0:
+        # C reads a value_offset of 0 in one buffer as "one block past K",
+        # so the cache is described with K and V exchanged (V as the K half,
+        # at key_offset 0, which C takes literally), and write exchanges
+        # its inputs and scales to match (as clbt.vllm._value_first does).
+        # Both at 0 keep C's one-buffer rule.
+        exchanged = value_cache is not None and value_handle == key_handle and \
+            value_offset == 0 and key_offset != 0
+        if exchanged:
+            key_offset, value_offset = value_offset, key_offset
         config = KVCacheConfig(
             layout=LAYOUTS[layout], cache_dtype=cache_code, input_dtype=input_code,
             num_kv_heads=check.u32(num_kv_heads, "num_kv_heads"),
             head_size=check.u32(head_size, "head_size"),
             block_size=check.u32(block_size, "block_size"),
             num_blocks=check.u32(num_blocks, "num_blocks"), key_cache=key_handle,
-            value_cache=value_handle,
-            key_offset=element_offset(key_at, key_offset, "key_offset", "key_cache"),
-            value_offset=element_offset(value_at, value_offset, "value_offset",
-                                        "key_cache" if value_cache is None else "value_cache"),
+            value_cache=value_handle, key_offset=key_offset, value_offset=value_offset,
             block_stride=check.integer(block_stride, "block_stride", ctypes.c_size_t),
             page_stride=check.integer(page_stride, "page_stride", ctypes.c_size_t),
             head_stride=check.integer(head_stride, "head_stride", ctypes.c_size_t))
         self._create(device, config)
+        self._exchanged = exchanged
         try:  # after C has checked the config, which the span assumes
             self._check_extents(config, key_at, key_reach, value_cache is None, value_at,
                                 value_reach)
@@ -272,25 +300,41 @@ class KVCache(_Closable):
         key_handle, key_at, key_reach = device_buffer(key, itemsize, "key")
         value_handle, value_at, value_reach = device_buffer(value, itemsize, "value")
         slots_handle, slots_at, slots_reach = device_buffer(slot_mapping, 8, "slot_mapping")
+        if slots_reach is not None:  # an array: of int64's, not of other 8-byte values
+            slots_type = np.dtype(slot_mapping.np_dtype if isinstance(slot_mapping, DeviceArray)
+                                  else slot_mapping.dtype)
+            if slots_type.kind not in "iu":
+                raise TypeMismatchError(INVALID_ARGUMENT, "slot_mapping has dtype %s; int64 "
+                                        "expected" % slots_type)
         if num_tokens is None:
             if not hasattr(slot_mapping, "shape"):
                 raise Error(INVALID_ARGUMENT,
                             "num_tokens is needed with a slot_mapping buffer")
             num_tokens = math.prod(slot_mapping.shape) - slot_mapping_offset
         k_scale, v_scale = as_float(k_scale, "k_scale"), as_float(v_scale, "v_scale")
+        if self.cache_dtype == DTYPES["fp8_e4m3"] != self.input_dtype:
+            # Checked here, by the caller's names: C names the scale of the
+            # half it fills, V's for an exchanged cache (__init__).
+            k_scale = finite_scale(k_scale, "k_scale")
+            v_scale = finite_scale(v_scale, "v_scale")
         num_tokens = check.u32(num_tokens, "num_tokens")
         key_offset = check.size(key_offset, "key_offset")
         key_token_stride = check.size(key_token_stride, "key_token_stride")
         value_offset = check.size(value_offset, "value_offset")
         value_token_stride = check.size(value_token_stride, "value_token_stride")
         slot_mapping_offset = check.size(slot_mapping_offset, "slot_mapping_offset")
+        inputs = [(key_handle, element_offset(key_at, key_offset, "key_offset", "key"),
+                   key_token_stride, k_scale),
+                  (value_handle, element_offset(value_at, value_offset, "value_offset",
+                                                "value"), value_token_stride, v_scale)]
+        if self._exchanged:  # C's K half is value_cache (__init__)
+            inputs.reverse()
+        (k_handle, k_offset, k_stride, k_scale), (v_handle, v_offset, v_stride, v_scale) = \
+            inputs
         request = KVWrite(
-            num_tokens=num_tokens, key=key_handle, value=value_handle,
-            slot_mapping=slots_handle,
-            key_offset=element_offset(key_at, key_offset, "key_offset", "key"),
-            key_token_stride=key_token_stride,
-            value_offset=element_offset(value_at, value_offset, "value_offset", "value"),
-            value_token_stride=value_token_stride,
+            num_tokens=num_tokens, key=k_handle, value=v_handle, slot_mapping=slots_handle,
+            key_offset=k_offset, key_token_stride=k_stride, value_offset=v_offset,
+            value_token_stride=v_stride,
             slot_mapping_offset=element_offset(slots_at, slot_mapping_offset,
                                                "slot_mapping_offset", "slot_mapping"),
             k_scale=k_scale, v_scale=v_scale)
@@ -304,8 +348,8 @@ class KVCache(_Closable):
                                                                      slot_mapping_offset))
         count, address, held = _opencl.wait_list(wait_for)
         out = c_void_p() if event else None
-        _check(lib.clbt_kv_cache_enqueue_write(handle, byref(request), count, address,
-                                               None if out is None else byref(out)))
+        enqueue_write(handle, request, count, address, None if out is None else byref(out),
+                      self._exchanged)
         return _opencl.event_object(out.value) if event else None
 
     def _check_input(self, num_tokens, name, reach, offset, token_stride):
@@ -328,6 +372,9 @@ class KVCache(_Closable):
         tensor_span (the elements K, and V, spans from its offset)."""
         addressing = KVCacheAddressing()
         _check(lib.clbt_kv_cache_get_addressing(self._live(), byref(addressing)))
+        if self._exchanged:  # the caller's K and V, not C's halves
+            addressing.key_offset, addressing.value_offset = (addressing.value_offset,
+                                                              addressing.key_offset)
         return addressing
 
     @property
@@ -379,4 +426,12 @@ def finite_scale(scale: Any, name: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise Error(INVALID_ARGUMENT, "%s %r is not a finite value above 0" % (
             name, value))
+    # C takes a float: a double past its range (1e39: infinity) or below
+    # its least (1e-50: 0) is refused here, by its own name, where C would
+    # name the scale of the half it fills (K's and V's are exchanged for a
+    # cache whose V starts the shared buffer, clbt.vllm._value_first).
+    as_float32 = ctypes.c_float(value).value  # what the C struct holds; numpy warns
+    if not math.isfinite(as_float32) or as_float32 <= 0:
+        raise Error(INVALID_ARGUMENT, "%s %r is not a finite float32 above 0 (it is %r as "
+                    "one)" % (name, value, as_float32))
     return value

@@ -1446,16 +1446,31 @@ def _tensor(array, name, ndim):
     if isinstance(array, DeviceArray):
         array._memory.ready()  # what is owed on it (a facade's array), or its refusal
         dtype, offset, handle = array.np_dtype, array.cl_offset, array.cl_mem
-        strides = array.stride()
+        byte_strides = array._strides
     elif pyopencl is not None and isinstance(array, pyopencl.array.Array):
         dtype, offset, handle = array.dtype, array.offset, array.base_data.int_ptr
-        strides = tuple(s // dtype.itemsize for s in array.strides)
+        byte_strides = array.strides
     else:
         raise _wrong_type("%s is %s; a pyopencl.array.Array or clbt.DeviceArray expected"
                           % (name, describe(array)))
     if len(array.shape) != ndim:
         raise Error(_INVALID_ARGUMENT, "%s has shape %s; %d dimensions expected" % (
             name, tuple(array.shape), ndim))
+    strides = tuple(s // dtype.itemsize for s in byte_strides)
+    # C counts every stride forward from an array's first element, in whole
+    # elements, and takes 0 for "the layout's" (a cache's) or "a row" (a
+    # token's): passed on, an expanded dimension (stride 0) would be read or
+    # written at elements past the array's own, a reversed one (below 0)
+    # would wrap past 2^63, and part of an element would be rounded down.
+    for n, s in zip(array.shape, byte_strides):
+        if n > 1 and s % dtype.itemsize:
+            raise Error(_INVALID_ARGUMENT, "%s has byte strides %s; each must be a whole "
+                        "number of its %d-byte elements" % (name, tuple(byte_strides),
+                                                             dtype.itemsize))
+        if n > 1 and s <= 0:
+            raise Error(_INVALID_ARGUMENT, "%s has strides %s; each dimension of more than "
+                        "one element must have a stride above 0 (clbt reads and writes no "
+                        "expanded or reversed view)" % (name, strides))
     if array.shape[-1] > 1 and strides[-1] != 1:
         raise Error(_INVALID_ARGUMENT, "%s has strides %s; its last dimension must be "
                     "contiguous" % (name, tuple(strides)))
@@ -1590,8 +1605,9 @@ def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv
     their queue's (or device=). The cache of each layout is described once
     and kept (the last 512); the write is one launch, enqueued without
     waiting (a device-array scale is read first, which waits)."""
-    cache, exchanged = _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device)
+    # key first: _kv_cache_of reads its dtype, which a non-array lacks.
     k_handle, k_at, k_shape, k_strides, k_type = _tensor(key, "key", 3)
+    cache, exchanged = _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device)
     v_handle, v_at, v_shape, v_strides, v_type = _tensor(value, "value", 3)
     s_handle, s_at, s_shape, s_strides, s_type = _tensor(slot_mapping, "slot_mapping", 1)
     if s_type != np.int64:
@@ -1625,5 +1641,4 @@ def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv
                               value_offset=v_at, value_token_stride=v_stride,
                               slot_mapping_offset=s_at, k_scale=k_scale, v_scale=v_scale)
     with cache._lock:  # the cache's one kernel takes each write's arguments
-        _core._check(lib.clbt_kv_cache_enqueue_write(cache._live(), byref(write), 0, None,
-                                                     None))
+        _kv_cache.enqueue_write(cache._live(), write, 0, None, None, exchanged)

@@ -515,3 +515,196 @@ def test_a_layout_is_described_once_and_each_change_is_another(arrays):
                 for at in (0, s[1])]
     assert len(write(*as_bytes, kv_cache_dtype="fp8")) == 1
     assert write(*as_bytes, kv_cache_dtype="fp8") == []
+
+
+def _one_buffer_cache(arrays, num_blocks, block_size, heads, head_size, block_stride=None):
+    """kv[:, 0] and kv[:, 1] of a poisoned float32 [num_blocks, 2, ...]
+    tensor, as key_cache and value_cache views of block_stride bytes
+    between blocks (None: the tensor's)."""
+    kv_cache = np.full((num_blocks, 2, block_size, heads, head_size), -7.0, np.float32)
+    kv, kv_buffer, _ = arrays.array(kv_cache)
+    s = kv._strides
+    strides = (s[0] if block_stride is None else block_stride, s[2], s[3], s[4])
+    view = ((num_blocks, block_size, heads, head_size), np.float32, strides)
+    return (DeviceArray(kv._memory, *view, 0), DeviceArray(kv._memory, *view, s[1]),
+            kv_buffer, kv_cache)
+
+
+def test_token_stride_of_0_is_refused_not_read_as_a_row(arrays):
+    # key [3, 1, 4] with a token stride of 0 (an expanded row: its one row
+    # is every token's) over a buffer of 3 rows. C's 0 means "a row", so
+    # passed on it read rows 1 and 2, past the array's one row, and wrote
+    # them. clbt cannot read one row for several tokens: refused, naming
+    # the array and its strides; nothing written.
+    key, _, _ = arrays.array(np.arange(12, dtype=np.float32).reshape(3, 1, 4), (3, 1, 4),
+                             (0, 16, 4))
+    value, _, _ = arrays.array(np.zeros((3, 1, 4), np.float32))
+    key_cache, value_cache, kv_buffer, kv_cache = _one_buffer_cache(arrays, 2, 2, 1, 4)
+    slots, _, _ = arrays.array(np.array([0, 1, 2], np.int64))
+    for k, v, name in [(key, value, "key"), (value, key, "value")]:
+        with pytest.raises(clbt.InvalidArgumentError) as refused:
+            clbt.vllm.reshape_and_cache_flash(k, v, key_cache, value_cache, slots, "auto",
+                                              1.0, 1.0)
+        assert refused.value.status == "CLBT_INVALID_ARGUMENT"
+        assert refused.value.message.startswith("%s has strides (0, 4, 1)" % name)
+    assert np.all(arrays.read(kv_buffer, kv_cache) == -7.0)
+
+
+def test_cache_strides_of_0_or_below_are_refused(arrays):
+    # key_cache and value_cache of 2 blocks with a block stride of 0 (both
+    # blocks at one address), negative (kv[::-1, 0]), or of 66 bytes
+    # (16.5 floats), over a buffer of 4 blocks. C's 0 means "the
+    # layout's", so passed on, the 0 stride put slot 3 (block 1) in the
+    # buffer's block 1, past the arrays' one block; a negative one wrapped
+    # to a stride past 2^63, refused only for an overflow; 66 bytes were
+    # taken for 16 floats, and block 1 written 2 bytes before the array's.
+    # All refused, naming the array; nothing written.
+    key, _, _ = arrays.array(np.arange(4, dtype=np.float32).reshape(1, 1, 4))
+    slots, _, _ = arrays.array(np.array([3], np.int64))
+    for block_stride, words in [(0, "key_cache has strides (0, 4, 4, 1)"),
+                                (-64, "key_cache has strides (-16, 4, 4, 1)"),
+                                (66, "key_cache has byte strides (66, 16, 16, 4); each "
+                                     "must be a whole number of its 4-byte elements")]:
+        key_cache, value_cache, kv_buffer, kv_cache = _one_buffer_cache(arrays, 4, 2, 1, 4)
+        s = key_cache._strides
+        view = ((2, 2, 1, 4), np.float32, (block_stride,) + s[1:])
+        start = 0 if block_stride >= 0 else 64
+        key_half = DeviceArray(key_cache._memory, *view, start)
+        value_half = DeviceArray(key_cache._memory, *view, start + 32)
+        with pytest.raises(clbt.InvalidArgumentError) as refused:
+            clbt.vllm.reshape_and_cache_flash(key, key, key_half, value_half, slots, "auto",
+                                              1.0, 1.0)
+        assert refused.value.status == "CLBT_INVALID_ARGUMENT"
+        assert refused.value.message.startswith(words), refused.value.message
+        assert np.all(arrays.read(kv_buffer, kv_cache) == -7.0)
+
+
+@pytest.mark.parametrize("cache_dtype", ["float32", "fp8_e4m3"])
+def test_kv_cache_class_with_values_at_the_start_of_the_shared_buffer(arrays, device,
+                                                                      cache_dtype):
+    # KVCache(key_cache=flat[4:], value_cache=flat): K from element 4 and
+    # V from element 0 of one buffer of 4 blocks [2][1 slot][1 head][4],
+    # the cache its first 3 (block stride 8). C reads a value_offset of 0
+    # in one buffer as "one block after K", so V went to element 8, block
+    # 1's. By hand: slot 0 puts K at 4..7 and V at 0..3, slot 2 K at
+    # 20..23 and V at 16..19. fp8 from float32 divides K by k_scale 0.5 and
+    # V by v_scale 2 (distinct, so that a mix-up shows): K 2 4 6 8 are the
+    # e4m3 codes 0x40 0x48 0x4c 0x50, V 2.5 3 3.5 4 are 0x42 0x44 0x46 0x48.
+    fp8 = cache_dtype == "fp8_e4m3"
+    element = np.uint8 if fp8 else np.float32
+    flat, flat_buffer, poisoned = arrays.array(np.full(32, 0x5A if fp8 else -7.0, element))
+    key, _, _ = arrays.array(np.array([1, 2, 3, 4, 1, 2, 3, 4], np.float32))
+    value, _, _ = arrays.array(np.array([5, 6, 7, 8, 5, 6, 7, 8], np.float32))
+    slots, _, _ = arrays.array(np.array([0, 2], np.int64))
+    with clbt.KVCache(device, flat[4:], flat, num_kv_heads=1, head_size=4, block_size=1,
+                      num_blocks=3, cache_dtype=cache_dtype,
+                      input_dtype="float32" if fp8 else None, block_stride=8) as cache:
+        a = cache.addressing
+        assert (a.key_offset, a.value_offset, a.block_stride, a.tensor_span) == (4, 0, 8, 20)
+        if fp8:  # a bad scale is named as the caller's, not as C's half
+            for name in ("k_scale", "v_scale"):
+                with pytest.raises(clbt.InvalidArgumentError) as refused:
+                    cache.write(key, value, slots, **{"k_scale": 0.5, "v_scale": 2.0,
+                                                      name: float("inf")})
+                assert refused.value.message.startswith(name + " inf is not a finite")
+        cache.write(key, value, slots, k_scale=0.5, v_scale=2.0)
+        device.finish()
+    expected = poisoned.copy()
+    k_row = [0x40, 0x48, 0x4C, 0x50] if fp8 else [1, 2, 3, 4]
+    v_row = [0x42, 0x44, 0x46, 0x48] if fp8 else [5, 6, 7, 8]
+    for block in (0, 2):
+        expected[8 * block + 4:8 * block + 8] = k_row
+        expected[8 * block:8 * block + 4] = v_row
+    assert arrays.read(flat_buffer, poisoned).tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("value_first", [False, True], ids=["k-first", "v-first"])
+@pytest.mark.parametrize("name", ["k_scale", "v_scale"])
+def test_fp8_scales_past_float32_are_refused_by_their_name(arrays, value_first, name):
+    # A scale finite as a double but not as C's float: 1e39 becomes
+    # infinity, 1e-50 becomes 0. Checked in float32, each is refused by its
+    # own name, also where the cache is described with K and V exchanged
+    # (V at element 0 of the shared buffer), whose C call takes V's scale
+    # as k_scale and named the other one. Nothing written.
+    heads, head_size, block_size, num_blocks = 1, 16, 2, 2
+    shape = (num_blocks, 2, block_size, heads, head_size)
+    kv, kv_buffer, kv_cache = arrays.array(np.full(shape, POISON, np.uint8))
+    s = kv._strides
+    view = ((num_blocks, block_size, heads, head_size), np.uint8, (s[0], s[2], s[3], s[4]))
+    halves = [DeviceArray(kv._memory, *view, 0), DeviceArray(kv._memory, *view, s[1])]
+    key_cache, value_cache = halves[::-1] if value_first else halves
+    key, _, _ = arrays.array(np.ones((1, heads, head_size), np.float16))
+    slots, _, _ = arrays.array(np.array([1], np.int64))
+    for bad in (1e39, 1e-50):
+        scales = {"k_scale": 1.0, "v_scale": 1.0, name: bad}
+        with pytest.raises(clbt.InvalidArgumentError) as refused:
+            clbt.vllm.reshape_and_cache_flash(key, key, key_cache, value_cache, slots, "fp8",
+                                              scales["k_scale"], scales["v_scale"])
+        assert refused.value.message.startswith("%s %r is not a finite float32 above 0"
+                                                % (name, bad)), refused.value.message
+    assert np.all(arrays.read(kv_buffer, kv_cache) == POISON)
+
+
+@pytest.mark.parametrize("bad", [[[1.0]], None, "key"], ids=["list", "None", "str"])
+def test_a_key_of_another_type_is_refused_by_its_name(arrays, bad):
+    # key that is no device array: a clbt TypeError naming key, as for
+    # value and slot_mapping (it raised AttributeError: no 'dtype').
+    kv, kv_buffer, kv_cache = arrays.array(np.full((2, 2, 2, 1, 4), -7.0, np.float16))
+    s = kv._strides
+    view = ((2, 2, 1, 4), np.float16, (s[0], s[2], s[3], s[4]))
+    key_cache, value_cache = (DeviceArray(kv._memory, *view, at) for at in (0, s[1]))
+    value, _, _ = arrays.array(np.zeros((1, 1, 4), np.float16))
+    slots, _, _ = arrays.array(np.array([0], np.int64))
+    with pytest.raises(clbt.TypeMismatchError) as refused:
+        clbt.vllm.reshape_and_cache_flash(bad, value, key_cache, value_cache, slots, "auto",
+                                          1.0, 1.0)
+    assert refused.value.message.startswith("key is ")
+    assert np.all(arrays.read(kv_buffer, kv_cache) == -7.0)
+
+
+def test_kv_cache_write_refuses_a_slot_mapping_of_floats(arrays, device):
+    # A float64 slot mapping has int64's element size, and its bits were
+    # read as slots: 1.0 became slot 0x3ff0000000000000, counted as past
+    # the cache. Refused as a wrong dtype; nothing written or counted.
+    flat, flat_buffer, poisoned = arrays.array(np.full(32, -7.0, np.float32))
+    key, _, _ = arrays.array(np.arange(4, dtype=np.float32))
+    slots, _, _ = arrays.array(np.array([1.0], np.float64))
+    with clbt.KVCache(device, flat, num_kv_heads=1, head_size=4, block_size=1,
+                      num_blocks=4, cache_dtype="float32") as cache:
+        with pytest.raises(clbt.TypeMismatchError) as refused:
+            cache.write(key, key, slots)
+        assert refused.value.message == "slot_mapping has dtype float64; int64 expected"
+        assert cache.rejected_tokens == 0
+    assert np.all(arrays.read(flat_buffer, poisoned) == -7.0)
+
+
+@pytest.mark.parametrize("value_first", [False, True], ids=["k-first", "v-first"])
+def test_c_refusals_name_the_callers_key_and_value(arrays, device, value_first):
+    # A cache whose V starts the shared buffer is described to C with K and
+    # V exchanged, and C's refusal of a write named the other half: a key
+    # whose tokens overlap (stride 4 < a row of 8) was reported as
+    # write->value_token_stride. Both the facade and KVCache name key.
+    heads, head_size, block_size, num_blocks = 2, 4, 2, 2
+    kv, kv_buffer, kv_cache = arrays.array(
+        np.full((num_blocks, 2, block_size, heads, head_size), -7.0, np.float32))
+    s = kv._strides
+    view = ((num_blocks, block_size, heads, head_size), np.float32, (s[0], s[2], s[3], s[4]))
+    halves = [DeviceArray(kv._memory, *view, 0), DeviceArray(kv._memory, *view, s[1])]
+    key_cache, value_cache = halves[::-1] if value_first else halves
+    rows, _, _ = arrays.array(np.zeros((3, heads, head_size), np.float32))
+    key = DeviceArray(rows._memory, (2, heads, head_size), np.float32, (16, 16, 4), 0)
+    slots, _, _ = arrays.array(np.array([0, 1], np.int64))
+    words = "write->key_token_stride 4 is below num_kv_heads x head_size 8"
+    with pytest.raises(clbt.InvalidArgumentError) as refused:
+        clbt.vllm.reshape_and_cache_flash(key, rows, key_cache, value_cache, slots, "auto",
+                                          1.0, 1.0)
+    assert refused.value.message == words
+    flat = DeviceArray(kv._memory, (kv_cache.size,), np.float32)
+    at = {"key": s[1] // 4 if value_first else 0, "value": 0 if value_first else s[1] // 4}
+    with clbt.KVCache(device, flat[at["key"]:], flat[at["value"]:], num_kv_heads=heads,
+                      head_size=head_size, block_size=block_size, num_blocks=num_blocks,
+                      cache_dtype="float32", block_stride=s[0] // 4) as cache:
+        with pytest.raises(clbt.InvalidArgumentError) as refused:
+            cache.write(rows, rows, slots, key_token_stride=4)
+        assert refused.value.message == words
+    assert np.all(arrays.read(kv_buffer, kv_cache) == -7.0)

@@ -245,6 +245,63 @@ done:
   return status;
 }
 
+/* Where a buffer's bytes lie: in its parent from its origin, for a
+   sub-buffer (OpenCL makes none of a sub-buffer), else in itself from 0. */
+static clbt_status buffer_root(cl_mem buffer, cl_mem *root, size_t *origin) {
+  clbt_status status = CLBT_SUCCESS;
+  cl_mem parent = NULL;
+  size_t offset = 0;
+  CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_ASSOCIATED_MEMOBJECT,
+                                  sizeof parent, &parent, NULL),
+               status, done);
+  if (parent)
+    CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_OFFSET, sizeof offset,
+                                    &offset, NULL),
+                 status, done);
+  *root = parent ? parent : buffer;
+  *origin = offset;
+done:
+  return status;
+}
+
+/*
+ * Two cache handles that are one buffer (a sub-buffer and its parent, or
+ * two sub-buffers of one): K's and V's elements may share no address, as
+ * check_addresses makes sure of one handle's. A whole number of elements
+ * apart, they are checked as one buffer's K and V (whose blocks may
+ * interleave, [blocks][2][...]); else their spans must not overlap. Both
+ * buffers hold their tensors (check_cache_buffer), so no sum here passes
+ * the parent's size.
+ */
+static clbt_status check_kv_apart(const clbt_kv_cache *cache, uint64_t span) {
+  const clbt_kv_cache_config *c = &cache->config;
+  cl_mem key_root = NULL, value_root = NULL;
+  size_t key_origin = 0, value_origin = 0;
+  clbt_status status = buffer_root(c->key_cache, &key_root, &key_origin);
+  if (!status) status = buffer_root(c->value_cache, &value_root, &value_origin);
+  if (status || key_root != value_root) return status;
+  uint64_t element = clbt_kv_dtype_size(c->cache_dtype);
+  uint64_t k = key_origin + c->key_offset * element;
+  uint64_t v = value_origin + c->value_offset * element;
+  uint64_t distance = k > v ? k - v : v - k;
+  bool shared = distance < span * element;
+  if (shared && distance % element == 0) {
+    clbt_kv_cache_config one = *c;
+    uint64_t one_span = 0;
+    one.key_offset = 0;
+    one.value_offset = distance / element;
+    shared = check_addresses(&one, true, &one_span) != CLBT_SUCCESS;
+  }
+  if (shared)
+    return clbt__fail(CLBT_INVALID_CONFIG,
+                      "config->key_cache and value_cache are one buffer (a "
+                      "sub-buffer and its parent, or two sub-buffers of "
+                      "one): V, %llu bytes from K, would share an address "
+                      "with it",
+                      (unsigned long long)distance);
+  return CLBT_SUCCESS;
+}
+
 /* The most elements a work-item may move at a time: a chunk of at most 16
    bytes on either side, dividing every address of the cache. */
 static uint32_t cache_chunk(const clbt_kv_cache_config *c) {
@@ -389,6 +446,8 @@ clbt_status clbt_kv_cache_create(clbt_device *device,
     status = check_cache_buffer(cache, value_cache,
                                 read.value_cache ? "value_cache" : "key_cache",
                                 "value_offset", read.value_offset, span);
+  if (!status && read.value_cache && read.value_cache != read.key_cache)
+    status = check_kv_apart(cache, span);
   if (!status) status = retain(read.key_cache, &cache->key_cache);
   if (!status) status = retain(value_cache, &cache->value_cache);
   if (!status) status = query_fp64(cache);

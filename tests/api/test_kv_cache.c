@@ -715,6 +715,104 @@ START_TEST(writes_through_a_tables_slot_mapping) {
 }
 END_TEST
 
+/* A sub-buffer of `parent` of `bytes` from `origin`. */
+static cl_mem sub_buffer(cl_mem parent, size_t origin, size_t bytes) {
+  cl_buffer_region region = {origin, bytes};
+  cl_int error = CL_SUCCESS;
+  cl_mem sub = clCreateSubBuffer(parent, CL_MEM_READ_WRITE,
+                                 CL_BUFFER_CREATE_TYPE_REGION, &region, &error);
+  ck_assert_int_eq(error, CL_SUCCESS);
+  return sub;
+}
+
+/*
+ * K and V in two cl_mem that are one buffer: the parent and a sub-buffer
+ * of it. A = the device's sub-buffer alignment in bytes; 2 blocks of 2
+ * slots of 1 head of A / 4 floats, so a block is E = A / 2 floats (2A
+ * bytes) and a tensor of two buffers spans 2E (4A bytes). V in a
+ * sub-buffer from byte A shares K's bytes A .. 4A: refused, as the same
+ * layout in one buffer is. V from byte 2A with blocks 2E apart in both
+ * ([blocks][2][...] seen through two handles) shares none: taken, and a
+ * write puts K and V in their own halves (slot 3: block 1, page 1, K at
+ * float 2E + A / 4, V E floats on).
+ */
+START_TEST(k_and_v_in_one_buffer_through_a_sub_buffer) {
+  cl_uint align_bits = 0;
+  ck_assert_int_eq(clGetDeviceInfo(clbt_device_id(clbt_test_device()),
+                                   CL_DEVICE_MEM_BASE_ADDR_ALIGN,
+                                   sizeof align_bits, &align_bits, NULL),
+                   CL_SUCCESS);
+  const size_t a = align_bits / 8, floats = 2 * a; /* 8A bytes */
+  float *poison = malloc(floats * sizeof *poison);
+  ck_assert_ptr_nonnull(poison);
+  for (size_t i = 0; i < floats; ++i) poison[i] = -1.0f;
+  cl_mem parent = clbt_test_buffer(floats * sizeof *poison, poison);
+  cl_mem overlapping = sub_buffer(parent, a, 4 * a);
+  cl_mem interleaved = sub_buffer(parent, 2 * a, 6 * a);
+  clbt_kv_cache_config c = CLBT_KV_CACHE_CONFIG_INIT;
+  c.cache_dtype = CLBT_KV_FLOAT32;
+  c.num_kv_heads = 1;
+  c.head_size = (uint32_t)(a / 4);
+  c.block_size = 2;
+  c.num_blocks = 2;
+  c.key_cache = parent;
+  c.value_cache = overlapping;
+  clbt_kv_cache *cache = NULL;
+  char words[160];
+  snprintf(words, sizeof words,
+           "config->key_cache and value_cache are one buffer (a sub-buffer "
+           "and its parent, or two sub-buffers of one): V, %zu bytes from K, "
+           "would share an address",
+           a);
+  clbt_assert_fails(clbt_kv_cache_create(clbt_test_device(), &c, &cache),
+                    CLBT_INVALID_CONFIG, words);
+  ck_assert_ptr_null(cache);
+  c.key_cache = overlapping; /* the other way round */
+  c.value_cache = parent;
+  clbt_assert_fails(clbt_kv_cache_create(clbt_test_device(), &c, &cache),
+                    CLBT_INVALID_CONFIG, "share");
+  const uint64_t e = a / 2; /* a block, in floats */
+  c.key_cache = parent;
+  c.value_cache = interleaved;
+  c.block_stride = 2 * e;
+  clbt_assert_ok(clbt_kv_cache_create(clbt_test_device(), &c, &cache));
+  float *input = malloc(2 * c.head_size * sizeof *input);
+  ck_assert_ptr_nonnull(input);
+  for (uint32_t i = 0; i < 2 * c.head_size; ++i) input[i] = (float)i;
+  const int64_t slot = 3;
+  cl_mem input_buffer =
+      clbt_test_buffer(2 * c.head_size * sizeof *input, input);
+  cl_mem slots = clbt_test_buffer(sizeof slot, &slot);
+  clbt_kv_write w = CLBT_KV_WRITE_INIT;
+  w.num_tokens = 1;
+  w.key = w.value = input_buffer;
+  w.value_offset = c.head_size; /* V is the second row */
+  w.slot_mapping = slots;
+  clbt_assert_ok(clbt_kv_cache_enqueue_write(cache, &w, 0, NULL, NULL));
+  float *got = malloc(floats * sizeof *got);
+  ck_assert_ptr_nonnull(got);
+  clbt_test_read(parent, floats * sizeof *got, got);
+  for (size_t i = 0; i < floats; ++i) {
+    size_t k_at = 2 * e + c.head_size, v_at = k_at + e;
+    float want = i >= k_at && i < k_at + c.head_size ? (float)(i - k_at)
+                 : i >= v_at && i < v_at + c.head_size
+                     ? (float)(c.head_size + i - v_at)
+                     : -1.0f;
+    ck_assert_msg(got[i] == want, "float %zu: %g, expected %g", i,
+                  (double)got[i], (double)want);
+  }
+  clbt_kv_cache_destroy(cache);
+  clReleaseMemObject(input_buffer);
+  clReleaseMemObject(slots);
+  clReleaseMemObject(overlapping);
+  clReleaseMemObject(interleaved);
+  clReleaseMemObject(parent);
+  free(poison);
+  free(input);
+  free(got);
+}
+END_TEST
+
 START_TEST(writes_agree_with_the_model) {
   static bool seeded;
   if (!seeded) clbt_test_seed("kv_cache");
@@ -734,6 +832,7 @@ int main(void) {
   tcase_add_test(c, addressing_resolves_the_defaults);
   tcase_add_test(c, events_and_empty_writes);
   tcase_add_test(c, writes_through_a_tables_slot_mapping);
+  tcase_add_test(c, k_and_v_in_one_buffer_through_a_sub_buffer);
   suite_add_tcase(suite, c);
   return clbt_test_run(suite);
 }
