@@ -1660,8 +1660,9 @@ typedef struct clbt_kv_cache clbt_kv_cache;
  * elements share an address (the message names the dimensions);
  * CLBT_CONTEXT_MISMATCH for a buffer of another context;
  * CLBT_BUFFER_TOO_SMALL when an element lies past its buffer's end;
- * CLBT_SIZE_OVERFLOW when an address does not fit 64 bits; or an OpenCL
- * error (CLBT_CL_BUILD_PROGRAM_FAILURE with the build log).
+ * CLBT_SIZE_OVERFLOW when num_kv_heads x head_size exceeds INT32_MAX or an
+ * address does not fit 64 bits; or an OpenCL error
+ * (CLBT_CL_BUILD_PROGRAM_FAILURE with the build log).
  */
 CLBT_API clbt_status clbt_kv_cache_create(clbt_device *device,
                                           const clbt_kv_cache_config *config,

@@ -119,11 +119,13 @@ static clbt_status check_fields(const clbt_kv_cache_config *c) {
   if (!status) status = require_nonzero(c->head_size, "head_size");
   if (!status) status = require_nonzero(c->block_size, "block_size");
   if (!status) status = require_nonzero(c->num_blocks, "num_blocks");
-  /* The kernel counts a token's elements in 32 bits. */
-  if (!status && (uint64_t)c->num_kv_heads * c->head_size > UINT32_MAX)
+  /* The kernel counts a token's chunks in 32 bits, and a GPU's lanes step
+     past the last one by up to a work-group: a bound of INT32_MAX leaves
+     that step room below 2^32, where the count would wrap and never end. */
+  if (!status && (uint64_t)c->num_kv_heads * c->head_size > INT32_MAX)
     status = clbt__fail(CLBT_SIZE_OVERFLOW,
                         "config->num_kv_heads %u x head_size %u exceeds "
-                        "UINT32_MAX elements a token",
+                        "INT32_MAX elements a token",
                         (unsigned)c->num_kv_heads, (unsigned)c->head_size);
   return status;
 }

@@ -2132,8 +2132,14 @@ static const kv_bad kv_cases[] = {
            "config->num_blocks is 0; it must be >= 1",
            KV_CONFIG(num_blocks, 0)),
     KV_BAD(KV_CREATE, "a token past 32 bits of elements", CLBT_SIZE_OVERFLOW,
-           "config->num_kv_heads 65536 x head_size 65536 exceeds UINT32_MAX",
+           "config->num_kv_heads 65536 x head_size 65536 exceeds INT32_MAX",
            KV_CONFIG(num_kv_heads, 65536),
+           KV_FIELD2(clbt_kv_cache_config, head_size), .value2 = 65536),
+    /* 2^31 elements fit 32 bits, but a GPU's lanes would step their count
+       past 2^32 - 1 and wrap (cl/kv_cache.cl): refused by the same bound. */
+    KV_BAD(KV_CREATE, "a token of 2^31 elements", CLBT_SIZE_OVERFLOW,
+           "config->num_kv_heads 32768 x head_size 65536 exceeds INT32_MAX",
+           KV_CONFIG(num_kv_heads, 32768),
            KV_FIELD2(clbt_kv_cache_config, head_size), .value2 = 65536),
     KV_BAD(KV_CREATE, "pages overlapping heads", CLBT_INVALID_CONFIG,
            "config->page_stride 4 is within the 8 elements the smaller "
