@@ -345,25 +345,6 @@ START_TEST(an_edit_after_clear_is_committed) {
 END_TEST
 
 /*
- * Clear leaves both sides zero: a commit right after it has nothing to
- * move, whatever edits came before the clear.
- */
-START_TEST(a_commit_after_clear_moves_nothing) {
-  clbt_table *table = create(small_config());
-  clbt_assert_ok(clbt_table_append_row(table, 1, (const int32_t[]){4, 5}, 2));
-  clbt_assert_ok(clbt_table_clear(table));
-  clbt_assert_ok(clbt_table_commit(table, 4));
-  clbt_commit_info info;
-  memset(&info, 0x5a, sizeof info);
-  clbt_assert_ok(clbt_table_last_commit(table, &info));
-  ck_assert_int_eq(info.mode, CLBT_COMMIT_AUTO); /* AUTO: nothing moved */
-  ck_assert_uint_eq(info.rows, 0);
-  ck_assert_uint_eq(info.bytes, 0);
-  clbt_table_destroy(table);
-}
-END_TEST
-
-/*
  * zero_gathered_tails is a flag: any nonzero value zeroes a gathered row
  * past its length (clbt_table_config). Row 0 holds [3] of width 3; the
  * caller's array before the gather is poison.
@@ -480,7 +461,6 @@ int main(void) {
   tcase_add_test(tc, sub_buffer_inputs);
   tcase_add_test(tc, none_mode);
   tcase_add_test(tc, an_edit_after_clear_is_committed);
-  tcase_add_test(tc, a_commit_after_clear_moves_nothing);
   tcase_add_test(tc, any_nonzero_zero_gathered_tails_zeroes_the_tails);
   tcase_add_test(tc, destroying_a_group_leaves_it_to_its_table);
   tcase_add_test(tc, forgotten_batch_buffers_are_let_go);
