@@ -751,6 +751,54 @@ START_TEST(null_table) {
 }
 END_TEST
 
+/*
+ * Groups that map no tokens are not sharded (vLLM shards only the KV
+ * groups): the CP layout's interleave need not divide a NONE group's
+ * block. Interleave 16 divides group 0's block of 16, not group 1's 24.
+ */
+START_TEST(none_groups_ignore_the_cp_layout) {
+  const clbt_group_config groups[] = {
+      {.block_size = 16, .max_num_blocks = 8},
+      {.block_size = 24, .max_num_blocks = 3,
+       .slot_mode = CLBT_SLOT_MODE_NONE}};
+  clbt_multi_table_config config = {.max_num_reqs = 2,
+                                    .max_num_batched_tokens = 4,
+                                    .num_groups = 2, .groups = groups,
+                                    .cp_world_size = 2, .cp_rank = 1,
+                                    .cp_interleave_size = 16};
+  clbt_multi_table *table = NULL;
+  clbt_assert_ok(clbt_multi_table_create(clbt_test_device(), &config, &table));
+  ck_assert_uint_eq(clbt_table_width(clbt_multi_table_group(table, 1)), 3);
+  clbt_multi_table_destroy(table);
+  clbt_assert_ok(clbt_multi_table_prepare(clbt_test_device(), &config));
+}
+END_TEST
+
+/*
+ * config->commit_mode is every group's mode from creation (clbt.h): with
+ * WHOLE, a commit of one new block copies each group whole.
+ */
+START_TEST(the_configs_commit_mode_is_every_groups) {
+  /* commit_mode is 0.3's: struct_size must cover it */
+  clbt_multi_table_config config = {.struct_size = sizeof config,
+                                    .max_num_reqs = 2,
+                                    .max_num_batched_tokens = 8,
+                                    .num_groups = 3, .groups = three_groups,
+                                    .commit_mode = CLBT_COMMIT_WHOLE};
+  clbt_multi_table *table = NULL;
+  clbt_assert_ok(clbt_multi_table_create(clbt_test_device(), &config, &table));
+  append_both_rows(table);
+  clbt_assert_ok(clbt_multi_table_commit(table, 2));
+  for (uint32_t g = 0; g < 3; ++g) {
+    clbt_commit_info info = {.mode = CLBT_COMMIT_AUTO};
+    clbt_assert_ok(
+        clbt_table_last_commit(clbt_multi_table_group(table, g), &info));
+    ck_assert_int_eq(info.mode, CLBT_COMMIT_WHOLE);
+  }
+  clbt_multi_table_destroy(table);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("multi_table");
   TCase *tc = tcase_create("multi_table");
@@ -768,6 +816,8 @@ int main(void) {
   tcase_add_test(tc, cp_rank_is_checked_without_sharded_groups);
   tcase_add_test(tc, null_table);
   tcase_add_test(tc, host_step_of_every_group_matches_a_model);
+  tcase_add_test(tc, none_groups_ignore_the_cp_layout);
+  tcase_add_test(tc, the_configs_commit_mode_is_every_groups);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

@@ -322,6 +322,131 @@ START_TEST(none_mode) {
 }
 END_TEST
 
+/*
+ * An edit after clear reaches the device with the next commit, also in a
+ * row that had changes no commit had moved yet when clear forgot them.
+ */
+START_TEST(an_edit_after_clear_is_committed) {
+  clbt_table *table = create(small_config());
+  clbt_assert_ok(clbt_table_append_row(table, 1, (const int32_t[]){4, 5}, 2));
+  clbt_assert_ok(clbt_table_append_row(table, 2, (const int32_t[]){7}, 1));
+  clbt_assert_ok(clbt_table_commit(table, 3));
+  clbt_assert_ok(clbt_table_append_row(table, 1, (const int32_t[]){9}, 1));
+  clbt_assert_ok(clbt_table_clear(table));
+  clbt_assert_ok(clbt_table_append_row(table, 1, (const int32_t[]){6}, 1));
+  clbt_assert_ok(clbt_table_commit(table, 3));
+  int32_t device[4 * 3];
+  clbt_test_read(clbt_table_device_data(table), sizeof device, device);
+  const int32_t expected[4 * 3] = {0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0};
+  for (int i = 0; i < 12; ++i) ck_assert_int_eq(device[i], expected[i]);
+  clbt_test_assert_in_sync(clbt_device_queue(clbt_test_device()), table, 4);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+/*
+ * zero_gathered_tails is a flag: any nonzero value zeroes a gathered row
+ * past its length (clbt_table_config). Row 0 holds [3] of width 3; the
+ * caller's array before the gather is poison.
+ */
+START_TEST(any_nonzero_zero_gathered_tails_zeroes_the_tails) {
+  clbt_table_config config = small_config();
+  config.struct_size = sizeof config; /* the field is 0.3's */
+  config.zero_gathered_tails = 2;
+  clbt_table *table = create(config);
+  clbt_assert_ok(clbt_table_append_row(table, 0, (const int32_t[]){3}, 1));
+  int32_t gathered[4 * 3];
+  for (int i = 0; i < 12; ++i) gathered[i] = CLBT_TEST_POISON32;
+  const int32_t qsl[] = {0, 0};
+  clbt_host_step step = CLBT_HOST_STEP_INIT;
+  step.flags = CLBT_STEP_GATHER;
+  step.num_reqs = 1;
+  step.query_start_loc = qsl;
+  step.gathered_rows = gathered;
+  clbt_assert_ok(clbt_table_compute_step_host(table, &step));
+  ck_assert_int_eq(gathered[0], 3);
+  ck_assert_int_eq(gathered[1], 0);
+  ck_assert_int_eq(gathered[2], 0);
+  for (int i = 3; i < 12; ++i) ck_assert_int_eq(gathered[i], CLBT_TEST_POISON32);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+/* The messages logged while a test listens. */
+static char logged[512];
+
+static void keep_message(clbt_log_level level, const char *message,
+                         void *user) {
+  (void)user;
+  if (level == CLBT_LOG_ERROR)
+    snprintf(logged, sizeof logged, "%s", message);
+}
+
+/*
+ * clbt_table_destroy on a group of a multi-group table leaves it as it is
+ * and says so (clbt.h): the multi-group table and its groups still work,
+ * and clbt_multi_table_destroy frees them.
+ */
+START_TEST(destroying_a_group_leaves_it_to_its_table) {
+  const clbt_group_config groups[2] = {{.block_size = 16, .max_num_blocks = 8},
+                                       {.block_size = 32, .max_num_blocks = 4}};
+  const clbt_multi_table_config config = {.max_num_reqs = 2,
+                                          .max_num_batched_tokens = 4,
+                                          .num_groups = 2, .groups = groups};
+  clbt_multi_table *multi = NULL;
+  clbt_assert_ok(clbt_multi_table_create(clbt_test_device(), &config, &multi));
+  logged[0] = '\0';
+  clbt_log_set_callback(keep_message, NULL);
+  clbt_table_destroy(clbt_multi_table_group(multi, 0));
+  clbt_log_set_callback(NULL, NULL);
+  ck_assert_msg(strstr(logged, "goes with clbt_multi_table_destroy"),
+                "logged '%s'", logged);
+  clbt_table *first = clbt_multi_table_group(multi, 0);
+  ck_assert_uint_eq(clbt_table_width(first), 8); /* 128 tokens of 16 */
+  clbt_assert_ok(clbt_table_append_row(first, 1, (const int32_t[]){5}, 1));
+  clbt_assert_ok(clbt_multi_table_commit(multi, 2));
+  clbt_test_assert_in_sync(clbt_device_queue(clbt_test_device()), first, 2);
+  clbt_multi_table_destroy(multi);
+}
+END_TEST
+
+static cl_uint references(cl_mem buffer) {
+  cl_uint count = 0;
+  ck_assert_int_eq(clGetMemObjectInfo(buffer, CL_MEM_REFERENCE_COUNT,
+                                      sizeof count, &count, NULL),
+                   CL_SUCCESS);
+  return count;
+}
+
+/*
+ * The table remembers the last few batch buffers it checked, holding a
+ * reference to each, and lets go of one when it forgets it: after more
+ * distinct buffers than it remembers, and after destroy, every buffer is
+ * the caller's alone again.
+ */
+START_TEST(forgotten_batch_buffers_are_let_go) {
+  enum { BUFFERS = 20 }; /* more than any table remembers */
+  clbt_table *table = create(small_config());
+  cl_mem positions = clbt_test_buffer(sizeof(int64_t), (const int64_t[]){0});
+  cl_mem qsl[BUFFERS];
+  for (int b = 0; b < BUFFERS; ++b) {
+    qsl[b] = clbt_test_buffer(2 * sizeof(int32_t), (const int32_t[]){0, 1});
+    clbt_assert_ok(clbt_table_compute_slot_mapping(table, 1, qsl[b],
+                                                   positions, 1));
+  }
+  ck_assert_int_eq(clFinish(clbt_device_queue(clbt_test_device())),
+                   CL_SUCCESS);
+  ck_assert_uint_eq(references(qsl[0]), 1);
+  clbt_table_destroy(table);
+  for (int b = 0; b < BUFFERS; ++b) {
+    ck_assert_uint_eq(references(qsl[b]), 1);
+    clReleaseMemObject(qsl[b]);
+  }
+  ck_assert_uint_eq(references(positions), 1);
+  clReleaseMemObject(positions);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("table");
   TCase *tc = tcase_create("table");
@@ -335,6 +460,10 @@ int main(void) {
   tcase_add_test(tc, slot_mapping_arguments);
   tcase_add_test(tc, sub_buffer_inputs);
   tcase_add_test(tc, none_mode);
+  tcase_add_test(tc, an_edit_after_clear_is_committed);
+  tcase_add_test(tc, any_nonzero_zero_gathered_tails_zeroes_the_tails);
+  tcase_add_test(tc, destroying_a_group_leaves_it_to_its_table);
+  tcase_add_test(tc, forgotten_batch_buffers_are_let_go);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

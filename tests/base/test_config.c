@@ -255,6 +255,44 @@ START_TEST(multi_configs_of_every_spelling_read_alike) {
 }
 END_TEST
 
+/*
+ * The largest struct_size a later version may give, a page: read like this
+ * library's own when every byte past the 44 it knows is 0. One byte more
+ * is refused (struct_sizes_of_no_layout_are_refused).
+ */
+START_TEST(a_page_sized_struct_is_read) {
+  static union {
+    clbt_table_config config;
+    unsigned char bytes[4096];
+  } page;
+  memset(&page, 0, sizeof page);
+  page.config = table_config(4096);
+  ck_assert_uint_eq(created_width(&page.config), 10);
+}
+END_TEST
+
+/*
+ * Every byte past the ones this library knows is checked, the struct's
+ * last one too: a later version's field may end there.
+ */
+START_TEST(a_later_struct_is_checked_to_its_last_byte) {
+  static union {
+    clbt_table_config config;
+    unsigned char bytes[64];
+  } later;
+  for (size_t set = 44; set < 64; set += 19) { /* bytes 44 and 63 */
+    memset(&later, 0, sizeof later);
+    later.config = table_config(64);
+    later.bytes[set] = 1;
+    char words[128];
+    snprintf(words, sizeof words,
+             "config sets byte %zu of its 64, past the 44 bytes clbt %s knows",
+             set, clbt_version_string());
+    assert_table_refused(&later.config, words);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("config");
   TCase *tc = tcase_create("config");
@@ -266,6 +304,8 @@ int main(void) {
   tcase_add_test(tc, groups_of_one_array_have_one_size);
   tcase_add_test(tc, multi_configs_of_every_spelling_read_alike);
   tcase_add_test(tc, exact_widths_are_read_only_when_struct_size_covers_them);
+  tcase_add_test(tc, a_page_sized_struct_is_read);
+  tcase_add_test(tc, a_later_struct_is_checked_to_its_last_byte);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

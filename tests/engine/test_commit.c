@@ -469,6 +469,31 @@ START_TEST(swap_after_truncate_moves_only_live_columns) {
 }
 END_TEST
 
+/*
+ * A change of length alone moves no cell: row 0 of [1, 2, 3] gains 4, then
+ * is replaced by no blocks (add_row of 0, which sets the length to 0 and,
+ * as vLLM's, leaves the ids). The commit moves row 0's one new cell and
+ * its length: a packet of 1 row of a 4-word entry and 1 id, (4 + 1) words,
+ * as a commit of the append alone would.
+ */
+START_TEST(a_length_change_moves_no_cells) {
+  clbt_table *table = create(2, 4, CLBT_COMMIT_SCATTER);
+  clbt_assert_ok(clbt_table_add_row(table, 0, (const int32_t[]){1, 2, 3}, 3));
+  clbt_assert_ok(clbt_table_commit(table, 2));
+  clbt_assert_ok(clbt_table_append_row(table, 0, (const int32_t[]){4}, 1));
+  clbt_assert_ok(clbt_table_add_row(table, 0, (const int32_t[]){0}, 0));
+  clbt_assert_ok(clbt_table_commit(table, 2));
+  clbt_commit_info info;
+  clbt_assert_ok(clbt_table_last_commit(table, &info));
+  ck_assert_int_eq(info.mode, CLBT_COMMIT_SCATTER);
+  ck_assert_uint_eq(info.rows, 1);
+  ck_assert_uint_eq(info.bytes, (4 + 1) * 4);
+  ck_assert_uint_eq(clbt_table_row_length(table, 0), 0);
+  clbt_test_assert_in_sync(clbt_device_queue(clbt_test_device()), table, 2);
+  clbt_table_destroy(table);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("commit");
   TCase *tc = tcase_create("commit");
@@ -486,6 +511,7 @@ int main(void) {
   tcase_add_test(tc, auto_goes_whole_at_half);
   tcase_add_test(tc, stale_group_is_rewritten_whole);
   tcase_add_test(tc, swap_after_truncate_moves_only_live_columns);
+  tcase_add_test(tc, a_length_change_moves_no_cells);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

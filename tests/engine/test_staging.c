@@ -531,6 +531,107 @@ START_TEST(a_commit_of_two_slots_finds_room_for_both) {
 }
 END_TEST
 
+/* ---- the ring itself ---------------------------------------------------- */
+
+/* Puts a fresh slot in flight until `reader` ends (the pool takes it). */
+static void put_in_flight(clbt__staging_pool *pool, cl_event reader) {
+  clbt__staging slot;
+  clbt_assert_ok(clbt__staging_acquire(
+      pool, clbt_device_context(clbt_test_device()), 16, false, &slot));
+  clbt__staging_submit(pool, &slot, reader);
+}
+
+/* Ends readers [from, to) of `readers`, which the pool still holds. */
+static void end_readers(cl_event *readers, int from, int to, cl_int status) {
+  for (int i = from; i < to; ++i)
+    ck_assert_int_eq(clSetUserEventStatus(readers[i], status), CL_SUCCESS);
+}
+
+static size_t reap(clbt__staging_pool *pool, bool *failed) {
+  clbt_assert_ok(clbt__staging_reap(pool, failed));
+  return pool->busy;
+}
+
+/*
+ * Slots in flight end oldest first, whatever their places in the ring: the
+ * ring of four wraps (slots 3 to 5 sit at 3, 0 and 1), then, full and
+ * wrapped, grows. Reaping after readers 0 to n - 1 have ended must leave
+ * exactly the slots from n on in flight; a slot put at the wrong place, or
+ * moved out of order as the ring grows, would stop the reap early (or free
+ * a packet whose write has not ended).
+ */
+START_TEST(the_ring_keeps_its_order_across_a_wrap_and_a_growth) {
+  clbt__staging_pool pool = {0};
+  cl_event readers[10];
+  bool failed = false;
+  for (int i = 0; i < 10; ++i) readers[i] = user_event();
+  for (int i = 0; i < 3; ++i) put_in_flight(&pool, readers[i]);
+  end_readers(readers, 0, 2, CL_COMPLETE);
+  ck_assert_uint_eq(reap(&pool, &failed), 1); /* slot 2, at 2 of 4 */
+  for (int i = 3; i < 6; ++i) put_in_flight(&pool, readers[i]);
+  ck_assert_uint_eq(pool.capacity, 4); /* full: 2, 3, 0, 1 */
+  end_readers(readers, 2, 5, CL_COMPLETE);
+  ck_assert_uint_eq(reap(&pool, &failed), 1); /* slot 5, at 1 */
+  for (int i = 6; i < 9; ++i) put_in_flight(&pool, readers[i]);
+  ck_assert_uint_eq(pool.capacity, 4); /* full again: 1, 2, 3, 0 */
+  put_in_flight(&pool, readers[9]);    /* grows the ring */
+  ck_assert_uint_eq(pool.busy, 5);
+  end_readers(readers, 5, 8, CL_COMPLETE);
+  ck_assert_uint_eq(reap(&pool, &failed), 2); /* slots 8 and 9 */
+  end_readers(readers, 8, 10, CL_COMPLETE);
+  ck_assert_uint_eq(reap(&pool, &failed), 0);
+  ck_assert(!failed);
+  clbt__staging_pool_free(&pool);
+}
+END_TEST
+
+/*
+ * A reader that ended in error is reported however many slots ended after
+ * it in the same reap: what it carried never reached the device.
+ */
+START_TEST(a_failed_reader_is_reported_beside_ended_ones) {
+  clbt__staging_pool pool = {0};
+  cl_event readers[3] = {user_event(), user_event(), user_event()};
+  for (int i = 0; i < 3; ++i) put_in_flight(&pool, readers[i]);
+  end_readers(readers, 0, 1, -1);
+  end_readers(readers, 1, 3, CL_COMPLETE);
+  bool failed = false;
+  ck_assert_uint_eq(reap(&pool, &failed), 0);
+  ck_assert(failed);
+  clbt__staging_pool_free(&pool);
+}
+END_TEST
+
+/*
+ * A reap between an acquire and its submit keeps the ring the acquire made
+ * room in, even past the size a reap gives back (a call takes slots while
+ * it plans, before it submits any).
+ */
+START_TEST(a_reap_keeps_the_room_of_a_taken_slot) {
+  clbt__staging_pool pool = {0};
+  enum { MANY = CLBT__KEPT_RING + 1 };
+  cl_event readers[MANY];
+  for (int i = 0; i < MANY; ++i) {
+    readers[i] = user_event();
+    put_in_flight(&pool, readers[i]);
+  }
+  ck_assert_uint_gt(pool.capacity, CLBT__KEPT_RING);
+  clbt__staging slot;
+  clbt_assert_ok(clbt__staging_acquire(
+      &pool, clbt_device_context(clbt_test_device()), 16, false, &slot));
+  end_readers(readers, 0, MANY, CL_COMPLETE);
+  bool failed = false;
+  ck_assert_uint_eq(reap(&pool, &failed), 0);
+  cl_event last = user_event();
+  clbt__staging_submit(&pool, &slot, last);
+  ck_assert_uint_eq(pool.busy, 1);
+  ck_assert_int_eq(clSetUserEventStatus(last, CL_COMPLETE), CL_SUCCESS);
+  ck_assert_uint_eq(reap(&pool, &failed), 0);
+  ck_assert(!failed);
+  clbt__staging_pool_free(&pool);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("staging");
   TCase *tc = tcase_create("staging");
@@ -543,6 +644,9 @@ int main(void) {
   tcase_add_test(tc, no_enqueue_waits_for_the_device);
   tcase_add_test(tc, no_multi_group_enqueue_waits_for_the_device);
   tcase_add_test(tc, a_commit_of_two_slots_finds_room_for_both);
+  tcase_add_test(tc, the_ring_keeps_its_order_across_a_wrap_and_a_growth);
+  tcase_add_test(tc, a_failed_reader_is_reported_beside_ended_ones);
+  tcase_add_test(tc, a_reap_keeps_the_room_of_a_taken_slot);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }
