@@ -2141,6 +2141,12 @@ static const kv_bad kv_cases[] = {
            "config->num_kv_heads 32768 x head_size 65536 exceeds INT32_MAX",
            KV_CONFIG(num_kv_heads, 32768),
            KV_FIELD2(clbt_kv_cache_config, head_size), .value2 = 65536),
+    /* A stride of exactly what the smaller ones reach: head 1's element 0
+       at head 0's element 7. */
+    KV_BAD(KV_CREATE, "heads one element short of apart", CLBT_INVALID_CONFIG,
+           "config->head_stride 7 is within the 8 elements the smaller "
+           "strides span: two elements would share an address",
+           KV_CONFIG(head_stride, 7)),
     KV_BAD(KV_CREATE, "pages overlapping heads", CLBT_INVALID_CONFIG,
            "config->page_stride 4 is within the 8 elements the smaller "
            "strides span: two elements would share an address",
