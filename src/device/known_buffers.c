@@ -46,7 +46,7 @@ clbt_status clbt__known_buffer_size(const clbt_device *device,
   CLBT__CL_TRY(clRetainMemObject(buffer), status, done);
   clbt__known_buffer *oldest = &known->buffers[known->next];
   if (oldest->buffer) clReleaseMemObject(oldest->buffer);
-  *oldest = (clbt__known_buffer){buffer, *size, parent};
+  *oldest = (clbt__known_buffer){buffer, *size, parent, ++known->last_serial};
   known->next = (known->next + 1) % CLBT__KNOWN_BUFFERS;
 done:
   return status;
@@ -56,6 +56,12 @@ cl_mem clbt__known_buffer_parent(const clbt__known_buffers *known,
                                  cl_mem buffer) {
   const clbt__known_buffer *found = find(known, buffer);
   return found ? found->parent : NULL;
+}
+
+uint64_t clbt__known_buffer_serial(const clbt__known_buffers *known,
+                                   cl_mem buffer) {
+  const clbt__known_buffer *found = buffer ? find(known, buffer) : NULL;
+  return found ? found->serial : 0;
 }
 
 void clbt__known_buffers_release(clbt__known_buffers *known) {

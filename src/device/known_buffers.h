@@ -15,11 +15,13 @@
 typedef struct clbt__known_buffer {
   cl_mem buffer;
   size_t size;
-  cl_mem parent; /* the buffer it is a sub-buffer of, or NULL */
+  cl_mem parent;   /* the buffer it is a sub-buffer of, or NULL */
+  uint64_t serial; /* this record's, never another's of the handle */
 } clbt__known_buffer;
 typedef struct clbt__known_buffers {
   clbt__known_buffer buffers[CLBT__KNOWN_BUFFERS];
-  uint32_t next; /* the oldest, replaced next */
+  uint32_t next;         /* the oldest, replaced next */
+  uint64_t last_serial;  /* the newest record's */
 } clbt__known_buffers;
 
 /*
@@ -37,6 +39,12 @@ clbt_status clbt__known_buffer_size(const clbt_device *device,
    own or one not known. */
 cl_mem clbt__known_buffer_parent(const clbt__known_buffers *known,
                                  cl_mem buffer);
+
+/* The serial of a known buffer's record, which holds a reference to it
+   until the record is replaced (device/bound_buffer.h); 0 for a buffer
+   not known. */
+uint64_t clbt__known_buffer_serial(const clbt__known_buffers *known,
+                                   cl_mem buffer);
 
 /* Releases every known buffer. */
 void clbt__known_buffers_release(clbt__known_buffers *known);

@@ -120,7 +120,8 @@ static clbt_status reserve_packet(clbt__staging *slot, size_t words) {
   return CLBT_SUCCESS;
 }
 
-static clbt_status reserve_buffer(clbt__staging *slot, cl_context context,
+static clbt_status reserve_buffer(clbt__staging_pool *pool,
+                                  clbt__staging *slot, cl_context context,
                                   size_t words) {
   if (words <= slot->buffer_capacity) return CLBT_SUCCESS;
   size_t capacity = grown(slot->buffer_capacity, words);
@@ -131,6 +132,7 @@ static clbt_status reserve_buffer(clbt__staging *slot, cl_context context,
   if (slot->buffer) clReleaseMemObject(slot->buffer);
   slot->buffer = buffer;
   slot->buffer_capacity = capacity;
+  slot->buffer_serial = ++pool->last_serial;
   return CLBT_SUCCESS;
 }
 
@@ -159,7 +161,8 @@ clbt_status clbt__staging_acquire(clbt__staging_pool *pool, cl_context context,
     pool->idle[found] = pool->idle[--pool->num_idle];
   }
   status = reserve_packet(slot, words);
-  if (!status && on_device) status = reserve_buffer(slot, context, words);
+  if (!status && on_device)
+    status = reserve_buffer(pool, slot, context, words);
   if (status) clbt__staging_return(pool, slot);
   return status;
 }

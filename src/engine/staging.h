@@ -18,6 +18,7 @@ typedef struct clbt__staging {
   size_t capacity;          /* 32-bit words of packet */
   cl_mem buffer;            /* NULL until a packet is uploaded */
   size_t buffer_capacity;   /* 32-bit words of buffer */
+  uint64_t buffer_serial;   /* buffer's, never another's of the pool */
   cl_event reader;          /* NULL: not in flight */
 } clbt__staging;
 
@@ -35,6 +36,7 @@ typedef struct clbt__staging_pool {
                                ring keeps room for each */
   clbt__staging idle[CLBT__IDLE_SLOTS];
   size_t num_idle;
+  uint64_t last_serial;     /* the newest buffer's */
 } clbt__staging_pool;
 
 /*
