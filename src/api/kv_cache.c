@@ -9,6 +9,7 @@
 #include "base/status.h"
 #include "base/tuning.h"
 #include "cl/kv_cache.h"
+#include "device/bound_buffer.h"
 #include "device/handle.h"
 #include "device/known_buffers.h"
 #include "device/program.h"
@@ -37,7 +38,7 @@ typedef struct kv_kernel {
   cl_kernel kernel;       /* NULL until made */
   uint32_t chunk;         /* elements a work-item moves at a time */
   size_t local_size;
-  cl_mem bound[3];        /* the key, value and slot-mapping buffers set */
+  clbt__bound_buffer bound[3]; /* the key, value and slot mapping */
 } kv_kernel;
 
 struct clbt_kv_cache {
@@ -355,7 +356,7 @@ static clbt_status make_kernel(clbt_kv_cache *cache, kv_kernel *k,
                    clbt__tuning_local_size(
                        clbt__tuning_for(cache->device->properties.type),
                        kernel_max_group),
-                   {NULL, NULL, NULL}};
+                   {{NULL, 0, false}, {NULL, 0, false}, {NULL, 0, false}}};
   return CLBT_SUCCESS;
 fail:
   if (kernel) clReleaseKernel(kernel);
@@ -642,22 +643,19 @@ static void geometry(const clbt_kv_cache *cache, const kv_kernel *k,
 }
 
 /* Sets the arguments of a write that changed since the kernel's last. */
-static clbt_status set_arguments(kv_kernel *k, const clbt_kv_arguments *a,
+static clbt_status set_arguments(kv_kernel *k,
+                                 const clbt__known_buffers *known,
+                                 const clbt_kv_arguments *a,
                                  const clbt_kv_write *w) {
   const cl_mem buffers[3] = {w->key, w->value, w->slot_mapping};
   clbt_status status = CLBT_SUCCESS;
   CLBT__CL_TRY(clSetKernelArg(k->kernel, CLBT_KV_ARGUMENT_ARGUMENTS, sizeof *a,
                               a),
                status, done);
-  for (cl_uint i = 0; i < 3; ++i) {
-    if (k->bound[i] == buffers[i]) continue;
-    /* A failed set leaves the argument unknown: set it again next time. */
-    k->bound[i] = NULL;
-    CLBT__CL_TRY(clSetKernelArg(k->kernel, CLBT_KV_ARGUMENT_KEY + i,
-                                sizeof(cl_mem), &buffers[i]),
-                 status, done);
-    k->bound[i] = buffers[i];
-  }
+  for (cl_uint i = 0; !status && i < 3; ++i)
+    status = clbt__bound_buffer_set(
+        k->kernel, CLBT_KV_ARGUMENT_KEY + i, &k->bound[i], buffers[i],
+        clbt__known_buffer_serial(known, buffers[i]));
 done:
   return status;
 }
@@ -692,7 +690,7 @@ clbt_status clbt_kv_cache_enqueue_write(clbt_kv_cache *cache,
     a.k_scale = w.k_scale;
     a.v_scale = w.v_scale;
     geometry(cache, k, w.num_tokens, a.chunks, &a.lanes, &global_size);
-    status = set_arguments(k, &a, &w);
+    status = set_arguments(k, &cache->known, &a, &w);
     if (!status)
       status = clbt__sequence_kernel(&sequence, k->kernel, global_size,
                                      k->local_size);

@@ -237,14 +237,27 @@ static clbt_status enqueue_scatter(const call_plan *plan, uint32_t l,
              launch->shape.record_words[share->scatter_class]);
   clbt__kernel *kernel =
       &launch->kernels[share->scatter_entry][share->scatter_class];
+  bool uploads = clbt__plan_uploads(share);
   clbt__launch_call scatter = {
       kernel,
       share->scatter_class,
       record,
-      {[CLBT__BOUND_PACKET] = clbt__plan_uploads(share) ? packet : NULL},
+      {[CLBT__BOUND_PACKET] = uploads ? packet : NULL},
+      {[CLBT__BOUND_PACKET] = uploads ? plan->upload.buffer_serial : 0},
       clbt__plan_items_grid(&launch->shape, kernel->local_size,
                             share->scatter_items)};
   return clbt__launch_enqueue(launch, &scatter, sequence);
+}
+
+/* The serials of the records that hold a step's buffers: the engine's
+   known buffers (the checks recorded every batch buffer of the call), the
+   upload's slot (device/bound_buffer.h). */
+static void add_serials(const call_plan *plan, clbt__launch_call *step) {
+  const clbt__known_buffers *known = &plan->scope->engine->known;
+  for (int b = 0; b < CLBT__NUM_BOUND; ++b)
+    step->serials[b] = clbt__known_buffer_serial(known, step->buffers[b]);
+  if (step->buffers[CLBT__BOUND_PACKET])
+    step->serials[CLBT__BOUND_PACKET] = plan->upload.buffer_serial;
 }
 
 /* A launch's step kernel: its share of the call's work. */
@@ -293,7 +306,9 @@ static clbt_status enqueue_step(const call_plan *plan, uint32_t l, uint32_t p,
        [CLBT__BOUND_TOKEN_SLOTS] = tokens ? batch->token_slots : NULL,
        [CLBT__BOUND_PACKET] =
            share->place == CLBT__PACKET_FOLDED ? packet : NULL},
+      {0},
       grid.global_size};
+  add_serials(plan, &step);
   return clbt__launch_enqueue(launch, &step, sequence);
 }
 

@@ -237,7 +237,7 @@ static clbt_status local_size_of(const clbt__launch *launch,
 }
 
 /* What stays the same from launch to launch: the layout and the storage;
-   every batch buffer starts NULL. */
+   the batch buffers are set at the first launch. */
 static clbt_status make_kernel(const clbt__launch *launch, clbt__entry entry,
                                uint32_t record_class, clbt__kernel *out) {
   clbt_table *const *groups = launch->groups;
@@ -259,14 +259,10 @@ static clbt_status make_kernel(const clbt__launch *launch, clbt__entry entry,
   CLBT__CL_TRY(clSetKernelArg(kernel, ARG_STORAGE, sizeof(cl_mem),
                               &launch->storage),
                status, fail);
-  for (int b = 0; b < CLBT__NUM_BOUND; ++b)
-    CLBT__CL_TRY(clSetKernelArg(kernel, bound_arguments[b], sizeof(cl_mem),
-                                NULL),
-                 status, fail);
   size_t local = 1;
   status = local_size_of(launch, kernel, &local);
   if (status) goto fail;
-  *out = (clbt__kernel){kernel, {NULL}, local};
+  *out = (clbt__kernel){kernel, {{NULL, 0, false}}, local};
   return CLBT_SUCCESS;
 fail:
   clReleaseKernel(kernel);
@@ -290,22 +286,18 @@ void clbt__launch_release(clbt__launch *launch) {
     for (int c = 0; c < CLBT_MAX_RECORD_CLASSES; ++c) {
       clbt__kernel *kernel = &launch->kernels[e][c];
       if (kernel->kernel) clReleaseKernel(kernel->kernel);
-      *kernel = (clbt__kernel){NULL, {NULL}, 0};
+      *kernel = (clbt__kernel){NULL, {{NULL, 0, false}}, 0};
     }
 }
 
 /* Sets the buffers that differ from what the kernel holds. */
-static clbt_status bind_buffers(clbt__kernel *kernel, const cl_mem *buffers) {
+static clbt_status bind_buffers(clbt__kernel *kernel,
+                                const clbt__launch_call *call) {
   clbt_status status = CLBT_SUCCESS;
-  for (int b = 0; b < CLBT__NUM_BOUND; ++b) {
-    if (buffers[b] == kernel->bound[b]) continue;
-    CLBT__CL_TRY(clSetKernelArg(kernel->kernel, bound_arguments[b],
-                                sizeof(cl_mem),
-                                buffers[b] ? &buffers[b] : NULL),
-                 status, done);
-    kernel->bound[b] = buffers[b];
-  }
-done:
+  for (int b = 0; !status && b < CLBT__NUM_BOUND; ++b)
+    status = clbt__bound_buffer_set(kernel->kernel, bound_arguments[b],
+                                    &kernel->bound[b], call->buffers[b],
+                                    call->serials[b]);
   return status;
 }
 
@@ -313,7 +305,7 @@ clbt_status clbt__launch_enqueue(const clbt__launch *launch,
                                  const clbt__launch_call *call,
                                  clbt__sequence *sequence) {
   clbt__kernel *kernel = call->kernel;
-  clbt_status status = bind_buffers(kernel, call->buffers);
+  clbt_status status = bind_buffers(kernel, call);
   if (status) return status;
   CLBT__CL_TRY(clSetKernelArg(kernel->kernel, ARG_RECORD,
                               record_bytes(launch->shape.record_words

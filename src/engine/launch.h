@@ -9,6 +9,7 @@
 
 #include "clbt/clbt.h"
 #include "cl/contract.h"
+#include "device/bound_buffer.h"
 #include "device/queue.h"
 #include "engine/group.h"
 #include "engine/plan.h"
@@ -38,9 +39,9 @@ enum {
 /* A kernel object of one entry in one record size, bound to its
    launch's layout and the engine's storage. */
 typedef struct clbt__kernel {
-  cl_kernel kernel;              /* NULL until made */
-  cl_mem bound[CLBT__NUM_BOUND]; /* the buffers it holds now */
-  size_t local_size;             /* its work-groups' size */
+  cl_kernel kernel;                          /* NULL until made */
+  clbt__bound_buffer bound[CLBT__NUM_BOUND]; /* the buffers it holds */
+  size_t local_size;                         /* its work-groups' size */
 } clbt__kernel;
 
 /*
@@ -91,6 +92,7 @@ typedef struct clbt__launch_call {
   uint32_t record_class;
   const clbt__launch_record *record;
   cl_mem buffers[CLBT__NUM_BOUND];
+  uint64_t serials[CLBT__NUM_BOUND]; /* of the records holding them */
   size_t global_size;
 } clbt__launch_call;
 

@@ -17,10 +17,32 @@
  * worked values pin the rounding at every boundary. The seed is printed;
  * CLBT_TEST_SEED=<seed> replays a run.
  */
+#define _GNU_SOURCE /* RTLD_NEXT */
 #include "clbt_test.h"
 
+#include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
+
+/* How often a kernel was given this buffer as an argument: this
+   program's clSetKernelArg counts, then passes the call on to the
+   driver's (the library is linked in statically). */
+static cl_mem watched;
+static unsigned watched_sets;
+
+cl_int CL_API_CALL clSetKernelArg(cl_kernel kernel, cl_uint index,
+                                  size_t size, const void *value) {
+  static union {
+    void *object;
+    cl_int(CL_API_CALL *function)(cl_kernel, cl_uint, size_t, const void *);
+  } driver;
+  if (!driver.object) driver.object = dlsym(RTLD_NEXT, "clSetKernelArg");
+  if (!driver.object) abort();
+  if (watched && size == sizeof(cl_mem) && value &&
+      *(const cl_mem *)value == watched)
+    ++watched_sets;
+  return driver.function(kernel, index, size, value);
+}
 
 #define POISON_BYTE 0x5a
 
@@ -670,6 +692,51 @@ START_TEST(events_and_empty_writes) {
 END_TEST
 
 /*
+ * A buffer the aligned kernel was given is set again once the cache's
+ * record of it has let it go, though its handle is the same: a second
+ * aligned write from it sets nothing; eight misaligned writes (the
+ * single-element kernel) from new buffers push it out of the last eight
+ * the cache checked (and their references); the next aligned write sets
+ * it again, as K and as V. Had it been released and a new buffer made at
+ * its handle, the skipped set would have left the kernel reading the
+ * freed one. That write reads it where it is: slot 3 gets token 1's 4..7.
+ */
+START_TEST(a_buffer_let_go_is_set_again) {
+  const int64_t slots[] = {3};
+  small_cache s = make_small_cache(slots, 1);
+  s.write.num_tokens = 1;
+  s.write.key_offset = s.write.value_offset = 4;
+  watched = s.input;
+  clbt_assert_ok(clbt_kv_cache_enqueue_write(s.cache, &s.write, 0, NULL,
+                                             NULL));
+  ck_assert_uint_eq(watched_sets, 2);
+  clbt_assert_ok(clbt_kv_cache_enqueue_write(s.cache, &s.write, 0, NULL,
+                                             NULL));
+  ck_assert_uint_eq(watched_sets, 2);
+  float other[8];
+  for (int i = 0; i < 8; ++i) other[i] = 100.0f;
+  for (int n = 0; n < 8; ++n) {
+    clbt_kv_write misaligned = s.write;
+    misaligned.key = misaligned.value = clbt_test_buffer(sizeof other, other);
+    misaligned.key_offset = misaligned.value_offset = 1;
+    clbt_assert_ok(clbt_kv_cache_enqueue_write(s.cache, &misaligned, 0, NULL,
+                                               NULL));
+    clReleaseMemObject(misaligned.key);
+  }
+  clbt_assert_ok(clbt_kv_cache_enqueue_write(s.cache, &s.write, 0, NULL,
+                                             NULL));
+  ck_assert_uint_eq(watched_sets, 4);
+  watched = NULL;
+  float cache[128];
+  clbt_test_read(s.buffer, sizeof cache, cache);
+  for (int e = 0; e < 4; ++e)
+    ck_assert(cached(cache, 3, 0, e) == 4.0f + e &&
+              cached(cache, 3, 1, e) == 4.0f + e);
+  free_small_cache(&s);
+}
+END_TEST
+
+/*
  * The slot mapping of a table's step, read where it lies: requests of 3
  * and 2 tokens at positions 0-2 and 5-6, rows {2, 0} and {1, 3} of 4-slot
  * blocks, give slots 8 9 10 and 13 14 (clbt_table_compute_slot_mapping_host
@@ -831,6 +898,7 @@ int main(void) {
   tcase_add_test(c, skips_counts_and_offsets);
   tcase_add_test(c, addressing_resolves_the_defaults);
   tcase_add_test(c, events_and_empty_writes);
+  tcase_add_test(c, a_buffer_let_go_is_set_again);
   tcase_add_test(c, writes_through_a_tables_slot_mapping);
   tcase_add_test(c, k_and_v_in_one_buffer_through_a_sub_buffer);
   suite_add_tcase(suite, c);

@@ -6,12 +6,15 @@
  * a record at every enqueue, so a larger size costs every launch, and an
  * unset byte would be whatever the last launch or the allocator left.
  *
+ * And when a launch sets a buffer again (src/device/bound_buffer.c).
+ *
  * This program's clSetKernelArg takes the place of the driver's for the
  * library, which is linked in statically, and keeps a copy of argument 0
- * of every step kernel (the kernels named clbt_*) before passing the call
- * on. It runs with CLBT_TUNING=gpu (tests/CMakeLists.txt), whose record
- * sizes are 64 packet words, then 512 and 2048 as far as the device's
- * argument space allows: on PoCL's 1024 bytes a one-group launch has two.
+ * of every step kernel (the kernels named clbt_*), and counts the sets of
+ * one buffer, before passing the call on. It runs with CLBT_TUNING=gpu
+ * (tests/CMakeLists.txt), whose record sizes are 64 packet words, then 512
+ * and 2048 as far as the device's argument space allows: on PoCL's 1024
+ * bytes a one-group launch has two.
  */
 #define _GNU_SOURCE /* RTLD_NEXT */
 #include "clbt_test.h"
@@ -35,6 +38,10 @@ static struct {
   test_record record;
 } sent;
 
+/* How often a step kernel was given this buffer as an argument. */
+static cl_mem watched;
+static unsigned watched_sets;
+
 cl_int CL_API_CALL clSetKernelArg(cl_kernel kernel, cl_uint index,
                                   size_t size, const void *value) {
   static union {
@@ -53,6 +60,9 @@ cl_int CL_API_CALL clSetKernelArg(cl_kernel kernel, cl_uint index,
     memset(&sent.record, 0xA5, sizeof sent.record);
     memcpy(&sent.record, value, size);
   }
+  if (watched && size == sizeof(cl_mem) && value &&
+      *(const cl_mem *)value == watched)
+    ++watched_sets;
   return driver.function(kernel, index, size, value);
 }
 
@@ -142,6 +152,69 @@ START_TEST(a_launch_sends_the_smallest_record_all_set) {
 }
 END_TEST
 
+/* Ten rows of five new ids each: a 92-word packet, past the smallest
+   record (as above). */
+static void append_ten_rows(clbt_table *table, int32_t first) {
+  for (uint32_t row = 0; row < 10; ++row) {
+    const int32_t ids[5] = {first, first + 1, first + 2, first + 3,
+                            first + (int32_t)row + 4};
+    clbt_assert_ok(clbt_table_append_row(table, row, ids, 5));
+  }
+}
+
+/*
+ * A kernel's buffer argument is set again once the table's record of the
+ * buffer has let it go, even if the handle is the same: positions A, given
+ * to the kernel of the 512-word record, is not set again by a second step
+ * of that kernel; then eight steps of the 64-word kernel from new
+ * positions buffers push A out of the table's eight checked buffers (and
+ * their references), and the next step of the 512-word kernel with A sets
+ * it again. Had A been released and a new buffer made at its handle, the
+ * skipped set would have left that kernel with the freed one's address.
+ */
+START_TEST(a_buffer_let_go_is_set_again) {
+  const clbt_table_config config = {.block_size = 16,
+                                    .max_num_reqs = 64,
+                                    .max_num_blocks_per_req = 64,
+                                    .max_num_batched_tokens = 16};
+  clbt_table *table = NULL;
+  clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
+  clbt_assert_ok(clbt_table_set_commit_mode(table, CLBT_COMMIT_SCATTER));
+  const int32_t qsl[] = {0, 1};
+  const int64_t position = 0;
+  cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
+  cl_mem positions = clbt_test_buffer(sizeof position, &position);
+  const size_t smallest = head_bytes + SMALLEST_WORDS * sizeof(cl_uint);
+  watched = positions;
+
+  append_ten_rows(table, 1);
+  step(table, qsl_buffer, positions);
+  ck_assert_uint_gt(sent.size, smallest);
+  ck_assert_uint_eq(watched_sets, 1);
+  append_ten_rows(table, 10);
+  step(table, qsl_buffer, positions);
+  ck_assert_uint_gt(sent.size, smallest);
+  ck_assert_uint_eq(watched_sets, 1);
+  for (int n = 0; n < 8; ++n) {
+    cl_mem other = clbt_test_buffer(sizeof position, &position);
+    step(table, qsl_buffer, other);
+    ck_assert_uint_eq(sent.size, smallest);
+    clReleaseMemObject(other);
+  }
+  append_ten_rows(table, 20);
+  step(table, qsl_buffer, positions);
+  ck_assert_uint_gt(sent.size, smallest);
+  ck_assert_uint_eq(watched_sets, 2);
+  watched = NULL;
+
+  ck_assert_int_eq(clFinish(clbt_device_queue(clbt_test_device())),
+                   CL_SUCCESS);
+  clReleaseMemObject(qsl_buffer);
+  clReleaseMemObject(positions);
+  clbt_table_destroy(table);
+}
+END_TEST
+
 /*
  * A commit of one group of a two-group table settles that group alone:
  * the other's last commit stays what its own commit moved, and its device
@@ -195,6 +268,7 @@ int main(void) {
   tcase_set_timeout(tc, 0);
   tcase_add_test(tc, a_launch_sends_the_smallest_record_all_set);
   tcase_add_test(tc, a_commit_settles_only_its_groups);
+  tcase_add_test(tc, a_buffer_let_go_is_set_again);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }
