@@ -44,7 +44,18 @@ static clbt_multi_table *create_multi(clbt_commit_mode mode) {
   return table;
 }
 
+/*
+ * A user event, made once the queue is idle: PoCL 3.1 fails the commands
+ * behind a user event set to an error while its worker thread may still be
+ * ending commands queued before them, and that race (in PoCL, not clbt)
+ * aborts the process now and then ("cq->command_count > 0" in
+ * pocl_update_event_finished, or a fault in pocl_update_event_failed):
+ * about 1 run in 30 of this suite, more beside other suites. Nothing queued
+ * before a gate is what a scenario tests.
+ */
 static cl_event user_event(void) {
+  ck_assert_int_eq(clFinish(clbt_device_queue(clbt_test_device())),
+                   CL_SUCCESS);
   cl_int error = CL_SUCCESS;
   cl_event event =
       clCreateUserEvent(clbt_device_context(clbt_test_device()), &error);
