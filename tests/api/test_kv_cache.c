@@ -17,32 +17,11 @@
  * worked values pin the rounding at every boundary. The seed is printed;
  * CLBT_TEST_SEED=<seed> replays a run.
  */
-#define _GNU_SOURCE /* RTLD_NEXT */
 #include "clbt_test.h"
+#include "kernel_arg_spy.h"
 
-#include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
-
-/* How often a kernel was given this buffer as an argument: this
-   program's clSetKernelArg counts, then passes the call on to the
-   driver's (the library is linked in statically). */
-static cl_mem watched;
-static unsigned watched_sets;
-
-cl_int CL_API_CALL clSetKernelArg(cl_kernel kernel, cl_uint index,
-                                  size_t size, const void *value) {
-  static union {
-    void *object;
-    cl_int(CL_API_CALL *function)(cl_kernel, cl_uint, size_t, const void *);
-  } driver;
-  if (!driver.object) driver.object = dlsym(RTLD_NEXT, "clSetKernelArg");
-  if (!driver.object) abort();
-  if (watched && size == sizeof(cl_mem) && value &&
-      *(const cl_mem *)value == watched)
-    ++watched_sets;
-  return driver.function(kernel, index, size, value);
-}
 
 #define POISON_BYTE 0x5a
 
@@ -706,13 +685,13 @@ START_TEST(a_buffer_let_go_is_set_again) {
   small_cache s = make_small_cache(slots, 1);
   s.write.num_tokens = 1;
   s.write.key_offset = s.write.value_offset = 4;
-  watched = s.input;
+  clbt_test_watched = s.input;
   clbt_assert_ok(clbt_kv_cache_enqueue_write(s.cache, &s.write, 0, NULL,
                                              NULL));
-  ck_assert_uint_eq(watched_sets, 2);
+  ck_assert_uint_eq(clbt_test_watched_sets, 2);
   clbt_assert_ok(clbt_kv_cache_enqueue_write(s.cache, &s.write, 0, NULL,
                                              NULL));
-  ck_assert_uint_eq(watched_sets, 2);
+  ck_assert_uint_eq(clbt_test_watched_sets, 2);
   float other[8];
   for (int i = 0; i < 8; ++i) other[i] = 100.0f;
   for (int n = 0; n < 8; ++n) {
@@ -725,8 +704,8 @@ START_TEST(a_buffer_let_go_is_set_again) {
   }
   clbt_assert_ok(clbt_kv_cache_enqueue_write(s.cache, &s.write, 0, NULL,
                                              NULL));
-  ck_assert_uint_eq(watched_sets, 4);
-  watched = NULL;
+  ck_assert_uint_eq(clbt_test_watched_sets, 4);
+  clbt_test_watched = NULL;
   float cache[128];
   clbt_test_read(s.buffer, sizeof cache, cache);
   for (int e = 0; e < 4; ++e)

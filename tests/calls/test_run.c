@@ -8,21 +8,17 @@
  *
  * And when a launch sets a buffer again (src/device/bound_buffer.c).
  *
- * This program's clSetKernelArg takes the place of the driver's for the
- * library, which is linked in statically, and keeps a copy of argument 0
- * of every step kernel (the kernels named clbt_*), and counts the sets of
- * one buffer, before passing the call on. It runs with CLBT_TUNING=gpu
+ * Both are seen through clSetKernelArg (tests/kernel_arg_spy.c), which
+ * keeps a copy of argument 0 of every step kernel and counts the sets of
+ * one buffer. It runs with CLBT_TUNING=gpu
  * (tests/CMakeLists.txt), whose record sizes are 64 packet words, then 512
  * and 2048 as far as the device's argument space allows: on PoCL's 1024
  * bytes a one-group launch has two.
  */
-#define _GNU_SOURCE /* RTLD_NEXT */
 #include "clbt_test.h"
 #include "cl/contract.h"
 #include "engine/group.h" /* device_stale */
-
-#include <dlfcn.h>
-#include <stdlib.h>
+#include "kernel_arg_spy.h"
 
 CLBT_DECLARE_LAUNCH_RECORD(test_record, CLBT_MAX_RECORD_WORDS)
 
@@ -38,18 +34,9 @@ static struct {
   test_record record;
 } sent;
 
-/* How often a step kernel was given this buffer as an argument. */
-static cl_mem watched;
-static unsigned watched_sets;
-
-cl_int CL_API_CALL clSetKernelArg(cl_kernel kernel, cl_uint index,
-                                  size_t size, const void *value) {
-  static union {
-    void *object;
-    cl_int(CL_API_CALL *function)(cl_kernel, cl_uint, size_t, const void *);
-  } driver;
-  if (!driver.object) driver.object = dlsym(RTLD_NEXT, "clSetKernelArg");
-  if (!driver.object) abort();
+/* Keeps a copy of argument 0 of every step kernel (named clbt_*). */
+static void keep_record(cl_kernel kernel, cl_uint index, size_t size,
+                        const void *value) {
   char name[64] = "";
   if (index == 0 &&
       clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, sizeof name, name,
@@ -60,10 +47,6 @@ cl_int CL_API_CALL clSetKernelArg(cl_kernel kernel, cl_uint index,
     memset(&sent.record, 0xA5, sizeof sent.record);
     memcpy(&sent.record, value, size);
   }
-  if (watched && size == sizeof(cl_mem) && value &&
-      *(const cl_mem *)value == watched)
-    ++watched_sets;
-  return driver.function(kernel, index, size, value);
 }
 
 /* The packet words of the last record, from `from` to its end, are 0. */
@@ -89,6 +72,28 @@ static void step(clbt_table *table, cl_mem qsl, cl_mem positions) {
   ck_assert_uint_eq(sent.record.head.work & CLBT_WORK_MAP, CLBT_WORK_MAP);
 }
 
+/* A table of 64 rows of width 64 that commits by scatter. */
+static clbt_table *scatter_table(void) {
+  const clbt_table_config config = {.block_size = 16,
+                                    .max_num_reqs = 64,
+                                    .max_num_blocks_per_req = 64,
+                                    .max_num_batched_tokens = 16};
+  clbt_table *table = NULL;
+  clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
+  clbt_assert_ok(clbt_table_set_commit_mode(table, CLBT_COMMIT_SCATTER));
+  return table;
+}
+
+/* Rows 0..9 gain first, first + 1, first + 2, first + 3 and first + row
+   + 4: ten rows of five ids, a 92-word packet (2 + 10 x 4 + 50). */
+static void append_ten_rows(clbt_table *table, int32_t first) {
+  for (uint32_t row = 0; row < 10; ++row) {
+    const int32_t ids[5] = {first, first + 1, first + 2, first + 3,
+                            first + (int32_t)row + 4};
+    clbt_assert_ok(clbt_table_append_row(table, row, ids, 5));
+  }
+}
+
 /*
  * Three steps of a table of 64 rows of width 64, committing by scatter:
  * ten rows of five ids (2 + 10 x 4 + 50 = 92 packet words, past the
@@ -99,23 +104,14 @@ static void step(clbt_table *table, cl_mem qsl, cl_mem positions) {
  * the words the second's and the third's leave.
  */
 START_TEST(a_launch_sends_the_smallest_record_all_set) {
-  const clbt_table_config config = {.block_size = 16,
-                                    .max_num_reqs = 64,
-                                    .max_num_blocks_per_req = 64,
-                                    .max_num_batched_tokens = 16};
-  clbt_table *table = NULL;
-  clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
-  clbt_assert_ok(clbt_table_set_commit_mode(table, CLBT_COMMIT_SCATTER));
+  clbt_table *table = scatter_table();
   const int32_t qsl[] = {0, 1};
   const int64_t position = 0;
   cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
   cl_mem positions = clbt_test_buffer(sizeof position, &position);
   const size_t smallest = head_bytes + SMALLEST_WORDS * sizeof(cl_uint);
 
-  for (uint32_t row = 0; row < 10; ++row) {
-    const int32_t ids[5] = {1, 2, 3, 4, (int32_t)row + 5};
-    clbt_assert_ok(clbt_table_append_row(table, row, ids, 5));
-  }
+  append_ten_rows(table, 1);
   step(table, qsl_buffer, positions);
   ck_assert_uint_eq(sent.record.head.packet_words, 92);
   ck_assert_uint_gt(sent.size, smallest);
@@ -152,16 +148,6 @@ START_TEST(a_launch_sends_the_smallest_record_all_set) {
 }
 END_TEST
 
-/* Ten rows of five new ids each: a 92-word packet, past the smallest
-   record (as above). */
-static void append_ten_rows(clbt_table *table, int32_t first) {
-  for (uint32_t row = 0; row < 10; ++row) {
-    const int32_t ids[5] = {first, first + 1, first + 2, first + 3,
-                            first + (int32_t)row + 4};
-    clbt_assert_ok(clbt_table_append_row(table, row, ids, 5));
-  }
-}
-
 /*
  * A kernel's buffer argument is set again once the table's record of the
  * buffer has let it go, even if the handle is the same: positions A, given
@@ -173,28 +159,22 @@ static void append_ten_rows(clbt_table *table, int32_t first) {
  * skipped set would have left that kernel with the freed one's address.
  */
 START_TEST(a_buffer_let_go_is_set_again) {
-  const clbt_table_config config = {.block_size = 16,
-                                    .max_num_reqs = 64,
-                                    .max_num_blocks_per_req = 64,
-                                    .max_num_batched_tokens = 16};
-  clbt_table *table = NULL;
-  clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
-  clbt_assert_ok(clbt_table_set_commit_mode(table, CLBT_COMMIT_SCATTER));
+  clbt_table *table = scatter_table();
   const int32_t qsl[] = {0, 1};
   const int64_t position = 0;
   cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
   cl_mem positions = clbt_test_buffer(sizeof position, &position);
   const size_t smallest = head_bytes + SMALLEST_WORDS * sizeof(cl_uint);
-  watched = positions;
+  clbt_test_watched = positions;
 
   append_ten_rows(table, 1);
   step(table, qsl_buffer, positions);
   ck_assert_uint_gt(sent.size, smallest);
-  ck_assert_uint_eq(watched_sets, 1);
+  ck_assert_uint_eq(clbt_test_watched_sets, 1);
   append_ten_rows(table, 10);
   step(table, qsl_buffer, positions);
   ck_assert_uint_gt(sent.size, smallest);
-  ck_assert_uint_eq(watched_sets, 1);
+  ck_assert_uint_eq(clbt_test_watched_sets, 1);
   for (int n = 0; n < 8; ++n) {
     cl_mem other = clbt_test_buffer(sizeof position, &position);
     step(table, qsl_buffer, other);
@@ -204,8 +184,8 @@ START_TEST(a_buffer_let_go_is_set_again) {
   append_ten_rows(table, 20);
   step(table, qsl_buffer, positions);
   ck_assert_uint_gt(sent.size, smallest);
-  ck_assert_uint_eq(watched_sets, 2);
-  watched = NULL;
+  ck_assert_uint_eq(clbt_test_watched_sets, 2);
+  clbt_test_watched = NULL;
 
   ck_assert_int_eq(clFinish(clbt_device_queue(clbt_test_device())),
                    CL_SUCCESS);
@@ -263,6 +243,7 @@ START_TEST(a_commit_settles_only_its_groups) {
 END_TEST
 
 int main(void) {
+  clbt_test_arg_seen = keep_record;
   Suite *suite = suite_create("run");
   TCase *tc = tcase_create("run");
   tcase_set_timeout(tc, 0);
