@@ -8,9 +8,9 @@
  *
  * And when a launch sets a buffer again (src/device/bound_buffer.c).
  *
- * Both are seen through clSetKernelArg (tests/kernel_arg_spy.c), which
- * keeps a copy of argument 0 of every step kernel and counts the sets of
- * one buffer. It runs with CLBT_TUNING=gpu
+ * Both are seen through clSetKernelArg (tests/kernel_arg_spy.c): this
+ * suite keeps a copy of argument 0 of every step kernel, the spy counts
+ * the sets of one buffer. It runs with CLBT_TUNING=gpu
  * (tests/CMakeLists.txt), whose record sizes are 64 packet words, then 512
  * and 2048 as far as the device's argument space allows: on PoCL's 1024
  * bytes a one-group launch has two.
