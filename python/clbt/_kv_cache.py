@@ -77,15 +77,16 @@ lib.clbt_kv_cache_get_addressing.restype = c_int
 lib.clbt_kv_cache_get_addressing.argtypes = (c_void_p, c_void_p)
 
 
-def enqueue_write(handle, request, count, address, event, exchanged: bool) -> None:
+def enqueue_write(cache: "KVCache", request, count, address, event) -> None:
     """clbt_kv_cache_enqueue_write, raising its refusal. For a cache
     described with K and V exchanged (its V starts the shared buffer), C's
     message names the half C fills: each write->key... and k_scale is then
     the caller's value's, and the other way round."""
-    status = lib.clbt_kv_cache_enqueue_write(handle, byref(request), count, address, event)
+    status = lib.clbt_kv_cache_enqueue_write(cache._live(), byref(request), count, address,
+                                             event)
     if status:
         message = lib.clbt_last_error().decode()
-        if exchanged:
+        if cache._exchanged:
             message = re.sub(r"write->(key|value|k_scale|v_scale)", lambda m: "write->" + {
                 "key": "value", "value": "key", "k_scale": "v_scale",
                 "v_scale": "k_scale"}[m.group(1)], message)
@@ -263,12 +264,21 @@ class KVCache(_Closable):
               "V at %d of %s" % (a.value_offset - value_at, shape))
 
     @classmethod
-    def from_config(cls, device: Device, config: KVCacheConfig) -> "KVCache":
+    def from_config(cls, device: Device, config: KVCacheConfig,
+                    exchanged: bool = False) -> "KVCache":
         """A cache of a filled clbt_kv_cache_config (buffer handles and
-        element offsets from their buffers' starts)."""
+        element offsets from their buffers' starts); exchanged: the
+        config's K half is the caller's V (as __init__ describes V at
+        element 0 of key_cache's buffer)."""
         cache = cls.__new__(cls)
         cache._create(device, config)
+        cache._exchanged = exchanged
         return cache
+
+    def _in_c_order(self, key_input, value_input):
+        """A write's K and V inputs (anything alike: handles, offsets,
+        strides, scales) in the order C's halves take them."""
+        return (value_input, key_input) if self._exchanged else (key_input, value_input)
 
     def _create(self, device, config):
         self._lock = threading.RLock()
@@ -295,7 +305,7 @@ class KVCache(_Closable):
         past the cache is skipped and counted (rejected_tokens). An fp8
         cache divides K by k_scale and V by v_scale. Returns without
         waiting; event=True returns the write's event."""
-        handle = self._live()
+        self._live()  # a closed cache is refused before anything is read
         itemsize = ITEMSIZES[self.input_dtype]
         key_handle, key_at, key_reach = device_buffer(key, itemsize, "key")
         value_handle, value_at, value_reach = device_buffer(value, itemsize, "value")
@@ -323,14 +333,12 @@ class KVCache(_Closable):
         value_offset = check.size(value_offset, "value_offset")
         value_token_stride = check.size(value_token_stride, "value_token_stride")
         slot_mapping_offset = check.size(slot_mapping_offset, "slot_mapping_offset")
-        inputs = [(key_handle, element_offset(key_at, key_offset, "key_offset", "key"),
-                   key_token_stride, k_scale),
-                  (value_handle, element_offset(value_at, value_offset, "value_offset",
-                                                "value"), value_token_stride, v_scale)]
-        if self._exchanged:  # C's K half is value_cache (__init__)
-            inputs.reverse()
         (k_handle, k_offset, k_stride, k_scale), (v_handle, v_offset, v_stride, v_scale) = \
-            inputs
+            self._in_c_order(
+                (key_handle, element_offset(key_at, key_offset, "key_offset", "key"),
+                 key_token_stride, k_scale),
+                (value_handle, element_offset(value_at, value_offset, "value_offset",
+                                              "value"), value_token_stride, v_scale))
         request = KVWrite(
             num_tokens=num_tokens, key=k_handle, value=v_handle, slot_mapping=slots_handle,
             key_offset=k_offset, key_token_stride=k_stride, value_offset=v_offset,
@@ -348,8 +356,7 @@ class KVCache(_Closable):
                                                                      slot_mapping_offset))
         count, address, held = _opencl.wait_list(wait_for)
         out = c_void_p() if event else None
-        enqueue_write(handle, request, count, address, None if out is None else byref(out),
-                      self._exchanged)
+        enqueue_write(self, request, count, address, None if out is None else byref(out))
         return _opencl.event_object(out.value) if event else None
 
     def _check_input(self, num_tokens, name, reach, offset, token_stride):

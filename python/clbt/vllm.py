@@ -1509,8 +1509,8 @@ def _queue_device(array, device):
 
 def _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device):
     """The described cache of a layer's key_cache and value_cache (made on
-    first sight, then found by its layout), and whether it is described
-    with K and V exchanged (_value_first)."""
+    first sight, then found by its layout; described with K and V
+    exchanged when _value_first says so)."""
     k_handle, k_at, shape, strides, cache_type = _tensor(key_cache, "key_cache", 4)
     v_handle, v_at, v_shape, v_strides, v_type = _tensor(value_cache, "value_cache", 4)
     if v_shape != shape or v_strides != strides or v_type != cache_type:
@@ -1553,8 +1553,9 @@ def _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device):
                 del _KV_CACHES[next(iter(_KV_CACHES))]
             config = _cache_config(cache_name, input_name, shape, strides, k_handle, k_at,
                                    v_handle, v_at, exchanged)
-            cache = _KV_CACHES[layout] = _kv_cache.KVCache.from_config(owner, config)
-    return cache, exchanged
+            cache = _KV_CACHES[layout] = _kv_cache.KVCache.from_config(owner, config,
+                                                                        exchanged)
+    return cache
 
 
 def _cache_config(cache_name, input_name, shape, strides, k_handle, k_at, v_handle, v_at,
@@ -1607,7 +1608,7 @@ def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv
     waiting (a device-array scale is read first, which waits)."""
     # key first: _kv_cache_of reads its dtype, which a non-array lacks.
     k_handle, k_at, k_shape, k_strides, k_type = _tensor(key, "key", 3)
-    cache, exchanged = _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device)
+    cache = _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device)
     v_handle, v_at, v_shape, v_strides, v_type = _tensor(value, "value", 3)
     s_handle, s_at, s_shape, s_strides, s_type = _tensor(slot_mapping, "slot_mapping", 1)
     if s_type != np.int64:
@@ -1631,14 +1632,13 @@ def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv
         scales = {"k_scale": _kv_cache.finite_scale(k_scale, "k_scale"),
                   "v_scale": _kv_cache.finite_scale(v_scale, "v_scale")}
     row = cache.num_kv_heads * cache.head_size
-    inputs = [(k_handle, k_at, k_strides[0] if k_shape[0] > 1 else row, scales["k_scale"]),
-              (v_handle, v_at, v_strides[0] if v_shape[0] > 1 else row, scales["v_scale"])]
-    if exchanged:  # the cache's K half is value_cache (_value_first)
-        inputs.reverse()
-    (k_handle, k_at, k_stride, k_scale), (v_handle, v_at, v_stride, v_scale) = inputs
+    (k_handle, k_at, k_stride, k_scale), (v_handle, v_at, v_stride, v_scale) = \
+        cache._in_c_order(
+            (k_handle, k_at, k_strides[0] if k_shape[0] > 1 else row, scales["k_scale"]),
+            (v_handle, v_at, v_strides[0] if v_shape[0] > 1 else row, scales["v_scale"]))
     write = _kv_cache.KVWrite(num_tokens=num_tokens, key=k_handle, value=v_handle,
                               slot_mapping=s_handle, key_offset=k_at, key_token_stride=k_stride,
                               value_offset=v_at, value_token_stride=v_stride,
                               slot_mapping_offset=s_at, k_scale=k_scale, v_scale=v_scale)
     with cache._lock:  # the cache's one kernel takes each write's arguments
-        _kv_cache.enqueue_write(cache._live(), write, 0, None, None, exchanged)
+        _kv_cache.enqueue_write(cache, write, 0, None, None)
