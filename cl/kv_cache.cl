@@ -158,13 +158,11 @@ static CLBT_KV_OUT_CHUNK convert_chunk(CLBT_KV_IN_CHUNK in, float scale) {
 #endif
 }
 
-__kernel void kv_cache_write(clbt_kv_arguments a,
-                             __global const CLBT_KV_IN_CHUNK *key,
-                             __global const CLBT_KV_IN_CHUNK *value,
-                             __global const long *slot_mapping,
-                             __global CLBT_KV_OUT_CHUNK *key_cache,
-                             __global CLBT_KV_OUT_CHUNK *value_cache,
-                             __global uint *rejected) {
+/* One parameter of the kernel's list (cl/kv_cache.h). */
+#define CLBT_KV_PARAMETER(NAME, type, name) , type name
+
+__kernel void kv_cache_write(
+    clbt_kv_arguments a CLBT_KV_WRITE_ARGUMENTS(CLBT_KV_PARAMETER)) {
   const uint lanes = a.lanes;
   const uint lane = (uint)get_global_id(0) & (lanes - 1u);
   const uint first = (uint)get_global_id(0) / lanes;

@@ -1,12 +1,13 @@
 /*
- * The contract between the host (src/api/kv_cache.c) and the KV-cache write
+ * The contract between the host (src/kv/) and the KV-cache write
  * kernel (cl/kv_cache.cl): the element types it converts between, the -D
  * options that specialise it, and the one struct it takes by value. The
  * library includes this file and the build puts it in front of the
  * kernel's source (cmake/embed_source.cmake), so that both sides declare
- * the same struct. It holds only preprocessor definitions and a struct in
- * the common subset of C11 and OpenCL C 1.2 (every field on its own size,
- * no padding, so that both sides lay it out alike).
+ * the same struct and argument list. It holds only preprocessor
+ * definitions, an enum and a struct in the common subset of C11 and
+ * OpenCL C 1.2 (every field on its own size, no padding, so that both
+ * sides lay it out alike).
  *
  * The kernel is built once per (input type, cache type, chunk) with
  *   -DCLBT_KV_INPUT=<type> -DCLBT_KV_CACHE=<type> -DCLBT_KV_CHUNK=<n>
@@ -60,13 +61,28 @@ typedef struct clbt_kv_arguments {
   cl_float k_scale, v_scale; /* fp8: what each value is divided by */
 } clbt_kv_arguments;
 
-/* The kernel's arguments, in order. */
-#define CLBT_KV_ARGUMENT_ARGUMENTS 0
-#define CLBT_KV_ARGUMENT_KEY 1
-#define CLBT_KV_ARGUMENT_VALUE 2
-#define CLBT_KV_ARGUMENT_SLOT_MAPPING 3
-#define CLBT_KV_ARGUMENT_KEY_CACHE 4
-#define CLBT_KV_ARGUMENT_VALUE_CACHE 5
-#define CLBT_KV_ARGUMENT_REJECTED 6
+/*
+ * The kernel's arguments after the arguments struct, X(NAME, type, name):
+ * the host's index of each (CLBT_KV_ARGUMENT_<NAME>) and the kernel's
+ * parameter list expand this one list. A list of plain entries, as the
+ * step's (cl/contract.h says why). The chunk types are the kernel's
+ * (cl/kv_cache.cl); the host expands only the names.
+ */
+#define CLBT_KV_WRITE_ARGUMENTS(X)                        \
+  X(KEY, __global const CLBT_KV_IN_CHUNK *, key)          \
+  X(VALUE, __global const CLBT_KV_IN_CHUNK *, value)      \
+  X(SLOT_MAPPING, __global const long *, slot_mapping)    \
+  X(KEY_CACHE, __global CLBT_KV_OUT_CHUNK *, key_cache)   \
+  X(VALUE_CACHE, __global CLBT_KV_OUT_CHUNK *, value_cache) \
+  X(REJECTED, __global uint *, rejected)
+
+/* The arguments' indices: the struct first, then the list's. */
+enum {
+  CLBT_KV_ARGUMENT_ARGUMENTS,
+#define CLBT_KV_ARGUMENT_INDEX(NAME, type, name) CLBT_KV_ARGUMENT_##NAME,
+  CLBT_KV_WRITE_ARGUMENTS(CLBT_KV_ARGUMENT_INDEX)
+#undef CLBT_KV_ARGUMENT_INDEX
+  CLBT_KV_NUM_ARGUMENTS
+};
 
 #endif /* CLBT_KV_CACHE_CONTRACT_H */
