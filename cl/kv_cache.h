@@ -31,9 +31,14 @@
 #define CLBT_KV_CHUNK_BYTES 16
 
 #ifdef __OPENCL_VERSION__
+#ifndef CLBT_KERNEL_HOST_TYPES /* the kernel's names for the host's types */
+#define CLBT_KERNEL_HOST_TYPES
 typedef uint cl_uint;
 typedef ulong cl_ulong;
 typedef float cl_float;
+#endif
+#else
+#include "clbt/clbt_kv_pages.h"
 #endif
 
 /*
@@ -41,23 +46,20 @@ typedef float cl_float;
  * buffer's type, and the batch. Token t's element e of head h (of
  * num_kv_heads x head_size, heads contiguous) is read at
  * key_at + t x key_stride + h x head_size + e, and written, for slot s of
- * block b = s / block_size and page p = s % block_size, at
- * key_cache_at + b x block_stride + p x page_stride + h x head_stride + e;
- * V alike. The host fills what the cache fixes once, at creation, and the
- * rest at each write.
+ * block b = s / block_size and page p = s % block_size, where the cache's
+ * pages say (clbt_kv_pages_key, include/clbt/clbt_kv_pages.h, which the
+ * build puts in front of this file); V alike. The host fills what the
+ * cache fixes once, at creation, and the rest at each write.
  */
 typedef struct clbt_kv_arguments {
-  cl_ulong key_cache_at, value_cache_at;
-  cl_ulong block_stride, page_stride, head_stride;
+  clbt_kv_pages pages;   /* the cache's addressing and block size */
   cl_ulong num_slots;    /* num_blocks x block_size */
   cl_ulong key_at, key_stride, value_at, value_stride;
   cl_ulong slots_at;     /* the first token's entry of the slot mapping */
   cl_uint num_tokens;
-  cl_uint block_size;
   cl_uint head_size;
   cl_uint chunks;        /* chunks a token holds: heads x head_size / chunk */
   cl_uint lanes;         /* work-items a token gets, a power of two */
-  cl_uint reserved;      /* 0; keeps the struct free of padding */
   cl_float k_scale, v_scale; /* fp8: what each value is divided by */
 } clbt_kv_arguments;
 

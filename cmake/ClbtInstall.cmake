@@ -1,4 +1,5 @@
-# `cmake --install`: the header, libclbt.so (with its soname) and libclbt.a,
+# `cmake --install`: the headers (clbt.h and the kernels' page table,
+# clbt_kv_pages.h), libclbt.so (with its soname) and libclbt.a,
 # a CMake package exporting clbt::clbt (shared) and clbt::clbt_static,
 # clbt.pc, and the Python package. Every installed file locates the others
 # relative to itself, so `cmake --install build --prefix DIR` works for any DIR.
@@ -10,7 +11,7 @@ install(TARGETS clbt_static clbt_shared EXPORT clbtTargets
   ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
   LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
   RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
-install(FILES include/clbt/clbt.h
+install(FILES include/clbt/clbt.h include/clbt/clbt_kv_pages.h
         DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/clbt")
 
 install(EXPORT clbtTargets NAMESPACE clbt:: DESTINATION "${clbt_cmake_dir}")

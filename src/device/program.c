@@ -20,6 +20,8 @@ extern const char clbt__step_source[];
 extern const size_t clbt__step_source_length;
 extern const char clbt__kv_cache_source[];
 extern const size_t clbt__kv_cache_source_length;
+extern const char clbt__attention_source[];
+extern const size_t clbt__attention_source_length;
 
 static const struct {
   const char *text;
@@ -30,6 +32,9 @@ static const struct {
                            "step.cl"},
     [CLBT__SOURCE_KV_CACHE] = {clbt__kv_cache_source,
                                &clbt__kv_cache_source_length, "kv_cache.cl"},
+    [CLBT__SOURCE_ATTENTION] = {clbt__attention_source,
+                                &clbt__attention_source_length,
+                                "attention.cl"},
 };
 
 struct clbt__program_entry {

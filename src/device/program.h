@@ -10,7 +10,8 @@
 /* The kernel sources in cl/. */
 typedef enum clbt__source {
   CLBT__SOURCE_STEP,    /* cl/contract.h, then the parts CMakeLists.txt lists */
-  CLBT__SOURCE_KV_CACHE /* cl/kv_cache.h, kv_cache.cl */
+  CLBT__SOURCE_KV_CACHE, /* cl/kv_cache.h, kv_cache.cl */
+  CLBT__SOURCE_ATTENTION /* cl/attention.h, attention_*.cl */
 } clbt__source;
 
 /*

@@ -135,13 +135,7 @@ static clbt_status create_counter(clbt_kv_cache *cache) {
   cache->rejected = clCreateBuffer(cache->device->context, CL_MEM_READ_WRITE,
                                    sizeof zero, NULL, &error);
   if (error) return clbt__cl_fail(error, "clCreateBuffer");
-  clbt__sequence sequence =
-      clbt__sequence_start(cache->device, 0, NULL, false);
-  return clbt__sequence_end(
-      &sequence,
-      clbt__sequence_fill(&sequence, cache->rejected, &zero, sizeof zero, 0,
-                          sizeof zero),
-      NULL);
+  return clbt__reset_counter(cache->device, cache->rejected);
 }
 
 /* Keeps a reference to a caller's buffer in *kept. */
@@ -156,13 +150,8 @@ static void fill_arguments(clbt_kv_cache *cache) {
   const clbt_kv_cache_config *c = &cache->config;
   clbt_kv_arguments *a = &cache->arguments;
   memset(a, 0, sizeof *a);
-  a->key_cache_at = c->key_offset;
-  a->value_cache_at = c->value_offset;
-  a->block_stride = c->block_stride;
-  a->page_stride = c->page_stride;
-  a->head_stride = c->head_stride;
+  clbt__kv_pages_of_config(c, &a->pages);
   a->num_slots = (uint64_t)c->num_blocks * c->block_size;
-  a->block_size = c->block_size;
   a->head_size = c->head_size;
 }
 

@@ -99,49 +99,52 @@ static clbt_status fill_defaults(clbt_kv_cache_config *c) {
   return CLBT_SUCCESS;
 }
 
-/* One dimension of the cache's addresses: its stride and extent. */
-typedef struct dimension {
-  const char *name;
-  uint64_t stride, count;
-} dimension;
-
 static int by_stride(const void *a, const void *b) {
-  uint64_t x = ((const dimension *)a)->stride;
-  uint64_t y = ((const dimension *)b)->stride;
+  uint64_t x = ((const clbt__kv_dimension *)a)->stride;
+  uint64_t y = ((const clbt__kv_dimension *)b)->stride;
   return (x > y) - (x < y);
+}
+
+clbt_status clbt__kv_dimensions_apart(clbt__kv_dimension *d, size_t n,
+                                      const char *owner, clbt_status overlap,
+                                      uint64_t *reach) {
+  qsort(d, n, sizeof d[0], by_stride);
+  *reach = 0; /* the largest index the smaller dimensions reach */
+  for (size_t i = 0; i < n; ++i) {
+    if (d[i].count <= 1) continue;
+    if (d[i].stride <= *reach)
+      return clbt__fail(overlap,
+                        "%s%s %llu is within the %llu elements the "
+                        "smaller strides span: two elements would share an "
+                        "address",
+                        owner, d[i].name, (unsigned long long)d[i].stride,
+                        (unsigned long long)*reach + 1);
+    uint64_t extent;
+    if (!clbt__multiply_fits(d[i].count - 1, d[i].stride, &extent) ||
+        !clbt__add_fits(*reach, extent, reach))
+      return clbt__fail(CLBT_SIZE_OVERFLOW, "%s%s %llu x %llu exceeds 64 bits",
+                        owner, d[i].name, (unsigned long long)d[i].stride,
+                        (unsigned long long)d[i].count);
+  }
+  return CLBT_SUCCESS;
 }
 
 /* (A layout that interleaves dimensions some other way is refused too.) */
 clbt_status clbt__kv_check_addresses(const clbt_kv_cache_config *c,
                                      bool one_buffer, uint64_t *span) {
-  dimension d[5] = {{"head_size", 1, c->head_size},
-                    {"head_stride", c->head_stride, c->num_kv_heads},
-                    {"page_stride", c->page_stride, c->block_size},
-                    {"block_stride", c->block_stride, c->num_blocks}};
+  clbt__kv_dimension d[5] = {{"head_size", 1, c->head_size},
+                             {"head_stride", c->head_stride, c->num_kv_heads},
+                             {"page_stride", c->page_stride, c->block_size},
+                             {"block_stride", c->block_stride, c->num_blocks}};
   size_t n = 4;
   uint64_t kv_distance = c->value_offset > c->key_offset
                              ? c->value_offset - c->key_offset
                              : c->key_offset - c->value_offset;
-  if (one_buffer) d[n++] = (dimension){"value_offset", kv_distance, 2};
-  qsort(d, n, sizeof d[0], by_stride);
-  uint64_t reach = 0; /* the largest index the smaller dimensions reach */
-  for (size_t i = 0; i < n; ++i) {
-    if (d[i].count == 1) continue;
-    if (d[i].stride <= reach)
-      return clbt__fail(CLBT_INVALID_CONFIG,
-                        "config->%s %llu is within the %llu elements the "
-                        "smaller strides span: two elements would share an "
-                        "address",
-                        d[i].name, (unsigned long long)d[i].stride,
-                        (unsigned long long)reach + 1);
-    uint64_t extent;
-    if (!clbt__multiply_fits(d[i].count - 1, d[i].stride, &extent) ||
-        !clbt__add_fits(reach, extent, &reach))
-      return clbt__fail(CLBT_SIZE_OVERFLOW,
-                        "config->%s %llu x %llu exceeds 64 bits", d[i].name,
-                        (unsigned long long)d[i].stride,
-                        (unsigned long long)d[i].count);
-  }
+  if (one_buffer) d[n++] = (clbt__kv_dimension){"value_offset", kv_distance, 2};
+  uint64_t reach = 0;
+  clbt_status status = clbt__kv_dimensions_apart(d, n, "config->",
+                                                 CLBT_INVALID_CONFIG, &reach);
+  if (status) return status;
   /* The K/V dimension, if any, spans both tensors: take it back out. */
   if (one_buffer) reach -= kv_distance;
   *span = reach + 1;
@@ -167,4 +170,18 @@ uint32_t clbt__kv_layout_chunk(const clbt_kv_cache_config *c) {
                        all % chunk != 0))
     chunk /= 2;
   return chunk;
+}
+
+void clbt__kv_pages_of_config(const clbt_kv_cache_config *c,
+                              clbt_kv_pages *pages) {
+  *pages = (clbt_kv_pages){.key_offset = c->key_offset,
+                           .value_offset = c->value_offset,
+                           .block_stride = c->block_stride,
+                           .page_stride = c->page_stride,
+                           .head_stride = c->head_stride,
+                           .block_size = c->block_size,
+                           .num_blocks = c->num_blocks,
+                           .kv_block_size = c->block_size,
+                           .cp_world_size = 1,
+                           .cp_interleave_size = 1};
 }

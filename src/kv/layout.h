@@ -39,6 +39,23 @@ size_t clbt__kv_dtype_size(clbt_kv_dtype dtype);
 clbt_status clbt__kv_layout_check(clbt_kv_cache_config *config,
                                   uint64_t *span);
 
+/* One dimension of an array's addresses: its name, stride and extent. */
+typedef struct clbt__kv_dimension {
+  const char *name;
+  uint64_t stride, count;
+} clbt__kv_dimension;
+
+/*
+ * No two elements of an array share an address: taken from the smallest
+ * stride up (d is sorted so), each dimension's stride clears every element
+ * the smaller ones reach. *reach gets the largest index reached. Fails
+ * with `overlap` or CLBT_SIZE_OVERFLOW, naming the dimension after owner
+ * ("config->").
+ */
+clbt_status clbt__kv_dimensions_apart(clbt__kv_dimension *d, size_t n,
+                                      const char *owner, clbt_status overlap,
+                                      uint64_t *reach);
+
 /*
  * No two elements share an address: taken from the smallest stride up,
  * each dimension's stride clears every element the smaller ones reach.
@@ -47,6 +64,11 @@ clbt_status clbt__kv_layout_check(clbt_kv_cache_config *config,
  */
 clbt_status clbt__kv_check_addresses(const clbt_kv_cache_config *config,
                                      bool one_buffer, uint64_t *span);
+
+/* The pages of a resolved config (clbt_kv_pages): where its elements are,
+   its blocks, no CP, and no rows (row_capacity 0). */
+void clbt__kv_pages_of_config(const clbt_kv_cache_config *config,
+                              clbt_kv_pages *pages);
 
 /* The most elements a work-item may move at a time: a chunk of at most 16
    bytes on either side, dividing every address of the cache. */
