@@ -28,13 +28,36 @@ static cl_mem poisoned(clbt_kv_dtype type, size_t count) {
   return buffer;
 }
 
+/* Where the query and output rows are: with spec.strided, rows apart and
+   from an offset; the lse [heads][tokens]. */
+#define QUERY_OFFSET 5
+#define OUTPUT_OFFSET 3
+uint64_t model_query_stride(const model *m) {
+  uint64_t row = (uint64_t)m->spec.num_heads * m->spec.head_size;
+  return m->spec.strided ? row + 24 : row;
+}
+uint64_t model_output_stride(const model *m) {
+  uint64_t row = (uint64_t)m->spec.num_heads * m->spec.head_size;
+  return m->spec.strided ? row + 8 : row;
+}
+static size_t output_elements(const model *m) {
+  return (m->spec.strided ? OUTPUT_OFFSET : 0) +
+         (size_t)model_output_stride(m) * m->num_tokens;
+}
+
 void model_upload(model *m) {
   const model_spec *s = &m->spec;
-  size_t row = (size_t)s->num_heads * s->head_size;
+  size_t row = (size_t)s->num_heads * s->head_size, size = model_size(s->query);
+  size_t offset = s->strided ? QUERY_OFFSET : 0;
+  size_t stride = (size_t)model_query_stride(m);
+  unsigned char *query = calloc(offset + stride * m->num_tokens + 1, size);
+  for (uint32_t t = 0; t < m->num_tokens; ++t)
+    memcpy(query + (offset + t * stride) * size,
+           (unsigned char *)m->query_bits + t * row * size, row * size);
   int32_t *used = malloc(sizeof *used * (s->num_seqs + 1));
   for (uint32_t q = 0; q < s->num_seqs; ++q) used[q] = (int32_t)s->seq_lens[q];
-  m->query = upload(m->query_bits, model_size(s->query) * row * m->num_tokens);
-  m->output = poisoned(s->output, row * m->num_tokens);
+  m->query = upload(query, size * (offset + stride * m->num_tokens));
+  m->output = poisoned(s->output, output_elements(m));
   m->lse = poisoned(CLBT_KV_FLOAT32, (size_t)s->num_heads * m->num_tokens);
   m->cache_buffer = upload(m->cache_bits, m->cache_bytes);
   m->cu_buffer = upload(m->cu, sizeof *m->cu * (s->num_seqs + 1));
@@ -46,6 +69,7 @@ void model_upload(model *m) {
   m->k_descales_buffer = upload(m->k_descales, sizeof(float) * descales);
   m->v_descales_buffer = upload(m->v_descales, sizeof(float) * descales);
   free(used);
+  free(query);
   clbt_kv_cache_config c = CLBT_KV_CACHE_CONFIG_INIT;
   c.layout = s->layout;
   c.cache_dtype = s->cache;
@@ -67,6 +91,7 @@ void model_free(model *m) {
   for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i)
     if (buffers[i]) clReleaseMemObject(buffers[i]);
   void *arrays[] = {m->cu,         m->table,      m->local_lens,
+                    m->kv_table,   m->kv_blocks,
                     m->k_descales, m->v_descales, m->sinks,
                     m->query_bits, m->cache_bits, m->expected,
                     m->expected_lse, m->query_values, m->cache_values};
@@ -118,19 +143,50 @@ clbt_attention_batch model_batch(const model *m) {
   b.k_descales = s->per_seq_descales ? m->k_descales_buffer : NULL;
   b.v_descales = s->per_seq_descales ? m->v_descales_buffer : NULL;
   b.output_scale = m->output_scale;
+  if (s->strided) {
+    b.query_offset = QUERY_OFFSET;
+    b.query_token_stride = model_query_stride(m);
+    b.output_offset = OUTPUT_OFFSET;
+    b.output_token_stride = model_output_stride(m);
+    b.lse_token_stride = 1;
+    b.lse_head_stride = m->num_tokens;
+  }
   return b;
+}
+
+/* The output buffer's values, every element (*count of them). */
+static double *read_all(const model *m, size_t *count) {
+  const model_spec *s = &m->spec;
+  *count = output_elements(m);
+  void *bits = malloc(model_size(s->output) * *count + 4);
+  double *values = malloc(sizeof *values * (*count + 1));
+  clbt_test_read(m->output, model_size(s->output) * *count, bits);
+  double scale = s->output == CLBT_KV_FP8_E4M3 ? m->output_scale : 1.0;
+  for (size_t i = 0; i < *count; ++i)
+    values[i] = model_value(s->output, bits, i) * scale;
+  free(bits);
+  return values;
+}
+
+/* Where output element (t, h, d) is. */
+static size_t output_index(const model *m, uint32_t t, uint32_t h,
+                           uint32_t d) {
+  return (m->spec.strided ? OUTPUT_OFFSET : 0) +
+         (size_t)t * model_output_stride(m) +
+         ((size_t)h * m->spec.head_size + d);
 }
 
 double *model_read_output(const model *m) {
   const model_spec *s = &m->spec;
-  size_t count = (size_t)s->num_heads * s->head_size * m->num_tokens;
-  void *bits = malloc(model_size(s->output) * count + 4);
-  double *values = malloc(sizeof *values * (count + 1));
-  clbt_test_read(m->output, model_size(s->output) * count, bits);
-  double scale = s->output == CLBT_KV_FP8_E4M3 ? m->output_scale : 1.0;
-  for (size_t i = 0; i < count; ++i)
-    values[i] = model_value(s->output, bits, i) * scale;
-  free(bits);
+  size_t count, row = (size_t)s->num_heads * s->head_size;
+  double *all = read_all(m, &count);
+  double *values = malloc(sizeof *values * (row * m->num_tokens + 1));
+  for (uint32_t t = 0; t < m->num_tokens; ++t)
+    for (uint32_t h = 0; h < s->num_heads; ++h)
+      for (uint32_t d = 0; d < s->head_size; ++d)
+        values[((size_t)t * s->num_heads + h) * s->head_size + d] =
+            all[output_index(m, t, h, d)];
+  free(all);
   return values;
 }
 
@@ -140,6 +196,41 @@ static bool close_enough(const model_spec *s, double got, double expected) {
              s->output == CLBT_KV_FP8_E4M3;
   double atol = fp8 ? 1.5e-1 : 1.5e-2, rtol = fp8 ? 1.5e-1 : 1e-2;
   return fabs(got - expected) <= atol + rtol * fabs(expected);
+}
+
+/* Elements between the strided output's rows were not written. */
+static void check_gaps(const model *m) {
+  const model_spec *s = &m->spec;
+  size_t count, row = (size_t)s->num_heads * s->head_size;
+  double *all = read_all(m, &count);
+  for (size_t i = 0; i < count; ++i) {
+    size_t from = s->strided ? OUTPUT_OFFSET : 0;
+    bool gap = i < from || (i - from) % model_output_stride(m) >= row;
+    ck_assert_msg(!gap || isnan(all[i]), "output element %zu, between rows, "
+                  "was written", i);
+  }
+  free(all);
+}
+
+static void check_lse(const model *m, uint32_t used) {
+  const model_spec *s = &m->spec;
+  float *lse = malloc(sizeof *lse * s->num_heads * m->num_tokens);
+  clbt_test_read(m->lse, sizeof *lse * s->num_heads * m->num_tokens, lse);
+  for (uint32_t t = 0; t < m->num_tokens; ++t)
+    for (uint32_t h = 0; h < s->num_heads; ++h) {
+      double want = m->expected_lse[(size_t)t * s->num_heads + h];
+      double have = lse[s->strided ? (size_t)h * m->num_tokens + t
+                                   : (size_t)t * s->num_heads + h];
+      if (t >= used)
+        ck_assert_msg(isnan(have), "padding token %u's lse was written", t);
+      else
+        ck_assert_msg(want == -INFINITY
+                          ? have == -INFINITY
+                          : fabs(have - want) <= 1e-3 + 1e-4 * fabs(want),
+                      "token %u head %u lse %.6g, expected %.6g", t, h, have,
+                      want);
+    }
+  free(lse);
 }
 
 void model_check(const model *m, double *worst) {
@@ -162,20 +253,6 @@ void model_check(const model *m, double *worst) {
         *worst = fmax(*worst, fabs(got[i] - m->expected[i]));
       }
   free(got);
-  if (!s->lse) return;
-  float *lse = malloc(sizeof *lse * s->num_heads * m->num_tokens);
-  clbt_test_read(m->lse, sizeof *lse * s->num_heads * m->num_tokens, lse);
-  for (uint32_t t = 0; t < m->num_tokens; ++t)
-    for (uint32_t h = 0; h < s->num_heads; ++h) {
-      double want = m->expected_lse[(size_t)t * s->num_heads + h];
-      double have = lse[(size_t)t * s->num_heads + h];
-      if (t >= used)
-        ck_assert_msg(isnan(have), "padding token %u's lse was written", t);
-      else
-        ck_assert_msg(want == -INFINITY ? have == -INFINITY
-                                        : fabs(have - want) <= 1e-3 + 1e-4 * fabs(want),
-                      "token %u head %u lse %.6g, expected %.6g", t, h, have,
-                      want);
-    }
-  free(lse);
+  check_gaps(m);
+  if (s->lse) check_lse(m, used);
 }

@@ -14,6 +14,17 @@
 
 static uint64_t rng;
 
+/* Each phase of a drawing, and each cache element, from its own stream:
+   the ranks of a context-parallel group draw the same query and the same
+   K/V of each position, whatever positions they hold. */
+static void reseed(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {
+  uint64_t x = seed ^ a * 0x9e3779b97f4a7c15u ^ b * 0xc2b2ae3d27d4eb4fu ^
+               c * 0x165667b19e3779f9u;
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9u;
+  rng = x ^ x >> 29;
+}
+
 static uint32_t draw(uint32_t n) { /* [0, n) */
   rng = rng * 6364136223846793005u + 1442695040888963407u;
   return n ? (uint32_t)((rng >> 33) % n) : 0;
@@ -88,10 +99,15 @@ static uint32_t random_bits(clbt_kv_dtype type) {
 
 /* The rank that holds global position p, as context parallelism deals
    them: virtual blocks of block_size x world, interleave at a time. */
+static uint32_t kernel_blocks(const model_spec *s) {
+  return s->kernel_blocks ? s->kernel_blocks : 1;
+}
+
 static uint32_t owner(const model_spec *s, uint32_t p) {
   uint32_t world = s->cp_world_size ? s->cp_world_size : 1;
   uint32_t interleave = s->cp_interleave_size ? s->cp_interleave_size : 1;
-  return p % (s->block_size * world) / interleave % world;
+  uint32_t kv_block = s->block_size * kernel_blocks(s);
+  return p % (kv_block * world) / interleave % world;
 }
 
 /* Sequence s's local keys' global positions, in order; returns how many. */
@@ -124,57 +140,77 @@ static void draw_layout(model *m) {
   m->block_stride = 2 * m->value_offset;
 }
 
-/* The block table: each row's blocks distinct, drawn from a shuffled pool
-   a quarter larger than needed; entries past a row's blocks -1. */
+/* The block table: each row's KV-manager blocks distinct, drawn from a
+   shuffled pool a quarter larger than needed, each k cache blocks
+   (b x k .. b x k + k - 1, a table's kernel blocks); entries past a row's
+   -1. */
 static void draw_table(model *m) {
   const model_spec *s = &m->spec;
-  uint32_t *positions = malloc(sizeof *positions * 65536), total = 0;
+  uint32_t k = kernel_blocks(s), kv_block = s->block_size * k, total = 0;
+  uint32_t *positions = malloc(sizeof *positions * 65536);
   m->local_lens = calloc(s->num_seqs, sizeof *m->local_lens);
-  m->max_blocks = 1;
+  m->kv_blocks = calloc(s->num_seqs, sizeof *m->kv_blocks);
+  m->max_kv_blocks = 1;
   for (uint32_t q = 0; q < s->num_seqs; ++q) {
     m->local_lens[q] = local_positions(s, q, positions);
-    uint32_t blocks = (m->local_lens[q] + s->block_size - 1) / s->block_size;
-    total += blocks;
-    if (blocks > m->max_blocks) m->max_blocks = blocks;
+    m->kv_blocks[q] = (m->local_lens[q] + kv_block - 1) / kv_block;
+    total += m->kv_blocks[q];
+    if (m->kv_blocks[q] > m->max_kv_blocks) m->max_kv_blocks = m->kv_blocks[q];
   }
-  m->num_blocks = total + total / 4 + 1;
-  uint32_t *pool = malloc(sizeof *pool * m->num_blocks);
-  for (uint32_t b = 0; b < m->num_blocks; ++b) pool[b] = b;
-  for (uint32_t b = m->num_blocks - 1; b > 0; --b) {
+  uint32_t pool_size = total + total / 4 + 1;
+  m->num_blocks = pool_size * k;
+  m->max_blocks = m->max_kv_blocks * k;
+  uint32_t *pool = malloc(sizeof *pool * pool_size);
+  for (uint32_t b = 0; b < pool_size; ++b) pool[b] = b;
+  reseed(s->seed, 1, s->cp_rank, 0);
+  for (uint32_t b = pool_size - 1; b > 0; --b) {
     uint32_t o = draw(b + 1), t = pool[b];
     pool[b] = pool[o], pool[o] = t;
   }
   m->table = malloc(sizeof *m->table * s->num_seqs * m->max_blocks);
+  m->kv_table = malloc(sizeof *m->kv_table * s->num_seqs * m->max_kv_blocks);
   for (uint32_t q = 0, next = 0; q < s->num_seqs; ++q)
-    for (uint32_t b = 0; b < m->max_blocks; ++b)
-      m->table[(size_t)q * m->max_blocks + b] =
-          b * s->block_size < m->local_lens[q] ? (int32_t)pool[next++] : -1;
+    for (uint32_t b = 0; b < m->max_kv_blocks; ++b) {
+      int32_t id = b < m->kv_blocks[q] ? (int32_t)pool[next++] : -1;
+      m->kv_table[(size_t)q * m->max_kv_blocks + b] = id;
+      for (uint32_t i = 0; i < k; ++i)
+        m->table[(size_t)q * m->max_blocks + b * k + i] =
+            id < 0 ? -1 : id * (int32_t)k + (int32_t)i;
+    }
   free(pool);
   free(positions);
 }
 
-/* The cache: NaN everywhere, each sequence's local keys drawn. */
+/* The cache: NaN everywhere, each sequence's local keys drawn, each
+   element from the stream of its sequence, position, head and element. */
 static void draw_cache(model *m) {
   const model_spec *s = &m->spec;
   size_t elements = (size_t)m->num_blocks * m->block_stride;
+  uint32_t *positions = malloc(sizeof *positions * 65536);
   m->cache_bytes = elements * model_size(s->cache);
   m->cache_bits = malloc(m->cache_bytes);
   for (size_t i = 0; i < elements; ++i)
     set_bits(s->cache, m->cache_bits, i, format_of(s->cache).nan);
-  for (uint32_t q = 0; q < s->num_seqs; ++q)
+  for (uint32_t q = 0; q < s->num_seqs; ++q) {
+    local_positions(s, q, positions);
     for (uint32_t j = 0; j < m->local_lens[q]; ++j)
       for (uint32_t h = 0; h < s->num_kv_heads; ++h)
-        for (uint32_t d = 0; d < s->head_size; ++d)
-          for (int v = 0; v < 2; ++v)
+        for (uint32_t v = 0; v < 2; ++v) {
+          reseed(s->seed, 2 + q, positions[j], h * 2 + v);
+          for (uint32_t d = 0; d < s->head_size; ++d)
             set_bits(s->cache, m->cache_bits, cache_index(m, q, j, h, d, v),
                      random_bits(s->cache));
+        }
+  }
   m->cache_values = malloc(sizeof(double) * elements);
   for (size_t i = 0; i < elements; ++i)
     m->cache_values[i] = model_value(s->cache, m->cache_bits, i);
+  free(positions);
 }
 
 static void draw_scales(model *m) {
   const model_spec *s = &m->spec;
+  reseed(s->seed, 3, 0, 0);
   size_t n = (size_t)s->num_seqs * s->num_kv_heads;
   m->q_descale = s->query == CLBT_KV_FP8_E4M3 ? 0.75f : 1.0f;
   m->k_descale = s->cache == CLBT_KV_FP8_E4M3 ? 0.5f : 1.0f;
@@ -239,7 +275,6 @@ void model_make(model *m, const model_spec *spec) {
   *m = (model){.spec = *spec};
   model_spec *s = &m->spec;
   if (!s->output) s->output = s->query;
-  rng = spec->seed * 2654435761u + 1;
   m->cu = malloc(sizeof *m->cu * (s->num_seqs + 1));
   m->cu[0] = 0;
   for (uint32_t q = 0; q < s->num_seqs; ++q)
@@ -252,6 +287,7 @@ void model_make(model *m, const model_spec *spec) {
   size_t row = (size_t)s->num_heads * s->head_size;
   m->query_bits = malloc(model_size(s->query) * row * (m->num_tokens + 1));
   m->query_values = malloc(sizeof(double) * row * (m->num_tokens + 1));
+  reseed(s->seed, 4, 0, 0);
   for (size_t i = 0; i < row * m->num_tokens; ++i) {
     set_bits(s->query, m->query_bits, i, random_bits(s->query));
     m->query_values[i] = model_value(s->query, m->query_bits, i);
@@ -276,4 +312,13 @@ void model_make(model *m, const model_spec *spec) {
   for (size_t i = 0; i < row * m->num_tokens; ++i)
     largest = fmax(largest, fabs(m->expected[i]));
   m->output_scale = (float)(largest / 200.0);
+}
+
+void model_expect_zero(model *m, uint32_t token) {
+  const model_spec *s = &m->spec;
+  for (uint32_t h = 0; h < s->num_heads; ++h) {
+    for (uint32_t d = 0; d < s->head_size; ++d)
+      m->expected[((size_t)token * s->num_heads + h) * s->head_size + d] = 0;
+    m->expected_lse[(size_t)token * s->num_heads + h] = -INFINITY;
+  }
 }

@@ -24,6 +24,11 @@ typedef struct model_spec {
   float softcap;           /* 0: none */
   uint32_t sliding_window; /* 0: none */
   bool sinks, lse, per_seq_descales;
+  bool strided;            /* query and output rows apart, at offsets; the
+                              lse [heads][tokens] */
+  uint32_t kernel_blocks;  /* 0 or 1: none; else each KV-manager block of
+                              block_size x kernel_blocks tokens is that
+                              many cache blocks (a table's kernel blocks) */
   uint32_t num_seqs;
   const uint32_t *q_lens, *seq_lens; /* [num_seqs] */
   uint32_t padding_tokens; /* rows past the last sequence's, untouched */
@@ -38,6 +43,8 @@ typedef struct model {
   uint32_t num_tokens, num_blocks, max_blocks;
   int32_t *cu;              /* [num_seqs + 1] */
   int32_t *table;           /* [num_seqs][max_blocks], -1 past a row's */
+  int32_t *kv_table;        /* [num_seqs][max_kv_blocks]: KV-manager ids */
+  uint32_t max_kv_blocks, *kv_blocks; /* and each row's count */
   uint32_t *local_lens;     /* [num_seqs]: this rank's keys */
   float q_descale, k_descale, v_descale, output_scale;
   float *k_descales, *v_descales; /* [num_seqs][num_kv_heads] */
@@ -66,6 +73,15 @@ void model_free(model *m);
 /* The descriptor config and batch of the scenario (dense block table). */
 clbt_attention_config model_config(const model *m);
 clbt_attention_batch model_batch(const model *m);
+
+/* Query token t attends nothing: its expected output 0, its lse
+   -infinity (a rejected or padding request's token). */
+void model_expect_zero(model *m, uint32_t token);
+
+/* The token strides model_batch gives (the contiguous ones without
+   spec.strided). */
+uint64_t model_query_stride(const model *m);
+uint64_t model_output_stride(const model *m);
 
 /*
  * Reads the output (and lse) back and compares every element of every
