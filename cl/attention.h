@@ -80,8 +80,9 @@ typedef struct clbt_attention_arguments {
  * indices (CLBT_ATT_ARGUMENT_<NAME>) and the kernels' parameter lists
  * expand this one list, a list of plain entries (cl/contract.h says why).
  * The element types are the kernels' (cl/attention_common.cl). Buffers a
- * launch does not read are NULL; rows and row_lengths may be one buffer
- * (a table's storage, its regions at the pages' offsets).
+ * launch does not read are NULL. A table's committed rows and lengths are
+ * one buffer, its storage, the regions at the pages' offsets: rows serves
+ * both (drivers charge every launch for every buffer argument).
  */
 #define CLBT_ATTENTION_ARGUMENTS(X)                         \
   X(QUERY, __global const ATT_Q_BITS *, query)              \
@@ -91,7 +92,6 @@ typedef struct clbt_attention_arguments {
   X(CU_SEQLENS_Q, __global const int *, cu_seqlens_q)       \
   X(SEQUSED_K, __global const int *, seqused_k)             \
   X(ROWS, __global const int *, rows)                       \
-  X(ROW_LENGTHS, __global const int *, row_lengths)         \
   X(IDX_MAPPING, __global const int *, idx_mapping)         \
   X(SINKS, __global const float *, sinks)                   \
   X(K_DESCALES, __global const float *, k_descales)         \

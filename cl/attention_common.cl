@@ -25,14 +25,15 @@
 #define ATT_KV_BITS ATT_CAT(ATT_BITS_, CLBT_ATT_KV)
 #define ATT_OUT_BITS ATT_CAT(ATT_BITS_, CLBT_ATT_OUT)
 
-/* VEC elements of the cache's bits, loaded at once. */
+/* VEC elements of the cache's bits, loaded at once through a pointer to
+   the vector type, whose alignment lets the compiler make it one wide load
+   (every address of the cache is a multiple of VEC elements). */
 #if CLBT_ATT_VEC == 1
 #define ATT_KV_VECTOR ATT_KV_BITS
-#define ATT_KV_LOAD(i, p) ((p)[i])
 #else
 #define ATT_KV_VECTOR ATT_CAT(ATT_KV_BITS, CLBT_ATT_VEC)
-#define ATT_KV_LOAD(i, p) ATT_CAT(vload, CLBT_ATT_VEC)(i, p)
 #endif
+#define ATT_KV_LOAD(i, p) (((__global const ATT_KV_VECTOR *)(p))[i])
 
 #define HEAD CLBT_ATT_HEAD
 #define GROUP CLBT_ATT_GROUP

@@ -121,7 +121,7 @@ typedef struct key_row {
   ATT_KV_VECTOR k[PARTS], v[PARTS];
 } key_row;
 
-static key_row load_key(clbt_attention_arguments a, int block, uint offset,
+static key_row load_key(clbt_kv_pages pages, int block, uint offset,
                         uint kv_head, uint lane,
                         __global const ATT_KV_BITS *key_cache,
                         __global const ATT_KV_BITS *value_cache) {
@@ -130,9 +130,9 @@ static key_row load_key(clbt_attention_arguments a, int block, uint offset,
     for (uint p = 0; p < PARTS; ++p) row.k[p] = 0, row.v[p] = 0;
     return row;
   }
-  ulong k_at = clbt_kv_pages_key(a.pages, (uint)block, offset, kv_head) +
+  ulong k_at = clbt_kv_pages_key(pages, (uint)block, offset, kv_head) +
                (ulong)lane * LANE;
-  ulong v_at = clbt_kv_pages_value(a.pages, (uint)block, offset, kv_head) +
+  ulong v_at = clbt_kv_pages_value(pages, (uint)block, offset, kv_head) +
                (ulong)lane * LANE;
   for (uint p = 0; p < PARTS; ++p) {
     row.k[p] = ATT_KV_LOAD(k_at / VEC + p, key_cache);
@@ -152,6 +152,8 @@ void clbt_attention_decode(clbt_attention_arguments a ATT_PARAMETERS) {
   const uint lid = get_local_id(0);
   const uint run = lid / LANES, lane = lid % LANES;
   const bool in_run = run < TOKEN_LANES;
+  clbt_kv_pages pages = a.pages;
+  pages.block_size = CLBT_ATT_BLOCK; /* the same value, folded */
 
   if (!batch_is_well_formed(a, cu_seqlens_q, cu_cache, verdict, &cu)) {
     if (work.counts && work.token < a.num_tokens) {
@@ -163,7 +165,7 @@ void clbt_attention_decode(clbt_attention_arguments a ATT_PARAMETERS) {
   int seq = find_sequence(cu, a.num_seqs, work.token, 1);
   if (seq < 0 || seq >= (int)a.num_seqs || work.token >= (uint)cu[seq + 1])
     return; /* a token of no sequence */
-  att_seq s = sequence_of(a, cu, (uint)seq, seqused_k, row_lengths,
+  att_seq s = sequence_of(a, cu, (uint)seq, seqused_k, rows,
                           idx_mapping);
   if (s.status != SEQ_OK) {
     bool refused = s.status == SEQ_REJECTED;
@@ -197,11 +199,11 @@ void clbt_attention_decode(clbt_attention_arguments a ATT_PARAMETERS) {
   bool refused = false;
   for (uint x = 0; x < TOKENS; ++x) {
     uint j = begin + run + x * TOKEN_LANES;
-    block[x] = in_run && j < end ? clbt_kv_pages_block(a.pages, rows, s.row,
+    block[x] = in_run && j < end ? clbt_kv_pages_block(pages, rows, s.row,
                                                        s.row_blocks, j)
                                  : -1;
     refused |= in_run && j < end && block[x] < 0;
-    next[x] = load_key(a, block[x], j % CLBT_ATT_BLOCK, work.kv_head, lane,
+    next[x] = load_key(pages, block[x], j % CLBT_ATT_BLOCK, work.kv_head, lane,
                        key_cache, value_cache);
   }
   for (uint base = begin; base < end; base += PASS) {
@@ -211,11 +213,11 @@ void clbt_attention_decode(clbt_attention_arguments a ATT_PARAMETERS) {
       key[x] = next[x];
       valid[x] = block[x] >= 0;
       uint j = base + PASS + run + x * TOKEN_LANES;
-      block[x] = in_run && j < end ? clbt_kv_pages_block(a.pages, rows, s.row,
+      block[x] = in_run && j < end ? clbt_kv_pages_block(pages, rows, s.row,
                                                          s.row_blocks, j)
                                    : -1;
       refused |= in_run && j < end && block[x] < 0;
-      next[x] = load_key(a, block[x], j % CLBT_ATT_BLOCK, work.kv_head, lane,
+      next[x] = load_key(pages, block[x], j % CLBT_ATT_BLOCK, work.kv_head, lane,
                          key_cache, value_cache);
     }
     /* Each row's share of each key's dot product. */

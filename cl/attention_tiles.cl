@@ -97,7 +97,7 @@ void clbt_attention_tiles(clbt_attention_arguments a ATT_PARAMETERS) {
   }
   int seq = find_sequence(cu, a.num_seqs, work.block, TQ);
   if (seq < 0 || seq >= (int)a.num_seqs) return;
-  att_seq s = sequence_of(a, cu, (uint)seq, seqused_k, row_lengths,
+  att_seq s = sequence_of(a, cu, (uint)seq, seqused_k, rows,
                           idx_mapping);
   uint q0 = (work.block - ((uint)cu[seq] / TQ + (uint)seq)) * TQ;
   if (q0 >= s.q_len) return; /* a block slot no sequence uses */

@@ -146,7 +146,12 @@ not_whole:
 
 clbt_status clbt__attention_tuning_for(cl_device_type type,
                                        clbt__attention_tuning *out) {
-  *out = clbt__tuning_for(type)->gpu_code ? gpu_attention : cpu_attention;
+  return clbt__attention_tuning_row(clbt__tuning_for(type)->gpu_code, out);
+}
+
+clbt_status clbt__attention_tuning_row(bool gpu_row,
+                                       clbt__attention_tuning *out) {
+  *out = gpu_row ? gpu_attention : cpu_attention;
   const char *text = getenv("CLBT_ATTENTION_TUNING");
   while (text && *text) {
     const char *equals = strchr(text, '=');

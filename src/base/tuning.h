@@ -121,4 +121,8 @@ typedef struct clbt__attention_tuning {
 clbt_status clbt__attention_tuning_for(cl_device_type type,
                                        clbt__attention_tuning *out);
 
+/* The same for the GPU's row or the CPU's, whatever the device. */
+clbt_status clbt__attention_tuning_row(bool gpu_row,
+                                       clbt__attention_tuning *out);
+
 #endif /* CLBT_TUNING_H */

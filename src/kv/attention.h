@@ -39,8 +39,9 @@ struct clbt_attention {
 
 /*
  * A clbt_table as a launch sees it (api/attention.c fills it): the buffer
- * and offsets of its committed rows and lengths, and what its layout
- * says of them.
+ * and offsets of its committed rows and lengths (for a launch, both in the
+ * engine's storage: rows and row_lengths are then one buffer), and what
+ * its layout says of them.
  */
 typedef struct clbt__table_view {
   cl_context context;

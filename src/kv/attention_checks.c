@@ -117,7 +117,6 @@ static clbt_status check_source(const clbt_kv_cache *cache,
                       "batch->cp_* describe a block_table's shard; a table "
                       "brings its own");
   out->buffers[CLBT_ATT_ARGUMENT_ROWS] = table->rows;
-  out->buffers[CLBT_ATT_ARGUMENT_ROW_LENGTHS] = table->row_lengths;
   out->buffers[CLBT_ATT_ARGUMENT_IDX_MAPPING] = b->idx_mapping;
   return clbt__attention_pages(cache, table, "batch->table",
                                &out->arguments.pages);
