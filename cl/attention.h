@@ -25,7 +25,8 @@
  *   -DCLBT_ATT_TILE_KEYS=<keys a tile holds>
  *   -DCLBT_ATT_REDUCE_LOCAL=<the reduce kernel's work-group size>
  *   -DCLBT_ATT_CU_WORDS=<entries of cu_seqlens_q a work-group keeps in
- *                        local memory; 0: it searches global memory>
+ *                        local memory; a batch of more sequences, or 0,
+ *                        is searched in global memory>
  * src/kv/attention_plan.c chooses them and checks their rules.
  */
 #ifndef CLBT_ATTENTION_CONTRACT_H

@@ -114,24 +114,34 @@ static float capped(float dot, float softcap) {
 
 /* ---- the batch --------------------------------------------------------- */
 
-#if CLBT_ATT_CU_WORDS
-#define CU_SPACE __local
-#else
-#define CU_SPACE __global
-#endif
+/*
+ * The batch's cu_seqlens_q as a work-group reads it: from its local copy
+ * when the kernel keeps one and the array fits it, else from global memory
+ * (a uniform choice, made once).
+ */
+typedef struct cu_view {
+  __local const int *copy;
+  __global const int *given;
+  bool copied;
+} cu_view;
+
+static int cu_at(cu_view cu, uint i) {
+  return cu.copied ? cu.copy[i] : cu.given[i];
+}
 
 /*
  * Whether cu_seqlens_q[0..num_seqs] is a non-decreasing run from >= 0 to
  * <= num_tokens. Every work-group reads the whole array, so that all reach
  * one verdict without a launch of its own, and copies it to local memory
- * (cu_cache, when the kernel keeps one), where the searches are cheap.
+ * (cu_cache, when it fits the kernel's), where the searches are cheap.
  * *cu gets the array to search. verdict[1] is cleared for the caller.
  */
 static bool batch_is_well_formed(clbt_attention_arguments a,
                                  __global const int *cu_seqlens_q,
                                  __local int *cu_cache, __local int *verdict,
-                                 CU_SPACE const int **cu) {
+                                 cu_view *cu) {
   __global const int *given = cu_seqlens_q + a.cu_seqlens_at;
+  bool copied = a.num_seqs < CLBT_ATT_CU_WORDS;
   if (get_local_id(0) == 0) verdict[0] = 1, verdict[1] = 0;
   SYNC();
   for (uint i = get_local_id(0); i <= a.num_seqs; i += get_local_size(0)) {
@@ -139,29 +149,21 @@ static bool batch_is_well_formed(clbt_attention_arguments a,
     bool bad = i == 0 ? start < 0 : start < given[i - 1];
     if (i == a.num_seqs && (long)start > (long)a.num_tokens) bad = true;
     if (bad) atomic_and(&verdict[0], 0);
-#if CLBT_ATT_CU_WORDS
-    cu_cache[i] = start;
-#endif
+    if (copied) cu_cache[i] = start;
   }
   SYNC();
-#if CLBT_ATT_CU_WORDS
-  *cu = cu_cache;
-#else
-  (void)cu_cache;
-  *cu = given;
-#endif
+  *cu = (cu_view){cu_cache, given, copied};
   return verdict[0] != 0;
 }
 
 /* The last s with cu[s] <= key(s) in a well-formed batch, where key(s) is
    cu[s] / per + s (per 1: cu[s] itself); -1 when none. */
-static int find_sequence(CU_SPACE const int *cu, uint num_seqs, uint target,
-                         uint per) {
+static int find_sequence(cu_view cu, uint num_seqs, uint target, uint per) {
   int low = -1, high = (int)num_seqs;
   while (low < high) {
     int middle = low + (high - low + 1) / 2;
-    uint key = per == 1 ? (uint)cu[middle]
-                        : (uint)cu[middle] / per + (uint)middle;
+    uint start = (uint)cu_at(cu, (uint)middle);
+    uint key = per == 1 ? start : start / per + (uint)middle;
     if (key <= target)
       low = middle;
     else
@@ -191,14 +193,14 @@ typedef struct att_seq {
 
 /* Sequence seq of a well-formed batch: its lengths checked (a query no
    longer than its context) and its row found. */
-static att_seq sequence_of(clbt_attention_arguments a, CU_SPACE const int *cu,
+static att_seq sequence_of(clbt_attention_arguments a, cu_view cu,
                            uint seq, __global const int *seqused_k,
                            __global const int *row_lengths,
                            __global const int *idx_mapping) {
   att_seq s;
   s.seq = seq;
-  s.first = (uint)cu[seq];
-  s.q_len = (uint)(cu[seq + 1] - cu[seq]);
+  s.first = (uint)cu_at(cu, seq);
+  s.q_len = (uint)(cu_at(cu, seq + 1) - cu_at(cu, seq));
   int used = seqused_k[a.seqused_at + seq];
   s.seq_len = used < 0 ? 0u : (uint)used;
   bool mapped = a.flags & CLBT_ATT_IDX_MAPPING;
@@ -321,12 +323,13 @@ __kernel __attribute__((reqd_work_group_size(CLBT_ATT_REDUCE_LOCAL, 1, 1)))
 void clbt_attention_reduce(clbt_attention_arguments a ATT_PARAMETERS) {
   __local int cu_cache[CLBT_ATT_CU_WORDS ? CLBT_ATT_CU_WORDS : 1];
   __local int verdict[2];
-  CU_SPACE const int *cu;
+  cu_view cu;
   uint num_heads = a.num_kv_heads * GROUP;
   uint token = get_group_id(0) / num_heads, head = get_group_id(0) % num_heads;
   if (!batch_is_well_formed(a, cu_seqlens_q, cu_cache, verdict, &cu)) return;
   int seq = find_sequence(cu, a.num_seqs, token, 1);
-  if (seq < 0 || seq >= (int)a.num_seqs || token >= (uint)cu[seq + 1]) return;
+  if (seq < 0 || seq >= (int)a.num_seqs || token >= (uint)cu_at(cu, seq + 1))
+    return;
   __global const float *record = partials + partial_at(a, token, head, 0);
   const uint stride = CLBT_ATT_PARTIAL_FLOATS(HEAD);
   float top = -INFINITY;

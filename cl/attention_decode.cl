@@ -147,7 +147,7 @@ void clbt_attention_decode(clbt_attention_arguments a ATT_PARAMETERS) {
   __local int verdict[2]; /* the batch is well formed; a key was refused */
   __local float sums[SUMS];
   __local float weights[WEIGHTS];
-  CU_SPACE const int *cu;
+  cu_view cu;
   const decode_work work = decode_work_of(a);
   const uint lid = get_local_id(0);
   const uint run = lid / LANES, lane = lid % LANES;
@@ -155,39 +155,37 @@ void clbt_attention_decode(clbt_attention_arguments a ATT_PARAMETERS) {
   clbt_kv_pages pages = a.pages;
   pages.block_size = CLBT_ATT_BLOCK; /* the same value, folded */
 
-  if (!batch_is_well_formed(a, cu_seqlens_q, cu_cache, verdict, &cu)) {
-    if (work.counts && work.token < a.num_tokens) {
-      zero_token(a, output, lse, work.token);
-      if (lid == 0) atomic_inc(rejected);
-    }
-    return;
-  }
-  int seq = find_sequence(cu, a.num_seqs, work.token, 1);
-  if (seq < 0 || seq >= (int)a.num_seqs || work.token >= (uint)cu[seq + 1])
-    return; /* a token of no sequence */
-  att_seq s = sequence_of(a, cu, (uint)seq, seqused_k, rows,
-                          idx_mapping);
-  if (s.status != SEQ_OK) {
-    bool refused = s.status == SEQ_REJECTED;
-    end_empty(a, work, refused ? NAN : -INFINITY, output, lse, sinks,
-              partials);
-    if (refused && work.counts && lid == 0 && !(a.flags & CLBT_ATT_SPLIT))
-      atomic_inc(rejected);
-    return;
-  }
+  /* What the work-group does: every work-item goes through every barrier
+     below, whatever it finds (no return before the end: a barrier after
+     a return some compilers take for one not every work-item meets). */
+  bool well_formed = batch_is_well_formed(a, cu_seqlens_q, cu_cache, verdict,
+                                          &cu);
+  int seq = well_formed ? find_sequence(cu, a.num_seqs, work.token, 1) : -1;
+  bool mine = seq >= 0 && seq < (int)a.num_seqs &&
+              work.token < (uint)cu_at(cu, seq + 1); /* else a token of none */
+  att_seq s = {SEQ_REJECTED, 0, 0, 0, 0, -1, 0};
+  if (mine)
+    s = sequence_of(a, cu, (uint)seq, seqused_k, rows, idx_mapping);
+  bool attending = mine && s.status == SEQ_OK;
 
   /* This split's share of the keys the token attends. */
-  uint position = s.seq_len - s.q_len + (work.token - s.first), lo, hi;
-  key_range(a, position, position, &lo, &hi);
-  uint per_split = (hi - lo + PASS - 1) / PASS;
-  per_split = (per_split + a.splits - 1) / a.splits * PASS;
-  uint begin = min(hi, lo + work.split * per_split);
-  uint end = min(hi, begin + per_split);
+  uint begin = 0, end = 0;
+  if (attending) {
+    uint position = s.seq_len - s.q_len + (work.token - s.first), lo, hi;
+    key_range(a, position, position, &lo, &hi);
+    uint per_split = (hi - lo + PASS - 1) / PASS;
+    per_split = (per_split + a.splits - 1) / a.splits * PASS;
+    begin = min(hi, lo + work.split * per_split);
+    end = min(hi, begin + per_split);
+  }
 
   float q[ROWS][LANE], acc[ROWS][LANE];
   float m[ROWS], l[ROWS]; /* the run's softmax, kept by its owner lanes */
-  float qscale = a.scale * k_descale_of(a, k_descales, s.seq, work.kv_head);
-  load_query(a, work, lane, in_run ? qscale : 0.0f, query, q);
+  float qscale = attending && in_run ? a.scale * k_descale_of(a, k_descales,
+                                                              s.seq,
+                                                              work.kv_head)
+                                     : 0.0f;
+  load_query(a, work, lane, qscale, query, q);
   for (uint r = 0; r < ROWS; ++r) {
     m[r] = -INFINITY, l[r] = 0.0f;
     for (uint e = 0; e < LANE; ++e) acc[r][e] = 0.0f;
@@ -270,18 +268,14 @@ void clbt_attention_decode(clbt_attention_arguments a ATT_PARAMETERS) {
   }
   if (refused) atomic_or(&verdict[1], 1);
   SYNC();
-  if (verdict[1]) {
-    end_empty(a, work, NAN, output, lse, sinks, partials);
-    if (work.counts && lid == 0 && !(a.flags & CLBT_ATT_SPLIT))
-      atomic_inc(rejected);
-    return;
-  }
+  bool rejected_key = verdict[1] != 0;
 
   /* The runs merged, row by row: their maxima and sums, then outputs. */
   for (uint r = lane; in_run && r < ROWS; r += LANES)
     weights[(run * ROWS + r) * 2] = m[r], weights[(run * ROWS + r) * 2 + 1] = l[r];
   SYNC();
-  float vscale = v_descale_of(a, v_descales, s.seq, work.kv_head);
+  float vscale = attending ? v_descale_of(a, v_descales, s.seq, work.kv_head)
+                           : 0.0f;
   for (uint r = 0; r < ROWS; ++r) {
     float top = -INFINITY, total = 0.0f;
     for (uint t = 0; t < TOKEN_LANES; ++t)
@@ -295,11 +289,26 @@ void clbt_attention_decode(clbt_attention_arguments a ATT_PARAMETERS) {
     for (uint e = 0; in_run && e < LANE; ++e)
       sums[run * HEAD + lane * LANE + e] = acc[r][e] * mine;
     SYNC();
-    for (uint d = lid; row_is_head(work, r) && d < HEAD; d += LOCAL) {
+    for (uint d = lid; attending && !rejected_key && row_is_head(work, r) &&
+                       d < HEAD;
+         d += LOCAL) {
       float value = 0.0f;
       for (uint t = 0; t < TOKEN_LANES; ++t) value += sums[t * HEAD + d];
       end_row(a, work, work.first_head + r, d, value * vscale, top, total,
               output, lse, sinks, partials);
     }
+  }
+
+  /* The rows of a token not attended: 0, and its count, once a token. */
+  bool split = a.flags & CLBT_ATT_SPLIT;
+  if (!well_formed && work.counts && work.token < a.num_tokens) {
+    zero_token(a, output, lse, work.token);
+    if (lid == 0) atomic_inc(rejected);
+  } else if (mine && (!attending || rejected_key)) {
+    bool refused_token = rejected_key || s.status == SEQ_REJECTED;
+    end_empty(a, work, refused_token ? NAN : -INFINITY, output, lse, sinks,
+              partials);
+    if (refused_token && work.counts && lid == 0 && !split)
+      atomic_inc(rejected);
   }
 }

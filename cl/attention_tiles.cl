@@ -81,41 +81,37 @@ void clbt_attention_tiles(clbt_attention_arguments a ATT_PARAMETERS) {
   __local float row_m[TM], row_l[TM], row_alpha[TM];
   __local int key_block[TN], key_position[TN], key_state[TN];
   __local int refused[TQ];
-  CU_SPACE const int *cu;
+  cu_view cu;
   const tile_work work = tile_work_of(a);
   const uint lid = get_local_id(0);
   clbt_kv_pages pages = a.pages;
   pages.block_size = CLBT_ATT_BLOCK; /* the same value, folded */
 
-  if (!batch_is_well_formed(a, cu_seqlens_q, cu_cache, verdict, &cu)) {
-    uint zeroed = 0;
-    for (uint t = work.block; work.counts && t < a.num_tokens;
-         t += a.query_blocks, ++zeroed)
-      zero_token(a, output, lse, t);
-    if (lid == 0 && zeroed) atomic_add(rejected, zeroed);
-    return;
+  /* What the work-group does: every work-item goes through every barrier
+     below, whatever it finds (no return before the end: a barrier after
+     a return some compilers take for one not every work-item meets). */
+  bool well_formed = batch_is_well_formed(a, cu_seqlens_q, cu_cache, verdict,
+                                          &cu);
+  int seq = well_formed ? find_sequence(cu, a.num_seqs, work.block, TQ) : -1;
+  att_seq s = {SEQ_REJECTED, 0, 0, 0, 0, -1, 0};
+  uint q0 = 0, count = 0;
+  if (seq >= 0 && seq < (int)a.num_seqs) {
+    s = sequence_of(a, cu, (uint)seq, seqused_k, rows, idx_mapping);
+    q0 = (work.block - ((uint)cu_at(cu, seq) / TQ + (uint)seq)) * TQ;
+    count = q0 < s.q_len ? min((uint)TQ, s.q_len - q0) : 0u; /* 0: unused */
   }
-  int seq = find_sequence(cu, a.num_seqs, work.block, TQ);
-  if (seq < 0 || seq >= (int)a.num_seqs) return;
-  att_seq s = sequence_of(a, cu, (uint)seq, seqused_k, rows,
-                          idx_mapping);
-  uint q0 = (work.block - ((uint)cu[seq] / TQ + (uint)seq)) * TQ;
-  if (q0 >= s.q_len) return; /* a block slot no sequence uses */
-  uint count = min((uint)TQ, s.q_len - q0);
-  if (s.status != SEQ_OK) {
-    bool rejecting = s.status == SEQ_REJECTED;
-    tile_zero(a, work, s.first + q0, count, rejecting, output, lse, sinks);
-    if (rejecting && work.counts && lid == 0) atomic_add(rejected, count);
-    return;
-  }
-  uint first_position = s.seq_len - s.q_len + q0, lo, hi;
-  key_range(a, first_position, first_position + count - 1, &lo, &hi);
+  bool attending = count && s.status == SEQ_OK;
+  uint first_position = s.seq_len - s.q_len + q0, lo = 0, hi = 0;
+  if (attending)
+    key_range(a, first_position, first_position + count - 1, &lo, &hi);
 
   /* The query tile, scaled; the rows' softmax. */
-  float qscale = a.scale * k_descale_of(a, k_descales, s.seq, work.kv_head);
+  float qscale = attending ? a.scale * k_descale_of(a, k_descales, s.seq,
+                                                    work.kv_head)
+                           : 0.0f;
   for (uint i = lid; i < TM * HEAD; i += TL) {
     uint r = i / HEAD, d = i % HEAD;
-    bool used = r / ROWS < count && tile_row_is_head(work, r);
+    bool used = attending && r / ROWS < count && tile_row_is_head(work, r);
     ulong at = a.query_at + (ulong)(s.first + q0 + r / ROWS) * a.query_token_stride +
                (ulong)(work.first_head + r % ROWS) * a.query_head_stride + d;
     qs[r * PAD + d] = used ? query_value(query, at) * qscale : 0.0f;
@@ -221,8 +217,9 @@ void clbt_attention_tiles(clbt_attention_arguments a ATT_PARAMETERS) {
   }
 
   /* The rows' ends: normalised, with the sink; a refused token's 0. */
-  float vscale = v_descale_of(a, v_descales, s.seq, work.kv_head);
-  for (uint k = 0; k < OUTPUT_SHARES; ++k) {
+  float vscale = attending ? v_descale_of(a, v_descales, s.seq, work.kv_head)
+                           : 0.0f;
+  for (uint k = 0; attending && k < OUTPUT_SHARES; ++k) {
     uint i = lid + k * TL;
     if (i >= TM * D4) break;
     uint row = i / D4, q = row / ROWS, head = work.first_head + row % ROWS;
@@ -240,7 +237,20 @@ void clbt_attention_tiles(clbt_attention_arguments a ATT_PARAMETERS) {
       store_lse(a, lse, s.first + q0 + q, head,
                 refused[q] ? -INFINITY : lse_of(ml));
   }
-  if (work.counts && lid < count && refused[lid]) atomic_inc(rejected);
+  if (attending && work.counts && lid < count && refused[lid])
+    atomic_inc(rejected);
+
+  /* The rows of tokens not attended: 0, and their count, once a token. */
+  if (!well_formed && work.counts) {
+    uint zeroed = 0;
+    for (uint t = work.block; t < a.num_tokens; t += a.query_blocks, ++zeroed)
+      zero_token(a, output, lse, t);
+    if (lid == 0 && zeroed) atomic_add(rejected, zeroed);
+  } else if (count && !attending) {
+    bool rejecting = s.status == SEQ_REJECTED;
+    tile_zero(a, work, s.first + q0, count, rejecting, output, lse, sinks);
+    if (rejecting && work.counts && lid == 0) atomic_add(rejected, count);
+  }
 }
 
 #endif /* CLBT_ATT_TILE_LOCAL */

@@ -23,8 +23,10 @@ static const char description[] =
     "the attention export; and a whole serving step in the v1 and the\n"
     "persistent model, with the gather, against an empty kernel, with the\n"
     "library's OpenCL calls in each step counted by function; what\n"
-    "a launch's arguments cost, on kernels that do nothing; and the\n"
-    "KV-cache write against a copy of its bytes and an empty kernel.\n"
+    "a launch's arguments cost, on kernels that do nothing; the\n"
+    "KV-cache write against a copy of its bytes and an empty kernel; and\n"
+    "paged attention against a copy of the K/V bytes it reads and an empty\n"
+    "kernel.\n"
     "Medians of N runs, ratios from interleaved runs; each ratio the project\n"
     "sets a target for is checked at the end.\n";
 
@@ -99,7 +101,7 @@ int command_bench(int argc, char **argv) {
       {"--only", "NAMES",
        "comma-separated shape names, or completion, commit,\n"
        "multi-group, row-operations, export, step, slots,\n"
-       "arguments, kv_cache",
+       "arguments, kv_cache, attention",
        CLI_TEXT, &b.options.only, 0, 0},
       {"--json", "FILE", "also write every figure as JSON", CLI_TEXT,
        &b.options.json_path, 0, 0},
@@ -131,6 +133,7 @@ int command_bench(int argc, char **argv) {
   bench_slots(&b);
   bench_arguments(&b);
   bench_kv_cache(&b);
+  bench_attention(&b);
   bench_plot(&b);
   size_t mismatches = bench_triton_compare(&b);
   add_targets(&b);

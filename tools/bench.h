@@ -207,6 +207,7 @@ void bench_step(bench *b);           /* bench_step.c */
 void bench_slots(bench *b);          /* bench_slots.c */
 void bench_arguments(bench *b);      /* bench_arguments.c */
 void bench_kv_cache(bench *b);       /* bench_kv_cache.c */
+void bench_attention(bench *b);      /* bench_attention.c */
 /* Returns the number of slots that differ from the Triton kernel's. */
 size_t bench_triton_compare(bench *b); /* bench_triton.c */
 

@@ -99,6 +99,7 @@ START_TEST(split_decodes) {
     s.q_lens = decode_q;
     s.seq_lens = decode_k;
     s.sinks = s.lse = true;
+    s.num_kv_heads = i ? 2 : 4; /* one query head a KV head, then two */
     s.sliding_window = i ? 500 : 0;
     setenv("CLBT_ATTENTION_TUNING", splits[i], 1);
     char name[64];
@@ -134,6 +135,22 @@ static clbt_table *table_of(const model *m, const int32_t *rows) {
   clbt_assert_ok(clbt_table_commit(table, s->num_seqs + 2));
   return table;
 }
+
+/* More sequences than a work-group keeps of cu_seqlens_q in local memory
+   (1024 on either row): the searches read it where it is. */
+START_TEST(more_sequences_than_a_local_copy) {
+  enum { SEQS = 1100 };
+  static uint32_t q_lens[SEQS], seq_lens[SEQS];
+  for (uint32_t q = 0; q < SEQS; ++q)
+    q_lens[q] = 1 + (q % 97 == 0), seq_lens[q] = 2 + q % 23;
+  model_spec s = small_spec(25);
+  s.head_size = 16;
+  s.num_seqs = SEQS;
+  s.q_lens = q_lens;
+  s.seq_lens = seq_lens;
+  run_spec(&s, "1100 sequences");
+}
+END_TEST
 
 START_TEST(table_rows) {
   const int32_t in_order[] = {0, 1, 2, 3}, persistent[] = {5, 0, 3, 2};
@@ -233,6 +250,7 @@ static Suite *attention_batches_suite(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, types_layouts_and_options);
   tcase_add_test(tc, split_decodes);
+  tcase_add_test(tc, more_sequences_than_a_local_copy);
   tcase_add_test(tc, table_rows);
   tcase_add_test(tc, context_parallel_merge);
   suite_add_tcase(suite, tc);

@@ -111,6 +111,10 @@ attention_fixture fixture_create(void) {
   a.blocks = clbt_test_buffer(sizeof blocks, blocks);
   a.sinks = clbt_test_buffer(sizeof sinks, sinks);
   a.descales = clbt_test_buffer(sizeof descales, descales);
+  cl_int error = CL_SUCCESS;
+  a.read_only = clCreateBuffer(clbt_device_context(device), CL_MEM_READ_ONLY,
+                               192, NULL, &error);
+  ck_assert_int_eq(error, CL_SUCCESS);
   make_foreign(&a);
   return a;
 }
@@ -127,7 +131,7 @@ void fixture_destroy(attention_fixture *a) {
   cl_mem buffers[] = {a->cache_buffer, a->fp8_buffer, a->wide_buffer,
                       a->foreign_buffer, a->small, a->query, a->output,
                       a->lse, a->cu, a->seqused, a->blocks, a->sinks,
-                      a->descales};
+                      a->descales, a->read_only};
   for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i)
     clReleaseMemObject(buffers[i]);
   clReleaseEvent(a->events[0]);
@@ -175,7 +179,9 @@ static clbt_attention_batch batch_of(const bad *c, const attention_fixture *a) {
   b.query = c->swap == NULL_QUERY      ? NULL
             : c->swap == FOREIGN_QUERY ? a->foreign_buffer
                                        : a->query;
-  b.output = c->swap == NULL_OUTPUT ? NULL : a->output;
+  b.output = c->swap == NULL_OUTPUT        ? NULL
+             : c->swap == READ_ONLY_OUTPUT ? a->read_only
+                                           : a->output;
   b.cu_seqlens_q = c->swap == NULL_CU ? NULL : a->cu;
   b.seqused_k = c->swap == NULL_SEQUSED ? NULL : a->seqused;
   bool table = c->swap == TABLE || c->swap == BOTH_SOURCES ||

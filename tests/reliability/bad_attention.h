@@ -21,6 +21,7 @@ typedef struct attention_fixture {
   cl_context other;
   cl_mem cache_buffer, fp8_buffer, wide_buffer, foreign_buffer, small;
   cl_mem query, output, lse, cu, seqused, blocks, sinks, descales;
+  cl_mem read_only; /* 192 bytes the device may only read */
   cl_event events[2]; /* the device's, another context's */
 } attention_fixture;
 
@@ -34,7 +35,7 @@ typedef enum swap {
   WIDE_CACHE, FOREIGN_CACHE, TABLE, BOTH_SOURCES, NO_SOURCE, STATE_TABLE,
   SPLIT_TABLE, FOREIGN_TABLE, NULL_QUERY, NULL_OUTPUT, NULL_CU, NULL_SEQUSED,
   SMALL_SINKS, SMALL_DESCALES, FOREIGN_QUERY, NULL_EVENTS, FOREIGN_EVENT,
-  UNKNOWN_TUNING
+  UNKNOWN_TUNING, READ_ONLY_OUTPUT
 } swap;
 
 typedef struct bad {
