@@ -81,7 +81,8 @@ size_t clbt__tuning_local_size(const clbt__tuning *tuning,
                                size_t kernel_limit);
 
 /* A CPU's work-groups for `items` items: one per cpu_items_per_group, at
-   least one and at most one per compute unit. */
+   least one and at most one per compute unit; one for a row whose
+   cpu_items_per_group is 0 (the GPU's). */
 size_t clbt__tuning_cpu_groups(const clbt__tuning *tuning,
                                size_t compute_units, size_t items);
 
