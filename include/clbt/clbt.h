@@ -607,7 +607,8 @@ typedef struct clbt_table clbt_table;
  * Creates a table on a device: zeroed host rows, a zeroed device copy, a
  * slot-mapping buffer filled with CLBT_PAD_SLOT_ID, and the slot-mapping
  * kernel (built now, or taken from the device's program cache; a
- * CLBT_SLOT_MODE_NONE table needs none). Each build appends the device's
+ * CLBT_SLOT_MODE_NONE table, which maps no tokens, builds its program at
+ * its first commit or gather). Each build appends the device's
  * build options to clbt's own; with a cache directory set on the device, a
  * build first looks for the program's binary there and stores what it
  * builds (clbt_device_set_build_options, clbt_device_set_cache_dir,
@@ -640,8 +641,9 @@ CLBT_API void clbt_table_destroy(clbt_table *table);
 
 /**
  * Builds, and keeps in the device's program cache, every program a table
- * with this config needs, so that creating tables later costs no compile
- * (vLLM's warm-up). Returns as clbt_table_create does.
+ * with this config needs, a CLBT_SLOT_MODE_NONE table's included, so that
+ * creating and using tables later costs no compile (vLLM's warm-up).
+ * Returns as clbt_table_create does.
  */
 CLBT_API clbt_status clbt_table_prepare(clbt_device *device,
                                         const clbt_table_config *config);

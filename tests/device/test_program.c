@@ -39,15 +39,58 @@ START_TEST(tables_share_a_specialisation) {
   clbt_table_config b = config_of(16, 2, 1);
   clbt_assert_ok(clbt_table_create(device, &b, &third));
   ck_assert_uint_eq(clbt_device_program_count(device), 2);
-  /* NONE tables build nothing */
-  clbt_table_config none = config_of(64, 0, 0);
-  none.slot_mode = CLBT_SLOT_MODE_NONE;
-  clbt_assert_ok(clbt_table_prepare(device, &none));
-  ck_assert_uint_eq(clbt_device_program_count(device), 2);
   clbt_table_destroy(first);
   clbt_table_destroy(second);
   clbt_table_destroy(third);
   ck_assert_uint_eq(clbt_device_program_count(device), 2);
+  clbt_device_release(device);
+}
+END_TEST
+
+/*
+ * A NONE table builds its program at its first commit, not at creation;
+ * prepare builds it ahead (clbt.h: "every program a table with this config
+ * needs"), so that the commit and the step after it build nothing. So does
+ * prepare for a multi-group table whose groups are all NONE.
+ */
+START_TEST(prepare_builds_what_a_none_table_needs) {
+  clbt_device *device = fresh_device();
+  clbt_table_config none = config_of(64, 0, 0);
+  none.slot_mode = CLBT_SLOT_MODE_NONE;
+  clbt_table *table = NULL;
+  clbt_assert_ok(clbt_table_create(device, &none, &table));
+  ck_assert_uint_eq(clbt_device_program_count(device), 0);
+  clbt_assert_ok(clbt_table_prepare(device, &none));
+  ck_assert_uint_eq(clbt_device_program_count(device), 1);
+  const int32_t ids[] = {3, 4};
+  clbt_assert_ok(clbt_table_add_row(table, 1, ids, 2));
+  clbt_assert_ok(clbt_table_commit(table, 2));
+  int32_t no_tokens[3] = {0, 0, 0};
+  cl_int error = CL_SUCCESS;
+  cl_mem query_start_loc =
+      clCreateBuffer(clbt_device_context(device), CL_MEM_COPY_HOST_PTR,
+                     sizeof no_tokens, no_tokens, &error);
+  clbt_assert_ok(error);
+  clbt_step step = CLBT_STEP_INIT;
+  step.flags = CLBT_STEP_GATHER;
+  step.num_reqs = 2;
+  step.query_start_loc = query_start_loc;
+  clbt_assert_ok(clbt_table_enqueue_step(table, &step, 0, NULL, NULL));
+  clbt_assert_ok(clFinish(clbt_device_queue(device)));
+  ck_assert_uint_eq(clbt_device_program_count(device), 1);
+  clbt_table_destroy(table);
+  clReleaseMemObject(query_start_loc);
+  clbt_device_release(device);
+
+  device = fresh_device();
+  const clbt_group_config groups[] = {
+      {.block_size = 64, .max_num_blocks = 2,
+       .slot_mode = CLBT_SLOT_MODE_NONE}};
+  clbt_multi_table_config config = {.max_num_reqs = 2,
+                                    .max_num_batched_tokens = 4,
+                                    .num_groups = 1, .groups = groups};
+  clbt_assert_ok(clbt_multi_table_prepare(device, &config));
+  ck_assert_uint_eq(clbt_device_program_count(device), 1);
   clbt_device_release(device);
 }
 END_TEST
@@ -239,6 +282,7 @@ int main(void) {
   TCase *tc = tcase_create("program");
   tcase_set_timeout(tc, 0);
   tcase_add_test(tc, tables_share_a_specialisation);
+  tcase_add_test(tc, prepare_builds_what_a_none_table_needs);
   tcase_add_test(tc, build_failure_reports_the_log);
   tcase_add_test(tc, build_refuses_options_that_define_clbt_macros);
   tcase_add_test(tc, program_options_are_listed);
