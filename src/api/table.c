@@ -1,7 +1,9 @@
 /*
- * The public calls of one block table: the only group of a table engine of
- * its own (engine.c). The group itself is in group.c, its row operations in
- * table_rows.c, commits in commit.c, the host reference in reference.c.
+ * The public calls of one block table, which is the only group of a table
+ * engine of its own (engine.c) or one group of a multi-group table
+ * (clbt_multi_table_group): each call's scope is that group alone. The
+ * group itself is in group.c, its row operations in table_rows.c, commits
+ * in commit.c, the host reference in reference.c.
  */
 #include "base/config.h"
 #include "base/log.h"
