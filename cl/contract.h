@@ -13,9 +13,9 @@
  * the structs with no padding, so that both sides lay them out alike).
  *
  * To add a per-group constant: one entry in CLBT_GROUP_CONSTANTS, then its
- * meaning where the host fills and checks the spec (src/engine/group.c) and where
- * the kernel and the host reference compute with it (cl/slot_mapping.cl,
- * src/api/reference.c). docs/design.md walks through it.
+ * meaning where the host fills and checks the spec (src/engine/group.c) and
+ * where the kernel and the host reference compute with it
+ * (cl/slot_mapping.cl, src/api/reference.c). docs/design.md walks through it.
  */
 #ifndef CLBT_CONTRACT_H
 #define CLBT_CONTRACT_H

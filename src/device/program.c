@@ -94,7 +94,8 @@ static size_t format_prelude(const char *defines, char *out, size_t size) {
                                  out ? size - used : 0, "#line 1\n");
 }
 
-/* Records a build failure with as much of the build log as the message holds. */
+/* Records a build failure with as much of the build log as the message
+   holds. */
 static clbt_status fail_with_log(cl_program program, cl_device_id device,
                                  const char *file, const char *options) {
   size_t log_size = 0;
@@ -211,7 +212,8 @@ clbt_status clbt__program_get(clbt_device *device, clbt__source source,
   if (!*program) {
     clbt__program_entry *entry = malloc(sizeof *entry);
     if (!entry)
-      status = clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for a program");
+      status = clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY,
+                          "no memory for a program");
     else
       status = build(device, source, specific_options, options,
                      &entry->program);
