@@ -24,12 +24,14 @@ static const char description[] =
     "OpenCL C version, int64 support, maximum work-group size, compute units\n"
     "and unified memory; the settings clbt reads from the environment and\n"
     "the device's build options and program cache directory that follow; the\n"
-    "programs a multi-group table config needs; and the start-up of a table of\n"
-    "that config, timed: opening the device, preparing the programs (built,\n"
+    "programs a multi-group table config needs and the tuning row they were\n"
+    "built for (CLBT_TUNING); and the start-up of a table of that config,\n"
+    "timed: opening the device, preparing the programs (built,\n"
     "or taken from the caches) and the first slot mapping of every group.\n";
 
 static const char *const environment_names[] = {
-    "CLBT_DEVICE", "CLBT_LOG", "CLBT_BUILD_OPTIONS", "CLBT_CACHE_DIR"};
+    "CLBT_DEVICE", "CLBT_LOG", "CLBT_BUILD_OPTIONS", "CLBT_CACHE_DIR",
+    "CLBT_TUNING"};
 #define NUM_ENVIRONMENT (sizeof environment_names / sizeof environment_names[0])
 
 typedef struct info_options {
@@ -300,6 +302,19 @@ static void add_programs(report *root, const gathered *r) {
     report_string(programs, NULL, r->programs[i]);
 }
 
+/*
+ * The tuning row the programs were built for (src/base/tuning.c), as the
+ * library put it in their options: the GPU's row shapes the kernel's code
+ * for a GPU (-DCLBT_GPU=1), the CPU's does not. NULL when none says.
+ */
+static const char *tuning_row(const gathered *r) {
+  for (size_t i = 0; i < r->num_programs; ++i) {
+    if (strstr(r->programs[i], " -DCLBT_GPU=1")) return "gpu";
+    if (strstr(r->programs[i], " -DCLBT_GPU=0")) return "cpu";
+  }
+  return NULL;
+}
+
 static void add_startup(report *root, const gathered *r) {
   report *startup = report_object(root, "startup");
   report_number(startup, "open_ms", r->open_ms, 1);
@@ -325,6 +340,7 @@ static report *build_report(const gathered *r) {
     add_programs(root, r);
   else
     report_string(root, "programs", NULL);
+  report_string(root, "tuning", r->programs_known ? tuning_row(r) : NULL);
   if (r->started)
     add_startup(root, r);
   else
