@@ -2,12 +2,11 @@
  * The contract between the host (src/) and the step kernel (cl/): the
  * constants that specialise it for one group, the regions of a group's
  * storage, the two structs it takes by value, the work a launch asks of
- * it, and its arguments in order. The library includes this file, and the
- * build puts it in front of the kernel's source (cmake/embed_source.cmake),
- * so both sides expand the same lists and declare the same structs: the
- * host's argument indices, its -D options, its group spec, its region
- * offsets and its records, and the kernel's parameters, constants and
- * fields. It holds only preprocessor lists and struct declarations in the
+ * it, and its arguments in order. The library includes this file, and so
+ * does the kernel (cl/common.cl), so both sides expand the same lists and
+ * declare the same structs: the host's argument indices, its -D options,
+ * its group spec, its region offsets and its records, and the kernel's
+ * parameters, constants and fields. It holds only preprocessor lists and struct declarations in the
  * common subset of C11 and OpenCL C 1.2 (cl_uint and cl_ulong, which the
  * kernel defines as uint and ulong; every field placed on its own size,
  * the structs with no padding, so that both sides lay them out alike).

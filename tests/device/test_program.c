@@ -121,6 +121,92 @@ START_TEST(build_failure_reports_the_log) {
 }
 END_TEST
 
+/* The line of path (from the project's root) where text first appears. */
+static int first_line_of(const char *path, const char *text) {
+  char full[1024], line[1024];
+  snprintf(full, sizeof full, "%s/%s", CLBT_SOURCE_DIR, path);
+  FILE *file = fopen(full, "r");
+  ck_assert_msg(file != NULL, "cannot read %s", full);
+  int number = 0, found = 0;
+  while (!found && fgets(line, sizeof line, file)) {
+    ++number;
+    if (strstr(line, text)) found = number;
+  }
+  fclose(file);
+  ck_assert_msg(found, "%s does not hold '%s'", path, text);
+  return found;
+}
+
+/*
+ * A build error names the part of the kernel it is in and its line there,
+ * not a line of the program's joined source: a build option that turns
+ * pages_of, a function of cl/export.cl, into '@' fails the build at each
+ * line that names it, its definition among them.
+ */
+START_TEST(a_build_error_names_its_file_and_line) {
+  clbt_device *device = fresh_device();
+  clbt_assert_ok(clbt_device_set_build_options(device, "-Dpages_of=@"));
+  clbt_table_config config = config_of(16, 0, 0);
+  clbt_table *table = NULL;
+  clbt_status status = clbt_table_create(device, &config, &table);
+  ck_assert_msg(status == CLBT_CL_BUILD_PROGRAM_FAILURE, "%s: %s",
+                clbt_status_name(status), clbt_last_error());
+  char where[64];
+  snprintf(where, sizeof where, "cl/export.cl:%d:",
+           first_line_of("cl/export.cl", "static uint pages_of("));
+  ck_assert_msg(strstr(clbt_last_error(), where), "no '%s' in: %s", where,
+                clbt_last_error());
+  ck_assert_ptr_nonnull(strstr(clbt_last_error(), "building cl/step.cl"));
+  clbt_device_release(device);
+}
+END_TEST
+
+/* tests/device/embedded/root.cl and its parts, embedded by the build. */
+extern const char clbt_test_embedded_source[];
+extern const size_t clbt_test_embedded_source_length;
+
+/* Builds the embedded test program with options; its build log into log. */
+static cl_int build_embedded(const char *options, char *log, size_t size) {
+  cl_int error = CL_SUCCESS;
+  const char *text = clbt_test_embedded_source;
+  cl_context context = clbt_device_context(clbt_test_device());
+  cl_device_id id = clbt_device_id(clbt_test_device());
+  cl_program program = clCreateProgramWithSource(
+      context, 1, &text, &clbt_test_embedded_source_length, &error);
+  clbt_assert_ok(error);
+  cl_int built = clBuildProgram(program, 1, &id, options, NULL, NULL);
+  clbt_assert_ok(clGetProgramBuildInfo(program, id, CL_PROGRAM_BUILD_LOG,
+                                       size, log, NULL));
+  clReleaseProgram(program);
+  return built;
+}
+
+/*
+ * The embedding (cmake/embed_source.cmake) puts each part where it is
+ * first included and marks every stretch with its file and line: an error
+ * in an included part names that part's line, one in the root after its
+ * includes the root's own line. A part included twice is embedded once,
+ * or the program would define its function twice.
+ */
+START_TEST(embedded_parts_keep_their_files_and_lines) {
+  static char log[16384];
+  ck_assert_int_eq(build_embedded("", log, sizeof log), CL_SUCCESS);
+  static const char *const breaks[][3] = {
+      {"-DBREAK_PART", "part.cl", "BROKEN_PART"},
+      {"-DBREAK_ROOT", "root.cl", "BROKEN_ROOT"}};
+  for (size_t i = 0; i < 2; ++i) {
+    char path[64], where[96];
+    snprintf(path, sizeof path, "tests/device/embedded/%s", breaks[i][1]);
+    snprintf(where, sizeof where, "%s:%d:", path,
+             first_line_of(path, breaks[i][2]));
+    ck_assert_int_eq(build_embedded(breaks[i][0], log, sizeof log),
+                     CL_BUILD_PROGRAM_FAILURE);
+    ck_assert_msg(strstr(log, where), "%s: no '%s' in: %s", breaks[i][0],
+                  where, log);
+  }
+}
+END_TEST
+
 /*
  * The build checks clbt's own defines itself, for a compiler that takes
  * an option in a form clbt_device_set_build_options does not see: such an
@@ -284,6 +370,8 @@ int main(void) {
   tcase_add_test(tc, tables_share_a_specialisation);
   tcase_add_test(tc, prepare_builds_what_a_none_table_needs);
   tcase_add_test(tc, build_failure_reports_the_log);
+  tcase_add_test(tc, a_build_error_names_its_file_and_line);
+  tcase_add_test(tc, embedded_parts_keep_their_files_and_lines);
   tcase_add_test(tc, build_refuses_options_that_define_clbt_macros);
   tcase_add_test(tc, program_options_are_listed);
   tcase_add_test(tc, one_program_per_launch);
