@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "bench/harness.h"
 
 /* Sizes like the step's: a record of 13 words and the packet the device's
    argument space leaves room for (512 words on the H200), a layout of one

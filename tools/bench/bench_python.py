@@ -25,7 +25,7 @@ Paths are timed in turn at every step; each figure is the median of per-step
 host times in microseconds, and the ratios are of medians. "updates" is the
 row updates alone.
 
-    python3 tools/bench_python.py [--iters N] [--rounds N] [--json FILE]
+    python3 tools/bench/bench_python.py [--iters N] [--rounds N] [--json FILE]
                                   [--vllm PATH]
 
 Needs numpy, torch (for the vllm path) and libclbt.so (CLBT_LIBRARY, or
@@ -45,14 +45,15 @@ from typing import Generic, TypeVar
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
+ROOT = os.path.join(HERE, "..", "..")  # the repository's
+sys.path.insert(0, os.path.join(ROOT, "python"))
 import clbt  # noqa: E402
 from clbt import _kv_cache as kv_cache  # noqa: E402
 from clbt import _opencl, vllm  # noqa: E402
 from clbt._device_array import DeviceArray, Memory  # noqa: E402
 from clbt._library import lib  # noqa: E402
 
-REFERENCE = os.path.join(HERE, "..", "..", "shared", "reference", "block_table.py")
+REFERENCE = os.path.join(ROOT, "..", "shared", "reference", "block_table.py")
 
 # name: (requests, kv block size per group, max_num_blocks per group), as seed_step.py
 CASES = {

@@ -1,5 +1,5 @@
 /* The library's OpenCL calls, counted (see call_counter.h). */
-#include "call_counter.h"
+#include "bench/call_counter.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
-#include "call_counter.h"
+#include "bench/harness.h"
+#include "bench/call_counter.h"
 
 /* Issue 18's budget for one step's calls besides clSetKernelArg: the launch
    and at most one status query; 2 more when the step uploads its changes

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench.h"
+#include "bench/harness.h"
 
 enum { REQUESTS = 256, KV_BLOCKS = 8192, START = 100 };
 

@@ -1,9 +1,9 @@
 """clbt's whole step beside the seed's and vLLM Model Runner V2's, case by case.
 
-    python3 tools/compare_step.py SEED_JSON BENCH_JSON [--mrv2 MRV2_JSON] [--json OUT]
+    python3 tools/bench/compare_step.py SEED_JSON BENCH_JSON [--mrv2 MRV2_JSON] [--json OUT]
 
 SEED_JSON is what shared/anchors/seed_step.py --json writes (per case: step_us,
-host_us, ...), run in the same device call as the bench (tools/gpu_bench.sh
+host_us, ...), run in the same device call as the bench (tools/gpu/bench.sh
 does both). BENCH_JSON is what `clbt bench --json` writes: its "step" section
 holds a record per case and model (CASE/v1, CASE/persistent,
 CASE/persistent-export, CASE/persistent-export-all, and each of them churning,

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench.h"
+#include "bench/harness.h"
 
 typedef enum wait_method { WAIT_FINISH, WAIT_EVENT, WAIT_POLL } wait_method;
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench.h"
+#include "bench/harness.h"
 
 enum { EXPORT_BLOCK = 16, EXPORT_MIN_BLOCKS = 64, EXPORT_MAX_BLOCKS = 512 };
 

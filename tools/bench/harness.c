@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench.h"
+#include "bench/harness.h"
 #include "xorshift.h"
 
 /* vLLM's benchmark shapes, by its names; decode-64 is the padding-heavy

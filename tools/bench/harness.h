@@ -23,7 +23,7 @@
 #define BENCH_MAX_CALLS 8
 
 /* A batch shape, named as vLLM's Triton slot-mapping kernel's benchmark
-   (tools/gpu_bench.sh) names it, so that figures compare by name. */
+   (tools/gpu/bench.sh) names it, so that figures compare by name. */
 typedef struct bench_shape {
   const char *name;
   uint32_t requests, tokens_per_request, max_tokens;

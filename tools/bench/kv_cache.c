@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench.h"
+#include "bench/harness.h"
 
 enum { HEADS = 8, HEAD = 128, BLOCK = 16, DECODE_TOKENS = 256 };
 #define ROW_BYTES ((size_t)HEADS * HEAD * 2) /* a token's K (or V), fp16 */

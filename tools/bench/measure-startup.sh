@@ -8,7 +8,7 @@
 # first slot mapping) and of the whole process. A warm case first makes one
 # unmeasured run that fills the caches it keeps; the "fills" case gives
 # every run an empty CLBT_CACHE_DIR, so it measures the run that stores.
-#   tools/measure-startup.sh [build directory] [runs]
+#   tools/bench/measure-startup.sh [build directory] [runs]
 # docs/cache.md has the results.
 set -euo pipefail
 clbt="${1:-build}/clbt"

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench.h"
+#include "bench/harness.h"
 
 /* A multi-group table on device with every row of every group full. */
 static clbt_multi_table *full_multi_table(

@@ -1,5 +1,5 @@
 # Time per slot-mapping call against batch size, from `clbt bench --plot`.
-#   gnuplot -e "pocl='pocl.dat'; gpu='h200.dat'; out='plot.png'" tools/plot_bench.gp
+#   gnuplot -e "pocl='pocl.dat'; gpu='h200.dat'; out='plot.png'" tools/bench/plot.gp
 set terminal pngcairo size 1100,480 font ",10"
 set output out
 set multiplot layout 1,2

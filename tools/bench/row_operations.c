@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench.h"
+#include "bench/harness.h"
 
 void bench_row_operations(bench *b) {
   if (!bench_selected(b, "row-operations")) return;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "bench/harness.h"
 
 typedef struct call_times {
   double call, empty, host, device, empty_device;

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench.h"
+#include "bench/harness.h"
 
 enum {
   STATE_REQUESTS = 256, STATE_GROUPS = 4, STATE_IDS = 2,

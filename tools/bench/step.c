@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_step.h"
-#include "call_counter.h"
+#include "bench/step_model.h"
+#include "bench/call_counter.h"
 
 enum {
   STEP_COPY_BYTES = 128 << 20, /* the bandwidth probe's buffer */
@@ -557,7 +557,7 @@ static step_sections step_sections_create(bench *b) {
         out.calls,
         "the library's OpenCL calls in each step timed to completion, "
         "counted by wrappers over the OpenCL entry points "
-        "(tools/call_counter.h); per function, the calls inside "
+        "(tools/bench/call_counter.h); per function, the calls inside "
         "clbt_multi_table_enqueue_step in the middle step of those "
         "counted (varies: the functions whose count changed from step to "
         "step, with their range); besides_set_kernel_arg: all of them but "

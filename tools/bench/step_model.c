@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_step.h"
+#include "bench/step_model.h"
 
 /* Block ids drawn ahead of time, taken in order and wrapping: a prime
    count, so that no row's ids line up with an earlier row's. */

@@ -10,7 +10,7 @@
 #ifndef TOOL_BENCH_STEP_H
 #define TOOL_BENCH_STEP_H
 
-#include "bench.h"
+#include "bench/harness.h"
 
 enum {
   STEP_MAX_REQS = 1024,    /* the seed's max_num_reqs */

@@ -7,13 +7,13 @@
  *   positions.i64        int64 [num_tokens]
  *   block_table.i32      int32 [max_num_reqs][width] of kernel block ids
  *   slot_mapping.i64     int64 [max_num_batched_tokens], the kernel's output
- * (tools/gpu_bench.sh runs it; see docs/benchmarks.md).
+ * (tools/gpu/bench.sh runs it; see docs/benchmarks.md).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "bench/harness.h"
 #include "flat_json.h"
 
 /* What meta.json says about one shape. */

@@ -3,15 +3,15 @@
  * the targets against their figures, and renders the report: text on
  * stdout, JSON into --json FILE.
  */
-#include "bench.h"
+#include "bench/harness.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "commands.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
 
 static const char description[] =
     "Times the slot-mapping call (enqueue to completion) on the selected "
@@ -108,7 +108,7 @@ int command_bench(int argc, char **argv) {
        &b.options.plot_path, 0, 0},
       {"--compare", "DIR",
        "compare slot ids with those of vLLM's Triton kernel,\n"
-       "as tools/gpu_bench.sh writes them into DIR",
+       "as tools/gpu/bench.sh writes them into DIR",
        CLI_TEXT, &b.options.compare_dir, 0, 0}};
   const cli_command command = {"bench", description, options,
                                sizeof options / sizeof options[0]};

@@ -1,5 +1,5 @@
 /* The clbt tool's argument parser (see cli.h). */
-#include "cli.h"
+#include "cli/cli.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -6,8 +6,8 @@
  * that config (open the device, prepare the programs, run the first slot
  * mapping); as text, or as JSON with --json.
  */
-#include "cli.h"
-#include "commands.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
 #include "report.h"
 
 #include <stdio.h>

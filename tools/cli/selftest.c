@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "cli.h"
-#include "commands.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
 #include "report.h"
 #include "selftest.h"
 

@@ -2,8 +2,8 @@
 # clbt against the seed's Triton kernel and the seed's step on an NVIDIA GPU,
 # side by side, in one device call.
 #
-#   tools/gpu_bench.sh ANCHOR OUT_DIR [RUNS]          the whole bench
-#   tools/gpu_bench.sh --step ANCHOR OUT_DIR [RUNS]   the step (issue 25)
+#   tools/gpu/bench.sh ANCHOR OUT_DIR [RUNS]          the whole bench
+#   tools/gpu/bench.sh --step ANCHOR OUT_DIR [RUNS]   the step (issue 25)
 #
 # ANCHOR is shared/anchors/triton_slot_mapping.py (needs torch and triton);
 # the seed's whole step, seed_step.py, is taken from the same directory.
@@ -13,7 +13,7 @@
 # an empty Triton kernel and every section of clbt bench, comparing slot
 # ids with the Triton kernel's, and --step runs clbt bench's step and
 # arguments sections alone. Both end with clbt's step beside the seed's and
-# MRV2's (tools/compare_step.py; MRV2's step from MRV2_JSON when set, a
+# MRV2's (tools/bench/compare_step.py; MRV2's step from MRV2_JSON when set, a
 # file in seed_step.py's form measured in the same call, otherwise the
 # figures of shared/notes/mrv2.md). The bench's step section also counts
 # the library's OpenCL calls per step on NVIDIA's driver where the build
@@ -30,7 +30,7 @@ fi
 [ $# -ge 2 ] || { sed -n '4,5p' "$0" >&2; exit 2; }
 anchor=$1 out=$2 runs=${3:-2000}
 seed_step=$(dirname "$anchor")/seed_step.py
-[ -f "$seed_step" ] || { echo "gpu_bench.sh: no $seed_step beside the anchor" >&2; exit 2; }
+[ -f "$seed_step" ] || { echo "tools/gpu/bench.sh: no $seed_step beside the anchor" >&2; exit 2; }
 mkdir -p "$out" /tmp/vendors
 echo /usr/lib/libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd
 cp /etc/OpenCL/vendors/pocl.icd /tmp/vendors/ 2>/dev/null || true
@@ -55,7 +55,7 @@ build() {
   cmake -S . -B build-gpu -DCLBT_BUILD_TESTS=OFF &&
     cmake --build build-gpu -j"$(nproc)"
 }
-part build build > /dev/null || { echo "gpu_bench.sh: the build failed ($out/build.txt)" >&2; exit 1; }
+part build build > /dev/null || { echo "tools/gpu/bench.sh: the build failed ($out/build.txt)" >&2; exit 1; }
 part devices ./build-gpu/clbt devices
 part selftest ./build-gpu/clbt selftest --seed 1 --rounds "${SELFTEST_ROUNDS:-40}"
 part seed_step python3 "$seed_step" --iters "$runs" --json "$out/seed_step.json"
@@ -64,11 +64,11 @@ if [ -n "$only" ]; then
     --json "$out/bench.json"
 else
   part triton python3 "$anchor" --out /tmp/triton --iters "$runs"
-  part triton_floor python3 tools/triton_floor.py --iters "$runs"
+  part triton_floor python3 tools/gpu/triton_floor.py --iters "$runs"
   part bench ./build-gpu/clbt bench --runs "$runs" --json "$out/bench.json" \
     --plot "$out/plot.dat" --compare /tmp/triton
 fi
-part step python3 tools/compare_step.py "$out/seed_step.json" "$out/bench.json" \
+part step python3 tools/bench/compare_step.py "$out/seed_step.json" "$out/bench.json" \
   ${MRV2_JSON:+--mrv2 "$MRV2_JSON"} --json "$out/step.json"
-echo "gpu_bench.sh: $failed part(s) failed; everything is in $out"
+echo "tools/gpu/bench.sh: $failed part(s) failed; everything is in $out"
 exit "$failed"

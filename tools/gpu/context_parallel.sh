@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The context-parallel MPI example on one machine's GPUs, one rank per GPU.
 #
-#   tools/gpu_context_parallel.sh OUT_DIR [RANKS] [STEPS] [DEBS_DIR]
+#   tools/gpu/context_parallel.sh OUT_DIR [RANKS] [STEPS] [DEBS_DIR]
 #
 # Registers NVIDIA's OpenCL driver, builds clbt and
 # examples/context_parallel_mpi.c without the tests, and runs the example

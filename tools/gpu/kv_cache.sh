@@ -2,7 +2,7 @@
 # clbt's KV-cache write on an NVIDIA GPU (issue 26), against vLLM's own
 # Triton kernel, in one device call:
 #
-#   tools/gpu_kv_cache.sh VLLM_DIR OUT_DIR [RUNS]
+#   tools/gpu/kv_cache.sh VLLM_DIR OUT_DIR [RUNS]
 #
 # VLLM_DIR is the git-ignored .vllm/ folder (carried to the device): vLLM's
 # vllm/v1/attention/ops/triton_reshape_and_cache_flash.py with stand-ins
@@ -10,7 +10,7 @@
 # the tests, lists the devices, runs examples/paged_attention on the GPU
 # (a prefill and decodes attended over the cache the write filled), the
 # bench's kv_cache section (the prefill write against clEnqueueCopyBuffer,
-# the decode write against an empty kernel), then tools/kv_cache_triton.py
+# the decode write against an empty kernel), then tools/gpu/kv_cache_triton.py
 # (caches bit for bit against Triton and the reference, on vLLM's
 # test_cache.py shapes, and Triton's times beside clbt's). Needs torch with
 # CUDA, Triton and the NVIDIA OpenCL driver (CLBT_DEVICE=nvidia:gpu unless
@@ -19,7 +19,7 @@
 set -euo pipefail
 vllm=$1 out=$2 runs=${3:-500}
 upstream="$vllm/vllm/v1/attention/ops/triton_reshape_and_cache_flash.py"
-[ -f "$upstream" ] || { echo "gpu_kv_cache.sh: no $upstream" >&2; exit 2; }
+[ -f "$upstream" ] || { echo "tools/gpu/kv_cache.sh: no $upstream" >&2; exit 2; }
 mkdir -p "$out"
 export CLBT_DEVICE=${CLBT_DEVICE:-nvidia:gpu}
 python=${PYTHON:-python3} # the one with torch and Triton
@@ -32,7 +32,7 @@ status=0
   status=1
 ./build-gpu/clbt bench --only kv_cache --runs "$runs" \
   --json "$out/bench_kv_cache.json" | tee "$out/bench_kv_cache.txt" || status=1
-CLBT_LIBRARY="$PWD/build-gpu/libclbt.so" "$python" tools/kv_cache_triton.py \
+CLBT_LIBRARY="$PWD/build-gpu/libclbt.so" "$python" tools/gpu/kv_cache_triton.py \
   --vllm "$vllm" --out "$out" --iters "$runs" \
   --bench-json "$out/bench_kv_cache.json" --require-triton |
   tee "$out/kv_cache_triton.txt" || status=1

@@ -6,7 +6,7 @@
 
 Runs vLLM's triton_reshape_and_cache_flash (imported from --vllm, a
 git-ignored folder holding the upstream file and stand-ins for the two
-vllm modules it imports; see tools/gpu_kv_cache.sh) and
+vllm modules it imports; see tools/gpu/kv_cache.sh) and
 clbt.vllm.reshape_and_cache_flash (on the OpenCL device CLBT_DEVICE
 selects) on the same inputs, on the shapes of vLLM's
 tests/kernels/attention/test_cache.py (several head counts, head sizes
@@ -41,7 +41,8 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
+ROOT = os.path.join(HERE, "..", "..")  # the repository's
+sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import clbt  # noqa: E402
 import clbt.vllm  # noqa: E402
@@ -380,7 +381,7 @@ def explain_fp8(triton, stored, dtype, scales, got_triton, expected, layout, slo
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--vllm", default=os.path.join(HERE, "..", ".vllm"))
+    parser.add_argument("--vllm", default=os.path.join(ROOT, ".vllm"))
     parser.add_argument("--out", required=True)
     parser.add_argument("--iters", type=int, default=200)
     parser.add_argument("--bench-json")

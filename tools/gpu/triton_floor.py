@@ -3,7 +3,7 @@ shared/anchors/triton_slot_mapping.py times the seed's kernel (do_bench's
 median, launch + synchronize, CUDA-graph replay + synchronize). Read the
 anchor's figures against it, as clbt's against an empty OpenCL kernel.
 
-    python3 tools/triton_floor.py [--iters N]
+    python3 tools/gpu/triton_floor.py [--iters N]
 """
 import argparse, time
 import torch, triton, triton.language as tl
