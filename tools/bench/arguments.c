@@ -272,8 +272,7 @@ static void time_variant(bench *b, report *record, launch *l, size_t room) {
   if (program) clReleaseProgram(program);
 }
 
-void bench_arguments(bench *b) {
-  if (!bench_selected(b, "arguments")) return;
+static void bench_arguments(bench *b) {
   size_t room = 0;
   bench_check_cl(
       clGetDeviceInfo(clbt_device_id(b->device), CL_DEVICE_MAX_PARAMETER_SIZE,
@@ -315,3 +314,6 @@ void bench_arguments(bench *b) {
   free(zeros);
   free(host);
 }
+
+const bench_section_entry bench_arguments_section = {"arguments",
+                                                     bench_arguments};

@@ -1,16 +1,17 @@
 /*
- * The OpenCL calls of `clbt bench`'s steps (see bench.h): the library's
+ * The OpenCL calls of `clbt bench`'s steps (see calls.h): the library's
  * calls in each counted step, read from the call counter (call_counter.h)
  * before its row updates, before clbt_multi_table_enqueue_step and after
  * it; summarised per series and set against issue 18's budget for one
  * step.
  */
+#include "bench/calls.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/harness.h"
 #include "bench/call_counter.h"
 
 /* Issue 18's budget for one step's calls besides clSetKernelArg: the launch
@@ -431,9 +432,9 @@ void bench_calls_table_write(bench *b, const bench_calls_table *t,
     report_uint(target, "set_kernel_arg_limit", BUDGET_SET_KERNEL_ARG);
     report_string(target, "verdict", row->verdict);
     report_string(target, "why", row->why);
-    if (row->over > b->step_calls_over_budget)
-      b->step_calls_over_budget = (double)row->over;
-    if (row->set_kernel_arg > b->step_set_kernel_arg)
-      b->step_set_kernel_arg = row->set_kernel_arg;
+    bench_target(b, "a step's OpenCL calls past issue 18's budget, worst",
+                 (double)row->over, 0);
+    bench_target(b, "a step's clSetKernelArg calls, worst",
+                 row->set_kernel_arg, BUDGET_SET_KERNEL_ARG);
   }
 }

@@ -32,8 +32,7 @@ static void wait_for(const bench *b, wait_method method, cl_event event) {
  * clWaitForEvents, and by polling the event's status: what the host pays
  * to learn that the device is done differs by driver.
  */
-void bench_completion(bench *b) {
-  if (!bench_selected(b, "completion")) return;
+static void bench_completion(bench *b) {
   static const char *const methods[] = {"clFinish", "clWaitForEvents",
                                         "poll event status"};
   uint32_t runs = b->options.runs, kv_blocks;
@@ -77,3 +76,6 @@ void bench_completion(bench *b) {
   bench_free_batch(&batch);
   clbt_table_destroy(table);
 }
+
+const bench_section_entry bench_completion_section = {"completion",
+                                                      bench_completion};

@@ -211,8 +211,7 @@ static void export_case(bench *b, report *section, uint32_t requests) {
   }
 }
 
-void bench_export(bench *b) {
-  if (!bench_selected(b, "export")) return;
+static void bench_export(bench *b) {
   char caption[320];
   snprintf(caption, sizeof caption,
            "the export for a decode batch, rows of %d-%d blocks of %d, alone "
@@ -225,3 +224,5 @@ void bench_export(bench *b) {
   export_case(b, section, 256);
   export_case(b, section, 1024);
 }
+
+const bench_section_entry bench_export_section = {"export", bench_export};

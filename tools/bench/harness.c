@@ -1,18 +1,19 @@
 /*
- * The timing harness of `clbt bench` (see bench.h): the clock, medians,
+ * The timing harness of `clbt bench` (see harness.h): the clock, medians,
  * the device with its profiling twin and the empty kernel every call is
  * measured against, tables and batches shaped as vLLM's, and the
- * report's sections.
+ * report's sections and targets.
  */
 /* clock_gettime(CLOCK_MONOTONIC) */
 #define _POSIX_C_SOURCE 200809L
+
+#include "bench/harness.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "bench/harness.h"
 #include "xorshift.h"
 
 /* vLLM's benchmark shapes, by its names; decode-64 is the padding-heavy
@@ -294,4 +295,32 @@ report *bench_record(report *section, const char *name) {
   report *record = report_object(section, NULL);
   report_string(record, "name", name);
   return record;
+}
+
+void bench_target(bench *b, const char *what, double value, double limit) {
+  if (value < 0) return;
+  size_t t = 0;
+  while (t < b->num_targets && strcmp(b->targets[t].what, what) != 0) ++t;
+  if (t == b->num_targets) {
+    if (t == BENCH_MAX_TARGETS) {
+      fprintf(stderr, "clbt bench: more than %d targets\n", BENCH_MAX_TARGETS);
+      exit(1);
+    }
+    b->targets[b->num_targets++] = (bench_target_figure){what, value, limit};
+  } else if (value > b->targets[t].value) {
+    b->targets[t].value = value;
+  }
+}
+
+void bench_report_targets(bench *b) {
+  report *section = report_array(b->root, "targets");
+  report_caption(section,
+                 "the PoCL ones; on a GPU the same ratios, for reading");
+  for (size_t t = 0; t < b->num_targets; ++t) {
+    const bench_target_figure *target = &b->targets[t];
+    report *record = bench_record(section, target->what);
+    report_number(record, "value", target->value, 4);
+    report_number(record, "limit", target->limit, 2);
+    report_bool(record, "met", target->value <= target->limit);
+  }
 }

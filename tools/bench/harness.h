@@ -1,14 +1,15 @@
 /*
- * `clbt bench`: the timing harness its sections share. Every figure is a
- * median over many runs, and every ratio is taken from measurements
- * interleaved in one process (a shared, noisy machine moves both sides of
- * a ratio alike). Each section (bench_*.c) adds one array of records to
- * the report; bench.c runs them, sets the targets and renders the report.
- * Any failure ends the process with a message: a benchmark with a failed
- * call has nothing to report.
+ * `clbt bench`: the timing harness its sections share, which knows no
+ * section. Every figure is a median over many runs, and every ratio is
+ * taken from measurements interleaved in one process (a shared, noisy
+ * machine moves both sides of a ratio alike). A section (a file of
+ * tools/bench/, an entry of bench.c's table) adds its arrays of records to
+ * the report and its figures to the targets. Any failure ends the
+ * process with a message: a benchmark with a failed call has nothing to
+ * report.
  */
-#ifndef TOOL_BENCH_H
-#define TOOL_BENCH_H
+#ifndef TOOL_BENCH_HARNESS_H
+#define TOOL_BENCH_HARNESS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,6 +22,8 @@
 #define BENCH_MAX_MODEL_LEN 131072
 /* Calls one bench_time interleaves at most. */
 #define BENCH_MAX_CALLS 8
+/* Targets a report holds at most. */
+#define BENCH_MAX_TARGETS 16
 
 /* A batch shape, named as vLLM's Triton slot-mapping kernel's benchmark
    (tools/gpu/bench.sh) names it, so that figures compare by name. */
@@ -36,8 +39,16 @@ extern const size_t bench_num_shapes;
 
 typedef struct bench_options {
   uint64_t runs;
-  const char *json_path, *plot_path, *only, *compare_dir;
+  const char *only;        /* --only's names, or NULL: every section */
+  const char *plot_path;   /* --plot's file, or NULL */
+  const char *compare_dir; /* --compare's directory, or NULL */
 } bench_options;
+
+/* A ratio the project sets a target for: met when value <= limit. */
+typedef struct bench_target_figure {
+  const char *what; /* a string that outlives the bench */
+  double value, limit;
+} bench_target_figure;
 
 typedef struct bench {
   bench_options options;
@@ -52,17 +63,21 @@ typedef struct bench {
   double clock_stop;  /* where bench_stop_clock ended it; negative: not */
   double *samples[BENCH_MAX_CALLS]; /* scratch, runs each */
   report *root;       /* the result */
-  /* the figures the targets are set for; negative: not measured */
-  double decode_call_over_empty, tokens_call_over_host_plus_empty;
-  double commit_bytes_over_seed, commit_over_small_write;
-  double four_groups_over_one, steady_step_over_empty;
-  double export_step_over_empty, churn_step_over_empty;
-  double step_enqueue_over_empty, step_updates_over_limit;
-  double step_calls_over_budget, step_set_kernel_arg;
+  bench_target_figure targets[BENCH_MAX_TARGETS]; /* each one's worst */
+  size_t num_targets;
+  size_t failures; /* what sections found wrong: the exit status is 1 */
 } bench;
 
-/* ---- the harness (bench_harness.c) ----------------------------------------
- */
+/* A section of the bench, an entry of bench.c's table: run adds its
+   records to the report. --only names it by name; NULL: a section that
+   decides for itself whether, and what, to run (the slot mapping's
+   records are the shapes --only names). */
+typedef struct bench_section_entry {
+  const char *name;
+  void (*run)(bench *b);
+} bench_section_entry;
+
+/* ---- the harness (harness.c) --------------------------------------------- */
 
 /* Opens the selected device twice over one context (see bench) and builds
    the empty kernel; adds "device" to the report. */
@@ -154,60 +169,11 @@ report *bench_section(bench *b, const char *key, const char *caption);
 /* A record of a section, named. */
 report *bench_record(report *section, const char *name);
 
-/* ---- OpenCL calls per step (bench_calls.c) ---------------------------------
- */
+/* A figure for a target; the report's "targets" keep each target's
+   worst (its largest value), in the order the targets first came. A
+   negative value is no measurement and adds nothing. */
+void bench_target(bench *b, const char *what, double value, double limit);
+/* Adds the targets to the report: what, value, limit and whether met. */
+void bench_report_targets(bench *b);
 
-/* The library's OpenCL calls in each step of a series, counted by the call
-   counter (call_counter.h) around the step's parts. A step is counted in
-   three marks: bench_calls_updates before its row updates,
-   bench_calls_step before clbt_multi_table_enqueue_step, bench_calls_done
-   after it, with the writes the bench itself made of the step's batch and
-   the block ids its row updates wrote. Each mark costs tens of
-   nanoseconds. Steps past capacity are not counted. */
-typedef struct bench_calls bench_calls;
-
-bench_calls *bench_calls_create(uint64_t capacity);
-void bench_calls_free(bench_calls *calls); /* NULL is fine */
-void bench_calls_updates(bench_calls *calls);
-void bench_calls_step(bench_calls *calls);
-void bench_calls_done(bench_calls *calls, uint32_t batch_writes,
-                      uint32_t changed_ids);
-
-/* Says in text which calls the series' steps made: per function, the
-   middle step's count; or that the build does not count. */
-void bench_calls_describe(const bench_calls *calls, char *text, size_t size);
-
-/* The series of a section, a row each, written when all have run (their
-   columns are every OpenCL function some row's steps called). */
-typedef struct bench_calls_table bench_calls_table;
-
-bench_calls_table *bench_calls_table_create(void);
-void bench_calls_table_free(bench_calls_table *table); /* NULL is fine */
-/* Summarises a series as the next row, named, and judges each of its
-   steps against issue 18's budget for a step's calls; exports: its steps
-   had CLBT_STEP_EXPORT. Adds nothing where the build does not count. */
-void bench_calls_table_add(bench_calls_table *table, const bench_calls *calls,
-                           const char *name, bool exports);
-/* Adds each row's counts to section (per function, the middle step's) and
-   its verdict to targets; sets b's worst figures. */
-void bench_calls_table_write(bench *b, const bench_calls_table *table,
-                             report *section, report *targets);
-
-/* ---- the sections -----------------------------------------------------------
- */
-
-void bench_slot_mapping(bench *b);   /* bench_slot_mapping.c */
-void bench_plot(bench *b);           /* bench_slot_mapping.c */
-void bench_completion(bench *b);     /* bench_completion.c */
-void bench_commit(bench *b);         /* bench_commit.c */
-void bench_multi_group(bench *b);    /* bench_multi_group.c */
-void bench_row_operations(bench *b); /* bench_row_operations.c */
-void bench_export(bench *b);         /* bench_export.c */
-void bench_step(bench *b);           /* bench_step.c */
-void bench_slots(bench *b);          /* bench_slots.c */
-void bench_arguments(bench *b);      /* bench_arguments.c */
-void bench_kv_cache(bench *b);       /* bench_kv_cache.c */
-/* Returns the number of slots that differ from the Triton kernel's. */
-size_t bench_triton_compare(bench *b); /* bench_triton.c */
-
-#endif /* TOOL_BENCH_H */
+#endif /* TOOL_BENCH_HARNESS_H */

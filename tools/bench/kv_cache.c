@@ -192,8 +192,7 @@ static void decode_case(bench *b, report *section) {
   verdict(record, us[0] / us[1], DECODE_TARGET, false);
 }
 
-void bench_kv_cache(bench *b) {
-  if (!bench_selected(b, "kv_cache")) return;
+static void bench_kv_cache(bench *b) {
   char caption[400];
   snprintf(caption, sizeof caption,
            "the KV-cache write of %d heads x %d, fp16, %d-token blocks: "
@@ -208,3 +207,5 @@ void bench_kv_cache(bench *b) {
   prefill_case(b, section, 16384);
   decode_case(b, section);
 }
+
+const bench_section_entry bench_kv_cache_section = {"kv_cache", bench_kv_cache};

@@ -7,8 +7,7 @@
 
 #include "bench/harness.h"
 
-void bench_row_operations(bench *b) {
-  if (!bench_selected(b, "row-operations")) return;
+static void bench_row_operations(bench *b) {
   enum { ROWS = 1024, KV_BLOCKS = 8192, OPERATIONS = 200000 };
   clbt_table_config config = {.block_size = 16,
                               .max_num_reqs = ROWS,
@@ -51,3 +50,6 @@ void bench_row_operations(bench *b) {
                 OPERATIONS / seconds, 0);
   clbt_table_destroy(table);
 }
+
+const bench_section_entry bench_row_operations_section = {"row-operations",
+                                                          bench_row_operations};

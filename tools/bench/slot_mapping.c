@@ -72,7 +72,7 @@ static call_times time_slot_mapping(bench *b, clbt_table *table,
                       .empty_device = medians[4]};
 }
 
-void bench_slot_mapping(bench *b) {
+static void bench_slot_mapping(bench *b) {
   char caption[160];
   snprintf(caption, sizeof caption,
            "medians of %u runs, microseconds; call = enqueue to completion "
@@ -102,11 +102,13 @@ void bench_slot_mapping(bench *b) {
     report_number(record, "call_over_host", t.call / t.host, 2);
     report_number(record, "call_over_host_plus_empty",
                   t.call / (t.host + t.empty), 2);
-    if (strncmp(s->name, "decode-", 7) == 0 &&
-        t.call / t.empty > b->decode_call_over_empty)
-      b->decode_call_over_empty = t.call / t.empty;
+    if (strncmp(s->name, "decode-", 7) == 0)
+      bench_target(b, "slot mapping / empty kernel, worst decode shape",
+                   t.call / t.empty, 2.0);
     if (strcmp(s->name, "tokens-16384") == 0)
-      b->tokens_call_over_host_plus_empty = t.call / (t.host + t.empty);
+      bench_target(b,
+                   "slot mapping / (host loop + empty kernel), tokens-16384",
+                   t.call / (t.host + t.empty), 1.5);
     bench_free_batch(&batch);
     clbt_table_destroy(table);
     clbt_table_destroy(profiled);
@@ -116,7 +118,7 @@ void bench_slot_mapping(bench *b) {
 /* ---- plot data: time per call against batch size --------------------------
  */
 
-void bench_plot(bench *b) {
+static void bench_plot(bench *b) {
   if (!b->options.plot_path) return;
   FILE *plot = fopen(b->options.plot_path, "w");
   if (!plot) {
@@ -150,3 +152,8 @@ void bench_plot(bench *b) {
   }
   report_string(b->root, "plot", b->options.plot_path);
 }
+
+/* The records are the shapes --only names; the plot runs with --plot. */
+const bench_section_entry bench_slot_mapping_section = {NULL,
+                                                        bench_slot_mapping};
+const bench_section_entry bench_plot_section = {NULL, bench_plot};

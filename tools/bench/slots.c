@@ -241,8 +241,7 @@ static void sparse_case(bench *b, report *section) {
   report_number(record, "host_build_us", us[2], 1);
 }
 
-void bench_slots(bench *b) {
-  if (!bench_selected(b, "slots")) return;
+static void bench_slots(bench *b) {
   char caption[320];
   snprintf(caption, sizeof caption,
            "state slots: a decode step of %d requests, one token group and "
@@ -256,3 +255,5 @@ void bench_slots(bench *b) {
   state_case(b, section);
   sparse_case(b, section);
 }
+
+const bench_section_entry bench_slots_section = {"slots", bench_slots};

@@ -4,11 +4,11 @@
  * 4 groups, in vLLM's v1 model and in the persistent model (rows in
  * request slots, an idx_mapping, the gather; and the same with the export
  * of FlashInfer's and OpenVINO's page tables inside the step), steady and
- * churning, driven as a serving engine drives it (bench_step.h: only
+ * churning, driven as a serving engine drives it (step_model.h: only
  * clbt's part of a step is timed), against an empty kernel's call on the
  * same queue. Beside each step: the host time of its enqueue alone and of
  * its row updates alone, the device time of its kernel work, the
- * library's OpenCL calls in it by function (bench_calls.c) against issue
+ * library's OpenCL calls in it by function (calls.c) against issue
  * 18's budget, and each figure against issue 25's target; then a full
  * gather's device time against the device's copy bandwidth.
  */
@@ -16,8 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/step_model.h"
 #include "bench/call_counter.h"
+#include "bench/calls.h"
+#include "bench/step_model.h"
 
 enum {
   STEP_COPY_BYTES = 128 << 20, /* the bandwidth probe's buffer */
@@ -316,7 +317,8 @@ static void enqueue_target(bench *b, report *targets, const char *name,
            t->enqueue, t->enqueue - t->empty_enqueue, counted);
   add_target(targets, name, "enqueue_over_empty", ratio, STEP_ENQUEUE_LIMIT,
              why);
-  if (ratio > b->step_enqueue_over_empty) b->step_enqueue_over_empty = ratio;
+  bench_target(b, "steady enqueue_step's host time / empty enqueue, worst",
+               ratio, STEP_ENQUEUE_LIMIT);
 }
 
 /* The row-update target of a churning step: the updates' host time
@@ -345,8 +347,8 @@ static void updates_target(bench *b, report *targets, const char *name,
   report_number(target, "append_row_us", t->parts[2], 2);
   report_string(target, "verdict", text);
   report_string(target, "why", t->updates <= limit ? "" : why);
-  if (t->updates / limit > b->step_updates_over_limit)
-    b->step_updates_over_limit = t->updates / limit;
+  bench_target(b, "churning step's row updates / (2 us + 1 us per 10 KiB)",
+               t->updates / limit, 1.0);
 }
 
 /* Times one case in one model, each kind of step, and adds their records,
@@ -372,7 +374,7 @@ static void step_case_run(bench *b, const step_sections *out,
     snprintf(kind_name, sizeof kind_name, "%s%s", name, step_kinds[k].suffix);
     report_times(out->times, kind_name, &t[k]);
     double ratio = t[k].step / t[k].empty, limit = STEP_CHURN_LIMIT;
-    double *worst = &b->churn_step_over_empty;
+    const char *worst = "churning step / empty kernel, worst";
     if (step_kinds[k].leaves_one_in) {
       churn_reason(reason, sizeof reason, &t[0], &t[k]);
       updates_target(b, out->update_targets, kind_name, &t[k]);
@@ -380,12 +382,12 @@ static void step_case_run(bench *b, const step_sections *out,
       steady_reason(reason, sizeof reason, variant->work, &t[k], &device);
       enqueue_target(b, out->enqueue_targets, kind_name, &t[k], calls[k]);
       limit = variant->steady_limit;
-      worst = exports ? &b->export_step_over_empty
-                      : &b->steady_step_over_empty;
+      worst = exports ? "steady step with the export / empty kernel, worst"
+                      : "steady v1 or persistent step / empty kernel, worst";
     }
     add_target(out->targets, kind_name, "step_over_empty", ratio, limit,
                reason);
-    if (ratio > *worst) *worst = ratio;
+    bench_target(b, worst, ratio, limit);
     bench_calls_table_add(out->counted, calls[k], kind_name, exports);
     bench_calls_free(calls[k]);
   }
@@ -587,8 +589,7 @@ static step_sections step_sections_create(bench *b) {
   return out;
 }
 
-void bench_step(bench *b) {
-  if (!bench_selected(b, "step")) return;
+static void bench_step(bench *b) {
   step_sections out = step_sections_create(b);
   for (size_t c = 0; c < sizeof step_cases / sizeof step_cases[0]; ++c)
     for (size_t v = 0; v < sizeof step_variants / sizeof step_variants[0];
@@ -613,3 +614,5 @@ void bench_step(bench *b) {
     for (uint32_t zero_tails = 0; zero_tails < 2; ++zero_tails)
       gather_case_run(b, gathers, &gather_cases[c], zero_tails, bandwidth);
 }
+
+const bench_section_entry bench_step_section = {"step", bench_step};

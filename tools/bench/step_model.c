@@ -1,5 +1,5 @@
 /*
- * The serving engine of the step section (bench_step.h): its table and
+ * The serving engine of the step section (step_model.h): its table and
  * batch, its steps planned as a scheduler plans them and applied as an
  * engine applies them, and the checks that a step did its work.
  */

@@ -1,6 +1,6 @@
 /*
  * The serving engine that the step section of `clbt bench` drives
- * (bench_step.c): a multi-group table in vLLM's v1 model or the persistent
+ * (step.c): a multi-group table in vLLM's v1 model or the persistent
  * model, the batch buffers its scheduler writes, and its steps. A step is
  * split as an engine splits it: the plan (the scheduler's choices, the
  * batch buffers written, the queue finished: the engine's work, never
