@@ -8,6 +8,41 @@
  * the KV-cache slot each token writes (block_id * block_size + offset) and
  * pads the rest of a fixed-size buffer with CLBT_PAD_SLOT_ID.
  *
+ * Contents, the banners below in this order:
+ *   - Version: the header's version and the running library's.
+ *   - Status codes: every status with its name and text, and
+ *     clbt_last_error, this thread's last failure in words.
+ *   - Logging: how much clbt says, and to whom.
+ *   - Devices: clbt_device, an OpenCL context, a device and an in-order
+ *     queue, with the programs built for it.
+ *   - Row width: vLLM's get_block_table_width.
+ *   - One block table: clbt_table, one KV-cache group's rows, their row
+ *     operations, commits and slot mapping.
+ *   - Attention-ready exports: the page tables attention kernels read.
+ *   - The serving step: a step's commit, slot mapping, gather, export and
+ *     state slots in one call.
+ *   - Token slots: request-local token indices to KV-cache slots.
+ *   - Several KV-cache groups: clbt_multi_table, a table per group, edited
+ *     together, and the full text of the device calls, of which the
+ *     clbt_table calls above are the one-group forms.
+ *   - The KV-cache write: clbt_kv_cache, a layer's K and V into its paged
+ *     cache.
+ *
+ * A serving loop needs three calls: clbt_device_open (or clbt_device_wrap,
+ * on the caller's own context and queue) and clbt_multi_table_create
+ * (clbt_table_create for a single group) once; then at every step, once
+ * the row operations (clbt_multi_table_append_row, _add_rows, _clear_row,
+ * ...) have made the rows the scheduler's, clbt_multi_table_enqueue_step,
+ * whose outputs (each group's clbt_table_slot_mapping,
+ * clbt_table_gathered_rows, clbt_table_export_buffers) attention reads.
+ * docs/guide.md walks through a loop.
+ *
+ * Every function's comment ends with its tag, [handle: threads]: the
+ * handle it is a function of ("created" and "freed" mark the calls that
+ * make and end one; "no handle" the library's own functions), and which
+ * threads may call it: "any thread", or "its thread", the one thread that
+ * uses the handle at the time (the conventions' last rule).
+ *
  * Conventions (docs/errors.md has the whole model):
  *   - Every function that can fail returns a clbt_status: CLBT_SUCCESS (0), an
  *     OpenCL error code passed through unchanged, or one of clbt's own codes.
@@ -46,6 +81,13 @@
  *   - clbt uses the caller's OpenCL objects as given and never creates a
  *     hidden queue: commands go to the device handle's queue, which must be
  *     in order.
+ *   - Threads: a device handle, the log and the status functions may be
+ *     used from any thread at once. A table (clbt_table, clbt_multi_table)
+ *     or a KV cache has no lock: it is used by one thread at a time, which
+ *     hands it to another with the usual happens-before (a mutex, a
+ *     queue); a group of a multi-group table (clbt_multi_table_group) is
+ *     part of its table, used by the table's thread. Different tables may
+ *     be used by different threads at once (docs/threading.md).
  */
 #ifndef CLBT_CLBT_H
 #define CLBT_CLBT_H
