@@ -152,10 +152,14 @@ extern "C" {
  * CLBT_VERSION_NUMBER encodes it. It differs from the header's
  * CLBT_VERSION_NUMBER when a program runs with another build of the shared
  * library than the one it was compiled against.
+ * [no handle: any thread]
  */
 CLBT_API unsigned clbt_version_number(void);
 
-/** Returns the running library's version as "MAJOR.MINOR.PATCH". Never NULL. */
+/**
+ * Returns the running library's version as "MAJOR.MINOR.PATCH". Never NULL.
+ * [no handle: any thread]
+ */
 CLBT_API const char *clbt_version_string(void);
 
 /* ------------------------------------------------------------------------ */
@@ -263,12 +267,14 @@ typedef enum clbt_status {
  * Returns the static text of a status ("row index is not below
  * max_num_reqs"), or "unknown status" for a value outside CLBT_STATUS_MAP.
  * Never NULL.
+ * [no handle: any thread]
  */
 CLBT_API const char *clbt_status_string(clbt_status status);
 
 /**
  * Returns the name of a status ("CLBT_ROW_OUT_OF_RANGE",
  * "CLBT_CL_OUT_OF_RESOURCES"), or "CLBT_UNKNOWN_STATUS". Never NULL.
+ * [no handle: any thread]
  */
 CLBT_API const char *clbt_status_name(clbt_status status);
 
@@ -280,6 +286,7 @@ CLBT_API const char *clbt_status_name(clbt_status status);
  * "" when this thread has had no failure. It is at most
  * CLBT_LAST_ERROR_SIZE bytes with its NUL: a longer message (a long build
  * log) is cut to fit.
+ * [no handle: any thread]
  */
 CLBT_API const char *clbt_last_error(void);
 
@@ -327,6 +334,7 @@ typedef void (*clbt_log_fn)(clbt_log_level level, const char *message,
  * including this function. Should the log's lock fail (mtx_lock), the
  * callback stays as it was, clbt_last_error says so and the error is
  * logged; messages meanwhile go to stderr, never to a callback unguarded.
+ * [no handle: any thread]
  */
 CLBT_API void clbt_log_set_callback(clbt_log_fn callback, void *user);
 
@@ -334,15 +342,20 @@ CLBT_API void clbt_log_set_callback(clbt_log_fn callback, void *user);
  * Sets the level, overriding CLBT_LOG.
  * Returns CLBT_SUCCESS, or CLBT_INVALID_ARGUMENT for a level outside
  * CLBT_LOG_OFF..CLBT_LOG_DEBUG (the level is then unchanged).
+ * [no handle: any thread]
  */
 CLBT_API clbt_status clbt_log_set_level(clbt_log_level level);
 
-/** Returns the current level: CLBT_LOG's, or the last one set. */
+/**
+ * Returns the current level: CLBT_LOG's, or the last one set.
+ * [no handle: any thread]
+ */
 CLBT_API clbt_log_level clbt_log_get_level(void);
 
 /**
  * Returns the word for a level ("off", "error", "warn", "info", "debug"),
  * as CLBT_LOG spells it, or "unknown". Never NULL.
+ * [no handle: any thread]
  */
 CLBT_API const char *clbt_log_level_name(clbt_log_level level);
 
@@ -380,6 +393,7 @@ typedef struct clbt_device clbt_device;
  * when CLBT_BUILD_OPTIONS or CLBT_CACHE_DIR is one its setter refuses (too
  * long, or options that define or undefine a CLBT_ macro; the message names
  * the variable), or an OpenCL error.
+ * [clbt_device, created: any thread]
  */
 CLBT_API clbt_status clbt_device_open(const char *selector, clbt_device **out);
 
@@ -393,6 +407,7 @@ CLBT_API clbt_status clbt_device_open(const char *selector, clbt_device **out);
  * device; CLBT_INVALID_ARGUMENT for an out-of-order queue, or a setting in
  * the environment that its setter refuses (as clbt_device_open);
  * CLBT_UNSUPPORTED_DEVICE; or an OpenCL error.
+ * [clbt_device, created: any thread]
  */
 CLBT_API clbt_status clbt_device_wrap(cl_context context, cl_device_id device,
                                       cl_command_queue queue,
@@ -401,19 +416,27 @@ CLBT_API clbt_status clbt_device_wrap(cl_context context, cl_device_id device,
 /**
  * Drops the caller's reference. The handle, its programs and the OpenCL
  * objects it retains are freed once no table uses it either. NULL is fine.
+ * [clbt_device, freed: any thread]
  */
 CLBT_API void clbt_device_release(clbt_device *device);
 
-/** The handle's OpenCL context; NULL for a NULL handle. Not retained. */
+/**
+ * The handle's OpenCL context; NULL for a NULL handle. Not retained.
+ * [clbt_device: any thread]
+ */
 CLBT_API cl_context clbt_device_context(const clbt_device *device);
 
-/** The handle's OpenCL device; NULL for a NULL handle. Not retained. */
+/**
+ * The handle's OpenCL device; NULL for a NULL handle. Not retained.
+ * [clbt_device: any thread]
+ */
 CLBT_API cl_device_id clbt_device_id(const clbt_device *device);
 
 /**
  * The handle's in-order queue, where clbt enqueues its commands and where a
  * caller's kernels that read clbt's buffers belong; NULL for a NULL handle.
  * Not retained.
+ * [clbt_device: any thread]
  */
 CLBT_API cl_command_queue clbt_device_queue(const clbt_device *device);
 
@@ -439,6 +462,7 @@ CLBT_API cl_command_queue clbt_device_queue(const clbt_device *device);
  * CLBT_INVALID_ARGUMENT for options of CLBT_BUILD_OPTIONS_SIZE characters
  * or more, or options that define or undefine a CLBT_ macro (the message
  * names it); either leaves the device's options as they were.
+ * [clbt_device: any thread]
  */
 CLBT_API clbt_status clbt_device_set_build_options(clbt_device *device,
                                                    const char *options);
@@ -448,6 +472,7 @@ CLBT_API clbt_status clbt_device_set_build_options(clbt_device *device,
  * "" when it has none.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_BUFFER_TOO_SMALL when they
  * do not fit (CLBT_BUILD_OPTIONS_SIZE bytes always suffice).
+ * [clbt_device: any thread]
  */
 CLBT_API clbt_status clbt_device_build_options(clbt_device *device, char *buf,
                                                size_t size);
@@ -468,6 +493,7 @@ CLBT_API clbt_status clbt_device_build_options(clbt_device *device, char *buf,
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL device;
  * CLBT_INVALID_ARGUMENT for a directory of CLBT_CACHE_DIR_SIZE characters
  * or more, which leaves the device's directory as it was.
+ * [clbt_device: any thread]
  */
 CLBT_API clbt_status clbt_device_set_cache_dir(clbt_device *device,
                                                const char *directory);
@@ -477,6 +503,7 @@ CLBT_API clbt_status clbt_device_set_cache_dir(clbt_device *device,
  * directory, "" when the cache is off.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_BUFFER_TOO_SMALL when it
  * does not fit (CLBT_CACHE_DIR_SIZE bytes always suffice).
+ * [clbt_device: any thread]
  */
 CLBT_API clbt_status clbt_device_cache_dir(clbt_device *device, char *buf,
                                            size_t size);
@@ -490,6 +517,7 @@ CLBT_API clbt_status clbt_device_cache_dir(clbt_device *device, char *buf,
  * options) among the tables made or prepared on it. 0 for NULL, and 0
  * when the device's lock fails (mtx_lock, which no platform we know fails:
  * clbt_last_error says so, and the error is logged).
+ * [clbt_device: any thread]
  */
 CLBT_API size_t clbt_device_program_count(clbt_device *device);
 
@@ -503,6 +531,7 @@ CLBT_API size_t clbt_device_program_count(clbt_device *device);
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_INVALID_ARGUMENT when index
  * is not below clbt_device_program_count; CLBT_BUFFER_TOO_SMALL when the
  * options do not fit (CLBT_PROGRAM_OPTIONS_SIZE bytes always suffice).
+ * [clbt_device: any thread]
  */
 CLBT_API clbt_status clbt_device_program_options(clbt_device *device,
                                                  size_t index, char *buf,
@@ -523,6 +552,7 @@ CLBT_API clbt_status clbt_device_program_options(clbt_device *device,
  * selector does not fit (CLBT_SELECTOR_SIZE bytes always suffice);
  * CLBT_NO_MATCHING_DEVICE when the device is not among the installed
  * platforms; or an OpenCL error.
+ * [no handle: any thread]
  */
 CLBT_API clbt_status clbt_device_selector(cl_device_id device, char *buf,
                                           size_t size);
@@ -542,6 +572,7 @@ CLBT_API clbt_status clbt_device_selector(cl_device_id device, char *buf,
  * Returns CLBT_SUCCESS and sets *width; CLBT_NULL_ARGUMENT; CLBT_INVALID_CONFIG
  * when block_size is 0 or kernel_block_size does not divide it;
  * CLBT_SIZE_OVERFLOW when the width does not fit in 32 bits.
+ * [no handle: any thread]
  */
 CLBT_API clbt_status clbt_block_table_width(uint32_t max_num_blocks,
                                             uint32_t block_size,
@@ -663,6 +694,7 @@ typedef struct clbt_table clbt_table;
  * slot_mode or max_num_batched_tokens above INT32_MAX; CLBT_SIZE_OVERFLOW
  * when a width or buffer size overflows; CLBT_CL_BUILD_PROGRAM_FAILURE with
  * the build log in clbt_last_error(); or another OpenCL error.
+ * [clbt_table, created: any thread]
  */
 CLBT_API clbt_status clbt_table_create(clbt_device *device,
                                        const clbt_table_config *config,
@@ -678,6 +710,7 @@ CLBT_API clbt_status clbt_table_create(clbt_device *device,
  * commit has ended (the wait fails, and so does asking its status), its
  * staging memory is left allocated and a warning logged, not freed under
  * a write.
+ * [clbt_table, freed: its thread]
  */
 CLBT_API void clbt_table_destroy(clbt_table *table);
 
@@ -686,6 +719,7 @@ CLBT_API void clbt_table_destroy(clbt_table *table);
  * with this config needs, a CLBT_SLOT_MODE_NONE table's included, so that
  * creating and using tables later costs no compile (vLLM's warm-up).
  * Returns as clbt_table_create does.
+ * [clbt_device: any thread]
  */
 CLBT_API clbt_status clbt_table_prepare(clbt_device *device,
                                         const clbt_table_config *config);
@@ -700,11 +734,15 @@ CLBT_API clbt_status clbt_table_prepare(clbt_device *device,
  * whose kernel blocks exceed INT32_MAX. On failure the row is unchanged.
  * On a group of a multi-group table this and every row operation below
  * change that group alone (clbt_multi_table_group).
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_append_row(clbt_table *table, uint32_t row,
                                            const int32_t *block_ids, size_t n);
 
-/** Replaces a row's blocks with block_ids; fails as append_row does. */
+/**
+ * Replaces a row's blocks with block_ids; fails as append_row does.
+ * [clbt_table: its thread]
+ */
 CLBT_API clbt_status clbt_table_add_row(clbt_table *table, uint32_t row,
                                         const int32_t *block_ids, size_t n);
 
@@ -722,6 +760,7 @@ CLBT_API clbt_status clbt_table_add_row(clbt_table *table, uint32_t row,
  * status clbt_table_append_row gives the first failing entry, whose message
  * starts "entry i (row r, ids from block_ids[j])". On failure no row
  * changes.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_append_rows(clbt_table *table, size_t num_rows,
                                             const uint32_t *rows,
@@ -734,13 +773,14 @@ CLBT_API clbt_status clbt_table_append_rows(clbt_table *table, size_t num_rows,
  * clbt_table_append_rows. A row named twice ends as the later entry leaves
  * it (columns past the later entry's length keep the earlier entry's ids,
  * as two calls would). Fails as clbt_table_append_rows does.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_add_rows(clbt_table *table, size_t num_rows,
                                          const uint32_t *rows,
                                          const uint32_t *counts,
                                          const int32_t *block_ids);
 
-/** Zeroes a row's blocks and sets its length to 0. */
+/** Zeroes a row's blocks and sets its length to 0. [clbt_table: its thread] */
 CLBT_API clbt_status clbt_table_clear_row(clbt_table *table, uint32_t row);
 
 /**
@@ -753,6 +793,7 @@ CLBT_API clbt_status clbt_table_clear_row(clbt_table *table, uint32_t row);
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_ROW_OUT_OF_RANGE;
  * CLBT_INVALID_ARGUMENT when num_blocks exceeds the blocks the row holds.
  * On failure the row is unchanged.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_truncate_row(clbt_table *table, uint32_t row,
                                              size_t num_blocks);
@@ -761,11 +802,15 @@ CLBT_API clbt_status clbt_table_truncate_row(clbt_table *table, uint32_t row,
  * Moves row src to dst and clears src (vLLM clears vacated rows because
  * dummy batches may still read them). move_row(r, r) leaves the row as it
  * is. Returns CLBT_SUCCESS, CLBT_NULL_ARGUMENT or CLBT_ROW_OUT_OF_RANGE.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_move_row(clbt_table *table, uint32_t src,
                                          uint32_t dst);
 
-/** Exchanges two whole rows and their lengths; fails as move_row does. */
+/**
+ * Exchanges two whole rows and their lengths; fails as move_row does.
+ * [clbt_table: its thread]
+ */
 CLBT_API clbt_status clbt_table_swap_row(clbt_table *table, uint32_t a,
                                          uint32_t b);
 
@@ -788,6 +833,7 @@ CLBT_API clbt_status clbt_table_swap_row(clbt_table *table, uint32_t a,
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_TOO_MANY_REQUESTS;
  * CLBT_SIZE_OVERFLOW for a CLBT_COMMIT_SCATTER commit of more than
  * 2^32 - 1 changed cells or rows; or an OpenCL error.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_commit(clbt_table *table, uint32_t num_reqs);
 
@@ -800,6 +846,7 @@ CLBT_API clbt_status clbt_table_commit(clbt_table *table, uint32_t num_reqs);
  * CLBT_CL_INVALID_EVENT_WAIT_LIST for a NULL event in it, or
  * CLBT_CONTEXT_MISMATCH for an event of another context than the table's
  * device (the message names its index); those change nothing.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_enqueue_commit(clbt_table *table,
                                                uint32_t num_reqs,
@@ -826,6 +873,7 @@ typedef enum clbt_commit_mode {
  * Sets how the table's commits move rows (CLBT_COMMIT_AUTO by default).
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_INVALID_ARGUMENT for a
  * value outside clbt_commit_mode.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_set_commit_mode(clbt_table *table,
                                                 clbt_commit_mode mode);
@@ -841,6 +889,7 @@ typedef struct clbt_commit_info {
 /**
  * Fills *info with what the table's last commit moved (all zero before the
  * first). Returns CLBT_SUCCESS or CLBT_NULL_ARGUMENT.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_last_commit(const clbt_table *table,
                                             clbt_commit_info *info);
@@ -861,6 +910,7 @@ CLBT_API clbt_status clbt_table_last_commit(const clbt_table *table,
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_TOO_MANY_REQUESTS;
  * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH; or an
  * OpenCL error.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_compute_slot_mapping(
     clbt_table *table, uint32_t num_reqs, cl_mem query_start_loc,
@@ -873,6 +923,7 @@ CLBT_API clbt_status clbt_table_compute_slot_mapping(
  * table hands back a marker event that completes after the wait list.
  * Fails as clbt_table_compute_slot_mapping does, and for a wait list as
  * clbt_table_enqueue_commit does.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_enqueue_slot_mapping(
     clbt_table *table, uint32_t num_reqs, cl_mem query_start_loc,
@@ -886,6 +937,7 @@ CLBT_API clbt_status clbt_table_enqueue_slot_mapping(
  * CLBT_SLOT_MODE_NONE table leaves out untouched. Fails as
  * compute_slot_mapping does for the same arguments (CLBT_NULL_ARGUMENT for
  * a NULL array with a nonzero count).
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_compute_slot_mapping_host(
     const clbt_table *table, uint32_t num_reqs, const int32_t *query_start_loc,
@@ -897,6 +949,7 @@ CLBT_API clbt_status clbt_table_compute_slot_mapping_host(
  * Enqueues the device's fills without waiting. When a fill fails the host
  * rows stay as they were and the next commit rewrites the device from
  * them. Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; or an OpenCL error.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_clear(clbt_table *table);
 
@@ -904,29 +957,43 @@ CLBT_API clbt_status clbt_table_clear(clbt_table *table);
  * Reads the number of tokens the kernel has rejected since the table was
  * created or the count reset (see compute_slot_mapping). Waits for the
  * queue to reach the read. The count wraps modulo 2^32.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_read_rejected_tokens(clbt_table *table,
                                                      uint32_t *count);
 
-/** Enqueues a reset of the rejected-token count to 0. */
+/**
+ * Enqueues a reset of the rejected-token count to 0.
+ * [clbt_table: its thread]
+ */
 CLBT_API clbt_status clbt_table_reset_rejected_tokens(clbt_table *table);
 
-/** Kernel blocks per row; 0 for a NULL table. */
+/** Kernel blocks per row; 0 for a NULL table. [clbt_table: its thread] */
 CLBT_API uint32_t clbt_table_width(const clbt_table *table);
 
-/** Kernel blocks in use in a host row; 0 for a NULL table or a bad row. */
+/**
+ * Kernel blocks in use in a host row; 0 for a NULL table or a bad row.
+ * [clbt_table: its thread]
+ */
 CLBT_API uint32_t clbt_table_row_length(const clbt_table *table, uint32_t row);
 
 /**
  * Every host row's length, uint32[max_num_reqs] (vLLM's num_blocks_per_row),
  * owned by the table and changed by its row operations; NULL for NULL.
+ * [clbt_table: its thread]
  */
 CLBT_API const uint32_t *clbt_table_row_lengths(const clbt_table *table);
 
-/** The host rows, [max_num_reqs][width] row-major; NULL for NULL. */
+/**
+ * The host rows, [max_num_reqs][width] row-major; NULL for NULL.
+ * [clbt_table: its thread]
+ */
 CLBT_API const int32_t *clbt_table_host_data(const clbt_table *table);
 
-/** The committed rows on the device, same layout (int32). */
+/**
+ * The committed rows on the device, same layout (int32).
+ * [clbt_table: its thread]
+ */
 CLBT_API cl_mem clbt_table_device_data(const clbt_table *table);
 
 /**
@@ -935,13 +1002,20 @@ CLBT_API cl_mem clbt_table_device_data(const clbt_table *table);
  * width reads as the width). For reading: a commit sends only what the
  * host rows changed, so a value written here by anything else stays.
  * NULL for NULL.
+ * [clbt_table: its thread]
  */
 CLBT_API cl_mem clbt_table_device_row_lengths(const clbt_table *table);
 
-/** The slot-mapping output, int64[max_num_batched_tokens]. */
+/**
+ * The slot-mapping output, int64[max_num_batched_tokens].
+ * [clbt_table: its thread]
+ */
 CLBT_API cl_mem clbt_table_slot_mapping(const clbt_table *table);
 
-/** The rejected-token counter on the device, one uint32. */
+/**
+ * The rejected-token counter on the device, one uint32.
+ * [clbt_table: its thread]
+ */
 CLBT_API cl_mem clbt_table_rejected_tokens(const clbt_table *table);
 
 /* ------------------------------------------------------------------------ */
@@ -1078,6 +1152,7 @@ typedef struct clbt_export_buffers {
  * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH;
  * CLBT_SIZE_OVERFLOW when max_num_reqs x width exceeds INT32_MAX (int32
  * indptr); or an OpenCL error.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_enqueue_export(
     clbt_table *table, const clbt_export_request *request, cl_uint num_events,
@@ -1088,6 +1163,7 @@ CLBT_API clbt_status clbt_table_enqueue_export(
  * every field, struct_size set to sizeof(clbt_export_buffers).
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_INVALID_ARGUMENT for a
  * CLBT_SLOT_MODE_NONE table, which has none. On failure *out is unchanged.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_export_buffers(const clbt_table *table,
                                                clbt_export_buffers *out);
@@ -1190,6 +1266,7 @@ typedef struct clbt_step {
  * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH; what
  * a commit or an export fails with; or an OpenCL error. After a failure
  * the next commit or step rewrites the device rows from the host.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_enqueue_step(clbt_table *table,
                                              const clbt_step *step,
@@ -1204,6 +1281,7 @@ CLBT_API clbt_status clbt_table_enqueue_step(clbt_table *table,
  * CLBT_STEP_GATHER. Zero until the first. Read it, never write it: the
  * gather rewrites only the positions whose row changed, trusting that the
  * rest still hold what it wrote. NULL for NULL.
+ * [clbt_table: its thread]
  */
 CLBT_API cl_mem clbt_table_gathered_rows(const clbt_table *table);
 
@@ -1215,6 +1293,7 @@ CLBT_API cl_mem clbt_table_gathered_rows(const clbt_table *table);
  * state_indices[group] of shape [num_reqs_padded][num_state_slots]), and
  * leaves the rest as it was; its room is [max_num_reqs][width]. NULL for a
  * NULL or token-mapping table, which has none.
+ * [clbt_table: its thread]
  */
 CLBT_API cl_mem clbt_table_state_slots(const clbt_table *table);
 
@@ -1246,6 +1325,7 @@ typedef struct clbt_host_step {
  * Computes a step on the host (see clbt_host_step). Fails as
  * clbt_table_enqueue_step does for the same arguments. A
  * CLBT_SLOT_MODE_NONE table leaves slot_mapping untouched.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_compute_step_host(const clbt_table *table,
                                                   const clbt_host_step *step);
@@ -1316,6 +1396,7 @@ typedef struct clbt_token_slots_request {
  * num_rows x indices_per_row above UINT32_MAX; CLBT_BUFFER_TOO_SMALL;
  * CLBT_CONTEXT_MISMATCH; or an OpenCL error. A refused call enqueues
  * nothing.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_enqueue_token_slots(
     clbt_table *table, const clbt_token_slots_request *request,
@@ -1397,16 +1478,20 @@ typedef struct clbt_multi_table clbt_multi_table;
  * CLBT_INVALID_CONFIG for cp_rank not below cp_world_size (0 counting as
  * 1), whether or not any group is sharded, or for a group whose
  * struct_size differs from groups[0]'s (the array's element size).
+ * [clbt_multi_table, created: any thread]
  */
 CLBT_API clbt_status clbt_multi_table_create(
     clbt_device *device, const clbt_multi_table_config *config,
     clbt_multi_table **out);
 
 /** Frees every group's table, waiting as clbt_table_destroy does. NULL is
-    fine. */
+    fine. [clbt_multi_table, freed: its thread] */
 CLBT_API void clbt_multi_table_destroy(clbt_multi_table *table);
 
-/** Builds ahead of time every program the multi-group table needs. */
+/**
+ * Builds ahead of time every program the multi-group table needs.
+ * [clbt_device: any thread]
+ */
 CLBT_API clbt_status clbt_multi_table_prepare(
     clbt_device *device, const clbt_multi_table_config *config);
 
@@ -1419,12 +1504,16 @@ CLBT_API clbt_status clbt_multi_table_prepare(
 /**
  * Appends counts[g] block ids block_ids[g] to the row of each group g, as
  * clbt_table_append_row does (block_ids[g] may be NULL when counts[g] is 0).
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_append_row(
     clbt_multi_table *table, uint32_t row, const int32_t *const *block_ids,
     const size_t *counts);
 
-/** Replaces the row of each group g with block_ids[g] (clbt_table_add_row). */
+/**
+ * Replaces the row of each group g with block_ids[g] (clbt_table_add_row).
+ * [clbt_multi_table: its thread]
+ */
 CLBT_API clbt_status clbt_multi_table_add_row(clbt_multi_table *table,
                                               uint32_t row,
                                               const int32_t *const *block_ids,
@@ -1438,17 +1527,24 @@ CLBT_API clbt_status clbt_multi_table_add_row(clbt_multi_table *table,
  * changes; the message names the group and the entry. Fails as
  * clbt_table_append_rows does, and with CLBT_NULL_ARGUMENT for NULL counts
  * or block_ids (the arrays of one pointer per group).
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_append_rows(
     clbt_multi_table *table, size_t num_rows, const uint32_t *rows,
     const uint32_t *const *counts, const int32_t *const *block_ids);
 
-/** clbt_table_add_rows for every group, as clbt_multi_table_append_rows. */
+/**
+ * clbt_table_add_rows for every group, as clbt_multi_table_append_rows.
+ * [clbt_multi_table: its thread]
+ */
 CLBT_API clbt_status clbt_multi_table_add_rows(
     clbt_multi_table *table, size_t num_rows, const uint32_t *rows,
     const uint32_t *const *counts, const int32_t *const *block_ids);
 
-/** Clears the row in every group (clbt_table_clear_row). */
+/**
+ * Clears the row in every group (clbt_table_clear_row).
+ * [clbt_multi_table: its thread]
+ */
 CLBT_API clbt_status clbt_multi_table_clear_row(clbt_multi_table *table,
                                                 uint32_t row);
 
@@ -1456,26 +1552,34 @@ CLBT_API clbt_status clbt_multi_table_clear_row(clbt_multi_table *table,
  * Shrinks the row of each group g to its first num_blocks[g] KV-manager
  * blocks (clbt_table_truncate_row), all or nothing: when any group would
  * fail, no group changes.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_truncate_row(clbt_multi_table *table,
                                                    uint32_t row,
                                                    const size_t *num_blocks);
 
-/** Moves row src to dst in every group (clbt_table_move_row). */
+/**
+ * Moves row src to dst in every group (clbt_table_move_row).
+ * [clbt_multi_table: its thread]
+ */
 CLBT_API clbt_status clbt_multi_table_move_row(clbt_multi_table *table,
                                                uint32_t src, uint32_t dst);
 
-/** Exchanges rows a and b in every group (clbt_table_swap_row). */
+/**
+ * Exchanges rows a and b in every group (clbt_table_swap_row).
+ * [clbt_multi_table: its thread]
+ */
 CLBT_API clbt_status clbt_multi_table_swap_row(clbt_multi_table *table,
                                                uint32_t a, uint32_t b);
 
-/** Commits rows [0, num_reqs) of every group. */
+/** Commits rows [0, num_reqs) of every group. [clbt_multi_table: its thread] */
 CLBT_API clbt_status clbt_multi_table_commit(clbt_multi_table *table,
                                              uint32_t num_reqs);
 
 /**
  * clbt_multi_table_commit after wait_list; *event (when not NULL) completes
  * once every group's rows are on the device.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_commit(
     clbt_multi_table *table, uint32_t num_reqs, cl_uint num_events,
@@ -1490,6 +1594,7 @@ CLBT_API clbt_status clbt_multi_table_enqueue_commit(
  * buffer (clbt_table_slot_mapping of clbt_multi_table_group) and counts its
  * own rejected tokens. The results equal group-by-group calls. Fails as the
  * single-table call does.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_compute_slot_mapping(
     clbt_multi_table *table, uint32_t num_reqs, cl_mem query_start_loc,
@@ -1501,6 +1606,7 @@ CLBT_API clbt_status clbt_multi_table_compute_slot_mapping(
 /**
  * clbt_multi_table_compute_slot_mapping after wait_list; *event (when not
  * NULL) completes once every group's slots are written.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_slot_mapping(
     clbt_multi_table *table, uint32_t num_reqs, cl_mem query_start_loc,
@@ -1518,6 +1624,7 @@ CLBT_API clbt_status clbt_multi_table_enqueue_slot_mapping(
  * must fit each one's page table; 0 gives each group its own width. Fails
  * as the single-table call does, without CLBT_INVALID_ARGUMENT for NONE
  * groups; a message about one group's page table names the group.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_export(
     clbt_multi_table *table, const clbt_export_request *request,
@@ -1533,6 +1640,7 @@ CLBT_API clbt_status clbt_multi_table_enqueue_export(
  * gathered and have no slot mapping or export; with CLBT_STEP_STATE_SLOTS
  * each writes its state slots (num_state_slots may not exceed any NONE
  * group's width). Fails as the single-table call does.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_step(clbt_multi_table *table,
                                                    const clbt_step *step,
@@ -1576,6 +1684,7 @@ typedef struct clbt_multi_host_step {
  * or query_start_loc, or NULL positions with num_tokens > 0;
  * CLBT_INVALID_CONFIG for a struct_size clbt cannot read; otherwise fails
  * as clbt_multi_table_enqueue_step does for the same arguments.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_compute_step_host(
     const clbt_multi_table *table, const clbt_multi_host_step *step);
@@ -1588,6 +1697,7 @@ CLBT_API clbt_status clbt_multi_table_compute_step_host(
  * group counts its own rejected entries. With no token-mapping group it
  * enqueues a marker after the wait list. Fails as the single-table call
  * does, without CLBT_INVALID_ARGUMENT for NONE groups.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_token_slots(
     clbt_multi_table *table, const clbt_token_slots_request *request,
@@ -1597,10 +1707,11 @@ CLBT_API clbt_status clbt_multi_table_enqueue_token_slots(
  * Clears every group (clbt_table_clear), all or nothing on the host: when a
  * group's device fill fails no host group changes, and the next commit
  * repairs every group's device copy.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_clear(clbt_multi_table *table);
 
-/** Number of groups; 0 for NULL. */
+/** Number of groups; 0 for NULL. [clbt_multi_table: its thread] */
 CLBT_API uint32_t clbt_multi_table_num_groups(const clbt_multi_table *table);
 
 /**
@@ -1617,6 +1728,7 @@ CLBT_API uint32_t clbt_multi_table_num_groups(const clbt_multi_table *table);
  * rule of this table's own row operations: use those to keep the groups'
  * rows in step. clbt_table_destroy leaves it; it goes with
  * clbt_multi_table_destroy.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_table *clbt_multi_table_group(clbt_multi_table *table,
                                             uint32_t group);
@@ -1707,6 +1819,7 @@ typedef struct clbt_kv_cache clbt_kv_cache;
  * CLBT_SIZE_OVERFLOW when num_kv_heads x head_size exceeds INT32_MAX or an
  * address does not fit 64 bits; or an OpenCL error
  * (CLBT_CL_BUILD_PROGRAM_FAILURE with the build log).
+ * [clbt_kv_cache, created: any thread]
  */
 CLBT_API clbt_status clbt_kv_cache_create(clbt_device *device,
                                           const clbt_kv_cache_config *config,
@@ -1715,6 +1828,7 @@ CLBT_API clbt_status clbt_kv_cache_create(clbt_device *device,
 /**
  * Frees a cache and its references to the caller's buffers; commands
  * already enqueued run to the end. NULL is fine.
+ * [clbt_kv_cache, freed: its thread]
  */
 CLBT_API void clbt_kv_cache_destroy(clbt_kv_cache *cache);
 
@@ -1769,6 +1883,7 @@ typedef struct clbt_kv_write {
  * last token's elements or entry; CLBT_CONTEXT_MISMATCH;
  * CLBT_SIZE_OVERFLOW when an address does not fit 64 bits; or an OpenCL
  * error. A refused call enqueues nothing.
+ * [clbt_kv_cache: its thread]
  */
 CLBT_API clbt_status clbt_kv_cache_enqueue_write(clbt_kv_cache *cache,
                                                  const clbt_kv_write *write,
@@ -1781,6 +1896,7 @@ CLBT_API clbt_status clbt_kv_cache_enqueue_write(clbt_kv_cache *cache,
  * below num_blocks x block_size) since it was created or the count reset.
  * Waits for the queue to reach the read. The count wraps modulo 2^32.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; or an OpenCL error.
+ * [clbt_kv_cache: its thread]
  */
 CLBT_API clbt_status clbt_kv_cache_read_rejected_tokens(clbt_kv_cache *cache,
                                                         uint32_t *count);
@@ -1788,11 +1904,15 @@ CLBT_API clbt_status clbt_kv_cache_read_rejected_tokens(clbt_kv_cache *cache,
 /**
  * Enqueues a reset of the rejected-token count to 0. Returns CLBT_SUCCESS;
  * CLBT_NULL_ARGUMENT; or an OpenCL error.
+ * [clbt_kv_cache: its thread]
  */
 CLBT_API clbt_status clbt_kv_cache_reset_rejected_tokens(
     clbt_kv_cache *cache);
 
-/** The rejected-token counter on the device, one uint32; NULL for NULL. */
+/**
+ * The rejected-token counter on the device, one uint32; NULL for NULL.
+ * [clbt_kv_cache: its thread]
+ */
 CLBT_API cl_mem clbt_kv_cache_rejected_tokens(const clbt_kv_cache *cache);
 
 /**
@@ -1818,12 +1938,13 @@ typedef struct clbt_kv_cache_addressing {
  * Fills *out with the cache's addressing (clbt_kv_cache_addressing).
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL cache or out, with
  * *out unchanged.
+ * [clbt_kv_cache: its thread]
  */
 CLBT_API clbt_status clbt_kv_cache_get_addressing(
     const clbt_kv_cache *cache, clbt_kv_cache_addressing *out);
 
 /** The bytes an element of a type takes: 4, 2, 2 or 1; 0 for another
-    value. */
+    value. [no handle: any thread] */
 CLBT_API size_t clbt_kv_dtype_size(clbt_kv_dtype dtype);
 
 #ifdef __cplusplus
