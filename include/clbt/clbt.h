@@ -236,7 +236,8 @@ CLBT_API const char *clbt_version_string(void);
   XX(CL_INVALID_PIPE_SIZE, -69, "invalid pipe size")                           \
   XX(CL_INVALID_DEVICE_QUEUE, -70, "invalid device queue")                     \
   XX(CL_INVALID_SPEC_ID, -71, "invalid specialization constant id")            \
-  XX(CL_MAX_SIZE_RESTRICTION_EXCEEDED, -72, "maximum size restriction exceeded")\
+  XX(CL_MAX_SIZE_RESTRICTION_EXCEEDED, -72,                                    \
+     "maximum size restriction exceeded")                                      \
   XX(CL_PLATFORM_NOT_FOUND_KHR, -1001, "no OpenCL platform (no ICD installed)")\
   XX(NULL_ARGUMENT, -4001, "a required pointer or handle is NULL")             \
   XX(INVALID_ARGUMENT, -4002, "an argument has a value clbt does not accept")  \
