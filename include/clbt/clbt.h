@@ -587,16 +587,14 @@ CLBT_API clbt_status clbt_block_table_width(uint32_t max_num_blocks,
 
 /*
  * A clbt_table is a table of its own (clbt_table_create) or a group of a
- * multi-group table (clbt_multi_table_group), a view of that table's
- * group. Every clbt_table_* call takes either. On a group, the device
- * calls (clbt_table_commit, _compute_slot_mapping, _enqueue_step,
- * _enqueue_export, _enqueue_token_slots and their enqueue_ forms) run in
- * the multi-group table's own launch that holds the group, for that group
- * alone: they build no program of their own and write what the
- * multi-group table's call writes of that group. The row operations
- * (clbt_table_append_row to clbt_table_swap_row) and clbt_table_clear
- * change that group alone, outside the multi-group table's all-or-nothing
- * rule: the other groups keep their rows.
+ * multi-group table (clbt_multi_table_group says what a group does).
+ * Every clbt_table_* call takes either. Its device calls
+ * (clbt_table_commit, _compute_slot_mapping, _clear, _enqueue_export,
+ * _enqueue_step, _enqueue_token_slots and their enqueue_ forms) are the
+ * one-group forms of the multi-group table's, whose comments under
+ * "Several KV-cache groups" hold their whole text. Its row operations
+ * (clbt_table_append_row to clbt_table_swap_row) are written here; the
+ * multi-group table's apply them to every group.
  */
 
 /** What a table's rows hold, and so whether it maps tokens to slots. */
@@ -816,37 +814,19 @@ CLBT_API clbt_status clbt_table_swap_row(clbt_table *table, uint32_t a,
                                          uint32_t b);
 
 /**
- * Copies rows [0, num_reqs) and their lengths to the device, moving only
- * what the row operations changed since the last commit (see
- * clbt_commit_mode). Once it returns, the caller may change host rows
- * without affecting what was committed, even while the copy is still in
- * flight. Rows from num_reqs on keep their changes for a later commit.
- * After a failed call or a failed upload (see the conventions above) the
- * next commit rewrites every row, num_reqs or not, in the WHOLE way.
- * Enqueues and returns without waiting for the device: the copy is taken
- * into a staging packet, and each commit still in flight keeps its own
- * (about 12 bytes per changed cell for SCATTER, 4 x (width + 1) bytes per
- * row for WHOLE; a small packet travels in the kernel launch itself and
- * keeps none), reused once the device has run it. Once no commit of the
- * table is in flight, the next commit leaves at most two packets (each no
- * larger than the largest a commit of the table took) and their upload
- * buffers: the rest go back to the system.
- * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_TOO_MANY_REQUESTS;
- * CLBT_SIZE_OVERFLOW for a CLBT_COMMIT_SCATTER commit of more than
- * 2^32 - 1 changed cells or rows; or an OpenCL error.
+ * The one-group form of clbt_multi_table_commit: rows [0, num_reqs) of
+ * this table's group and their lengths to the device, moving only what
+ * the row operations changed since the last commit, as its commit mode
+ * (clbt_table_set_commit_mode) says. Returns and fails as
+ * clbt_multi_table_commit does.
  * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_commit(clbt_table *table, uint32_t num_reqs);
 
 /**
- * clbt_table_commit, ordered after the events of wait_list (num_events of
- * them). When event is not NULL it receives an event that completes once
- * the committed rows are on the device; the caller releases it. Fails as
- * clbt_table_commit does, and with CLBT_INVALID_ARGUMENT for a wait list
- * that is NULL with num_events > 0 or not NULL with num_events 0,
- * CLBT_CL_INVALID_EVENT_WAIT_LIST for a NULL event in it, or
- * CLBT_CONTEXT_MISMATCH for an event of another context than the table's
- * device (the message names its index); those change nothing.
+ * The one-group form of clbt_multi_table_enqueue_commit: clbt_table_commit
+ * after wait_list, *event (when not NULL) completing once the rows are on
+ * the device. Returns and fails as clbt_multi_table_enqueue_commit does.
  * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_enqueue_commit(clbt_table *table,
@@ -896,21 +876,12 @@ CLBT_API clbt_status clbt_table_last_commit(const clbt_table *table,
                                             clbt_commit_info *info);
 
 /**
- * Enqueues the slot-mapping kernel on the device queue. Token t of
- * [query_start_loc[r], query_start_loc[r+1]) belongs to request (row) r and
- * gets the slot of its position; every other element of the table's
- * slot-mapping buffer, up to max_num_batched_tokens, gets CLBT_PAD_SLOT_ID.
- * A token whose block index is not below its row's committed length, or
- * whose position is negative, also gets CLBT_PAD_SLOT_ID and is counted in
- * the table's rejected-token counter; so is every token of a batch whose
- * query_start_loc is not a non-decreasing run from >= 0 to <= num_tokens.
- * query_start_loc: int32[num_reqs + 1]; positions: int64[num_tokens] (may be
- * NULL when num_tokens is 0). Both must belong to the device's context.
- * Returns without waiting; the result is ready when the queue reaches it.
- * A CLBT_SLOT_MODE_NONE table checks its arguments and enqueues nothing.
- * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_TOO_MANY_REQUESTS;
- * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH; or an
- * OpenCL error.
+ * The one-group form of clbt_multi_table_compute_slot_mapping: the slot of
+ * each token of the batch, from this table's committed rows, into its
+ * slot-mapping buffer (clbt_table_slot_mapping), the rest padded with
+ * CLBT_PAD_SLOT_ID. A CLBT_SLOT_MODE_NONE table checks its arguments and
+ * enqueues nothing. Returns and fails as
+ * clbt_multi_table_compute_slot_mapping does.
  * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_compute_slot_mapping(
@@ -918,12 +889,11 @@ CLBT_API clbt_status clbt_table_compute_slot_mapping(
     cl_mem positions, uint32_t num_tokens);
 
 /**
- * clbt_table_compute_slot_mapping, ordered after the events of wait_list
- * (num_events of them). When event is not NULL it receives an event that
- * completes with the kernel; the caller releases it. A CLBT_SLOT_MODE_NONE
- * table hands back a marker event that completes after the wait list.
- * Fails as clbt_table_compute_slot_mapping does, and for a wait list as
- * clbt_table_enqueue_commit does.
+ * The one-group form of clbt_multi_table_enqueue_slot_mapping:
+ * clbt_table_compute_slot_mapping after wait_list, *event (when not NULL)
+ * completing with the kernel; a CLBT_SLOT_MODE_NONE table's is a marker
+ * after the wait list. Returns and fails as
+ * clbt_multi_table_enqueue_slot_mapping does.
  * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_enqueue_slot_mapping(
@@ -945,11 +915,9 @@ CLBT_API clbt_status clbt_table_compute_slot_mapping_host(
     const int64_t *positions, uint32_t num_tokens, int64_t *out);
 
 /**
- * Zeroes every row and length, on the host and on the device (vLLM keeps the
- * lengths; clbt resets them so that a later append starts at column 0).
- * Enqueues the device's fills without waiting. When a fill fails the host
- * rows stay as they were and the next commit rewrites the device from
- * them. Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; or an OpenCL error.
+ * The one-group form of clbt_multi_table_clear: zeroes every row and
+ * length of this table's group, on the host and on the device. Returns
+ * and fails as clbt_multi_table_clear does.
  * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_clear(clbt_table *table);
@@ -1128,31 +1096,12 @@ typedef struct clbt_export_buffers {
    NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 
 /**
- * Enqueues the export of the table's committed rows for a batch, on the
- * device with no host sync: per request r below num_reqs_padded, its pages
- * (kernel blocks; with context parallelism, this rank's) as a CSR list
- * paged_kv_indices[indptr[r] .. indptr[r+1]), how many tokens its last
- * page holds, its past length, its query's begin, its length and this
- * rank's part of it, and the longest length; with CLBT_EXPORT_CONTEXT the
- * CSR of its context alone, with CLBT_EXPORT_DENSE its row of the dense
- * page table (docs/semantics.md has every rule). Request r reads row
- * idx_mapping[r] when idx_mapping is given. A request whose length is
- * inconsistent, whose idx_mapping entry is not below max_num_reqs, or that
- * needs more pages than its committed row holds (or than dense_row_pitch)
- * gets no pages, no length and no tokens, and adds 1 to the table's
- * rejected-token counter. When event is not NULL it receives an event that
- * completes with the export; the caller releases it.
- * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, request or
- * query_start_loc, or NULL positions with num_tokens > 0;
- * CLBT_INVALID_ARGUMENT for a CLBT_SLOT_MODE_NONE table (it has no pages),
- * num_reqs_padded below num_reqs, unknown flags, a dense_row_pitch without
- * CLBT_EXPORT_DENSE or whose rows exceed the page table, or an
- * inconsistent wait list;
- * CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
- * CLBT_TOO_MANY_REQUESTS (num_reqs or num_reqs_padded above max_num_reqs);
- * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH;
- * CLBT_SIZE_OVERFLOW when max_num_reqs x width exceeds INT32_MAX (int32
- * indptr); or an OpenCL error.
+ * The one-group form of clbt_multi_table_enqueue_export: this table's
+ * page tables for a batch, from its committed rows, into its export
+ * buffers (clbt_table_export_buffers); request->dense_row_pitch 0 is its
+ * width. Returns and fails as clbt_multi_table_enqueue_export does, and
+ * with CLBT_INVALID_ARGUMENT for a CLBT_SLOT_MODE_NONE table, which has no
+ * pages.
  * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_enqueue_export(
@@ -1247,26 +1196,14 @@ typedef struct clbt_step {
 #define CLBT_STEP_INIT CLBT__SIZED(clbt_step)
 
 /**
- * Enqueues a whole serving step for the table: the commit of every row's
- * changes (every row, not only rows below num_reqs: a persistent slot can
- * be anywhere), then one launch that computes the slot mapping and, with
- * CLBT_STEP_GATHER, the gather, then with CLBT_STEP_EXPORT the export,
- * then with CLBT_STEP_STATE_SLOTS a NONE table's state slots. A
- * steady step (the same idx_mapping, a few rows changed) moves only the
- * changed rows' entries into the gathered table. The first command waits
- * for wait_list; *event (when not NULL) completes with the last. Nothing
- * waits for the device. A CLBT_SLOT_MODE_NONE table commits and gathers.
- * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, step or
- * query_start_loc, or NULL positions with num_tokens > 0;
- * CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
- * CLBT_INVALID_ARGUMENT for unknown flags, export_flags or dense_row_pitch
- * without CLBT_STEP_EXPORT, num_state_slots or state_null_block without
- * CLBT_STEP_STATE_SLOTS, num_reqs_padded below num_reqs, CLBT_STEP_STATE_SLOTS
- * on a token-mapping table, num_state_slots above a NONE table's width, or
- * an inconsistent wait list; CLBT_TOO_MANY_REQUESTS;
- * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH; what
- * a commit or an export fails with; or an OpenCL error. After a failure
- * the next commit or step rewrites the device rows from the host.
+ * The one-group form of clbt_multi_table_enqueue_step: this table's
+ * commit, then one launch that maps its tokens and, as step->flags ask,
+ * gathers its rows (clbt_table_gathered_rows), exports its page tables
+ * and writes its state slots (clbt_table_state_slots). A
+ * CLBT_SLOT_MODE_NONE table commits and gathers, and has no slot mapping
+ * or export. Returns and fails as clbt_multi_table_enqueue_step does, and
+ * with CLBT_INVALID_ARGUMENT for CLBT_STEP_STATE_SLOTS on a token-mapping
+ * table or CLBT_STEP_EXPORT on a NONE table.
  * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_enqueue_step(clbt_table *table,
@@ -1323,9 +1260,10 @@ typedef struct clbt_host_step {
 #define CLBT_HOST_STEP_INIT CLBT__SIZED(clbt_host_step)
 
 /**
- * Computes a step on the host (see clbt_host_step). Fails as
- * clbt_table_enqueue_step does for the same arguments. A
- * CLBT_SLOT_MODE_NONE table leaves slot_mapping untouched.
+ * The one-group form of clbt_multi_table_compute_step_host: a step on the
+ * host (see clbt_host_step). A CLBT_SLOT_MODE_NONE table leaves
+ * slot_mapping untouched. Fails as clbt_table_enqueue_step does for the
+ * same arguments.
  * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_compute_step_host(const clbt_table *table,
@@ -1370,33 +1308,12 @@ typedef struct clbt_token_slots_request {
 #define CLBT_TOKEN_SLOTS_INIT CLBT__SIZED(clbt_token_slots_request)
 
 /**
- * Enqueues, since 0.4, the translation of an index matrix of request-local
- * token indices into the KV-cache slots the slot mapping gave those tokens,
- * from the table's committed rows (vLLM's
- * triton_convert_req_index_to_global_index, with the DCP path's
- * de-interleave): token_slots[i][j] is the slot of token
- * token_indices[i][j] of row i's request, read through idx_mapping. It is
- * -1 for an index of -1, another CP rank's token, and every entry of a
- * padding row or padding request; it is -1 and adds 1 to the table's
- * rejected-token counter for an index below -1, a token past the committed
- * row, a slot above INT32_MAX (the output is int32), each entry but -1 of
- * a request whose idx_mapping entry is not below max_num_reqs, and each
- * entry but -1 of a batch whose query_start_loc is not a non-decreasing
- * run from >= 0 to <= num_rows (-1 is padding wherever it is, never
- * counted). Every entry of the matrix is written. One launch,
- * nothing waits; the first command waits for wait_list, *event (when not
- * NULL) completes with it.
- * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, request or
- * query_start_loc, or NULL token_indices or token_slots with entries to
- * translate; CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
- * CLBT_INVALID_ARGUMENT for a CLBT_SLOT_MODE_NONE table (it has no slots),
- * token_slots in the table's own storage (a buffer clbt hands out, such as
- * clbt_table_device_data) or an inconsistent wait list;
- * CLBT_TOO_MANY_REQUESTS; CLBT_TOO_MANY_TOKENS
- * (num_rows above max_num_batched_tokens); CLBT_SIZE_OVERFLOW for
- * num_rows x indices_per_row above UINT32_MAX; CLBT_BUFFER_TOO_SMALL;
- * CLBT_CONTEXT_MISMATCH; or an OpenCL error. A refused call enqueues
- * nothing.
+ * The one-group form of clbt_multi_table_enqueue_token_slots, since 0.4:
+ * the slots of an index matrix's tokens from this table's committed rows,
+ * token_slots one section of num_rows x indices_per_row entries. Returns
+ * and fails as clbt_multi_table_enqueue_token_slots does, and with
+ * CLBT_INVALID_ARGUMENT for a CLBT_SLOT_MODE_NONE table, which has no
+ * slots.
  * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_enqueue_token_slots(
@@ -1406,6 +1323,13 @@ CLBT_API clbt_status clbt_table_enqueue_token_slots(
 /* ------------------------------------------------------------------------ */
 /* Several KV-cache groups                                                  */
 /* ------------------------------------------------------------------------ */
+
+/*
+ * A clbt_multi_table is vLLM's MultiGroupBlockTable: a clbt_table per
+ * KV-cache group, sharing max_num_reqs and max_num_batched_tokens, edited
+ * together. Its device calls are written here whole; the clbt_table calls
+ * of the sections above are their one-group forms.
+ */
 
 /**
  * One KV-cache group of a multi-group table. Zero-initialised with its
@@ -1490,7 +1414,10 @@ CLBT_API clbt_status clbt_multi_table_create(
 CLBT_API void clbt_multi_table_destroy(clbt_multi_table *table);
 
 /**
- * Builds ahead of time every program the multi-group table needs.
+ * Builds, and keeps in the device's program cache, every program a
+ * multi-group table with this config needs (one per launch of up to
+ * CLBT_MAX_LAUNCH_GROUPS groups), as clbt_table_prepare does for one
+ * table. Returns as clbt_multi_table_create does.
  * [clbt_device: any thread]
  */
 CLBT_API clbt_status clbt_multi_table_prepare(
@@ -1573,13 +1500,44 @@ CLBT_API clbt_status clbt_multi_table_move_row(clbt_multi_table *table,
 CLBT_API clbt_status clbt_multi_table_swap_row(clbt_multi_table *table,
                                                uint32_t a, uint32_t b);
 
-/** Commits rows [0, num_reqs) of every group. [clbt_multi_table: its thread] */
+/**
+ * Copies rows [0, num_reqs) of every group and their lengths to the
+ * device, moving only what the row operations changed since the last
+ * commit, each group as its commit mode says (clbt_commit_mode,
+ * clbt_table_set_commit_mode): one launch per CLBT_MAX_LAUNCH_GROUPS groups
+ * carries their changes, a group rewritten WHOLE takes its own writes.
+ * Once it returns, the caller may change host rows without affecting what
+ * was committed, even while the copy is still in flight. Rows from
+ * num_reqs on keep their changes for a later commit. After a failed call
+ * or a failed upload (see the conventions above) the next commit rewrites
+ * every row, num_reqs or not, in the WHOLE way. Enqueues and returns
+ * without waiting for the device: the copy is taken into a staging
+ * packet, and each commit still in flight keeps its own (about 12 bytes
+ * per changed cell for SCATTER, 4 x (width + 1) bytes per row for WHOLE;
+ * a small packet travels in the kernel launch itself and keeps none),
+ * reused once the device has run it. Once no commit of the table is in
+ * flight, the next commit leaves at most two packets (each no larger than
+ * the largest a commit of the table took) and their upload buffers: the
+ * rest go back to the system.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table;
+ * CLBT_TOO_MANY_REQUESTS for num_reqs above max_num_reqs;
+ * CLBT_SIZE_OVERFLOW for a CLBT_COMMIT_SCATTER commit of more than
+ * 2^32 - 1 changed cells or rows; or an OpenCL error.
+ * [clbt_multi_table: its thread]
+ */
 CLBT_API clbt_status clbt_multi_table_commit(clbt_multi_table *table,
                                              uint32_t num_reqs);
 
 /**
- * clbt_multi_table_commit after wait_list; *event (when not NULL) completes
- * once every group's rows are on the device.
+ * clbt_multi_table_commit, ordered after the events of wait_list
+ * (num_events of them). When event is not NULL it receives an event that
+ * completes once every group's committed rows are on the device; the
+ * caller releases it. Fails as clbt_multi_table_commit does, and with
+ * CLBT_INVALID_ARGUMENT for a wait list that is NULL with num_events > 0
+ * or not NULL with num_events 0, CLBT_CL_INVALID_EVENT_WAIT_LIST for a
+ * NULL event in it, or CLBT_CONTEXT_MISMATCH for an event of another
+ * context than the table's device (the message names its index); those
+ * change nothing.
  * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_commit(
@@ -1587,14 +1545,29 @@ CLBT_API clbt_status clbt_multi_table_enqueue_commit(
     const cl_event *wait_list, cl_event *event);
 
 /**
- * Computes every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's slot mapping from
- * one batch, in one kernel launch for up to CLBT_MAX_LAUNCH_GROUPS such
- * groups (the request of each token is found once for all of them, and a
- * table with more groups launches once per CLBT_MAX_LAUNCH_GROUPS of them);
- * each group writes its own
- * buffer (clbt_table_slot_mapping of clbt_multi_table_group) and counts its
- * own rejected tokens. The results equal group-by-group calls. Fails as the
- * single-table call does.
+ * Enqueues every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's slot mapping of
+ * one batch. Token t of [query_start_loc[r], query_start_loc[r+1])
+ * belongs to request (row) r and gets the slot of its position; every
+ * other element of a group's slot-mapping buffer (clbt_table_slot_mapping
+ * of clbt_multi_table_group), up to max_num_batched_tokens, gets
+ * CLBT_PAD_SLOT_ID. A token whose block index is not below its row's
+ * committed length, or whose position is negative, also gets
+ * CLBT_PAD_SLOT_ID and is counted in the group's rejected-token counter;
+ * so is every token of a batch whose query_start_loc is not a
+ * non-decreasing run from >= 0 to <= num_tokens. query_start_loc:
+ * int32[num_reqs + 1]; positions: int64[num_tokens] (may be NULL when
+ * num_tokens is 0). Both must belong to the device's context. One kernel
+ * launch serves up to CLBT_MAX_LAUNCH_GROUPS groups (the request of each
+ * token is found once for all of them; more groups launch once per
+ * CLBT_MAX_LAUNCH_GROUPS of them), and the results equal group-by-group
+ * calls. NONE groups map no tokens: with no other group the call checks
+ * its arguments and enqueues nothing. Returns without waiting; the result
+ * is ready when the queue reaches it.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table or
+ * query_start_loc, or NULL positions with num_tokens > 0;
+ * CLBT_TOO_MANY_REQUESTS; CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL when
+ * a buffer holds fewer entries than num_reqs or num_tokens need;
+ * CLBT_CONTEXT_MISMATCH; or an OpenCL error.
  * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_compute_slot_mapping(
@@ -1605,8 +1578,12 @@ CLBT_API clbt_status clbt_multi_table_compute_slot_mapping(
 #define CLBT_MAX_LAUNCH_GROUPS 8
 
 /**
- * clbt_multi_table_compute_slot_mapping after wait_list; *event (when not
- * NULL) completes once every group's slots are written.
+ * clbt_multi_table_compute_slot_mapping, ordered after the events of
+ * wait_list (num_events of them). When event is not NULL it receives an
+ * event that completes once every group's slots are written (with no
+ * token-mapping group, a marker after the wait list); the caller releases
+ * it. Fails as clbt_multi_table_compute_slot_mapping does, and for a wait
+ * list as clbt_multi_table_enqueue_commit does.
  * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_slot_mapping(
@@ -1615,16 +1592,39 @@ CLBT_API clbt_status clbt_multi_table_enqueue_slot_mapping(
     const cl_event *wait_list, cl_event *event);
 
 /**
- * Exports every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's page table for one
- * batch (clbt_table_enqueue_export), one launch per CLBT_MAX_LAUNCH_GROUPS
- * groups; NONE groups are skipped. Each group writes its own buffers
- * (clbt_table_export_buffers of clbt_multi_table_group) in its own
- * kernel-block units and counts its own rejected requests. *event (when not NULL) completes once every group
- * is exported; with no token-mapping group it is a marker after the wait
- * list. request->dense_row_pitch (nonzero) applies to every group, and
- * must fit each one's page table; 0 gives each group its own width. Fails
- * as the single-table call does, without CLBT_INVALID_ARGUMENT for NONE
- * groups; a message about one group's page table names the group.
+ * Enqueues the export of every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's
+ * committed rows for a batch, on the device with no host sync, into the
+ * group's own buffers (clbt_table_export_buffers of
+ * clbt_multi_table_group), in its own kernel-block units: per request r
+ * below num_reqs_padded, its pages (kernel blocks; with context
+ * parallelism, this rank's) as a CSR list
+ * paged_kv_indices[indptr[r] .. indptr[r+1]), how many tokens its last
+ * page holds, its past length, its query's begin, its length and this
+ * rank's part of it, and the longest length; with CLBT_EXPORT_CONTEXT the
+ * CSR of its context alone, with CLBT_EXPORT_DENSE its row of the dense
+ * page table (docs/semantics.md has every rule). Request r reads row
+ * idx_mapping[r] when idx_mapping is given. A request whose length is
+ * inconsistent, whose idx_mapping entry is not below max_num_reqs, or that
+ * needs more pages than its committed row holds (or than dense_row_pitch)
+ * gets no pages, no length and no tokens, and adds 1 to the group's
+ * rejected-token counter. request->dense_row_pitch (nonzero) applies to
+ * every group and must fit each one's page table; 0 gives each group its
+ * own width. NONE groups are skipped. One launch per
+ * CLBT_MAX_LAUNCH_GROUPS groups; when event is not NULL it receives an
+ * event that completes once every group is exported (with no
+ * token-mapping group, a marker after the wait list); the caller releases
+ * it.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, request or
+ * query_start_loc, or NULL positions with num_tokens > 0;
+ * CLBT_INVALID_ARGUMENT for num_reqs_padded below num_reqs, unknown flags,
+ * a dense_row_pitch without CLBT_EXPORT_DENSE or whose rows exceed a
+ * group's page table (the message names the group), or an inconsistent
+ * wait list (as clbt_multi_table_enqueue_commit);
+ * CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
+ * CLBT_TOO_MANY_REQUESTS (num_reqs or num_reqs_padded above max_num_reqs);
+ * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH;
+ * CLBT_SIZE_OVERFLOW when a group's max_num_reqs x width exceeds
+ * INT32_MAX (int32 indptr); or an OpenCL error.
  * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_export(
@@ -1632,15 +1632,33 @@ CLBT_API clbt_status clbt_multi_table_enqueue_export(
     cl_uint num_events, const cl_event *wait_list, cl_event *event);
 
 /**
- * clbt_table_enqueue_step for every group: one launch per
- * CLBT_MAX_LAUNCH_GROUPS groups commits the changes of every group that has
- * any (inside the launch's arguments when they fit, else from one upload
- * for all; a group rewritten WHOLE takes its own writes), computes the
- * token-mapping groups' slot mappings, every group's gather and, with
- * CLBT_STEP_EXPORT, the token-mapping groups' exports. NONE groups are
- * gathered and have no slot mapping or export; with CLBT_STEP_STATE_SLOTS
- * each writes its state slots (num_state_slots may not exceed any NONE
- * group's width). Fails as the single-table call does.
+ * Enqueues a whole serving step for every group: the commit of every
+ * row's changes (every row, not only rows below num_reqs: a persistent
+ * slot can be anywhere; inside the launch's arguments when they fit, else
+ * from one upload for all, a group rewritten WHOLE taking its own
+ * writes), then one launch per CLBT_MAX_LAUNCH_GROUPS groups that
+ * computes the token-mapping groups' slot mappings and, with
+ * CLBT_STEP_GATHER, every group's gather (clbt_table_gathered_rows of
+ * clbt_multi_table_group), then with CLBT_STEP_EXPORT the token-mapping
+ * groups' exports (clbt_multi_table_enqueue_export), then with
+ * CLBT_STEP_STATE_SLOTS each NONE group's state slots
+ * (clbt_table_state_slots). A steady step (the same idx_mapping, a few
+ * rows changed) moves only the changed rows' entries into the gathered
+ * tables. NONE groups are gathered and have no slot mapping or export.
+ * The first command waits for wait_list; *event (when not NULL) completes
+ * with the last. Nothing waits for the device.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, step or
+ * query_start_loc, or NULL positions with num_tokens > 0;
+ * CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
+ * CLBT_INVALID_ARGUMENT for unknown flags, export_flags or dense_row_pitch
+ * without CLBT_STEP_EXPORT, num_state_slots or state_null_block without
+ * CLBT_STEP_STATE_SLOTS, num_reqs_padded below num_reqs, num_state_slots
+ * above a NONE group's width, or an inconsistent wait list (as
+ * clbt_multi_table_enqueue_commit); CLBT_TOO_MANY_REQUESTS;
+ * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH; what
+ * clbt_multi_table_commit or clbt_multi_table_enqueue_export fails with;
+ * or an OpenCL error. After a failure the next commit or step rewrites
+ * the device rows from the host.
  * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_step(clbt_multi_table *table,
@@ -1678,11 +1696,11 @@ typedef struct clbt_multi_host_step {
 #define CLBT_MULTI_HOST_STEP_INIT CLBT__SIZED(clbt_multi_host_step)
 
 /**
- * Computes a step of every group on the host (see clbt_multi_host_step):
- * group g's outputs are what clbt_table_compute_step_host gives group g's
- * table for the same batch. Every argument is checked before any output is
- * written. Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, step
- * or query_start_loc, or NULL positions with num_tokens > 0;
+ * Computes a step of every group on the host from the host rows (see
+ * clbt_multi_host_step): the reference of clbt_multi_table_enqueue_step's
+ * slot mappings and gathers. Every argument is checked before any output
+ * is written. Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table,
+ * step or query_start_loc, or NULL positions with num_tokens > 0;
  * CLBT_INVALID_CONFIG for a struct_size clbt cannot read; otherwise fails
  * as clbt_multi_table_enqueue_step does for the same arguments.
  * [clbt_multi_table: its thread]
@@ -1691,13 +1709,36 @@ CLBT_API clbt_status clbt_multi_table_compute_step_host(
     const clbt_multi_table *table, const clbt_multi_host_step *step);
 
 /**
- * clbt_table_enqueue_token_slots for every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT
- * group, since 0.4, in one launch per CLBT_MAX_LAUNCH_GROUPS groups:
- * token_slots holds one section of num_rows x indices_per_row entries per
- * token-mapping group, in group order (NONE groups have none), and each
- * group counts its own rejected entries. With no token-mapping group it
- * enqueues a marker after the wait list. Fails as the single-table call
- * does, without CLBT_INVALID_ARGUMENT for NONE groups.
+ * Enqueues, since 0.4, the translation of an index matrix of request-local
+ * token indices into the KV-cache slots the slot mapping gave those
+ * tokens, from every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's committed
+ * rows (vLLM's triton_convert_req_index_to_global_index, with the DCP
+ * path's de-interleave): token_slots holds one section of num_rows x
+ * indices_per_row entries per token-mapping group, in group order (NONE
+ * groups have none), and in a group's section token_slots[i][j] is the
+ * slot of token token_indices[i][j] of row i's request, read through
+ * idx_mapping. It is -1 for an index of -1, another CP rank's token, and
+ * every entry of a padding row or padding request; it is -1 and adds 1 to
+ * the group's rejected-token counter for an index below -1, a token past
+ * the committed row, a slot above INT32_MAX (the output is int32), each
+ * entry but -1 of a request whose idx_mapping entry is not below
+ * max_num_reqs, and each entry but -1 of a batch whose query_start_loc is
+ * not a non-decreasing run from >= 0 to <= num_rows (-1 is padding
+ * wherever it is, never counted). Every entry of the matrix is written.
+ * One launch per CLBT_MAX_LAUNCH_GROUPS groups, nothing waits; the first
+ * command waits for wait_list, *event (when not NULL) completes with the
+ * last (with no token-mapping group, a marker after the wait list).
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, request or
+ * query_start_loc, or NULL token_indices or token_slots with entries to
+ * translate; CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
+ * CLBT_INVALID_ARGUMENT for token_slots in the table's own storage (a
+ * buffer clbt hands out, such as clbt_table_device_data) or an
+ * inconsistent wait list (as clbt_multi_table_enqueue_commit);
+ * CLBT_TOO_MANY_REQUESTS; CLBT_TOO_MANY_TOKENS (num_rows above
+ * max_num_batched_tokens); CLBT_SIZE_OVERFLOW for num_rows x
+ * indices_per_row above UINT32_MAX; CLBT_BUFFER_TOO_SMALL;
+ * CLBT_CONTEXT_MISMATCH; or an OpenCL error. A refused call enqueues
+ * nothing.
  * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_token_slots(
@@ -1705,9 +1746,13 @@ CLBT_API clbt_status clbt_multi_table_enqueue_token_slots(
     cl_uint num_events, const cl_event *wait_list, cl_event *event);
 
 /**
- * Clears every group (clbt_table_clear), all or nothing on the host: when a
- * group's device fill fails no host group changes, and the next commit
- * repairs every group's device copy.
+ * Zeroes every row and length of every group, on the host and on the
+ * device (vLLM keeps the lengths; clbt resets them so that a later append
+ * starts at column 0). Enqueues the device's fills without waiting. All or
+ * nothing on the host: when a group's device fill fails no host group
+ * changes, and the next commit repairs every group's device copy.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table; or an OpenCL
+ * error.
  * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_clear(clbt_multi_table *table);
