@@ -107,10 +107,10 @@ static void write_token_slot_groups(const token_batch *batch,
       if (!maps_tokens(g) || !takes_part(head, g)) continue;
       clbt_group_layout at = layout.groups[g];
       __global int *out = batch->token_slots + section++ * (ulong)entries;
-      __global const int *lengths =
-          region(storage, at, CLBT_REGION_ROW_LENGTHS);
-      uint length =
-          t.row >= 0 ? committed_length(lengths, t.row, at.row_stride) : 0;
+      uint length = t.row >= 0 ? committed_length(region(storage, at,
+                                                        CLBT_REGION_ROW_LENGTHS),
+                                                 t.row, at.row_stride)
+                               : 0;
       __global const int *row = region(storage, at, CLBT_REGION_ROWS) +
                                 (ulong)max(t.row, 0) * at.row_stride;
       for (uint e = from; e < to; ++e)
