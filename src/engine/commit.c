@@ -16,8 +16,8 @@
  * commit's version, which tells the gather (cl/gather.cl) which rows
  * changed. Where each launch's part of the packet goes is
  * the call's plan (plan.c, calls/run.c). Mapping the committed copy and
- * writing cells in place was measured too, on PoCL where it costs no copy:
- * its blocking map made it slower than SCATTER (docs/benchmarks.md).
+ * writing cells in place was measured too, on PoCL where it costs no copy: its blocking map made it
+ * slower than SCATTER (docs/benchmarks.md).
  */
 #include "engine/commit.h"
 
@@ -76,6 +76,7 @@ clbt_status clbt__commit_choose(clbt_commit_mode mode, uint32_t num_reqs,
   *chosen = mode;
   return CLBT_SUCCESS;
 }
+
 
 /* A stale group is rewritten whole, every row, whatever the mode: its
    changes no longer say what differs. */

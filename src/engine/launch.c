@@ -198,9 +198,9 @@ static clbt_status find_program(clbt__launch *launch) {
   clbt_table *const *groups = launch->groups;
   for (uint32_t g = 0; g < launch->shape.num_groups; ++g)
     specs[g] = &groups[g]->layout.spec;
-  return clbt__launch_program(groups[0]->device, specs,
-                              launch->shape.num_groups,
-                              groups[0]->layout.max_num_reqs, &launch->program);
+  return clbt__launch_program(groups[0]->device, specs, launch->shape.num_groups,
+                              groups[0]->layout.max_num_reqs,
+                              &launch->program);
 }
 
 clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *groups,
