@@ -9,21 +9,26 @@
 # that keep a compiler's messages on each part's own lines
 # (cmake/embed_source.cmake). The generated .c file is appended to
 # clbt_embedded_kernels for the library to compile. A program's parts are
-# the files of its root's folder, and each includes what it uses; the
-# program is embedded again when any of them changes, or one is added.
+# the files of its root's folder and the public headers (include/, as the
+# library's sources see them: "clbt/..."), each including what it uses;
+# the program is embedded again when any of them changes, or one is
+# added.
 set(clbt__embed_script "${CMAKE_CURRENT_LIST_DIR}/embed_source.cmake")
 
 function(clbt_embed_kernel symbol root)
   get_filename_component(root_path "${root}" ABSOLUTE
                          BASE_DIR "${PROJECT_SOURCE_DIR}")
   get_filename_component(folder "${root_path}" DIRECTORY)
-  file(GLOB parts CONFIGURE_DEPENDS "${folder}/*.cl" "${folder}/*.h")
+  set(headers "${PROJECT_SOURCE_DIR}/include")
+  file(GLOB parts CONFIGURE_DEPENDS "${folder}/*.cl" "${folder}/*.h"
+       "${headers}/clbt/*.h")
   set(output "${CMAKE_CURRENT_BINARY_DIR}/${symbol}.c")
   add_custom_command(
     OUTPUT "${output}"
     COMMAND "${CMAKE_COMMAND}" "-DROOT=${root_path}"
             "-DTOP=${PROJECT_SOURCE_DIR}" "-DOUTPUT=${output}"
-            "-DSYMBOL=${symbol}" -P "${clbt__embed_script}"
+            "-DSYMBOL=${symbol}" "-DINCLUDE_DIRS=${headers}"
+            -P "${clbt__embed_script}"
     DEPENDS ${parts} "${clbt__embed_script}"
     COMMENT "Embedding ${root} and the parts it includes")
   set(clbt_embedded_kernels ${clbt_embedded_kernels} "${output}"

@@ -1,13 +1,15 @@
 # Turns a kernel program's source into a C array, so the library needs no
 # file at run time.
 #   cmake -DROOT=<root part> -DTOP=<project root> -DOUTPUT=out.c
-#         -DSYMBOL=name -P embed_source.cmake
+#         -DSYMBOL=name [-DINCLUDE_DIRS=dir,...] -P embed_source.cmake
 # The program is its root part, each `#include "name"` line in it replaced
-# by the text of that part (a file of the root's folder, named as a C
-# compiler takes it), recursively, each part once: a part included again
-# adds nothing, as its `#pragma once` says, and that line becomes a blank
-# one. A #line marker starts each part's text and the rest of a part after
-# an include, naming the part by its path from TOP, so that a compiler's
+# by the text of that part, recursively, each part once: a part included
+# again adds nothing, as its `#pragma once` says, and that line becomes a
+# blank one. A name is looked up as a C compiler with -I for each of
+# INCLUDE_DIRS looks it up: beside the including part, then in each
+# directory; it must name a file under the root's folder or one of them.
+# A #line marker starts each part's text and the rest of a part after an
+# include, naming the part by its path from TOP, so that a compiler's
 # message names the part and its line ("cl/export.cl:45:13: error: ..."),
 # not a line of the joined text. Defines `const char name[]`
 # (NUL-terminated), `const size_t name_length` and `const char name_file[]`
@@ -17,11 +19,29 @@
 cmake_minimum_required(VERSION 3.16)
 
 get_filename_component(folder "${ROOT}" DIRECTORY)
+string(REPLACE "," ";" include_dirs "${INCLUDE_DIRS}")
 set(directive_regex
     "\n[ \t]*#[ \t]*(include[ \t]*\"([^\"]*)\"|pragma[ \t]+once)[^\n]*")
 
 function(append text)
   set_property(GLOBAL APPEND_STRING PROPERTY program "${text}")
+endfunction()
+
+# Sets out to the file an include of name in part means, if it is one of
+# the program's: beside part, else under an include directory.
+function(find_part name part out)
+  get_filename_component(beside "${part}" DIRECTORY)
+  set(${out} "" PARENT_SCOPE)
+  foreach(base IN ITEMS "${beside}" ${include_dirs})
+    get_filename_component(path "${name}" ABSOLUTE BASE_DIR "${base}")
+    foreach(allowed IN ITEMS "${folder}" ${include_dirs})
+      file(RELATIVE_PATH inside "${allowed}" "${path}")
+      if(EXISTS "${path}" AND NOT inside MATCHES "^\\.\\./")
+        set(${out} "${path}" PARENT_SCOPE)
+        return()
+      endif()
+    endforeach()
+  endforeach()
 endfunction()
 
 # Appends a part's text with its includes' in their places.
@@ -54,11 +74,11 @@ function(embed part)
       append("\n") # the line stays, blank
       continue()
     endif()
-    get_filename_component(path "${included}" ABSOLUTE BASE_DIR "${folder}")
-    get_filename_component(path_folder "${path}" DIRECTORY)
-    if(NOT path_folder STREQUAL folder OR NOT EXISTS "${path}")
+    find_part("${included}" "${part}" path)
+    if(NOT path)
       message(FATAL_ERROR "${name}:${line}: \"${included}\" is no file of "
-                          "${folder}, where the program's parts are")
+                          "${folder} or of ${include_dirs}, where the "
+                          "program's parts are")
     endif()
     append("\n")
     embed("${path}")
