@@ -93,14 +93,12 @@ int command_bench(int argc, char **argv) {
              .step_updates_over_limit = -1,
              .step_calls_over_budget = -1,
              .step_set_kernel_arg = -1};
+  char only_help[1024];
+  bench_only_help(only_help, sizeof only_help);
   const cli_option options[] = {
       {"--runs", "N", "runs per figure, of which the median (default 300)",
        CLI_COUNT, &b.options.runs, 1, 1000000},
-      {"--only", "NAMES",
-       "comma-separated shape names, or completion, commit,\n"
-       "multi-group, row-operations, export, step, slots,\n"
-       "arguments, kv_cache",
-       CLI_TEXT, &b.options.only, 0, 0},
+      {"--only", "NAMES", only_help, CLI_TEXT, &b.options.only, 0, 0},
       {"--json", "FILE", "also write every figure as JSON", CLI_TEXT,
        &b.options.json_path, 0, 0},
       {"--plot", "FILE",
@@ -114,6 +112,11 @@ int command_bench(int argc, char **argv) {
                                sizeof options / sizeof options[0]};
   int parsed = cli_parse(&command, argc, argv);
   if (parsed != CLI_PARSED) return parsed;
+  char unknown[64];
+  if (b.options.only &&
+      bench_unknown_name(b.options.only, unknown, sizeof unknown))
+    return cli_usage_error(&command, "--only names no section or shape",
+                           unknown);
 
   for (int i = 0; i < BENCH_MAX_CALLS; ++i) {
     b.samples[i] = malloc(b.options.runs * sizeof(double));

@@ -75,8 +75,22 @@ double bench_median(double *values, size_t count);
 uint32_t bench_random(bench *b);
 /* malloc that ends the process when memory runs out (never NULL). */
 void *bench_allocate(size_t bytes);
-/* Whether --only names this shape or section (no --only: all of them). */
+/* The sections, by the names the report gives them and --only takes
+   ('-' and '_' alike, so row-operations is row_operations). */
+extern const char *const bench_section_names[];
+extern const size_t bench_num_sections;
+/* Whether --only names this section or shape (no --only: all of them). A
+   section's name must be in bench_section_names: the process ends on one
+   that is not, so that --only never refuses a section the bench runs. */
 bool bench_selected(const bench *b, const char *name);
+/* Whether --only names this shape or slot_mapping, every shape. */
+bool bench_shape_selected(const bench *b, const bench_shape *shape);
+/* Whether a comma-separated list of names holds one that names no section
+   or shape (an empty one too); if so, it is copied into unknown. */
+bool bench_unknown_name(const char *names, char *unknown, size_t size);
+/* --only's help: the sections and the shapes, in lines of up to 54
+   characters. */
+void bench_only_help(char *out, size_t size);
 
 /* Ends the process: "clbt bench: <what> failed: <status>: <message>". */
 void bench_die(const char *what, clbt_status status);

@@ -217,14 +217,85 @@ clbt_table_config bench_shape_config(const bench_shape *s,
       .cp_interleave_size = s->cp_interleave_size};
 }
 
-bool bench_selected(const bench *b, const char *name) {
-  if (!b->options.only) return true;
-  size_t length = strlen(name);
-  for (const char *p = b->options.only; (p = strstr(p, name)); p += length)
-    if ((p == b->options.only || p[-1] == ',') &&
-        (p[length] == ',' || p[length] == '\0'))
-      return true;
+const char *const bench_section_names[] = {
+    "slot_mapping", "completion", "commit", "multi_group", "row_operations",
+    "export",       "step",       "slots",  "arguments",   "kv_cache"};
+const size_t bench_num_sections =
+    sizeof bench_section_names / sizeof bench_section_names[0];
+
+/* Whether the first length characters of text are name, with '-' and '_'
+   taken as one character. */
+static bool same_name(const char *text, size_t length, const char *name) {
+  if (strlen(name) != length) return false;
+  for (size_t i = 0; i < length; ++i) {
+    char a = text[i] == '-' ? '_' : text[i];
+    char b = name[i] == '-' ? '_' : name[i];
+    if (a != b) return false;
+  }
+  return true;
+}
+
+/* Whether the first length characters of text name a section or a shape. */
+static bool known_name(const char *text, size_t length) {
+  for (size_t i = 0; i < bench_num_sections; ++i)
+    if (same_name(text, length, bench_section_names[i])) return true;
+  for (size_t i = 0; i < bench_num_shapes; ++i)
+    if (same_name(text, length, bench_shapes[i].name)) return true;
   return false;
+}
+
+bool bench_unknown_name(const char *names, char *unknown, size_t size) {
+  for (const char *p = names;; ++p) {
+    size_t length = strcspn(p, ",");
+    if (!known_name(p, length)) {
+      snprintf(unknown, size, "%.*s", (int)length, p);
+      return true;
+    }
+    p += length;
+    if (!*p) return false;
+  }
+}
+
+bool bench_selected(const bench *b, const char *name) {
+  if (!known_name(name, strlen(name))) {
+    /* A section missing from bench_section_names: --only would refuse
+       its name. tool_bench runs every section, so it ends here. */
+    fprintf(stderr, "clbt bench: section '%s' is not in bench_section_names\n",
+            name);
+    exit(EXIT_FAILURE);
+  }
+  if (!b->options.only) return true;
+  for (const char *p = b->options.only;; ++p) {
+    size_t length = strcspn(p, ",");
+    if (same_name(p, length, name)) return true;
+    p += length;
+    if (!*p) return false;
+  }
+}
+
+bool bench_shape_selected(const bench *b, const bench_shape *shape) {
+  return bench_selected(b, "slot_mapping") || bench_selected(b, shape->name);
+}
+
+void bench_only_help(char *out, size_t size) {
+  size_t used = (size_t)snprintf(out, size, "comma-separated names of sections:");
+  size_t line = used;
+  for (size_t i = 0; i < bench_num_sections + bench_num_shapes; ++i) {
+    const char *name = i < bench_num_sections
+                           ? bench_section_names[i]
+                           : bench_shapes[i - bench_num_sections].name;
+    const char *before = i == bench_num_sections ? "; or of batch shapes"
+                         : i ? ","
+                             : "";
+    const char *after = i == 0 ? " (every shape)" : "";
+    size_t length = strlen(before) + 1 + strlen(name) + strlen(after);
+    bool wrap = line + length > 54;
+    int written = snprintf(out + used, size - used, "%s%s%s%s", before,
+                           wrap ? "\n" : " ", name, after);
+    if (written < 0 || (size_t)written >= size - used) return;
+    used += (size_t)written;
+    line = wrap ? length - strlen(before) - 1 : line + length;
+  }
 }
 
 /* ---- the device -----------------------------------------------------------

@@ -66,7 +66,7 @@ static void run_group_by_group(bench *b, void *context, cl_event *event) {
  * work is small in the first and large in the second.
  */
 void bench_multi_group(bench *b) {
-  if (!bench_selected(b, "multi-group")) return;
+  if (!bench_selected(b, "multi_group")) return;
   static const clbt_group_config group_menu[4] = {
       {.block_size = 16, .max_num_blocks = BENCH_MAX_MODEL_LEN / 16},
       {.block_size = 32,

@@ -8,7 +8,7 @@
 #include "bench.h"
 
 void bench_row_operations(bench *b) {
-  if (!bench_selected(b, "row-operations")) return;
+  if (!bench_selected(b, "row_operations")) return;
   enum { ROWS = 1024, KV_BLOCKS = 8192, OPERATIONS = 200000 };
   clbt_table_config config = {.block_size = 16,
                               .max_num_reqs = ROWS,

@@ -81,7 +81,7 @@ void bench_slot_mapping(bench *b) {
   report *section = bench_section(b, "slot_mapping", caption);
   for (size_t i = 0; i < bench_num_shapes; ++i) {
     const bench_shape *s = &bench_shapes[i];
-    if (!bench_selected(b, s->name)) continue;
+    if (!bench_shape_selected(b, s)) continue;
     uint32_t kv_blocks;
     clbt_table_config config = bench_shape_config(s, &kv_blocks);
     uint64_t seed = bench_random(b);

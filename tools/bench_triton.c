@@ -185,7 +185,7 @@ size_t bench_triton_compare(bench *b) {
   report *section = bench_section(b, "triton_comparison", caption);
   size_t mismatches = 0;
   for (size_t i = 0; i < bench_num_shapes; ++i)
-    if (bench_selected(b, bench_shapes[i].name))
+    if (bench_shape_selected(b, &bench_shapes[i]))
       mismatches += compare_shape(b, section, bench_shapes[i].name);
   return mismatches;
 }
