@@ -218,14 +218,40 @@ clbt_table_config bench_shape_config(const bench_shape *s,
       .cp_interleave_size = s->cp_interleave_size};
 }
 
+/* Whether the first length characters of text are name, with '-' and '_'
+   taken as one character. */
+static bool same_name(const char *text, size_t length, const char *name) {
+  if (strlen(name) != length) return false;
+  for (size_t i = 0; i < length; ++i) {
+    char a = text[i] == '-' ? '_' : text[i];
+    char b = name[i] == '-' ? '_' : name[i];
+    if (a != b) return false;
+  }
+  return true;
+}
+
+bool bench_name_listed(const char *list, const char *name) {
+  for (const char *p = list;; ++p) {
+    size_t length = strcspn(p, ",");
+    if (same_name(p, length, name)) return true;
+    p += length;
+    if (!*p) return false;
+  }
+}
+
 bool bench_selected(const bench *b, const char *name) {
-  if (!b->options.only) return true;
-  size_t length = strlen(name);
-  for (const char *p = b->options.only; (p = strstr(p, name)); p += length)
-    if ((p == b->options.only || p[-1] == ',') &&
-        (p[length] == ',' || p[length] == '\0'))
-      return true;
+  const char *only = b->options.only;
+  if (!only || bench_name_listed(only, name)) return true;
+  if (strcmp(name, BENCH_SHAPES_NAME) != 0) return false;
+  for (size_t i = 0; i < bench_num_shapes; ++i)
+    if (bench_name_listed(only, bench_shapes[i].name)) return true;
   return false;
+}
+
+bool bench_shape_selected(const bench *b, const bench_shape *shape) {
+  const char *only = b->options.only;
+  return !only || bench_name_listed(only, BENCH_SHAPES_NAME) ||
+         bench_name_listed(only, shape->name);
 }
 
 /* ---- the device -----------------------------------------------------------

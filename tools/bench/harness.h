@@ -69,9 +69,9 @@ typedef struct bench {
 } bench;
 
 /* A section of the bench, an entry of bench.c's table: run adds its
-   records to the report. --only names it by name; NULL: a section that
-   decides for itself whether, and what, to run (the slot mapping's
-   records are the shapes --only names). */
+   records to the report. --only names it by name, the report's name for
+   it (bench_selected); NULL: a section that an option asks for instead
+   (the plot, the Triton comparison). */
 typedef struct bench_section_entry {
   const char *name;
   void (*run)(bench *b);
@@ -90,8 +90,17 @@ double bench_median(double *values, size_t count);
 uint32_t bench_random(bench *b);
 /* malloc that ends the process when memory runs out (never NULL). */
 void *bench_allocate(size_t bytes);
-/* Whether --only names this shape or section (no --only: all of them). */
+/* The name --only gives every shape at once: the name of the section
+   whose records are the shapes (the slot mapping's). */
+#define BENCH_SHAPES_NAME "slot_mapping"
+/* Whether a comma-separated list names name, '-' and '_' alike (so
+   row-operations names row_operations). */
+bool bench_name_listed(const char *list, const char *name);
+/* Whether --only names this section (no --only: every one); the shapes'
+   section is also selected by a shape's name. */
 bool bench_selected(const bench *b, const char *name);
+/* Whether --only names this shape, or every shape (BENCH_SHAPES_NAME). */
+bool bench_shape_selected(const bench *b, const bench_shape *shape);
 
 /* Ends the process: "clbt bench: <what> failed: <status>: <message>". */
 void bench_die(const char *what, clbt_status status);

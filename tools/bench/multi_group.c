@@ -126,5 +126,5 @@ static void bench_multi_group(bench *b) {
   }
 }
 
-const bench_section_entry bench_multi_group_section = {"multi-group",
+const bench_section_entry bench_multi_group_section = {"multi_group",
                                                        bench_multi_group};

@@ -51,5 +51,5 @@ static void bench_row_operations(bench *b) {
   clbt_table_destroy(table);
 }
 
-const bench_section_entry bench_row_operations_section = {"row-operations",
+const bench_section_entry bench_row_operations_section = {"row_operations",
                                                           bench_row_operations};

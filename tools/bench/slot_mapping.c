@@ -81,7 +81,7 @@ static void bench_slot_mapping(bench *b) {
   report *section = bench_section(b, "slot_mapping", caption);
   for (size_t i = 0; i < bench_num_shapes; ++i) {
     const bench_shape *s = &bench_shapes[i];
-    if (!bench_selected(b, s->name)) continue;
+    if (!bench_shape_selected(b, s)) continue;
     uint32_t kv_blocks;
     clbt_table_config config = bench_shape_config(s, &kv_blocks);
     uint64_t seed = bench_random(b);
@@ -153,7 +153,8 @@ static void bench_plot(bench *b) {
   report_string(b->root, "plot", b->options.plot_path);
 }
 
-/* The records are the shapes --only names; the plot runs with --plot. */
-const bench_section_entry bench_slot_mapping_section = {NULL,
+/* Its records are the shapes --only names (every one by its name); the
+   plot runs with --plot. */
+const bench_section_entry bench_slot_mapping_section = {BENCH_SHAPES_NAME,
                                                         bench_slot_mapping};
 const bench_section_entry bench_plot_section = {NULL, bench_plot};

@@ -186,7 +186,7 @@ static void bench_triton(bench *b) {
            b->options.compare_dir);
   report *section = bench_section(b, "triton_comparison", caption);
   for (size_t i = 0; i < bench_num_shapes; ++i)
-    if (bench_selected(b, bench_shapes[i].name))
+    if (bench_shape_selected(b, &bench_shapes[i]))
       b->failures += compare_shape(b, section, bench_shapes[i].name);
 }
 

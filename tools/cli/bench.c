@@ -39,14 +39,12 @@ static bool write_json(const report *root, const char *path) {
 int command_bench(int argc, char **argv) {
   bench_options chosen = {.runs = 300};
   const char *json_path = NULL;
+  char only_help[1024];
+  bench_only_help(only_help, sizeof only_help);
   const cli_option options[] = {
       {"--runs", "N", "runs per figure, of which the median (default 300)",
        CLI_COUNT, &chosen.runs, 1, 1000000},
-      {"--only", "NAMES",
-       "comma-separated shape names, or completion, commit,\n"
-       "multi-group, row-operations, export, step, slots,\n"
-       "arguments, kv_cache",
-       CLI_TEXT, &chosen.only, 0, 0},
+      {"--only", "NAMES", only_help, CLI_TEXT, &chosen.only, 0, 0},
       {"--json", "FILE", "also write every figure as JSON", CLI_TEXT,
        &json_path, 0, 0},
       {"--plot", "FILE",
@@ -60,6 +58,10 @@ int command_bench(int argc, char **argv) {
                                sizeof options / sizeof options[0]};
   int parsed = cli_parse(&command, argc, argv);
   if (parsed != CLI_PARSED) return parsed;
+  char unknown[64];
+  if (chosen.only && bench_unknown_name(chosen.only, unknown, sizeof unknown))
+    return cli_usage_error(&command, "--only names no section or shape",
+                           unknown);
 
   size_t failures = 0;
   report *root = bench_run(&chosen, &failures);
