@@ -67,7 +67,8 @@ static bool add_help_name(char *out, size_t size, size_t *used, size_t *line,
 }
 
 void bench_only_help(char *out, size_t size) {
-  size_t used = (size_t)snprintf(out, size, "comma-separated names of sections:");
+  size_t used =
+      (size_t)snprintf(out, size, "comma-separated names of sections:");
   size_t line = used;
   const char *before = "";
   for (size_t s = 0; s < NUM_SECTIONS; ++s) {
