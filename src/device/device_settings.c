@@ -84,8 +84,8 @@ static const char *reserved_define(const char *options, const char **name) {
 /*
  * Build options may not define or undefine clbt's own macros: a kernel
  * built with "-DCLBT_PAD_SLOT_ID=0" would make every pad a real KV slot.
- * The build refuses them too (src/device/program.c), in whatever form a
- * compiler takes them; this says so before any build, naming the option.
+ * The build refuses them too (src/device/program.c), in whatever form a compiler
+ * takes them; this says so before any build, naming the option.
  */
 static clbt_status check_options(const char *options, const char *name) {
   const char *macro = NULL;
