@@ -195,7 +195,8 @@ static clbt_status read_struct(const void *given, const struct_kind *kind,
   if (!given) return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL", kind->name);
   size_t size;
   clbt_status status = size_of(given, kind, kind->name, &size);
-  if (!status) status = check_unknown_fields(given, size, kind->own, kind->name);
+  if (!status)
+    status = check_unknown_fields(given, size, kind->own, kind->name);
   if (!status) copy_known(out, kind->own, given, size);
   return status;
 }

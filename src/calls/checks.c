@@ -163,7 +163,9 @@ clbt_status clbt__check_step_flags(uint32_t flags, bool on_device) {
 
 /*
  * A group's worst-case page count must fit the int32 indptr, and the dense
- * page table's rows of the batch its region (max_num_reqs x width).
+ * page table's rows of the batch its region (max_num_reqs x width). The
+ * first is the export's bound, not the table's: a table that never exports
+ * may be larger, so it is checked here rather than at creation.
  */
 static clbt_status check_pages(const clbt_table *group,
                                const clbt__batch *batch) {

@@ -15,10 +15,11 @@
 #include <string.h>
 #include <time.h>
 
-/* The kernels in cl/, embedded at build time (cmake/embed_source.cmake). */
-extern const char clbt__step_source[];
+/* The kernels in cl/, embedded at build time (cmake/embed_source.cmake):
+   each program's text, its length and its root part's path. */
+extern const char clbt__step_source[], clbt__step_source_file[];
 extern const size_t clbt__step_source_length;
-extern const char clbt__kv_cache_source[];
+extern const char clbt__kv_cache_source[], clbt__kv_cache_source_file[];
 extern const size_t clbt__kv_cache_source_length;
 
 static const struct {
@@ -27,9 +28,10 @@ static const struct {
   const char *file;
 } sources[] = {
     [CLBT__SOURCE_STEP] = {clbt__step_source, &clbt__step_source_length,
-                           "step.cl"},
+                           clbt__step_source_file},
     [CLBT__SOURCE_KV_CACHE] = {clbt__kv_cache_source,
-                               &clbt__kv_cache_source_length, "kv_cache.cl"},
+                               &clbt__kv_cache_source_length,
+                               clbt__kv_cache_source_file},
 };
 
 struct clbt__program_entry {
@@ -71,9 +73,10 @@ static void format_compiler_options(const char *extra, char *options) {
  * -U undoes. Each line refuses a name that something else defined first,
  * with an #error that names it, so a kernel cannot be built with another
  * pad id or other group constants than the host's, whatever form of option
- * a compiler takes. "#line 1" keeps the build log's line numbers the
- * source's. Writes at most size bytes of it, with its NUL, to out (NULL:
- * none) and returns its length, as snprintf does.
+ * a compiler takes. The source's own #line markers then number the build
+ * log's lines by its parts' (cmake/embed_source.cmake). Writes at most
+ * size bytes of it, with its NUL, to out (NULL: none) and returns its
+ * length, as snprintf does.
  */
 static size_t format_prelude(const char *defines, char *out, size_t size) {
   size_t used = 0;
@@ -90,11 +93,12 @@ static size_t format_prelude(const char *defines, char *out, size_t size) {
         name_length, name, name_length, name, name_length, name,
         (int)strcspn(value, " "), value);
   }
-  return used + (size_t)snprintf(out ? out + used : NULL,
-                                 out ? size - used : 0, "#line 1\n");
+  if (out && size > used) out[used] = '\0'; /* no defines */
+  return used;
 }
 
-/* Records a build failure with as much of the build log as the message holds. */
+/* Records a build failure with as much of the build log as the message
+   holds. */
 static clbt_status fail_with_log(cl_program program, cl_device_id device,
                                  const char *file, const char *options) {
   size_t log_size = 0;
@@ -211,7 +215,8 @@ clbt_status clbt__program_get(clbt_device *device, clbt__source source,
   if (!*program) {
     clbt__program_entry *entry = malloc(sizeof *entry);
     if (!entry)
-      status = clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for a program");
+      status = clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY,
+                          "no memory for a program");
     else
       status = build(device, source, specific_options, options,
                      &entry->program);

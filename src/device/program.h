@@ -7,10 +7,10 @@
 
 #include "clbt/clbt.h"
 
-/* The kernel sources in cl/. */
+/* The kernel sources in cl/, each a root part and the parts it includes. */
 typedef enum clbt__source {
-  CLBT__SOURCE_STEP,    /* cl/contract.h, then the parts CMakeLists.txt lists */
-  CLBT__SOURCE_KV_CACHE /* cl/kv_cache.h, kv_cache.cl */
+  CLBT__SOURCE_STEP,    /* cl/step.cl */
+  CLBT__SOURCE_KV_CACHE /* cl/kv_cache.cl */
 } clbt__source;
 
 /*
