@@ -252,7 +252,8 @@ CLBT_API const char *clbt_version_string(void);
   XX(CONTEXT_MISMATCH, -4011, "an OpenCL object belongs to another context")   \
   XX(INVALID_SELECTOR, -4012, "the device selector is malformed")              \
   XX(NO_MATCHING_DEVICE, -4013, "no OpenCL device matches the selector")       \
-  XX(UNSUPPORTED_DEVICE, -4014, "the device lacks a feature clbt needs")
+  XX(UNSUPPORTED_DEVICE, -4014, "the device lacks a feature clbt needs")       \
+  XX(READ_ONLY_BUFFER, -4015, "a buffer clbt writes is read-only to kernels")
 
 /**
  * What a call did: CLBT_SUCCESS, an OpenCL error code, or one of clbt's own
@@ -1737,8 +1738,8 @@ CLBT_API clbt_status clbt_multi_table_compute_step_host(
  * CLBT_TOO_MANY_REQUESTS; CLBT_TOO_MANY_TOKENS (num_rows above
  * max_num_batched_tokens); CLBT_SIZE_OVERFLOW for num_rows x
  * indices_per_row above UINT32_MAX; CLBT_BUFFER_TOO_SMALL;
- * CLBT_CONTEXT_MISMATCH; or an OpenCL error. A refused call enqueues
- * nothing.
+ * CLBT_CONTEXT_MISMATCH; CLBT_READ_ONLY_BUFFER for a token_slots made
+ * CL_MEM_READ_ONLY; or an OpenCL error. A refused call enqueues nothing.
  * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_token_slots(
@@ -1862,6 +1863,8 @@ typedef struct clbt_kv_cache clbt_kv_cache;
  * elements share an address (the message names the dimensions);
  * CLBT_CONTEXT_MISMATCH for a buffer of another context;
  * CLBT_BUFFER_TOO_SMALL when an element lies past its buffer's end;
+ * CLBT_READ_ONLY_BUFFER for a cache buffer made CL_MEM_READ_ONLY (the
+ * write's kernel stores there);
  * CLBT_SIZE_OVERFLOW when num_kv_heads x head_size exceeds INT32_MAX or an
  * address does not fit 64 bits; or an OpenCL error
  * (CLBT_CL_BUILD_PROGRAM_FAILURE with the build log).

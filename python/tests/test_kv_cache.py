@@ -818,3 +818,20 @@ def test_strided_views_c_cannot_address_are_refused_by_their_name(arrays, device
         assert refused.value.status == ("CLBT_BUFFER_TOO_SMALL" if case == "too few tokens"
                                         else "CLBT_INVALID_ARGUMENT")
     assert np.all(arrays.read(flat_buffer, poisoned) == -7.0)
+
+
+def test_a_read_only_cache_is_refused_and_the_packages_buffers_are_writable(arrays, device):
+    # A cache on a CL_MEM_READ_ONLY buffer was taken, and every write
+    # stored there, which OpenCL leaves undefined. Refused, naming it. The
+    # package's create_buffer made only such buffers (and this file used
+    # them as caches); it makes writable ones unless asked.
+    shape = dict(num_kv_heads=1, head_size=4, block_size=2, num_blocks=2,
+                 cache_dtype="float32")
+    with _opencl.create_buffer(arrays.context, 128, read_only=True) as read_only:
+        with pytest.raises(clbt.InvalidArgumentError) as refused:
+            clbt.KVCache(device, clbt.Buffer.from_int_ptr(read_only.int_ptr), **shape)
+        assert refused.value.status == "CLBT_READ_ONLY_BUFFER"
+        assert refused.value.message.startswith(
+            "config->key_cache is a CL_MEM_READ_ONLY buffer, which kernels may only read")
+    with _opencl.create_buffer(arrays.context, 128) as writable:
+        clbt.KVCache(device, clbt.Buffer.from_int_ptr(writable.int_ptr), **shape).close()

@@ -305,6 +305,9 @@ static clbt_status check_token_buffers(
                           sections_of, entries);
   if (!status && sections)
     status = check_not_storage(first, request->token_slots, "token_slots");
+  if (!status && sections)
+    status = clbt__check_writable(&first->engine->known, request->token_slots,
+                                  "token_slots");
   return status;
 }
 
