@@ -675,7 +675,8 @@ clbt_status clbt_kv_cache_enqueue_write(clbt_kv_cache *cache,
   clbt_status status = clbt__kv_write_read(given, &w);
   if (!status) status = check_write(cache, &w);
   if (!status)
-    status = clbt__check_wait_list(cache->device, num_events, wait_list);
+    status = clbt__check_wait_list(cache->device, "KV cache", num_events,
+                                   wait_list);
   kv_kernel *k = NULL;
   if (!status && w.num_tokens > 0) status = kernel_for(cache, &w, &k);
   if (status) return status;

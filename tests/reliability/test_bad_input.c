@@ -743,7 +743,8 @@ static const bad_input cases[] = {
         CLBT_INVALID_ARGUMENT, "wait_list is NULL with num_events 2", .a = 2,
         .num_events = 2),
     BAD(TABLE_ENQUEUE_EXPORT, "an event of another context", CLBT_CONTEXT_MISMATCH,
-        "wait_list[1] is an event of another OpenCL context",
+        "wait_list[1] is an event of another OpenCL context than the table's "
+        "device",
         .a = 2, .num_events = 2, .foreign_event = true),
     BAD(MULTI_ENQUEUE_EXPORT, "NULL table", CLBT_NULL_ARGUMENT,
         "table is NULL", .null = NULL_HANDLE, .a = 2),
@@ -2261,7 +2262,8 @@ static const kv_bad kv_cases[] = {
     KV_BAD(KV_WRITE, "a NULL event", CLBT_CL_INVALID_EVENT_WAIT_LIST,
            "wait_list[0] is NULL", .num_events = 1, .wait_list = true),
     KV_BAD(KV_WRITE, "an event of another context", CLBT_CONTEXT_MISMATCH,
-           "wait_list[1] is an event of another OpenCL context",
+           "wait_list[1] is an event of another OpenCL context than the KV "
+           "cache's device",
            .num_events = 2, .foreign_event = true),
     /* ---- the counter ---- */
     KV_BAD(KV_READ_REJECTED, "NULL cache", CLBT_NULL_ARGUMENT,
