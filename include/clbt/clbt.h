@@ -610,13 +610,15 @@ typedef enum clbt_slot_mode {
 
 /*
  * The structs a caller fills (the configs, clbt_step, clbt_host_step,
- * clbt_multi_host_step, clbt_token_slots_request, clbt_export_request) may
- * gain fields in later versions without breaking a compiled caller. Each
- * starts with struct_size: the struct's size in the caller's header (the
+ * clbt_multi_host_step, clbt_token_slots_request, clbt_export_request,
+ * clbt_kv_write) may gain fields in later versions without breaking a
+ * compiled caller. Each starts with struct_size: the struct's size in the
+ * caller's header (the
  * CLBT_*_INIT macros and `.struct_size = sizeof(clbt_table_config)` set
  * it), or 0, which stands for the struct's first layout with the field
  * (0.2's for the configs, 0.3's for the steps, 0.4's for the token-slots
- * request and the multi-group host step, 0.5's for the export request).
+ * request and the multi-group host step, 0.5's for the export request and
+ * the KV cache's config and write).
  * clbt reads the fields the caller's struct has and gives those it lacks
  * their default, 0; so a struct from an older header works with a newer
  * library, and one from a newer header works with an older library when
@@ -1824,7 +1826,7 @@ typedef enum clbt_kv_layout {
  * as the configs do (struct_size).
  */
 typedef struct clbt_kv_cache_config {
-  uint32_t struct_size;       /**< 0 (the 0.4 layout) or sizeof */
+  uint32_t struct_size;       /**< 0 (the 0.5 layout) or sizeof */
   clbt_kv_layout layout;      /**< 0: CLBT_KV_LAYOUT_FLASH */
   clbt_kv_dtype cache_dtype;  /**< required */
   clbt_kv_dtype input_dtype;  /**< the K/V a write reads; NONE: cache_dtype
@@ -1891,7 +1893,7 @@ CLBT_API void clbt_kv_cache_destroy(clbt_kv_cache *cache);
  * configs do.
  */
 typedef struct clbt_kv_write {
-  uint32_t struct_size;        /**< 0 (the 0.4 layout) or sizeof */
+  uint32_t struct_size;        /**< 0 (the 0.5 layout) or sizeof */
   uint32_t num_tokens;         /**< tokens to write, at most INT32_MAX */
   cl_mem key;                  /**< required with num_tokens > 0 */
   cl_mem value;                /**< required with num_tokens > 0 */
