@@ -505,26 +505,39 @@ class KVCache(_Closable):
         return "<clbt.KVCache %d heads x %d>" % (self.num_kv_heads, self.head_size)
 
 
+def scale_values(scale: Any, name: str) -> np.ndarray:
+    """A scale's values, flat, as float64: a number or an array of numbers
+    (a device array is read, which waits for the queue). A string or a
+    truth value, which float() and numpy would read as 1.0 ("1", True), is
+    no scale: refused as a wrong type, naming it."""
+    if hasattr(scale, "get") and hasattr(scale, "shape"):  # pyopencl.array.Array
+        scale = scale.get()
+    elif isinstance(scale, DeviceArray):
+        scale = scale.numpy()
+    values = None
+    if not isinstance(scale, (str, bytes)):
+        with contextlib.suppress(TypeError, ValueError):
+            values = np.asarray(scale)
+    if values is None or values.dtype.kind not in "fiu":
+        raise TypeMismatchError(INVALID_ARGUMENT, "%s is %s; a number expected" % (
+            name, _opencl.describe(scale)))
+    return values.astype(np.float64).reshape(-1)
+
+
 def as_float(scale: Any, name: str) -> float:
-    try:
-        return float(scale)
-    except (TypeError, ValueError):
-        raise TypeMismatchError(INVALID_ARGUMENT, "%s is %s; a float expected" % (
-            name, _opencl.describe(scale))) from None
+    """A scale that C may not read (the cache is not fp8 from another
+    type) as the float its field holds: one number."""
+    values = scale_values(scale, name)
+    if values.size != 1:
+        raise TypeMismatchError(INVALID_ARGUMENT, "%s is %s of %d values; a number "
+                                "expected" % (name, _opencl.describe(scale), values.size))
+    return float(values[0])
 
 
 def finite_scale(scale: Any, name: str) -> float:
     """A per-tensor scale as a float: a number, or an array of one element
     (a device array is read, which waits for the queue)."""
-    if hasattr(scale, "get") and hasattr(scale, "shape"):  # pyopencl.array.Array
-        scale = scale.get()
-    elif isinstance(scale, DeviceArray):
-        scale = scale.numpy()
-    try:
-        values = np.asarray(scale, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise TypeMismatchError(INVALID_ARGUMENT, "%s is %s; a float expected" % (
-            name, _opencl.describe(scale))) from None
+    values = scale_values(scale, name)
     if values.size != 1:
         raise Error(INVALID_ARGUMENT, "%s has %d elements; one per-tensor scale "
                     "expected (per-head scales are not supported)" % (name, values.size))

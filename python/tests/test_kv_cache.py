@@ -835,3 +835,37 @@ def test_a_read_only_cache_is_refused_and_the_packages_buffers_are_writable(arra
             "config->key_cache is a CL_MEM_READ_ONLY buffer, which kernels may only read")
     with _opencl.create_buffer(arrays.context, 128) as writable:
         clbt.KVCache(device, clbt.Buffer.from_int_ptr(writable.int_ptr), **shape).close()
+
+
+@pytest.mark.parametrize("bad", ["1", True, np.bool_(True), np.array([True]), b"2"],
+                         ids=["str", "bool", "numpy-bool", "bool-array", "bytes"])
+@pytest.mark.parametrize("cache_dtype", ["float32", "fp8_e4m3"])
+def test_a_scale_that_is_no_number_is_refused_by_its_name(arrays, device, bad,
+                                                          cache_dtype):
+    # k_scale="1" and k_scale=True were taken as 1.0 (float() and numpy
+    # read a numeric string and a truth value as numbers). Neither is a
+    # scale: refused as a wrong type naming it, from KVCache.write for
+    # every cache and from reshape_and_cache_flash for an fp8 one (vLLM's
+    # op reads no scale otherwise); nothing written.
+    fp8 = cache_dtype == "fp8_e4m3"
+    flat, flat_buffer, poisoned = arrays.array(
+        np.full(64, 0x5A if fp8 else -7.0, np.uint8 if fp8 else np.float32))
+    key, _, _ = arrays.array(np.ones((1, 1, 4), np.float32))
+    slots, _, _ = arrays.array(np.array([1], np.int64))
+    with clbt.KVCache(device, flat, num_kv_heads=1, head_size=4, block_size=2,
+                      num_blocks=4, cache_dtype=cache_dtype,
+                      input_dtype="float32" if fp8 else None) as cache:
+        for kwargs, name in [(dict(k_scale=bad), "k_scale"), (dict(v_scale=bad), "v_scale")]:
+            with pytest.raises(clbt.TypeMismatchError) as refused:
+                cache.write(key, key, slots, **kwargs)
+            assert refused.value.message.startswith(name + " is a"), refused.value.message
+            assert refused.value.message.endswith("; a number expected")
+    if fp8:
+        view = ((4, 2, 1, 4), np.uint8, (16, 4, 4, 1))
+        key_cache, value_cache = (DeviceArray(flat._memory, *view, at) for at in (0, 8))
+        for scales, name in [((bad, 1.0), "k_scale"), ((1.0, bad), "v_scale")]:
+            with pytest.raises(clbt.TypeMismatchError) as refused:
+                clbt.vllm.reshape_and_cache_flash(key, key, key_cache, value_cache, slots,
+                                                  "fp8", *scales)
+            assert refused.value.message.startswith(name + " is a")
+    assert np.all(arrays.read(flat_buffer, poisoned) == poisoned)
