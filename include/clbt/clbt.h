@@ -393,8 +393,9 @@ typedef struct clbt_device clbt_device;
  * when no OpenCL driver is installed, CLBT_UNSUPPORTED_DEVICE for a device
  * without OpenCL C 1.2 (or without 64-bit integers), CLBT_INVALID_ARGUMENT
  * when CLBT_BUILD_OPTIONS or CLBT_CACHE_DIR is one its setter refuses (too
- * long, or options that define or undefine a CLBT_ macro; the message names
- * the variable), or an OpenCL error.
+ * long, or options that define or undefine a CLBT_ macro, a name clbt's
+ * kernels use or one the compiler reserves; the message names the
+ * variable), or an OpenCL error.
  * [clbt_device, created: any thread]
  */
 CLBT_API clbt_status clbt_device_open(const char *selector, clbt_device **out);
@@ -459,11 +460,16 @@ CLBT_API cl_command_queue clbt_device_queue(const clbt_device *device);
  * take such an option in a form this does not see, the build fails instead
  * (CLBT_CL_BUILD_PROGRAM_FAILURE, the log naming the macro): clbt's own
  * defines reach the compiler as lines ahead of the source, each refusing a
- * name already defined.
+ * name already defined. Nor may options define or undefine a name the
+ * code of clbt's kernels uses ("-Dmin(a,b)=(a)" would change every bound
+ * a kernel takes the min of) or one the compiler reserves (beginning with
+ * __, or with _ and a capital letter): build options tune how the kernels
+ * compile, never what they compute (docs/cache.md). Any other -D is fine.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL device;
  * CLBT_INVALID_ARGUMENT for options of CLBT_BUILD_OPTIONS_SIZE characters
- * or more, or options that define or undefine a CLBT_ macro (the message
- * names it); either leaves the device's options as they were.
+ * or more, or options that define or undefine a CLBT_ macro, a name the
+ * kernels use or a reserved one (the message names it); either leaves the
+ * device's options as they were.
  * [clbt_device: any thread]
  */
 CLBT_API clbt_status clbt_device_set_build_options(clbt_device *device,

@@ -1356,6 +1356,10 @@ static const bad_input cases[] = {
         CLBT_INVALID_ARGUMENT,
         "options undefines CLBT_GROUP_0: macros named CLBT_* are clbt's own",
         .setting = "-U \"CLBT_GROUP_0\""),
+    BAD(DEVICE_SET_BUILD_OPTIONS, "options that redefine a builtin the kernels "
+        "use", CLBT_INVALID_ARGUMENT,
+        "options defines min: clbt's kernels use that name",
+        .setting = "-Dmin(a,b)=(a)"),
     BAD(DEVICE_BUILD_OPTIONS, "NULL device", CLBT_NULL_ARGUMENT,
         "device is NULL", .null = NULL_HANDLE, .size = 64),
     BAD(DEVICE_BUILD_OPTIONS, "NULL buf", CLBT_NULL_ARGUMENT, "buf is NULL",
