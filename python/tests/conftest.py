@@ -7,6 +7,8 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))  # model.py
 if os.environ.get("CLBT_TEST_WITHOUT_PYOPENCL"):  # as where it is not installed
     sys.modules["pyopencl"] = None
+if os.environ.get("CLBT_TEST_TORCH") == "0":  # as where it is not installed
+    sys.modules["torch"] = None
 
 import clbt  # noqa: E402
 
