@@ -252,7 +252,8 @@ CLBT_API const char *clbt_version_string(void);
   XX(CONTEXT_MISMATCH, -4011, "an OpenCL object belongs to another context")   \
   XX(INVALID_SELECTOR, -4012, "the device selector is malformed")              \
   XX(NO_MATCHING_DEVICE, -4013, "no OpenCL device matches the selector")       \
-  XX(UNSUPPORTED_DEVICE, -4014, "the device lacks a feature clbt needs")
+  XX(UNSUPPORTED_DEVICE, -4014, "the device lacks a feature clbt needs")       \
+  XX(READ_ONLY_BUFFER, -4015, "a buffer clbt writes is read-only to kernels")
 
 /**
  * What a call did: CLBT_SUCCESS, an OpenCL error code, or one of clbt's own
@@ -392,8 +393,9 @@ typedef struct clbt_device clbt_device;
  * when no OpenCL driver is installed, CLBT_UNSUPPORTED_DEVICE for a device
  * without OpenCL C 1.2 (or without 64-bit integers), CLBT_INVALID_ARGUMENT
  * when CLBT_BUILD_OPTIONS or CLBT_CACHE_DIR is one its setter refuses (too
- * long, or options that define or undefine a CLBT_ macro; the message names
- * the variable), or an OpenCL error.
+ * long, or options that define or undefine a CLBT_ macro, a name clbt's
+ * kernels use or one the compiler reserves; the message names the
+ * variable), or an OpenCL error.
  * [clbt_device, created: any thread]
  */
 CLBT_API clbt_status clbt_device_open(const char *selector, clbt_device **out);
@@ -458,11 +460,16 @@ CLBT_API cl_command_queue clbt_device_queue(const clbt_device *device);
  * take such an option in a form this does not see, the build fails instead
  * (CLBT_CL_BUILD_PROGRAM_FAILURE, the log naming the macro): clbt's own
  * defines reach the compiler as lines ahead of the source, each refusing a
- * name already defined.
+ * name already defined. Nor may options define or undefine a name the
+ * code of clbt's kernels uses ("-Dmin(a,b)=(a)" would change every bound
+ * a kernel takes the min of) or one the compiler reserves (beginning with
+ * __, or with _ and a capital letter): build options tune how the kernels
+ * compile, never what they compute (docs/cache.md). Any other -D is fine.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL device;
  * CLBT_INVALID_ARGUMENT for options of CLBT_BUILD_OPTIONS_SIZE characters
- * or more, or options that define or undefine a CLBT_ macro (the message
- * names it); either leaves the device's options as they were.
+ * or more, or options that define or undefine a CLBT_ macro, a name the
+ * kernels use or a reserved one (the message names it); either leaves the
+ * device's options as they were.
  * [clbt_device: any thread]
  */
 CLBT_API clbt_status clbt_device_set_build_options(clbt_device *device,
@@ -609,13 +616,15 @@ typedef enum clbt_slot_mode {
 
 /*
  * The structs a caller fills (the configs, clbt_step, clbt_host_step,
- * clbt_multi_host_step, clbt_token_slots_request, clbt_export_request) may
- * gain fields in later versions without breaking a compiled caller. Each
- * starts with struct_size: the struct's size in the caller's header (the
+ * clbt_multi_host_step, clbt_token_slots_request, clbt_export_request,
+ * clbt_kv_write) may gain fields in later versions without breaking a
+ * compiled caller. Each starts with struct_size: the struct's size in the
+ * caller's header (the
  * CLBT_*_INIT macros and `.struct_size = sizeof(clbt_table_config)` set
  * it), or 0, which stands for the struct's first layout with the field
  * (0.2's for the configs, 0.3's for the steps, 0.4's for the token-slots
- * request and the multi-group host step, 0.5's for the export request).
+ * request and the multi-group host step, 0.5's for the export request and
+ * the KV cache's config and write).
  * clbt reads the fields the caller's struct has and gives those it lacks
  * their default, 0; so a struct from an older header works with a newer
  * library, and one from a newer header works with an older library when
@@ -1737,8 +1746,8 @@ CLBT_API clbt_status clbt_multi_table_compute_step_host(
  * CLBT_TOO_MANY_REQUESTS; CLBT_TOO_MANY_TOKENS (num_rows above
  * max_num_batched_tokens); CLBT_SIZE_OVERFLOW for num_rows x
  * indices_per_row above UINT32_MAX; CLBT_BUFFER_TOO_SMALL;
- * CLBT_CONTEXT_MISMATCH; or an OpenCL error. A refused call enqueues
- * nothing.
+ * CLBT_CONTEXT_MISMATCH; CLBT_READ_ONLY_BUFFER for a token_slots made
+ * CL_MEM_READ_ONLY; or an OpenCL error. A refused call enqueues nothing.
  * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_token_slots(
@@ -1823,7 +1832,7 @@ typedef enum clbt_kv_layout {
  * as the configs do (struct_size).
  */
 typedef struct clbt_kv_cache_config {
-  uint32_t struct_size;       /**< 0 (the 0.4 layout) or sizeof */
+  uint32_t struct_size;       /**< 0 (the 0.5 layout) or sizeof */
   clbt_kv_layout layout;      /**< 0: CLBT_KV_LAYOUT_FLASH */
   clbt_kv_dtype cache_dtype;  /**< required */
   clbt_kv_dtype input_dtype;  /**< the K/V a write reads; NONE: cache_dtype
@@ -1862,6 +1871,8 @@ typedef struct clbt_kv_cache clbt_kv_cache;
  * elements share an address (the message names the dimensions);
  * CLBT_CONTEXT_MISMATCH for a buffer of another context;
  * CLBT_BUFFER_TOO_SMALL when an element lies past its buffer's end;
+ * CLBT_READ_ONLY_BUFFER for a cache buffer made CL_MEM_READ_ONLY (the
+ * write's kernel stores there);
  * CLBT_SIZE_OVERFLOW when num_kv_heads x head_size exceeds INT32_MAX or an
  * address does not fit 64 bits; or an OpenCL error
  * (CLBT_CL_BUILD_PROGRAM_FAILURE with the build log).
@@ -1888,7 +1899,7 @@ CLBT_API void clbt_kv_cache_destroy(clbt_kv_cache *cache);
  * configs do.
  */
 typedef struct clbt_kv_write {
-  uint32_t struct_size;        /**< 0 (the 0.4 layout) or sizeof */
+  uint32_t struct_size;        /**< 0 (the 0.5 layout) or sizeof */
   uint32_t num_tokens;         /**< tokens to write, at most INT32_MAX */
   cl_mem key;                  /**< required with num_tokens > 0 */
   cl_mem value;                /**< required with num_tokens > 0 */

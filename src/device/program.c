@@ -10,6 +10,7 @@
 #include "device/binary_cache.h"
 #include "device/handle.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,60 @@ static const struct {
                                &clbt__kv_cache_source_length,
                                clbt__kv_cache_source_file},
 };
+
+/* The end of the comment or string literal that starts at text (one left
+   open runs to end), or text itself when none starts there. */
+static const char *skip_comment_or_string(const char *text, const char *end) {
+  if (text + 1 < end && text[0] == '/' && text[1] == '/') {
+    const char *line = memchr(text, '\n', (size_t)(end - text));
+    return line ? line : end;
+  }
+  if (text + 1 < end && text[0] == '/' && text[1] == '*') {
+    for (const char *c = text + 2; c + 1 < end; ++c)
+      if (c[0] == '*' && c[1] == '/') return c + 2;
+    return end;
+  }
+  if (text[0] != '"') return text;
+  for (const char *c = text + 1; c < end; ++c) {
+    if (*c == '\\') ++c;
+    else if (*c == '"') return c + 1;
+  }
+  return end;
+}
+
+static bool is_identifier_char(char c) {
+  return isalnum((unsigned char)c) || c == '_';
+}
+
+/* Whether one source's code has the identifier; a number ("1e5", "0x1Fu")
+   is read whole, so its letters are no identifier. */
+static bool source_uses(const char *text, size_t size, const char *name,
+                        size_t length) {
+  const char *end = text + size;
+  for (const char *c = text; c < end;) {
+    const char *after = skip_comment_or_string(c, end);
+    if (after != c) {
+      c = after;
+    } else if (isdigit((unsigned char)*c)) {
+      while (c < end && (is_identifier_char(*c) || *c == '.')) ++c;
+    } else if (is_identifier_char(*c)) {
+      const char *start = c;
+      while (c < end && is_identifier_char(*c)) ++c;
+      if ((size_t)(c - start) == length && memcmp(start, name, length) == 0)
+        return true;
+    } else {
+      ++c;
+    }
+  }
+  return false;
+}
+
+bool clbt__kernels_use(const char *name, size_t length) {
+  for (size_t s = 0; s < sizeof sources / sizeof sources[0]; ++s)
+    if (source_uses(sources[s].text, *sources[s].length, name, length))
+      return true;
+  return false;
+}
 
 struct clbt__program_entry {
   clbt__source source;              /* the cache key: source and options */
