@@ -3,10 +3,10 @@
  * attention's kernels (cl/attention_*.cl): the -D options that specialise
  * them, the struct they take by value, their argument list, and the
  * records their split contexts leave for the reduce. The library includes
- * this file, and the build puts it (after include/clbt/clbt_kv_pages.h)
- * in front of the kernels' source, so that both sides expand the same
- * list and declare the same struct, in the common subset of C11 and
- * OpenCL C 1.2 (every field on its own size, no padding).
+ * this file, and so do the kernels (cl/attention_common.cl), so that both
+ * sides expand the same list and declare the same struct, in the common
+ * subset of C11 and OpenCL C 1.2 (every field on its own size, no
+ * padding).
  *
  * One program per descriptor and cache alignment, built with
  *   -DCLBT_ATT_Q=<type> -DCLBT_ATT_KV=<type> -DCLBT_ATT_OUT=<type>
@@ -39,9 +39,8 @@ typedef uint cl_uint;
 typedef ulong cl_ulong;
 typedef float cl_float;
 #endif
-#else
-#include "clbt/clbt_kv_pages.h"
 #endif
+#include "clbt/clbt_kv_pages.h"
 
 /* clbt_attention_arguments.flags */
 #define CLBT_ATT_SINKS 0x01u       /* sinks holds each head's sink logit */

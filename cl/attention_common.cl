@@ -5,13 +5,17 @@
  * sequence's row and key range through the page table
  * (include/clbt/clbt_kv_pages.h), the end of a row (its output and lse,
  * or a split's partial record), and the reduce that merges the splits.
- * The build puts clbt_kv_pages.h, cl/attention.h, cl/kv_types.cl, this
- * file, cl/attention_decode.cl and cl/attention_tiles.cl in one source.
+ * The decode and tile kernels include it; cl/attention.cl, the program's
+ * root, includes them.
  *
  * Scores are kept in log2 units (the host folds log2(e) into the scale),
  * so that every exponential is an exp2; lse is given in natural log.
  * docs/semantics.md, "Paged attention", has every rule.
  */
+#pragma once
+#include "kv_cache.h" /* the element types' codes */
+#include "attention.h"
+#include "kv_types.cl"
 
 #define ATT_CAT_(a, b) a##b
 #define ATT_CAT(a, b) ATT_CAT_(a, b)

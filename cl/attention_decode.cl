@@ -16,6 +16,8 @@
  * With splits, each work-group writes its split's partial record and the
  * reduce (cl/attention_common.cl) merges them; else it writes the output.
  */
+#pragma once
+#include "attention_common.cl"
 
 #define LOCAL CLBT_ATT_LOCAL
 #define LANE CLBT_ATT_LANE

@@ -12,6 +12,8 @@
  * first is cu_seqlens_q[s] / TQ + s. A GPU's kernel only: a CPU runs
  * every batch through the decode kernel.
  */
+#pragma once
+#include "attention_common.cl"
 #if CLBT_ATT_TILE_LOCAL
 
 #define TL CLBT_ATT_TILE_LOCAL

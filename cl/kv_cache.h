@@ -2,9 +2,9 @@
  * The contract between the host (src/kv/) and the KV-cache write
  * kernel (cl/kv_cache.cl): the element types it converts between, the -D
  * options that specialise it, and the one struct it takes by value. The
- * library includes this file and the build puts it in front of the
- * kernel's source (cmake/embed_source.cmake), so that both sides declare
- * the same struct and argument list. It holds only preprocessor
+ * library includes this file, and so do the kernels (cl/kv_cache.cl, and
+ * the attention's through cl/attention.h), so that both sides declare the
+ * same struct and argument list. It holds only preprocessor
  * definitions, an enum and a struct in the common subset of C11 and
  * OpenCL C 1.2 (every field on its own size, no padding, so that both
  * sides lay it out alike).
@@ -37,9 +37,8 @@ typedef uint cl_uint;
 typedef ulong cl_ulong;
 typedef float cl_float;
 #endif
-#else
-#include "clbt/clbt_kv_pages.h"
 #endif
+#include "clbt/clbt_kv_pages.h"
 
 /*
  * A write's arguments by value: where everything is, in elements of its
@@ -47,9 +46,9 @@ typedef float cl_float;
  * num_kv_heads x head_size, heads contiguous) is read at
  * key_at + t x key_stride + h x head_size + e, and written, for slot s of
  * block b = s / block_size and page p = s % block_size, where the cache's
- * pages say (clbt_kv_pages_key, include/clbt/clbt_kv_pages.h, which the
- * build puts in front of this file); V alike. The host fills what the
- * cache fixes once, at creation, and the rest at each write.
+ * pages say (clbt_kv_pages_key, include/clbt/clbt_kv_pages.h); V alike.
+ * The host fills what the cache fixes once, at creation, and the rest at
+ * each write.
  */
 typedef struct clbt_kv_arguments {
   clbt_kv_pages pages;   /* the cache's addressing and block size */

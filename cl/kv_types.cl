@@ -1,10 +1,11 @@
 /*
  * The element types' conversions to and from float, shared by the KV
- * programs (the build puts this file in front of cl/kv_cache.cl and the
- * attention's kernels). Bit operations, so that they are exact on every
- * device: OpenCL C 1.2 has no bf16 or fp8, and half arithmetic is
- * optional. float holds fp16, bf16 and fp8 e4m3fn values exactly.
+ * programs (cl/kv_cache.cl and cl/attention_common.cl include it). Bit
+ * operations, so that they are exact on every device: OpenCL C 1.2 has no
+ * bf16 or fp8, and half arithmetic is optional. float holds fp16, bf16
+ * and fp8 e4m3fn values exactly.
  */
+#pragma once
 
 /* ---- to float: exact for every type ----------------------------------- */
 

@@ -10,25 +10,6 @@
 
 #include <stdio.h>
 
-/* A buffer the kernels write: not one the caller made read-only (a
-   driver may keep such a buffer where a write does not land, or corrupts
-   what lies beside it). */
-static clbt_status check_writable(cl_mem buffer, const char *name) {
-  cl_mem_flags flags = 0;
-  clbt_status status = CLBT_SUCCESS;
-  if (!buffer) return CLBT_SUCCESS;
-  CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_FLAGS, sizeof flags, &flags,
-                                  NULL),
-               status, done);
-  if (flags & CL_MEM_READ_ONLY)
-    status = clbt__fail(CLBT_INVALID_ARGUMENT,
-                        "batch->%s is a read-only buffer (CL_MEM_READ_ONLY): "
-                        "the attention writes it",
-                        name);
-done:
-  return status;
-}
-
 /* The elements a [count][heads][width] array spans by its strides: the
    last one's index + 1; false past 64 bits. */
 static bool span_of(uint32_t count, uint64_t token_stride, uint32_t heads,
@@ -128,7 +109,9 @@ clbt_status clbt__attention_check_buffers(clbt_attention *t,
   if (!status)
     status = check_size(t, b->lse, "lse", b->lse_offset, b->num_tokens,
                         a->lse_token_stride, heads, a->lse_head_stride, 1, 4);
-  if (!status && b->num_tokens) status = check_writable(b->output, "output");
-  if (!status && b->num_tokens) status = check_writable(b->lse, "lse");
+  if (!status && b->num_tokens)
+    status = clbt__check_writable(&t->known, b->output, "batch->output");
+  if (!status && b->num_tokens && b->lse)
+    status = clbt__check_writable(&t->known, b->lse, "batch->lse");
   return status;
 }

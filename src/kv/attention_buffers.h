@@ -16,8 +16,8 @@
  * per-sequence descales (when `descales`) and lse, each from its offset,
  * asking the driver about each buffer once (the descriptor's known
  * buffers); then that the output and lse are writable. Fails with
- * CLBT_SIZE_OVERFLOW, CLBT_BUFFER_TOO_SMALL, CLBT_INVALID_ARGUMENT (a
- * read-only output or lse) or the driver's error, naming the field.
+ * CLBT_SIZE_OVERFLOW, CLBT_BUFFER_TOO_SMALL, CLBT_READ_ONLY_BUFFER (an
+ * output or lse made CL_MEM_READ_ONLY) or the driver's error, naming the field.
  */
 clbt_status clbt__attention_check_buffers(
     clbt_attention *attention, const clbt_attention_batch *batch,

@@ -76,8 +76,8 @@ clbt_status clbt__attention_enqueue(clbt_attention *attention,
   clbt_status status =
       clbt__attention_check(attention, cache, batch, table, &launch);
   if (!status)
-    status =
-        clbt__check_wait_list(attention->device, num_events, wait_list);
+    status = clbt__check_wait_list(attention->device, "attention", num_events,
+                                   wait_list);
   bool work = !status && batch->num_tokens > 0;
   if (work)
     status = clbt__attention_make_kernels(

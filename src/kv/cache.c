@@ -177,6 +177,11 @@ clbt_status clbt__kv_cache_create(clbt_device *device,
                                 "value_offset", read.value_offset, span);
   if (!status && read.value_cache && read.value_cache != read.key_cache)
     status = check_kv_apart(cache, span);
+  if (!status)
+    status = clbt__check_writable(NULL, read.key_cache, "config->key_cache");
+  if (!status && read.value_cache)
+    status = clbt__check_writable(NULL, read.value_cache,
+                                  "config->value_cache");
   if (!status) status = retain(read.key_cache, &cache->key_cache);
   if (!status) status = retain(value_cache, &cache->value_cache);
   if (!status) status = query_fp64(cache);

@@ -132,7 +132,8 @@ clbt_status clbt__kv_write_enqueue(clbt_kv_cache *cache, clbt_kv_write *w,
                                    cl_event *event) {
   clbt_status status = clbt__kv_write_check(cache, w);
   if (!status)
-    status = clbt__check_wait_list(cache->device, num_events, wait_list);
+    status = clbt__check_wait_list(cache->device, "KV cache", num_events,
+                                   wait_list);
   clbt__kv_kernel *k = NULL;
   if (!status && w->num_tokens > 0) status = kernel_for(cache, w, &k);
   if (status) return status;

@@ -179,8 +179,9 @@ static const bad cases[] = {
         "batch->query: 3 rows 9223372036854775807 elements apart from 0 end "
         "past 64 bits",
         BATCH(query_token_stride, UINT64_MAX / 2)),
-    BAD(ENQUEUE, "a read-only output", CLBT_INVALID_ARGUMENT,
-        "batch->output is a read-only buffer (CL_MEM_READ_ONLY)",
+    BAD(ENQUEUE, "a read-only output", CLBT_READ_ONLY_BUFFER,
+        "batch->output is a CL_MEM_READ_ONLY buffer, which kernels may "
+        "only read",
         .swap = READ_ONLY_OUTPUT),
     BAD(ENQUEUE, "a query of another context", CLBT_CONTEXT_MISMATCH,
         "batch->query belongs to another OpenCL context than the "
