@@ -281,7 +281,16 @@ static void prefill_record(bench *b, report *section, layer *l) {
   report_number(record, "tflop_s", flops_of(l->shape) / device / 1e6, 2);
 }
 
-static void bench_attention(bench *b) {
+/* The kinds of shapes, a section each. */
+typedef enum shape_kind { DECODES, SHORT, PREFILL } shape_kind;
+
+static shape_kind kind_of(const attention_shape *s) {
+  return s->chunk ? PREFILL : s->seqs == 1 ? SHORT : DECODES;
+}
+
+/* Runs a section's shapes of the device's list (a GPU's, or a CPU's
+   smaller ones), each on descriptors made for the section. */
+static void run_shapes(bench *b, shape_kind kind, report *section) {
   cl_device_type type = 0;
   bench_check_cl(clGetDeviceInfo(clbt_device_id(b->device), CL_DEVICE_TYPE,
                                  sizeof type, &type, NULL),
@@ -290,24 +299,11 @@ static void bench_attention(bench *b) {
   const attention_shape *shapes = gpu ? gpu_shapes : cpu_shapes;
   size_t count = gpu ? sizeof gpu_shapes / sizeof gpu_shapes[0]
                      : sizeof cpu_shapes / sizeof cpu_shapes[0];
-  const char *tuning = getenv("CLBT_ATTENTION_TUNING");
-  char caption[640];
-  snprintf(caption, sizeof caption,
-           "paged attention, %d query heads on %d KV heads of %d, bf16, "
-           "%d-token blocks (tuning: %s): decodes to completion against "
-           "clEnqueueCopyBuffer moving as many bytes (of_copy, target >= "
-           "%.2f from 256 MiB), one short sequence against an empty "
-           "kernel's call (target <= %.1f), a chunked prefill beside "
-           "decodes; medians of %u runs, microseconds",
-           HEADS, KV_HEADS, HEAD, BLOCK, tuning ? tuning : "the device's row",
-           DECODE_TARGET, SHORT_TARGET, (unsigned)b->options.runs);
-  report *decodes = bench_section(b, "attention_decode", caption);
-  report *shorts = report_array(b->root, "attention_short");
-  report *prefills = report_array(b->root, "attention_prefill");
   clbt_attention *timed = make_attention(b->device);
   clbt_attention *profiled = make_attention(b->profiled);
   for (size_t i = 0; i < count; ++i) {
     layer l;
+    if (kind_of(&shapes[i]) != kind) continue;
     if (!make_layer(b, &shapes[i], &l)) {
       fprintf(stderr, "clbt bench: %s does not fit one buffer, left out\n",
               shapes[i].name);
@@ -315,17 +311,54 @@ static void bench_attention(bench *b) {
     }
     l.timed_attention = timed;
     l.profiled_attention = profiled;
-    if (shapes[i].chunk)
-      prefill_record(b, prefills, &l);
-    else if (shapes[i].seqs == 1)
-      short_record(b, shorts, &l, gpu);
+    if (kind == PREFILL)
+      prefill_record(b, section, &l);
+    else if (kind == SHORT)
+      short_record(b, section, &l, gpu);
     else
-      decode_record(b, decodes, &l);
+      decode_record(b, section, &l);
     free_layer(&l);
   }
   clbt_attention_destroy(timed);
   clbt_attention_destroy(profiled);
 }
 
-const bench_section_entry bench_attention_section = {"attention",
-                                                     bench_attention};
+static void bench_attention_decode(bench *b) {
+  const char *tuning = getenv("CLBT_ATTENTION_TUNING");
+  char caption[640];
+  snprintf(caption, sizeof caption,
+           "paged attention, %d query heads on %d KV heads of %d, bf16, "
+           "%d-token blocks (tuning: %s): decodes to completion against "
+           "clEnqueueCopyBuffer moving as many bytes (of_copy, target >= "
+           "%.2f from 256 MiB on a GPU); medians of %u runs, microseconds",
+           HEADS, KV_HEADS, HEAD, BLOCK, tuning ? tuning : "the device's row",
+           DECODE_TARGET, (unsigned)b->options.runs);
+  run_shapes(b, DECODES, bench_section(b, "attention_decode", caption));
+}
+
+static void bench_attention_short(bench *b) {
+  char caption[320];
+  snprintf(caption, sizeof caption,
+           "one sequence's paged attention against an empty kernel's call, "
+           "both to completion (target <= %.1f on a GPU); medians of %u "
+           "runs, microseconds",
+           SHORT_TARGET, (unsigned)b->options.runs);
+  run_shapes(b, SHORT, bench_section(b, "attention_short", caption));
+}
+
+static void bench_attention_prefill(bench *b) {
+  char caption[320];
+  snprintf(caption, sizeof caption,
+           "a chunked prefill beside decodes in one paged-attention call "
+           "(tools/gpu/attention_triton.py sets it beside vLLM's Triton "
+           "kernel); medians of %u runs, microseconds",
+           (unsigned)b->options.runs);
+  run_shapes(b, PREFILL, bench_section(b, "attention_prefill", caption));
+}
+
+const bench_section_entry bench_attention_decode_section = {
+    "attention_decode", bench_attention_decode};
+const bench_section_entry bench_attention_short_section = {
+    "attention_short", bench_attention_short};
+const bench_section_entry bench_attention_prefill_section = {
+    "attention_prefill", bench_attention_prefill};

@@ -56,7 +56,8 @@ status=0
 for i in "${!VARIANTS[@]}"; do
   variant=${VARIANTS[$i]}
   echo "== variant $i: ${variant:-the GPU row}" | tee -a "$out/bench_attention.txt"
-  CLBT_ATTENTION_TUNING=$variant ./build-gpu/clbt bench --only attention \
+  CLBT_ATTENTION_TUNING=$variant ./build-gpu/clbt bench \
+    --only attention_decode,attention_short,attention_prefill \
     --runs "$runs" --json "$out/bench_attention_$i.json" \
     2>> "$out/bench_attention_stderr.txt" | tee -a "$out/bench_attention.txt" ||
     status=1

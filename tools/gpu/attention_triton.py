@@ -18,7 +18,8 @@ attention.c: decodes of 16-256 sequences with 1k-32k contexts, one
 short sequence, a 2048-token chunk beside 63 decodes; 32 query heads on 8
 KV heads of 128, bf16): each call plus a wait for it, and Triton's device
 time (CUDA events, and triton.testing.do_bench, which flushes L2), beside
-clbt's device figures from --bench-json (clbt bench --only attention).
+clbt's device figures from --bench-json (clbt bench --only
+attention_decode,attention_short,attention_prefill).
 vLLM's kernel is launched as its Triton backend launches it: the 3D
 (split) kernel for decode batches of at most 128 / num_kv_heads
 sequences, 16 segments.
