@@ -109,8 +109,9 @@ static request_export export_of(uint r, const export_batch *batch,
   ulong local_length = local_count((ulong)length, g);
   ulong past = local_count((ulong)(length - (end - begin)), g);
   uint pages = pages_of(local_length, page_size);
-  if (pages > committed_row_of(rows, row).length ||
-      pages > max_pages) {
+  committed_row committed;
+  committed_row_of(rows, row, &committed);
+  if (pages > committed.length || pages > max_pages) {
     e = none;
     e.rejected = true;
     return e;
@@ -228,7 +229,8 @@ static void write_request(export_regions out, uint r, request_export e,
 static void copy_request(export_regions out, uint r, uint2 offset,
                          uint2 next, int row, uint lane, uint lanes) {
   uint pages = next.x - offset.x, context_pages = next.y - offset.y;
-  committed_row ids = committed_row_of(&out.rows, row);
+  committed_row ids;
+  committed_row_of(&out.rows, row, &ids);
   copy_committed(out.indices + offset.x, &out.rows, &ids, lane, pages, lanes);
   if (out.context)
     copy_committed(out.context_indices + offset.y, &out.rows, &ids, lane,

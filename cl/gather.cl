@@ -43,7 +43,8 @@ static uint plan_position(uint b, const gather_batch *batch,
       (ulong)b * CLBT_GATHER_RECORD_WORDS;
   __global ulong *recorded_version =
       (__global ulong *)(record + CLBT_GATHER_RECORD_VERSION);
-  committed_row committed = committed_row_of(rows, row);
+  committed_row committed;
+  committed_row_of(rows, row, &committed);
   ulong version = row >= 0 ? committed_version(rows, &committed) : 0;
   uint length = committed.length;
   uint extent = record[CLBT_GATHER_RECORD_EXTENT];

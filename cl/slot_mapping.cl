@@ -89,7 +89,8 @@ static void map_token(uint token, int request, const map_batch *batch,
     long slot = CLBT_PAD_SLOT_ID;
     if (row_in_table) {
       committed_group rows = committed_group_of(packet, g, storage, at);
-      committed_row committed = committed_row_of(&rows, row);
+      committed_row committed;
+      committed_row_of(&rows, row, &committed);
       slot = slot_of(position, &rows, &committed, &rejected[g],
                      group_table[g]);
     }

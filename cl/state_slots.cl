@@ -67,7 +67,8 @@ static uint write_state_slots(const state_request *request, uint b,
     return request->rejected ? 1 : 0;
   }
   ulong first = request->last / kernel_block_size;
-  committed_row row = committed_row_of(rows, request->row);
+  committed_row row;
+  committed_row_of(rows, request->row, &row);
   ulong length = row.length;
   for (uint s = 0; s < count; ++s)
     ids[s] = first + s < length ? committed_id(rows, &row, first + s)

@@ -106,7 +106,8 @@ static void write_token_slot_groups(const token_batch *batch,
       clbt_group_layout at = layout.groups[g];
       __global int *out = batch->token_slots + section++ * (ulong)entries;
       committed_group rows = committed_group_of(packet, g, storage, at);
-      committed_row row = committed_row_of(&rows, t.row);
+      committed_row row;
+      committed_row_of(&rows, t.row, &row);
       for (uint e = from; e < to; ++e)
         out[e] = token_slot_of(batch->token_indices[e], t, &rows, &row,
                                &rejected[g], group_table[g]);
