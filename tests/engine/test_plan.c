@@ -38,6 +38,7 @@ static const clbt__launch_shape one_group = {
     .tuning = &cpu_row,
     .num_classes = 1,
     .record_words = {128},
+    .local_sizes = {1},
     .has_inline = true};
 
 /* Three record sizes, as a GPU's: 64, 512 and 2048 words. */
@@ -47,6 +48,7 @@ static const clbt__launch_shape three_sizes = {
     .tuning = &gpu_row,
     .num_classes = 3,
     .record_words = {64, 512, 2048},
+    .local_sizes = {256, 256, 256},
     .has_inline = true};
 
 /* The same on an H200's 132 compute units, a 16384-slot slot mapping. */
@@ -56,19 +58,37 @@ static const clbt__launch_shape h200 = {
     .tuning = &gpu_row,
     .num_classes = 3,
     .record_words = {64, 512, 2048},
+    .local_sizes = {256, 256, 256},
     .has_inline = true,
     .compute_units = 132,
     .max_num_tokens = 16384};
 
 static clbt__commit_plan scatter(uint32_t rows, uint64_t cells) {
-  return (clbt__commit_plan){CLBT_COMMIT_SCATTER, 16, {rows, cells}, 0};
+  return (clbt__commit_plan){
+      .mode = CLBT_COMMIT_SCATTER, .rows = 16, .pending = {rows, cells}};
+}
+
+/* One launch's share of a call, as a call's plan makes it: its first half
+   (clbt__plan_share), then its place, record sizes and grids
+   (clbt__plan_place). */
+static void plan_launch(const clbt__launch_shape *shape, uint32_t groups,
+                        uint32_t work, uint32_t num_tokens, uint32_t padded,
+                        clbt__commit_plan *commits, clbt__launch_plan *out) {
+  clbt__launch_part part = {.shape = shape, .groups = groups,
+                            .commits = commits};
+  clbt__call_plan plan = {.work = work, .num_tokens = num_tokens,
+                          .padded = padded, .launches = &part,
+                          .num_launches = 1};
+  clbt__plan_share(shape, groups, work, commits, &part.share);
+  clbt__plan_place(&plan);
+  *out = part.share;
 }
 
 /* A call that commits nothing: no part, the entry of its work, the
    smallest record. */
 START_TEST(a_call_without_a_commit_carries_no_packet) {
   clbt__launch_plan plan;
-  clbt__plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, NULL, &plan);
+  plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, NULL, &plan);
   ck_assert_int_eq(plan.place, CLBT__PACKET_NONE);
   ck_assert_uint_eq(plan.part_words, 0);
   ck_assert_uint_eq(plan.work, CLBT_WORK_MAP);
@@ -84,7 +104,7 @@ END_TEST
 START_TEST(a_small_part_travels_in_the_record) {
   clbt__commit_plan commits[1] = {scatter(2, 5)};
   clbt__launch_plan plan;
-  clbt__plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
   ck_assert_uint_eq(commits[0].packet_at, 2);
   ck_assert_uint_eq(plan.part_words, 15);
   ck_assert_uint_eq(plan.scatter_items, 7);
@@ -100,7 +120,7 @@ END_TEST
 START_TEST(a_commit_alone_scatters_its_record) {
   clbt__commit_plan commits[1] = {scatter(2, 5)};
   clbt__launch_plan plan;
-  clbt__plan_launch(&one_group, 0x1, 0, 0, 0, commits, &plan);
+  plan_launch(&one_group, 0x1, 0, 0, 0, commits, &plan);
   ck_assert_int_eq(plan.place, CLBT__PACKET_INLINE_APART);
   ck_assert(plan.scatters);
   ck_assert_int_eq(plan.scatter_entry, CLBT__ENTRY_SCATTER);
@@ -116,13 +136,13 @@ END_TEST
 START_TEST(a_part_past_the_record_is_uploaded) {
   clbt__commit_plan commits[1] = {scatter(20, 200)};
   clbt__launch_plan plan;
-  clbt__plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
   ck_assert_uint_eq(plan.part_words, 282);
   ck_assert_int_eq(plan.place, CLBT__PACKET_FOLDED);
   ck_assert(clbt__plan_uploads(&plan));
   ck_assert(!plan.scatters);
   ck_assert_uint_eq(clbt__plan_inline_words(&plan, true), 0);
-  clbt__plan_launch(&one_group, 0x1, 0, 0, 0, commits, &plan);
+  plan_launch(&one_group, 0x1, 0, 0, 0, commits, &plan);
   ck_assert_int_eq(plan.place, CLBT__PACKET_SCATTERED);
   ck_assert(plan.scatters);
   ck_assert_uint_eq(plan.scatter_class, 0);
@@ -135,16 +155,16 @@ END_TEST
 START_TEST(a_large_part_is_scattered_before_the_step) {
   clbt__commit_plan commits[1] = {scatter(1, 8192)};
   clbt__launch_plan plan;
-  clbt__plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
   ck_assert_int_eq(plan.place, CLBT__PACKET_SCATTERED);
   ck_assert(plan.scatters);
   ck_assert_uint_eq(plan.work, CLBT_WORK_MAP);
   ck_assert_uint_eq(clbt__plan_inline_words(&plan, true), 0);
   commits[0] = scatter(100, 8093);
-  clbt__plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
   ck_assert_int_eq(plan.place, CLBT__PACKET_SCATTERED);
   commits[0] = scatter(1, 8191);
-  clbt__plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
   ck_assert_int_eq(plan.place, CLBT__PACKET_FOLDED);
 }
 END_TEST
@@ -152,13 +172,13 @@ END_TEST
 /* A WHOLE or an empty commit has no section: no part to place. */
 START_TEST(whole_and_empty_commits_have_no_part) {
   clbt__commit_plan commits[1] = {
-      {CLBT_COMMIT_WHOLE, 16, {3, 40}, 0}};
+      {.mode = CLBT_COMMIT_WHOLE, .rows = 16, .pending = {3, 40}}};
   clbt__launch_plan plan;
-  clbt__plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  plan_launch(&one_group, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
   ck_assert_uint_eq(plan.part_words, 0);
   ck_assert_int_eq(plan.place, CLBT__PACKET_NONE);
-  commits[0] = (clbt__commit_plan){CLBT_COMMIT_AUTO, 16, {0, 0}, 0};
-  clbt__plan_launch(&one_group, 0x1, 0, 0, 0, commits, &plan);
+  commits[0] = (clbt__commit_plan){.mode = CLBT_COMMIT_AUTO, .rows = 16};
+  plan_launch(&one_group, 0x1, 0, 0, 0, commits, &plan);
   ck_assert_int_eq(plan.place, CLBT__PACKET_NONE);
   ck_assert(!plan.scatters);
 }
@@ -173,12 +193,13 @@ START_TEST(sections_follow_every_groups_counts) {
                                     .tuning = &cpu_row,
                                     .num_classes = 1,
                                     .record_words = {128},
+                                    .local_sizes = {1},
                                     .has_inline = true};
   clbt__commit_plan commits[3] = {scatter(1, 3), scatter(5, 5),
                                   scatter(2, 0)};
   commits[1].packet_at = 99;
   clbt__launch_plan plan;
-  clbt__plan_launch(&three, 0x5, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  plan_launch(&three, 0x5, CLBT_WORK_MAP, 0, 0, commits, &plan);
   ck_assert_uint_eq(commits[0].packet_at, 6);
   ck_assert_uint_eq(commits[2].packet_at, 13);
   ck_assert_uint_eq(commits[1].packet_at, 99);
@@ -200,16 +221,16 @@ START_TEST(the_smallest_record_that_holds_the_part) {
   /* 2 + 4 x 10 + 58 = 100 words. */
   clbt__commit_plan commits[1] = {scatter(10, 58)};
   clbt__launch_plan plan;
-  clbt__plan_launch(&three_sizes, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  plan_launch(&three_sizes, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
   ck_assert_int_eq(plan.place, CLBT__PACKET_INLINE);
   ck_assert_uint_eq(plan.step_class, 1);
   ck_assert_int_eq(plan.step_entry, CLBT__ENTRY_WHOLE);
   /* 2 + 4 x 100 + 2598 = 3000 words. */
   commits[0] = scatter(100, 2598);
-  clbt__plan_launch(&three_sizes, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  plan_launch(&three_sizes, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
   ck_assert_int_eq(plan.place, CLBT__PACKET_FOLDED);
   ck_assert_uint_eq(plan.step_class, 0);
-  clbt__plan_launch(&three_sizes, 0x1, CLBT_WORK_GATHER, 0, 0, NULL, &plan);
+  plan_launch(&three_sizes, 0x1, CLBT_WORK_GATHER, 0, 0, NULL, &plan);
   ck_assert_uint_eq(plan.step_class, 0);
   ck_assert_int_eq(plan.step_entry, CLBT__ENTRY_WHOLE);
 }
@@ -223,12 +244,13 @@ START_TEST(no_record_room_uploads_every_part) {
                                           .tuning = &cpu_row,
                                           .num_classes = 1,
                                           .record_words = {1},
+                                          .local_sizes = {1},
                                           .has_inline = false};
   clbt__commit_plan commits[1] = {scatter(1, 0)};
   clbt__launch_plan plan;
-  clbt__plan_launch(&placeholder, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
+  plan_launch(&placeholder, 0x1, CLBT_WORK_MAP, 0, 0, commits, &plan);
   ck_assert_int_eq(plan.place, CLBT__PACKET_FOLDED);
-  clbt__plan_launch(&placeholder, 0x1, 0, 0, 0, commits, &plan);
+  plan_launch(&placeholder, 0x1, 0, 0, 0, commits, &plan);
   ck_assert_int_eq(plan.place, CLBT__PACKET_SCATTERED);
   ck_assert(plan.scatters);
 }
@@ -246,23 +268,24 @@ START_TEST(a_launch_does_what_its_groups_hold) {
                                   .tuning = &cpu_row,
                                   .num_classes = 1,
                                   .record_words = {128},
+                                  .local_sizes = {1},
                                   .has_inline = true};
   const uint32_t work = CLBT_WORK_MAP | CLBT_WORK_GATHER | CLBT_WORK_EXPORT |
                         CLBT_WORK_EXPORT_DENSE | CLBT_WORK_STATE_SLOTS;
   clbt__launch_plan plan;
-  clbt__plan_launch(&two, 0x2, work, 0, 0, NULL, &plan);
+  plan_launch(&two, 0x2, work, 0, 0, NULL, &plan);
   ck_assert_uint_eq(plan.work, CLBT_WORK_GATHER | CLBT_WORK_STATE_SLOTS);
   ck_assert_int_eq(plan.step_entry, CLBT__ENTRY_STATES);
-  clbt__plan_launch(&two, 0x1, work, 0, 0, NULL, &plan);
+  plan_launch(&two, 0x1, work, 0, 0, NULL, &plan);
   ck_assert_uint_eq(plan.work, CLBT_WORK_MAP | CLBT_WORK_GATHER |
                                    CLBT_WORK_EXPORT | CLBT_WORK_EXPORT_DENSE);
   ck_assert_int_eq(plan.step_entry, CLBT__ENTRY_EXPORT);
-  clbt__plan_launch(&two, 0x3, work, 0, 0, NULL, &plan);
+  plan_launch(&two, 0x3, work, 0, 0, NULL, &plan);
   ck_assert_uint_eq(plan.work, work);
   ck_assert_int_eq(plan.step_entry, CLBT__ENTRY_FULL);
-  clbt__plan_launch(&two, 0x2, CLBT_WORK_TOKEN_SLOTS, 0, 0, NULL, &plan);
+  plan_launch(&two, 0x2, CLBT_WORK_TOKEN_SLOTS, 0, 0, NULL, &plan);
   ck_assert_uint_eq(plan.work, 0);
-  clbt__plan_launch(&two, 0x1, CLBT_WORK_TOKEN_SLOTS, 0, 0, NULL, &plan);
+  plan_launch(&two, 0x1, CLBT_WORK_TOKEN_SLOTS, 0, 0, NULL, &plan);
   ck_assert_int_eq(plan.step_entry, CLBT__ENTRY_TOKENS);
 }
 END_TEST
@@ -289,10 +312,11 @@ START_TEST(the_first_entry_that_holds_the_work) {
                                    .tuning = &cpu_row,
                                    .num_classes = 1,
                                    .record_words = {128},
+                                   .local_sizes = {1},
                                    .has_inline = true};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     clbt__launch_plan plan;
-    clbt__plan_launch(&both, 0x3, cases[i].work, 0, 0, NULL, &plan);
+    plan_launch(&both, 0x3, cases[i].work, 0, 0, NULL, &plan);
     ck_assert_msg(plan.step_entry == cases[i].entry,
                   "work 0x%x: entry %d, not %d", (unsigned)cases[i].work,
                   (int)plan.step_entry, (int)cases[i].entry);
@@ -335,6 +359,7 @@ static const clbt__launch_shape small_gpu_four_groups = {
     .tuning = &gpu_row,
     .num_classes = 3,
     .record_words = {64, 512, 2048},
+    .local_sizes = {256, 256, 256},
     .has_inline = true,
     .compute_units = 2,
     .max_num_tokens = 16};
@@ -361,12 +386,12 @@ START_TEST(a_packet_folds_while_its_work_groups_stay_cheap) {
   const uint32_t work = CLBT_WORK_MAP | CLBT_WORK_GATHER | CLBT_WORK_EXPORT;
   clbt__commit_plan commits[1] = {scatter(64, 64)};
   clbt__launch_plan plan;
-  clbt__plan_launch(&h200, 0x1, work, 1024, 1024, commits, &plan);
+  plan_launch(&h200, 0x1, work, 1024, 1024, commits, &plan);
   ck_assert_uint_eq(plan.part_words, 322);
   ck_assert_int_eq(plan.place, CLBT__PACKET_INLINE);
   ck_assert(!plan.scatters);
   commits[0] = scatter(256, 256);
-  clbt__plan_launch(&h200, 0x1, work, 1024, 1024, commits, &plan);
+  plan_launch(&h200, 0x1, work, 1024, 1024, commits, &plan);
   ck_assert_uint_eq(plan.part_words, 1282);
   ck_assert_int_eq(plan.place, CLBT__PACKET_INLINE_APART);
   ck_assert(plan.scatters);
@@ -375,14 +400,37 @@ START_TEST(a_packet_folds_while_its_work_groups_stay_cheap) {
   ck_assert_uint_eq(clbt__plan_inline_words(&plan, true), 0);
   ck_assert_uint_eq(plan.scatter_class, 2);
   ck_assert_uint_eq(plan.step_class, 0);
-  clbt__plan_launch(&h200, 0x1, CLBT_WORK_MAP, 1024, 1024, commits, &plan);
+  plan_launch(&h200, 0x1, CLBT_WORK_MAP, 1024, 1024, commits, &plan);
   ck_assert_int_eq(plan.place, CLBT__PACKET_INLINE);
   /* Past the largest record: uploaded, and scattered apart or folded. */
   commits[0] = scatter(256, 2048);
-  clbt__plan_launch(&h200, 0x1, work, 1024, 1024, commits, &plan);
+  plan_launch(&h200, 0x1, work, 1024, 1024, commits, &plan);
   ck_assert_int_eq(plan.place, CLBT__PACKET_SCATTERED);
-  clbt__plan_launch(&h200, 0x1, CLBT_WORK_MAP, 1024, 1024, commits, &plan);
+  plan_launch(&h200, 0x1, CLBT_WORK_MAP, 1024, 1024, commits, &plan);
   ck_assert_int_eq(plan.place, CLBT__PACKET_FOLDED);
+}
+END_TEST
+
+/*
+ * The fold is decided with the work-group size the launch will run, not
+ * the tuning row's: a kernel whose CL_KERNEL_WORK_GROUP_SIZE allows only
+ * 128 runs the slot mapping of 16384 tokens on 16384 / 128 = 128
+ * work-groups, not 64. A part of 2 + 4 x 100 + 1598 = 2000 words costs
+ * 128 x 2000 = 256,000 folded, past folded_budget (150,000): it goes in
+ * the record of a scatter launch of its own. With 256 it would be 64 x
+ * 2000 = 128,000, folded.
+ */
+START_TEST(the_fold_is_decided_with_the_kernels_work_group_size) {
+  clbt__launch_shape narrow = h200;
+  for (int c = 0; c < CLBT_MAX_RECORD_CLASSES; ++c) narrow.local_sizes[c] = 128;
+  clbt__commit_plan commits[1] = {scatter(100, 1598)};
+  clbt__launch_plan plan;
+  plan_launch(&narrow, 0x1, CLBT_WORK_MAP, 16384, 1024, commits, &plan);
+  ck_assert_uint_eq(plan.part_words, 2000);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_INLINE_APART);
+  for (int c = 0; c < CLBT_MAX_RECORD_CLASSES; ++c) narrow.local_sizes[c] = 256;
+  plan_launch(&narrow, 0x1, CLBT_WORK_MAP, 16384, 1024, commits, &plan);
+  ck_assert_int_eq(plan.place, CLBT__PACKET_INLINE);
 }
 END_TEST
 
@@ -393,6 +441,7 @@ int main(void) {
   tcase_add_test(tc, each_part_on_its_own_work_groups);
   tcase_add_test(tc, every_exported_group_gets_a_work_group);
   tcase_add_test(tc, a_packet_folds_while_its_work_groups_stay_cheap);
+  tcase_add_test(tc, the_fold_is_decided_with_the_kernels_work_group_size);
   tcase_add_test(tc, a_small_part_travels_in_the_record);
   tcase_add_test(tc, a_commit_alone_scatters_its_record);
   tcase_add_test(tc, a_part_past_the_record_is_uploaded);
