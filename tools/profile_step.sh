@@ -56,6 +56,6 @@ for c in "${cases[@]}"; do
     END {
       printf "%-42s %8d %12d %12d %8d %8.2f\n", name, ids / steps,
         updates / steps, enqueue / steps, driver / steps,
-        ids > 0 ? updates / ids : 0
+        (ids > 0 ? updates / ids : 0)
     }' "$out/annotated"
 done
