@@ -62,16 +62,43 @@ static clbt_record_head batch_head(const clbt__batch *batch) {
   return head;
 }
 
-/* The call's plan before its launches are: the batch, its buffers and
-   the serials of the records holding them (the checks recorded every one
-   among the engine's known buffers). */
-static void plan_batch(runner *r) {
+/*
+ * What the plan starts from: the batch, its buffers and the serials of
+ * the records holding them (the checks recorded every one among the
+ * engine's known buffers); the scope's launches, each with the scope's
+ * groups in it, its groups' commit plans, its records and where its token
+ * slots' output starts; and, for a call that commits, the version the rows
+ * it moves get (the versions are 64-bit: one skipped costs nothing).
+ */
+static void gather(runner *r) {
+  const clbt__scope *scope = r->scope;
+  clbt_multi_table *engine = scope->engine;
   const clbt__batch *batch = &r->call->batch;
   clbt__call_plan *plan = &r->plan;
   plan->work = r->call->work;
   plan->num_tokens = batch->num_tokens;
   plan->head = batch_head(batch);
   plan->padded = plan->head.padded_reqs;
+  plan->slots = engine->slots;
+  plan->slot_words = engine->slot_words;
+  plan->commands = engine->commands;
+  uint32_t first = clbt__scope_first_launch(scope);
+  plan->launches = engine->launch_parts;
+  plan->num_launches = clbt__scope_end_launch(scope) - first;
+  for (uint32_t i = 0; i < plan->num_launches; ++i) {
+    clbt__launch *launch = &engine->launches[first + i];
+    plan->launches[i] = (clbt__launch_part){
+        .index = first + i,
+        .shape = &launch->shape,
+        .groups = clbt__scope_groups(scope, first + i),
+        .token_section = clbt__token_sections_before(scope, first + i),
+        .commits = r->call->commits ? &engine->commit_plans
+                                           [(first + i) * CLBT__MAX_LAUNCH_GROUPS]
+                                    : NULL,
+        .step_record = launch->step_record,
+        .scatter_record = launch->scatter_record};
+  }
+  plan->version = r->call->commits ? clbt__next_version(engine) : 0;
   const cl_mem buffers[CLBT__NUM_BOUND] = {
       [CLBT__BOUND_QUERY_START_LOC] = batch->query_start_loc,
       [CLBT__BOUND_POSITIONS] = batch->positions,
@@ -79,154 +106,73 @@ static void plan_batch(runner *r) {
       [CLBT__BOUND_SEQ_LENS] = batch->seq_lens,
       [CLBT__BOUND_TOKEN_INDICES] = batch->token_indices,
       [CLBT__BOUND_TOKEN_SLOTS] = batch->token_slots};
-  const clbt__known_buffers *known = &r->scope->engine->known;
   for (int b = 0; b < CLBT__NUM_BOUND; ++b) {
     plan->buffers[b] = buffers[b];
-    plan->serials[b] = clbt__known_buffer_serial(known, buffers[b]);
+    plan->serials[b] = clbt__known_buffer_serial(&engine->known, buffers[b]);
   }
-}
-
-/* The scope's launches as the plan sees them: each with the scope's
-   groups in it, its records, and where its token slots' output starts. */
-static void plan_launches(runner *r) {
-  const clbt__scope *scope = r->scope;
-  clbt_multi_table *engine = scope->engine;
-  uint32_t first = clbt__scope_first_launch(scope);
-  clbt__call_plan *plan = &r->plan;
-  plan->launches = engine->launch_parts;
-  plan->num_launches = clbt__scope_end_launch(scope) - first;
-  for (uint32_t i = 0; i < plan->num_launches; ++i) {
-    uint32_t l = first + i;
-    clbt__launch *launch = &engine->launches[l];
-    plan->launches[i] = (clbt__launch_part){
-        .index = l,
-        .shape = &launch->shape,
-        .groups = clbt__scope_groups(scope, l),
-        .token_section = clbt__token_sections_before(scope, l),
-        .commits = r->call->commits
-                       ? &engine->commit_plans[l * CLBT__MAX_LAUNCH_GROUPS]
-                       : NULL,
-        .step_record = launch->step_record,
-        .scatter_record = launch->scatter_record};
-  }
-}
-
-/* Each group's commit: the scope's groups planned, the others moving
-   nothing; whether any moves. */
-static clbt_status plan_commits(runner *r, bool *moves) {
-  const clbt__scope *scope = r->scope;
-  clbt_multi_table *engine = scope->engine;
-  clbt_status status = CLBT_SUCCESS;
-  *moves = false;
-  for (uint32_t g = 0; g < engine->num_groups; ++g) {
-    clbt__commit_plan *commit = &engine->commit_plans[g];
-    *commit = (clbt__commit_plan){.mode = CLBT_COMMIT_AUTO};
-    if (!status && g >= scope->begin && g < scope->end)
-      status = clbt__commit_plan_group(engine->groups[g],
-                                       r->call->commit_rows, commit);
-    *moves = *moves || commit->mode != CLBT_COMMIT_AUTO;
-  }
-  return status;
-}
-
-/* Takes the slot of every WHOLE commit and of the upload; on a failure,
-   gives back those taken. */
-static clbt_status take_slots(runner *r) {
-  clbt_multi_table *engine = r->scope->engine;
-  cl_context context = r->scope->first->device->context;
-  clbt__call_plan *plan = &r->plan;
-  clbt_status status = CLBT_SUCCESS;
-  for (uint32_t l = 0; l < plan->num_launches; ++l) {
-    clbt__launch_part *part = &plan->launches[l];
-    for (uint32_t g = 0; part->commits && g < part->shape->num_groups; ++g) {
-      clbt__commit_plan *commit = &part->commits[g];
-      if (status || commit->mode != CLBT_COMMIT_WHOLE ||
-          !(part->share.groups >> g & 1u))
-        continue;
-      commit->whole.slot = &engine->slots[r->num_slots];
-      status = clbt__staging_acquire(
-          &engine->staging, context,
-          (size_t)commit->rows * (commit->whole.width + 1), false,
-          commit->whole.slot);
-      r->num_slots += !status;
-    }
-  }
-  plan->upload = NULL;
-  if (!status && plan->upload_words > 0) {
-    plan->upload = &engine->slots[r->num_slots];
-    status = clbt__staging_acquire(&engine->staging, context,
-                                   plan->upload_words, true, plan->upload);
-    r->num_slots += !status;
-  }
-  for (uint32_t s = 0; status && s < r->num_slots; ++s)
-    clbt__staging_return(&engine->staging, &engine->slots[s]);
-  return status;
 }
 
 /*
  * Plans a call, to its list of commands. Staging slots are reaped only by
- * a call that commits: a call that moves no rows makes no other driver
- * call. Reaping comes first, so that a group whose upload never arrived is
- * planned stale, WHOLE.
+ * a call that commits: a call that moves no rows makes no driver call
+ * before its commands. Reaping comes first, so that a group whose upload
+ * never arrived is planned stale, WHOLE. Slots taken before a failure are
+ * given back.
  */
 static clbt_status plan_call(runner *r) {
-  clbt_multi_table *engine = r->scope->engine;
+  const clbt__scope *scope = r->scope;
+  clbt_multi_table *engine = scope->engine;
   clbt__call_plan *plan = &r->plan;
-  bool commits = r->call->commits, moves = false;
-  clbt_status status = commits ? clbt__commit_reap(engine) : CLBT_SUCCESS;
-  if (!status && commits) status = plan_commits(r, &moves);
-  if (status) return status;
-  plan_batch(r);
-  plan_launches(r);
-  for (uint32_t l = 0; l < plan->num_launches; ++l) {
-    clbt__launch_part *part = &plan->launches[l];
-    clbt__plan_share(part->shape, part->groups, plan->work, part->commits,
-                     &part->share);
-  }
-  for (uint32_t l = 0; !status && l < plan->num_launches; ++l) {
-    const clbt__launch_plan *share = &plan->launches[l].share;
+  gather(r);
+  clbt_status status =
+      r->call->commits
+          ? clbt__commit_plan_groups(engine, scope->begin, scope->end,
+                              r->call->commit_rows, engine->commit_plans)
+          : CLBT_SUCCESS;
+  for (uint32_t l = 0; !status && l < plan->num_launches; ++l)
     status = clbt__launch_ready(&engine->launches[plan->launches[l].index],
-                                share->work || share->part_words);
-  }
+                                plan->work, plan->launches[l].commits);
   if (status) return status;
   clbt__plan_place(plan);
-  plan->version = moves ? clbt__next_version(engine) : 0;
-  status = take_slots(r);
+  cl_context context = scope->first->device->context;
+  for (uint32_t s = 0; !status && s < plan->num_slots; ++s) {
+    clbt__staging *slot = &plan->slots[s];
+    status = clbt__staging_acquire(&engine->staging, context,
+                                   plan->slot_words[s], slot == plan->upload,
+                                   slot);
+    if (!status) r->num_slots = s + 1;
+  }
+  for (uint32_t s = 0; status && s < r->num_slots; ++s)
+    clbt__staging_return(&engine->staging, &plan->slots[s]);
   if (status) return status;
   for (uint32_t l = 0; l < plan->num_launches; ++l)
     clbt__commit_pack(&engine->launches[plan->launches[l].index],
                       &plan->launches[l],
                       plan->upload ? plan->upload->packet : NULL);
-  plan->commands = engine->commands;
   clbt__plan_commands(plan);
   return CLBT_SUCCESS;
 }
 
 /* ---- enqueueing the commands -------------------------------------------- */
 
-/* A write of a slot's words; the slot keeps the event of the last write
-   that reads it. */
-static clbt_status enqueue_write(const clbt__command *command,
-                                 clbt__sequence *sequence) {
-  clbt__staging *slot = command->slot;
-  cl_event read = NULL;
-  clbt_status status =
-      clbt__sequence_write(sequence, command->buffer, 0, command->bytes,
-                           slot->packet + command->slot_at, &read);
-  if (status) return status;
-  if (slot->reader) clReleaseEvent(slot->reader);
-  slot->reader = read;
-  return CLBT_SUCCESS;
-}
-
+/*
+ * Enqueues the commands in order as one sequence after the wait list. A
+ * write takes its slot's packet from its word on; the slot keeps the event
+ * of the last write that reads it, and lives until that write ends (the
+ * queue is in order: the writes before it have ended too).
+ */
 static clbt_status enqueue_commands(runner *r, clbt__sequence *sequence) {
   clbt_multi_table *engine = r->scope->engine;
   const clbt__call_plan *plan = &r->plan;
   clbt_status status = CLBT_SUCCESS;
   for (uint32_t i = 0; !status && i < plan->num_commands; ++i) {
     const clbt__command *command = &plan->commands[i];
+    clbt__staging *slot = command->slot;
+    cl_event read = NULL;
     if (command->kind == CLBT__COMMAND_WRITE)
-      status = enqueue_write(command, sequence);
+      status = clbt__sequence_write(sequence, command->buffer, 0,
+                                    command->bytes,
+                                    slot->packet + command->slot_at, &read);
     else if (command->kind == CLBT__COMMAND_FILL)
       status = clbt__sequence_fill(sequence, command->buffer,
                                    &command->pattern, sizeof command->pattern,
@@ -234,11 +180,12 @@ static clbt_status enqueue_commands(runner *r, clbt__sequence *sequence) {
     else
       status = clbt__launch_enqueue(&engine->launches[command->launch.launch],
                                     &command->launch, sequence);
+    if (!read) continue;
+    if (slot->reader) clReleaseEvent(slot->reader);
+    slot->reader = read;
   }
-  /* A slot lives until the last write that read it ends; the queue is in
-     order, so the one before it has ended too. */
   for (uint32_t s = 0; s < r->num_slots; ++s) {
-    clbt__staging *slot = &engine->slots[s];
+    clbt__staging *slot = &plan->slots[s];
     if (slot->reader)
       clbt__staging_submit(&engine->staging, slot, slot->reader);
     else
@@ -249,22 +196,24 @@ static clbt_status enqueue_commands(runner *r, clbt__sequence *sequence) {
 
 /* ---- settling ------------------------------------------------------------ */
 
-/* What the call's commits leave on the scope's groups. */
-static void settle(runner *r) {
-  clbt_multi_table *engine = r->scope->engine;
-  for (uint32_t l = 0; r->call->commits && l < r->plan.num_launches; ++l) {
+/*
+ * What the call's commits leave on the scope's groups: what they moved,
+ * once every command was enqueued; after a failure, when a command was
+ * enqueued, the groups stale (what they lost is unknown).
+ */
+static void settle(runner *r, clbt_status status,
+                   const clbt__sequence *sequence) {
+  const clbt__scope *scope = r->scope;
+  if (!r->call->commits) return;
+  for (uint32_t g = scope->begin; status && g < scope->end; ++g)
+    scope->engine->groups[g]->device_stale |= sequence->commands > 0;
+  for (uint32_t l = 0; !status && l < r->plan.num_launches; ++l) {
     const clbt__launch_part *part = &r->plan.launches[l];
-    const clbt__launch *launch = &engine->launches[part->index];
+    const clbt__launch *launch = &scope->engine->launches[part->index];
     for (uint32_t g = 0; g < part->shape->num_groups; ++g)
       if (part->groups >> g & 1u)
         clbt__commit_settle(launch->groups[g], &part->commits[g]);
   }
-}
-
-/* Marks every group of a scope stale: what it lost is unknown. */
-static void mark_stale(const clbt__scope *scope) {
-  for (uint32_t g = scope->begin; g < scope->end; ++g)
-    scope->engine->groups[g]->device_stale = true;
 }
 
 clbt_status clbt__run(const clbt__scope *scope, const clbt__call *call,
@@ -276,9 +225,6 @@ clbt_status clbt__run(const clbt__scope *scope, const clbt__call *call,
   clbt__sequence sequence = clbt__sequence_start(
       scope->first->device, num_events, wait_list, event != NULL);
   status = enqueue_commands(&r, &sequence);
-  if (!status)
-    settle(&r);
-  else if (call->commits && sequence.commands > 0)
-    mark_stale(scope); /* a commit partly queued leaves rows unknown */
+  settle(&r, status, &sequence);
   return clbt__sequence_end(&sequence, status, event);
 }

@@ -69,11 +69,11 @@ clbt_status clbt__commit_choose(clbt_commit_mode mode, uint32_t num_reqs,
 }
 
 
-/* A stale group is rewritten whole, every row, whatever the mode: its
-   changes no longer say what differs. */
-clbt_status clbt__commit_plan_group(const clbt_table *group,
-                                    uint32_t num_reqs,
-                                    clbt__commit_plan *plan) {
+/* A group's commit of rows [0, num_reqs). A stale group is rewritten
+   whole, every row, whatever the mode: its changes no longer say what
+   differs. */
+static clbt_status plan_group(const clbt_table *group, uint32_t num_reqs,
+                              clbt__commit_plan *plan) {
   plan->rows = group->device_stale ? group->layout.max_num_reqs : num_reqs;
   plan->pending = count_pending(&group->changes, plan->rows);
   plan->mode = CLBT_COMMIT_WHOLE;
@@ -91,6 +91,36 @@ clbt_status clbt__commit_plan_group(const clbt_table *group,
   return clbt__commit_choose(group->commit_mode, plan->rows,
                              group->layout.width, plan->pending.rows,
                              plan->pending.cells, &plan->mode);
+}
+
+/* Reaps the device's watch and the engine's staging pool; a command that
+   never arrived leaves every group stale. */
+static clbt_status reap(clbt_multi_table *engine) {
+  bool failed = false;
+  clbt_status status = clbt__staging_reap(&engine->staging, &failed);
+  if (status) return status;
+  /* A command behind a failed one on the queue never ran, with no word. */
+  uint64_t failures = 0;
+  status = clbt__watch_failures(engine->device, &failures);
+  if (status) return status;
+  failed = failed || failures != engine->seen_failures;
+  engine->seen_failures = failures;
+  /* The pool is the engine's: any of its groups may have lost a packet. */
+  for (uint32_t g = 0; failed && g < engine->num_groups; ++g)
+    engine->groups[g]->device_stale = true;
+  return CLBT_SUCCESS;
+}
+
+clbt_status clbt__commit_plan_groups(clbt_multi_table *engine, uint32_t begin,
+                                     uint32_t end, uint32_t num_reqs,
+                                     clbt__commit_plan *plans) {
+  clbt_status status = reap(engine);
+  for (uint32_t g = 0; g < engine->num_groups; ++g) {
+    plans[g] = (clbt__commit_plan){.mode = CLBT_COMMIT_AUTO};
+    if (!status && g >= begin && g < end)
+      status = plan_group(engine->groups[g], num_reqs, &plans[g]);
+  }
+  return status;
 }
 
 /* Each row's entry, then the rows' runs of changed ids, as cl/commit.cl
@@ -167,9 +197,10 @@ void clbt__commit_pack(const clbt__launch *launch,
 
 void clbt__commit_settle(clbt_table *group, const clbt__commit_plan *plan) {
   group->device_stale = false;
-  size_t words = plan->mode == CLBT_COMMIT_WHOLE
-                     ? (size_t)plan->rows * (group->layout.width + 1)
-                     : clbt__commit_section_words(plan);
+  uint64_t words =
+      plan->mode == CLBT_COMMIT_WHOLE
+          ? (uint64_t)plan->rows * (group->layout.width + 1)
+          : clbt__scatter_words(plan->pending.rows, plan->pending.cells);
   uint32_t rows =
       plan->mode == CLBT_COMMIT_WHOLE ? plan->rows : plan->pending.rows;
   group->last_commit = (clbt_commit_info){
@@ -179,18 +210,3 @@ void clbt__commit_settle(clbt_table *group, const clbt__commit_plan *plan) {
     clbt__changes_unlist(&group->changes, plan->rows);
 }
 
-clbt_status clbt__commit_reap(clbt_multi_table *engine) {
-  bool failed = false;
-  clbt_status status = clbt__staging_reap(&engine->staging, &failed);
-  if (status) return status;
-  /* A command behind a failed one on the queue never ran, with no word. */
-  uint64_t failures = 0;
-  status = clbt__watch_failures(engine->device, &failures);
-  if (status) return status;
-  failed = failed || failures != engine->seen_failures;
-  engine->seen_failures = failures;
-  /* The pool is the engine's: any of its groups may have lost a packet. */
-  for (uint32_t g = 0; failed && g < engine->num_groups; ++g)
-    engine->groups[g]->device_stale = true;
-  return CLBT_SUCCESS;
-}

@@ -22,13 +22,17 @@ clbt_status clbt__commit_choose(clbt_commit_mode mode, uint32_t num_reqs,
                                 clbt_commit_mode *chosen);
 
 /*
- * Plans a group's commit of rows [0, num_reqs) (every row of a stale
- * group): its mode, what it moves and, WHOLE, where it writes (its slot is
- * the runner's to take); nothing changes.
+ * Plans the commit of rows [0, num_reqs) (every row of a stale group) of
+ * an engine's groups [begin, end) into plans[g] (the others move
+ * nothing): their modes, what they move and, WHOLE, where they write
+ * (their slots are the plan's to take).
+ * First it reaps the device's watch and the engine's staging pool, and
+ * marks every group stale when a command that never arrived is found, so
+ * that the commit rewrites them whole. Nothing else changes.
  */
-clbt_status clbt__commit_plan_group(const clbt_table *group,
-                                    uint32_t num_reqs,
-                                    clbt__commit_plan *plan);
+clbt_status clbt__commit_plan_groups(clbt_multi_table *engine, uint32_t begin,
+                                     uint32_t end, uint32_t num_reqs,
+                                     clbt__commit_plan *plans);
 
 /*
  * Packs a launch's part of the packet where its plan puts it (the record
@@ -44,12 +48,5 @@ void clbt__commit_pack(const clbt__launch *launch,
 /* What a commit whose commands were all enqueued leaves: the group in
    sync, its committed rows unlisted, its last commit's info. */
 void clbt__commit_settle(clbt_table *group, const clbt__commit_plan *plan);
-
-/*
- * Before a commit: reaps the device's watch and the engine's staging pool,
- * and marks every group stale when a command that never arrived is found,
- * so that the commit rewrites them whole.
- */
-clbt_status clbt__commit_reap(clbt_multi_table *engine);
 
 #endif /* CLBT_COMMIT_H */

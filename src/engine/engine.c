@@ -29,11 +29,13 @@ static clbt_status create_launches(clbt_multi_table *engine) {
   engine->launches = calloc(count, sizeof *engine->launches);
   engine->launch_parts = calloc(count, sizeof *engine->launch_parts);
   engine->slots = calloc(engine->num_groups + 1, sizeof *engine->slots);
+  engine->slot_words =
+      calloc(engine->num_groups + 1, sizeof *engine->slot_words);
   engine->commands =
       calloc(clbt__plan_max_commands(engine->num_groups, count),
              sizeof *engine->commands);
   if (!engine->launches || !engine->launch_parts || !engine->slots ||
-      !engine->commands)
+      !engine->slot_words || !engine->commands)
     return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for launches");
   clbt_status status = CLBT_SUCCESS;
   for (uint32_t l = 0; !status && l < count; ++l) {
@@ -146,6 +148,7 @@ void clbt__engine_destroy(clbt_multi_table *engine) {
   free(engine->commit_plans);
   free(engine->launch_parts);
   free(engine->slots);
+  free(engine->slot_words);
   free(engine->commands);
   free(engine);
 }

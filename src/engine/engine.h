@@ -35,6 +35,7 @@ struct clbt_multi_table {
   clbt__launch_part *launch_parts; /* [num_launches] */
   clbt__staging *slots;            /* [num_groups + 1]: WHOLE commits'
                                       and the upload's */
+  size_t *slot_words;              /* [num_groups + 1]: their sizes */
   clbt__command *commands;         /* [clbt__plan_max_commands] */
 };
 

@@ -175,6 +175,20 @@ static void format_options(const clbt__group_spec *const *specs,
     }
 }
 
+/* The step program of these group specs on a device whose tuning row and
+   record sizes are known. */
+static clbt_status get_program(clbt_device *device,
+                               const clbt__group_spec *const *specs,
+                               uint32_t num_groups, uint32_t max_num_reqs,
+                               const clbt__tuning *tuning,
+                               const uint32_t *words, uint32_t classes,
+                               cl_program *program) {
+  char options[CLBT__SPECIFIC_OPTIONS_SIZE];
+  format_options(specs, num_groups, qsl_words(device, max_num_reqs), tuning,
+                 words, classes, options);
+  return clbt__program_get(device, CLBT__SOURCE_STEP, options, program);
+}
+
 clbt_status clbt__launch_program(clbt_device *device,
                                  const clbt__group_spec *const *specs,
                                  uint32_t num_groups, uint32_t max_num_reqs,
@@ -182,10 +196,8 @@ clbt_status clbt__launch_program(clbt_device *device,
   const clbt__tuning *tuning = clbt__tuning_for(device->properties.type);
   uint32_t words[CLBT_MAX_RECORD_CLASSES];
   uint32_t classes = record_sizes(device, tuning, num_groups, words);
-  char options[CLBT__SPECIFIC_OPTIONS_SIZE];
-  format_options(specs, num_groups, qsl_words(device, max_num_reqs), tuning,
-                 words, classes, options);
-  return clbt__program_get(device, CLBT__SOURCE_STEP, options, program);
+  return get_program(device, specs, num_groups, max_num_reqs, tuning, words,
+                     classes, program);
 }
 
 /* The launch's program: built or found on first need, then kept (the
@@ -193,25 +205,23 @@ clbt_status clbt__launch_program(clbt_device *device,
 static clbt_status find_program(clbt__launch *launch) {
   const clbt__group_spec *specs[CLBT__MAX_LAUNCH_GROUPS];
   clbt_table *const *groups = launch->groups;
-  for (uint32_t g = 0; g < launch->shape.num_groups; ++g)
+  const clbt__launch_shape *shape = &launch->shape;
+  for (uint32_t g = 0; g < shape->num_groups; ++g)
     specs[g] = &groups[g]->layout.spec;
-  return clbt__launch_program(groups[0]->device, specs, launch->shape.num_groups,
-                              groups[0]->layout.max_num_reqs,
-                              &launch->program);
+  return get_program(groups[0]->device, specs, shape->num_groups,
+                     groups[0]->layout.max_num_reqs, shape->tuning,
+                     shape->record_words, shape->num_classes,
+                     &launch->program);
 }
 
-/* A kernel object's work-group size (the tuning table's rule, within the
-   kernel's local arrays). */
-static clbt_status local_size_of(const clbt__launch *launch,
-                                 cl_kernel kernel, size_t *out) {
-  size_t limit = 0;
+/* A kernel object's CL_KERNEL_WORK_GROUP_SIZE. */
+static clbt_status size_limit(const clbt__launch *launch, cl_kernel kernel,
+                              size_t *limit) {
   cl_int error = clGetKernelWorkGroupInfo(
       kernel, launch->groups[0]->device->id, CL_KERNEL_WORK_GROUP_SIZE,
-      sizeof limit, &limit, NULL);
-  if (error) return clbt__cl_fail(error, "clGetKernelWorkGroupInfo");
-  if (limit > CLBT_MAX_WORK_GROUP_SIZE) limit = CLBT_MAX_WORK_GROUP_SIZE;
-  *out = clbt__tuning_local_size(launch->shape.tuning, limit);
-  return CLBT_SUCCESS;
+      sizeof *limit, limit, NULL);
+  return error ? clbt__cl_fail(error, "clGetKernelWorkGroupInfo")
+               : CLBT_SUCCESS;
 }
 
 /* What stays the same from launch to launch: the layout and the storage;
@@ -245,12 +255,6 @@ done:
   return status;
 }
 
-/*
- * Every kernel of the launch's program (a GPU's has the WHOLE entry alone,
- * a CPU's every other: cl/contract.h), and each record size's work-group
- * size: the smallest its entries allow, so that every entry of a size
- * runs on the grid the plan computed for it.
- */
 static void release_kernels(clbt__launch *launch) {
   for (int e = 0; e < CLBT__NUM_ENTRIES; ++e)
     for (int c = 0; c < CLBT_MAX_RECORD_CLASSES; ++c) {
@@ -261,27 +265,45 @@ static void release_kernels(clbt__launch *launch) {
   launch->made = false;
 }
 
+/*
+ * Every kernel of the launch's program (a GPU's has the WHOLE entry alone,
+ * a CPU's every other: cl/contract.h), and each record size's work-group
+ * size: the tuning table's rule within the smallest limit of its entries
+ * (their local arrays), so that every entry of a size runs on the grid
+ * the plan computed for it.
+ */
 static clbt_status make_kernels(clbt__launch *launch) {
   clbt__launch_shape *shape = &launch->shape;
+  size_t limits[CLBT_MAX_RECORD_CLASSES];
   clbt_status status = CLBT_SUCCESS;
   for (uint32_t c = 0; !status && c < shape->num_classes; ++c) {
-    shape->local_sizes[c] = CLBT_MAX_WORK_GROUP_SIZE;
+    limits[c] = CLBT_MAX_WORK_GROUP_SIZE;
     for (int e = 0; !status && e < CLBT__NUM_ENTRIES; ++e) {
       if ((e == CLBT__ENTRY_WHOLE) != shape->tuning->gpu_code) continue;
-      clbt__kernel *kernel = &launch->kernels[e][c];
-      size_t local = 1;
-      status = make_kernel(launch, (clbt__entry)e, c, &kernel->kernel);
-      if (!status) status = local_size_of(launch, kernel->kernel, &local);
-      if (!status && local < shape->local_sizes[c])
-        shape->local_sizes[c] = local;
+      cl_kernel *kernel = &launch->kernels[e][c].kernel;
+      size_t limit = 0;
+      status = make_kernel(launch, (clbt__entry)e, c, kernel);
+      if (!status) status = size_limit(launch, *kernel, &limit);
+      if (!status && limit < limits[c]) limits[c] = limit;
     }
   }
-  launch->made = !status;
-  if (status) release_kernels(launch);
-  return status;
+  if (status) {
+    release_kernels(launch);
+    return status;
+  }
+  for (uint32_t c = 0; c < shape->num_classes; ++c)
+    shape->local_sizes[c] = clbt__tuning_local_size(shape->tuning, limits[c]);
+  launch->made = true;
+  return CLBT_SUCCESS;
 }
 
-clbt_status clbt__launch_ready(clbt__launch *launch, bool needed) {
+clbt_status clbt__launch_ready(clbt__launch *launch, uint32_t work,
+                               const clbt__commit_plan *commits) {
+  /* Token groups' work is no work for a launch of NONE groups alone. */
+  if (!launch->shape.token_groups) work &= ~CLBT__TOKEN_GROUP_WORK;
+  bool needed = (work & CLBT_WORK_PARTS) != 0;
+  for (uint32_t g = 0; commits && g < launch->shape.num_groups; ++g)
+    needed = needed || commits[g].mode == CLBT_COMMIT_SCATTER;
   clbt_status status = CLBT_SUCCESS;
   if (!launch->program && needed) status = find_program(launch);
   if (!status && launch->program && !launch->made)
@@ -312,7 +334,12 @@ clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *groups,
   shape->has_inline = shape->record_words[shape->num_classes - 1] > 1;
   shape->compute_units = device->properties.compute_units;
   shape->max_num_tokens = groups[0]->layout.max_num_batched_tokens;
-  clbt_status status = clbt__launch_ready(launch, shape->token_groups != 0);
+  /* A CPU's step kernel spreads every group's slot mapping. */
+  if (!shape->tuning->gpu_code)
+    shape->cpu_step_groups = (uint32_t)clbt__tuning_cpu_groups(
+        shape->tuning, shape->compute_units,
+        (size_t)shape->max_num_tokens * num_groups);
+  clbt_status status = clbt__launch_ready(launch, CLBT_WORK_MAP, NULL);
   if (status) clbt__launch_release(launch);
   return status;
 }

@@ -70,11 +70,14 @@ clbt_status clbt__launch_program(clbt_device *device,
 clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *groups,
                               uint32_t num_groups, cl_mem storage);
 /*
- * Readies a launch for a call: with needed (the call runs its step kernel
- * or a scatter), its program is built and its kernels made unless they are
- * there, and its shape's work-group sizes set.
+ * Readies a launch for a call that asks `work` of it (the call's work;
+ * what its groups take no part in is left out) and commits its groups as
+ * commits plans (NULL: none): builds its program and makes its kernels,
+ * setting its shape's work-group sizes, unless they are there or the call
+ * runs nothing on it (no work, no scatter).
  */
-clbt_status clbt__launch_ready(clbt__launch *launch, bool needed);
+clbt_status clbt__launch_ready(clbt__launch *launch, uint32_t work,
+                               const clbt__commit_plan *commits);
 void clbt__launch_release(clbt__launch *launch);
 
 /* Sets what changed of the call's kernel's arguments and enqueues it. */

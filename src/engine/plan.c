@@ -20,7 +20,9 @@ uint64_t clbt__scatter_words(uint64_t rows, uint64_t cells) {
   return CLBT_PACKET_ROW_WORDS * rows + cells;
 }
 
-size_t clbt__commit_section_words(const clbt__commit_plan *plan) {
+/* The words a group's section of its launch's part takes: 0 unless the
+   group scatters. */
+static size_t section_words(const clbt__commit_plan *plan) {
   if (plan->mode != CLBT_COMMIT_SCATTER) return 0;
   return (size_t)clbt__scatter_words(plan->pending.rows, plan->pending.cells);
 }
@@ -60,7 +62,7 @@ static void plan_part(const clbt__launch_shape *shape,
   for (uint32_t g = 0; g < shape->num_groups; ++g) {
     if (!(share->groups >> g & 1u)) continue;
     commits[g].packet_at = part;
-    part += clbt__commit_section_words(&commits[g]);
+    part += section_words(&commits[g]);
     size_t items = commits[g].pending.rows + commits[g].pending.cells;
     if (commits[g].mode == CLBT_COMMIT_SCATTER) {
       scatters = true;
@@ -92,9 +94,7 @@ clbt__grid clbt__plan_grid(const clbt__launch_shape *shape,
   size_t max_tokens = shape->max_num_tokens;
   clbt__grid grid = {0};
   if (!tuning->gpu_code) {
-    grid.global_size = clbt__tuning_cpu_groups(tuning, shape->compute_units,
-                                               max_tokens * shape->num_groups) *
-                       local_size;
+    grid.global_size = shape->cpu_step_groups * local_size;
     return grid;
   }
   /* A part takes at most part_groups_per_unit per compute unit. */
@@ -176,9 +176,11 @@ size_t clbt__plan_inline_words(const clbt__launch_plan *share, bool step) {
   return carries ? share->part_words : 0;
 }
 
-void clbt__plan_share(const clbt__launch_shape *shape, uint32_t groups,
-                      uint32_t work, clbt__commit_plan *commits,
-                      clbt__launch_plan *share) {
+/* The first half of a launch's share: what its step kernel does and with
+   which entry, and its part of the packet. */
+static void plan_share(const clbt__launch_shape *shape, uint32_t groups,
+                       uint32_t work, clbt__commit_plan *commits,
+                       clbt__launch_plan *share) {
   *share = (clbt__launch_plan){.groups = groups};
   share->work = launch_work(shape, groups, work);
   if (commits) plan_part(shape, commits, share);
@@ -186,10 +188,10 @@ void clbt__plan_share(const clbt__launch_shape *shape, uint32_t groups,
   share->step_entry = entry_for(shape, share->work);
 }
 
-/* A launch's place, record sizes and grids. */
+/* Its place, record sizes and step kernel's grid (token slots' comes with
+   the scatter's: items_grid). */
 static void place_launch(const clbt__launch_shape *shape, uint32_t num_tokens,
-                         uint32_t padded, size_t entries,
-                         clbt__launch_plan *share) {
+                         uint32_t padded, clbt__launch_plan *share) {
   share->place = place_part(shape, share, num_tokens, padded);
   /* Too costly to fold, or a commit with no step kernel after it. */
   share->scatters = share->place == CLBT__PACKET_SCATTERED ||
@@ -198,30 +200,64 @@ static void place_launch(const clbt__launch_shape *shape, uint32_t num_tokens,
       clbt__record_class(shape, clbt__plan_inline_words(share, false));
   share->step_class =
       clbt__record_class(shape, clbt__plan_inline_words(share, true));
-  size_t step_local = shape->local_sizes[share->step_class];
-  if (share->work & CLBT_WORK_TOKEN_SLOTS)
-    share->step_grid = (clbt__grid){
-        clbt__plan_items_grid(shape, step_local, entries), 0, 0, 0, 0};
+  if (!(share->work & CLBT_WORK_TOKEN_SLOTS))
+    share->step_grid =
+        clbt__plan_grid(shape, shape->local_sizes[share->step_class],
+                        share->work, share->groups, num_tokens, padded);
+}
+
+/* The slots a launch's WHOLE commits copy their rows into. */
+static void list_whole_slots(clbt__call_plan *plan, clbt__launch_part *part) {
+  for (uint32_t g = 0; part->commits && g < part->shape->num_groups; ++g) {
+    clbt__commit_plan *commit = &part->commits[g];
+    if (commit->mode != CLBT_COMMIT_WHOLE || !(part->groups >> g & 1u))
+      continue;
+    commit->whole.slot = &plan->slots[plan->num_slots];
+    plan->slot_words[plan->num_slots++] =
+        (size_t)commit->rows * (commit->whole.width + 1);
+  }
+}
+
+/* The grid a launch spreads over items: its token slots' index matrix of
+   `entries` entries, or its scatter launch's packet (a call with token
+   slots commits nothing). */
+static void items_grid(clbt__launch_part *part, size_t entries) {
+  const clbt__launch_shape *shape = part->shape;
+  clbt__launch_plan *share = &part->share;
+  bool tokens = (share->work & CLBT_WORK_TOKEN_SLOTS) != 0;
+  if (!tokens && !share->scatters) return;
+  size_t global = clbt__plan_items_grid(
+      shape, shape->local_sizes[tokens ? share->step_class
+                                       : share->scatter_class],
+      tokens ? entries : share->scatter_items);
+  if (tokens)
+    share->step_grid = (clbt__grid){global, 0, 0, 0, 0};
   else
-    share->step_grid = clbt__plan_grid(shape, step_local, share->work,
-                                       share->groups, num_tokens, padded);
-  share->scatter_global = clbt__plan_items_grid(
-      shape, shape->local_sizes[share->scatter_class], share->scatter_items);
+    share->scatter_global = global;
 }
 
 void clbt__plan_place(clbt__call_plan *plan) {
-  /* Token slots spread the index matrix's entries. */
-  size_t entries = (size_t)plan->num_tokens * plan->head.indices_per_row;
   plan->upload_words = 0;
+  plan->num_slots = 0;
   for (uint32_t l = 0; l < plan->num_launches; ++l) {
-    clbt__launch_part *launch = &plan->launches[l];
-    clbt__launch_plan *share = &launch->share;
-    place_launch(launch->shape, plan->num_tokens, plan->padded, entries,
-                 share);
+    clbt__launch_part *part = &plan->launches[l];
+    clbt__launch_plan *share = &part->share;
+    plan_share(part->shape, part->groups, plan->work, part->commits, share);
+    place_launch(part->shape, plan->num_tokens, plan->padded, share);
+    list_whole_slots(plan, part);
     if (!clbt__plan_uploads(share)) continue;
     share->part_at = plan->upload_words;
     plan->upload_words += share->part_words;
   }
+  plan->upload = NULL;
+  if (plan->upload_words > 0) {
+    plan->upload = &plan->slots[plan->num_slots];
+    plan->slot_words[plan->num_slots++] = plan->upload_words;
+  }
+  /* Token slots spread the index matrix's entries. */
+  size_t entries = (size_t)plan->num_tokens * plan->head.indices_per_row;
+  for (uint32_t l = 0; l < plan->num_launches; ++l)
+    items_grid(&plan->launches[l], entries);
 }
 
 /* ---- the commands -------------------------------------------------------- */

@@ -83,6 +83,8 @@ typedef struct clbt__launch_shape {
   bool has_inline;           /* a packet can travel in the record */
   uint32_t compute_units;    /* its device's */
   uint32_t max_num_tokens;   /* each slot mapping's */
+  uint32_t cpu_step_groups;  /* a CPU's work-groups of its step kernel: the
+                                tuning table's for every group's slots */
 } clbt__launch_shape;
 
 /*
@@ -125,24 +127,6 @@ typedef struct clbt__launch_plan {
 
 /* The words of a scatter packet of `rows` rows and `cells` changed ids. */
 uint64_t clbt__scatter_words(uint64_t rows, uint64_t cells);
-
-/* The words a group's section of its launch's part takes: 0 unless the
-   group scatters. */
-size_t clbt__commit_section_words(const clbt__commit_plan *plan);
-
-/*
- * The first half of a launch's share of a call that asks `work`
- * (CLBT_WORK_MAP, _GATHER, _EXPORT with its parts, _STATE_SLOTS,
- * _TOKEN_SLOTS; 0: none) of the launch's groups in `groups` (bit g: group
- * g): what its step kernel does and with which entry, and its part of the
- * packet. commits (NULL: the call commits nothing) are the launch's
- * groups' commit plans, their modes and counts made; this places each
- * scattering group's section in the launch's part (packet_at). Whether
- * the launch runs anything is known from here on: work or part_words.
- */
-void clbt__plan_share(const clbt__launch_shape *shape, uint32_t groups,
-                      uint32_t work, clbt__commit_plan *commits,
-                      clbt__launch_plan *share);
 
 /* Whether the launch's step kernel applies its part itself (folded). */
 bool clbt__plan_folds(const clbt__launch_plan *share);
@@ -239,7 +223,7 @@ typedef struct clbt__launch_part {
 /*
  * A call's plan: what the runner gathers (the call, its launches, their
  * groups' commit plans) and what clbt__plan_place and clbt__plan_commands
- * make of it: the upload and its slot, then the commands.
+ * make of it: the staging slots to take, then the commands.
  */
 typedef struct clbt__call_plan {
   uint32_t work;           /* the call's step work; 0: none */
@@ -250,18 +234,26 @@ typedef struct clbt__call_plan {
   uint64_t version;        /* the rows it moves get; 0: it moves none */
   clbt__launch_part *launches;
   uint32_t num_launches;
-  size_t upload_words;     /* clbt__plan_place's */
+  clbt__staging *slots;    /* room for a slot a group, and the upload's */
+  size_t *slot_words;      /* as many: the words each slot is taken for */
+  uint32_t num_slots;      /* clbt__plan_place's: its WHOLE commits', then
+                              the upload's */
+  size_t upload_words;
   clbt__staging *upload;   /* the slot of the upload, when it has words */
   clbt__command *commands; /* clbt__plan_commands's */
   uint32_t num_commands;
 } clbt__call_plan;
 
 /*
- * The second half of every launch's share: where its part goes (in a
- * record when it fits, else uploaded; folded when every work-group of its
- * step kernel may apply it), its record sizes and its grids, on its
- * kernels' work-group sizes; then where each uploaded part starts in the
- * call's one upload (upload_words in all).
+ * Every launch's share of the call (launches[l].share): what its step
+ * kernel does of the call's work (CLBT_WORK_MAP, _GATHER, _EXPORT with its
+ * parts, _STATE_SLOTS, _TOKEN_SLOTS; 0: none) with which entry; its part
+ * of the packet (each scattering group's section placed, packet_at) and
+ * where it goes (in a record when it fits, else uploaded; folded when
+ * every work-group of its step kernel may apply it); its record sizes and
+ * its grids, on its kernels' work-group sizes. Then the staging slots the
+ * call takes: one for each WHOLE commit's rows (its whole.slot) and one
+ * for the upload of every uploaded part (each from its part_at).
  */
 void clbt__plan_place(clbt__call_plan *plan);
 

@@ -31,7 +31,8 @@ static const clbt__tuning gpu_row = {.local_size = 256,
                                      .folded_items = 8192,
                                      .folded_budget = 150000};
 
-/* One group that maps tokens, one record size of 128 packet words. */
+/* One group that maps tokens, one record size of 128 packet words, on a
+   CPU of 2 compute units whose step kernel takes 2 work-groups. */
 static const clbt__launch_shape one_group = {
     .num_groups = 1,
     .token_groups = 0x1,
@@ -39,7 +40,9 @@ static const clbt__launch_shape one_group = {
     .num_classes = 1,
     .record_words = {128},
     .local_sizes = {1},
-    .has_inline = true};
+    .has_inline = true,
+    .compute_units = 2,
+    .cpu_step_groups = 2};
 
 /* Three record sizes, as a GPU's: 64, 512 and 2048 words. */
 static const clbt__launch_shape three_sizes = {
@@ -68,18 +71,18 @@ static clbt__commit_plan scatter(uint32_t rows, uint64_t cells) {
       .mode = CLBT_COMMIT_SCATTER, .rows = 16, .pending = {rows, cells}};
 }
 
-/* One launch's share of a call, as a call's plan makes it: its first half
-   (clbt__plan_share), then its place, record sizes and grids
-   (clbt__plan_place). */
+/* One launch's share of a call, as the call's plan makes it. */
 static void plan_launch(const clbt__launch_shape *shape, uint32_t groups,
                         uint32_t work, uint32_t num_tokens, uint32_t padded,
                         clbt__commit_plan *commits, clbt__launch_plan *out) {
   clbt__launch_part part = {.shape = shape, .groups = groups,
                             .commits = commits};
+  clbt__staging slots[9];
+  size_t slot_words[9];
   clbt__call_plan plan = {.work = work, .num_tokens = num_tokens,
                           .padded = padded, .launches = &part,
-                          .num_launches = 1};
-  clbt__plan_share(shape, groups, work, commits, &part.share);
+                          .num_launches = 1, .slots = slots,
+                          .slot_words = slot_words};
   clbt__plan_place(&plan);
   *out = part.share;
 }
@@ -339,9 +342,10 @@ START_TEST(each_part_on_its_own_work_groups) {
   ck_assert_uint_eq(grid.export_groups, 128);
   ck_assert_uint_eq(grid.state_groups, 0);
   ck_assert_uint_eq(grid.global_size, 268 * 256);
-  /* A CPU's grid: one work-group per 32768 slots, every part on it. */
+  /* A CPU's grid: its step kernel's work-groups of one work-item, every
+     part on each. */
   grid = clbt__plan_grid(&one_group, 1, work, 0x1, 1024, 1024);
-  ck_assert_uint_eq(grid.global_size, 1);
+  ck_assert_uint_eq(grid.global_size, 2);
   ck_assert_uint_eq(grid.map_groups + grid.gather_groups, 0);
 }
 END_TEST
