@@ -24,12 +24,24 @@ clbt_status clbt__check_row(const clbt_table *table, const char *name,
   return CLBT_SUCCESS;
 }
 
-/* Whether every id is in [0, largest]: a loop with no early exit, which
-   compilers vectorise (a replaced row checks hundreds of ids). */
+/*
+ * Whether every id is in [0, largest] (largest >= 0). A replaced row
+ * checks hundreds of ids: their OR first, in blocks whose fixed length
+ * GCC vectorises at -O2 (its cheap cost model takes no loop whose trip
+ * count it does not know; the plain compare of each id cost 7
+ * instructions an id). When the OR, as unsigned, is at most largest, so
+ * is every id, and none is negative: the common case, ids far below
+ * INT32_MAX. Otherwise each id is compared.
+ */
 static bool ids_within(const int32_t *ids, size_t n, int32_t largest) {
-  uint32_t outside = 0;
-  for (size_t i = 0; i < n; ++i)
-    outside |= (uint32_t)(ids[i] < 0) | (uint32_t)(ids[i] > largest);
+  enum { BLOCK = 64 };
+  uint32_t any = 0, outside = 0;
+  size_t i = 0;
+  for (; i + BLOCK <= n; i += BLOCK)
+    for (size_t j = 0; j < BLOCK; ++j) any |= (uint32_t)ids[i + j];
+  for (; i < n; ++i) any |= (uint32_t)ids[i];
+  if (any <= (uint32_t)largest) return true;
+  for (i = 0; i < n; ++i) outside |= (uint32_t)ids[i] > (uint32_t)largest;
   return outside == 0;
 }
 

@@ -210,6 +210,43 @@ START_TEST(no_id_fits_past_two_to_the_31_kernel_blocks) {
 }
 END_TEST
 
+/*
+ * Ids are checked by their OR first (table_rows.c), then one by one when
+ * the OR is past the bound: with 3 kernel blocks per block the largest id
+ * is (2^31 - 1 - 2) / 3 = 715827881 (its last kernel block, 2147483645,
+ * fits int32; 715827882's, 2147483648, does not). 69 ids of 2^29 and one
+ * of 178956970 are each within it, their OR (715827882) is not: taken. A
+ * negative id among 70, and 715827882 at the end, are refused by index.
+ */
+START_TEST(ids_past_the_bound_only_by_their_or_are_taken) {
+  clbt_table_config config = {.block_size = 48,
+                              .kernel_block_size = 16,
+                              .max_num_reqs = 1,
+                              .max_num_blocks_per_req = 100,
+                              .max_num_batched_tokens = 4};
+  clbt_table *table = NULL;
+  clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
+  int32_t ids[70];
+  for (int i = 0; i < 69; ++i) ids[i] = 1 << 29;
+  ids[69] = 178956970;
+  clbt_assert_ok(clbt_table_add_row(table, 0, ids, 70));
+  const int32_t *row = clbt_table_host_data(table);
+  ck_assert_int_eq(row[0], 1610612736);      /* 2^29 x 3 */
+  ck_assert_int_eq(row[3 * 69 + 2], 536870912); /* 178956970 x 3 + 2 */
+  ids[10] = -5;
+  clbt_assert_fails(clbt_table_add_row(table, 0, ids, 70),
+                    CLBT_INVALID_BLOCK_ID,
+                    "block_ids[10] = -5 is outside [0, 715827881]");
+  ids[10] = 1 << 29;
+  ids[69] = 715827882;
+  clbt_assert_fails(clbt_table_add_row(table, 0, ids, 70),
+                    CLBT_INVALID_BLOCK_ID,
+                    "block_ids[69] = 715827882 is outside [0, 715827881]");
+  ck_assert_int_eq(row[3 * 69 + 2], 536870912); /* unchanged */
+  clbt_table_destroy(table);
+}
+END_TEST
+
 START_TEST(bad_rows_and_pointers) {
   clbt_table *table = create(0);
   clbt_assert_ok(clbt_table_append_row(table, 1, (const int32_t[]){8}, 1));
@@ -352,6 +389,7 @@ int main(void) {
   Suite *suite = suite_create("table_rows");
   TCase *tc = tcase_create("table_rows");
   tcase_add_test(tc, append_and_add);
+  tcase_add_test(tc, ids_past_the_bound_only_by_their_or_are_taken);
   tcase_add_test(tc, hybrid_expansion);
   tcase_add_test(tc, clear_row);
   tcase_add_test(tc, truncate_row);
