@@ -140,9 +140,12 @@ static void pack_section(const clbt_table *group,
     section[CLBT_PACKET_ROW_COLUMN] = low;
     section[CLBT_PACKET_ROW_FIRST_ID] = first_id;
     section += CLBT_PACKET_ROW_WORDS;
-    memcpy(ids + first_id,
-           group->rows + (size_t)row * group->layout.width + low,
-           cells * sizeof *ids);
+    const int32_t *run = group->rows + (size_t)row * group->layout.width + low;
+    /* A decode step's row gains one id: copied without a call. */
+    if (cells == 1)
+      ids[first_id] = (uint32_t)run[0];
+    else
+      memcpy(ids + first_id, run, cells * sizeof *ids);
     first_id += cells;
   }
 }

@@ -91,7 +91,11 @@ void clbt__apply_append(clbt_table *table, uint32_t row,
   uint32_t length = replace ? 0 : table->row_lengths[row];
   int32_t *out = row_data(table, row) + length;
   if (per_block == 1) {
-    if (n) memcpy(out, block_ids, n * sizeof *block_ids);
+    /* A decode step's append is one id: copied without a call. */
+    if (n == 1)
+      *out = block_ids[0];
+    else if (n)
+      memcpy(out, block_ids, n * sizeof *block_ids);
   } else {
     /* map_to_kernel_blocks: KV block b is kernel blocks b*k .. b*k+k-1. */
     for (size_t i = 0; i < n; ++i)
