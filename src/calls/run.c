@@ -99,15 +99,15 @@ static void gather(runner *r) {
         .scatter_record = launch->scatter_record};
   }
   plan->version = r->call->commits ? clbt__next_version(engine) : 0;
-  const cl_mem buffers[CLBT__NUM_BOUND] = {
-      [CLBT__BOUND_QUERY_START_LOC] = batch->query_start_loc,
-      [CLBT__BOUND_POSITIONS] = batch->positions,
-      [CLBT__BOUND_IDX_MAPPING] = batch->idx_mapping,
-      [CLBT__BOUND_SEQ_LENS] = batch->seq_lens,
-      [CLBT__BOUND_TOKEN_INDICES] = batch->token_indices,
-      [CLBT__BOUND_TOKEN_SLOTS] = batch->token_slots};
-  for (int b = 0; b < CLBT__NUM_BOUND; ++b) {
-    plan->buffers[b] = buffers[b];
+  const cl_mem buffers[CLBT__NUM_BATCH_BUFFERS] = {
+      [CLBT__BATCH_QUERY_START_LOC] = batch->query_start_loc,
+      [CLBT__BATCH_POSITIONS] = batch->positions,
+      [CLBT__BATCH_IDX_MAPPING] = batch->idx_mapping,
+      [CLBT__BATCH_SEQ_LENS] = batch->seq_lens,
+      [CLBT__BATCH_TOKEN_INDICES] = batch->token_indices,
+      [CLBT__BATCH_TOKEN_SLOTS] = batch->token_slots};
+  for (int b = 0; b < CLBT__NUM_BATCH_BUFFERS; ++b) {
+    plan->batch[b] = buffers[b];
     plan->serials[b] = clbt__known_buffer_serial(&engine->known, buffers[b]);
   }
 }

@@ -33,14 +33,12 @@ enum {
   NUM_ARGUMENTS
 };
 
-/* The batch buffers' argument indices, in clbt__kernel.bound's order. */
+/* The bound buffers' argument indices, in clbt__kernel.bound's order. */
 static const cl_uint bound_arguments[CLBT__NUM_BOUND] = {
     [CLBT__BOUND_QUERY_START_LOC] = ARG_QUERY_START_LOC,
     [CLBT__BOUND_POSITIONS] = ARG_POSITIONS,
     [CLBT__BOUND_IDX_MAPPING] = ARG_IDX_MAPPING,
     [CLBT__BOUND_SEQ_LENS] = ARG_SEQ_LENS,
-    [CLBT__BOUND_TOKEN_INDICES] = ARG_TOKEN_INDICES,
-    [CLBT__BOUND_TOKEN_SLOTS] = ARG_TOKEN_SLOTS,
     [CLBT__BOUND_PACKET] = ARG_PACKET};
 
 /* Each entry's name, for its kernel's. */

@@ -392,19 +392,22 @@ static void add_step(clbt__call_plan *plan, const clbt__launch_part *part) {
           clbt__record_bytes(part->shape->record_words[share->step_class]),
       .global_size = share->step_grid.global_size,
       .local_size = part->shape->local_sizes[share->step_class]};
-  /* The batch's buffers its parts read; NULL for the others. */
-  static const uint32_t tokens = CLBT_WORK_TOKEN_SLOTS;
-  const uint32_t reads[CLBT__NUM_BOUND] = {
-      [CLBT__BOUND_QUERY_START_LOC] = ~0u,
-      [CLBT__BOUND_POSITIONS] = ~0u,
-      [CLBT__BOUND_IDX_MAPPING] = ~0u,
-      [CLBT__BOUND_SEQ_LENS] = CLBT_WORK_SEQ_LENS,
-      [CLBT__BOUND_TOKEN_INDICES] = tokens,
-      [CLBT__BOUND_TOKEN_SLOTS] = tokens};
-  for (int b = 0; b < CLBT__NUM_BOUND; ++b)
-    if (head.work & reads[b]) {
-      call.buffers[b] = plan->buffers[b];
-      call.serials[b] = plan->serials[b];
+  /* The batch's buffers its parts read, NULL for the others; token slots'
+     in the arguments of those they do not read (cl/contract.h). */
+  bool tokens = (head.work & CLBT_WORK_TOKEN_SLOTS) != 0;
+  const int from[CLBT__BOUND_PACKET] = {
+      [CLBT__BOUND_QUERY_START_LOC] = CLBT__BATCH_QUERY_START_LOC,
+      [CLBT__BOUND_POSITIONS] =
+          tokens ? CLBT__BATCH_TOKEN_INDICES : CLBT__BATCH_POSITIONS,
+      [CLBT__BOUND_IDX_MAPPING] = CLBT__BATCH_IDX_MAPPING,
+      [CLBT__BOUND_SEQ_LENS] =
+          tokens ? CLBT__BATCH_TOKEN_SLOTS
+          : head.work & CLBT_WORK_SEQ_LENS ? CLBT__BATCH_SEQ_LENS
+                                           : -1};
+  for (int b = 0; b < CLBT__BOUND_PACKET; ++b)
+    if (from[b] >= 0) {
+      call.buffers[b] = plan->batch[from[b]];
+      call.serials[b] = plan->serials[from[b]];
     }
   bind_upload(plan, clbt__plan_folds(share), share, &call);
   *next_command(plan) =

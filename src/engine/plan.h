@@ -162,14 +162,25 @@ typedef struct clbt__record {
   clbt__launch_record sent;
 } clbt__record;
 
-/* The buffers a launch binds, in the step kernel's argument order. */
+/* A call's batch buffers, by what they hold. */
+enum {
+  CLBT__BATCH_QUERY_START_LOC,
+  CLBT__BATCH_POSITIONS,
+  CLBT__BATCH_IDX_MAPPING,
+  CLBT__BATCH_SEQ_LENS,
+  CLBT__BATCH_TOKEN_INDICES,
+  CLBT__BATCH_TOKEN_SLOTS,
+  CLBT__NUM_BATCH_BUFFERS
+};
+
+/* The buffers a launch binds, in the step kernel's argument order
+   (cl/contract.h: token slots' two take the places of the positions and
+   the seq_lens). */
 enum {
   CLBT__BOUND_QUERY_START_LOC,
   CLBT__BOUND_POSITIONS,
   CLBT__BOUND_IDX_MAPPING,
   CLBT__BOUND_SEQ_LENS,
-  CLBT__BOUND_TOKEN_INDICES,
-  CLBT__BOUND_TOKEN_SLOTS,
   CLBT__BOUND_PACKET,
   CLBT__NUM_BOUND
 };
@@ -229,8 +240,8 @@ typedef struct clbt__call_plan {
   uint32_t work;           /* the call's step work; 0: none */
   uint32_t num_tokens, padded;
   clbt_record_head head;   /* a step record's batch fields */
-  cl_mem buffers[CLBT__NUM_BOUND]; /* the batch's, by argument; no packet */
-  uint64_t serials[CLBT__NUM_BOUND];
+  cl_mem batch[CLBT__NUM_BATCH_BUFFERS]; /* NULL: not given */
+  uint64_t serials[CLBT__NUM_BATCH_BUFFERS]; /* of their records */
   uint64_t version;        /* the rows it moves get; 0: it moves none */
   clbt__launch_part *launches;
   uint32_t num_launches;
