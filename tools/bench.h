@@ -56,8 +56,9 @@ typedef struct bench {
   double decode_call_over_empty, tokens_call_over_host_plus_empty;
   double commit_bytes_over_seed, commit_over_small_write;
   double four_groups_over_one, steady_step_over_empty;
-  double export_step_over_empty, churn_step_over_empty;
-  double step_enqueue_over_empty, step_updates_over_limit;
+  double export_step_over_empty, still_step_over_empty;
+  double churn_step_over_limit, step_enqueue_over_limit;
+  double step_updates_over_limit, steady_step_calls;
   double step_calls_over_budget, step_set_kernel_arg;
 } bench;
 
@@ -184,10 +185,15 @@ typedef struct bench_calls_table bench_calls_table;
 bench_calls_table *bench_calls_table_create(void);
 void bench_calls_table_free(bench_calls_table *table); /* NULL is fine */
 /* Summarises a series as the next row, named, and judges each of its
-   steps against issue 18's budget for a step's calls; exports: its steps
-   had CLBT_STEP_EXPORT. Adds nothing where the build does not count. */
+   steps: a steady one against issue 42's budget (the launch and one more
+   call, clSetKernelArg counted), any other against issue 18's; exports:
+   its steps had CLBT_STEP_EXPORT. Adds nothing where the build does not
+   count. */
 void bench_calls_table_add(bench_calls_table *table, const bench_calls *calls,
-                           const char *name, bool exports);
+                           const char *name, bool exports, bool steady);
+/* Whether the series' middle step uploaded (a write or a map); false
+   where the build does not count. */
+bool bench_calls_uploads(const bench_calls *calls);
 /* Adds each row's counts to section (per function, the middle step's) and
    its verdict to targets; sets b's worst figures. */
 void bench_calls_table_write(bench *b, const bench_calls_table *table,

@@ -35,7 +35,7 @@ typedef struct step_variant {
   const char *name;
   bool persistent; /* rows in request slots, read through an idx_mapping */
   uint32_t flags;  /* clbt_step.flags */
-  double steady_limit; /* issue 25's target for a steady step / empty call */
+  double steady_limit; /* issue 42's target for a steady step / empty call */
   const char *work; /* what the changed rows cost, for a missed target */
   uint32_t export_flags, pitch; /* clbt_step.export_flags, dense_row_pitch */
 } step_variant;
