@@ -349,6 +349,8 @@ void clbt__launch_release(clbt__launch *launch) {
   launch->step_record = launch->scatter_record = NULL;
 }
 
+/* ---- enqueueing a launch -------------------------------------------------- */
+
 /* Sets the buffers that differ from what the kernel holds. */
 static clbt_status bind_buffers(clbt__kernel *kernel,
                                 const clbt__launch_call *call) {
