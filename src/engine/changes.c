@@ -61,6 +61,14 @@ void clbt__changes_mark(clbt__changes *changes, uint32_t row, uint32_t low,
 }
 
 void clbt__changes_unlist(clbt__changes *changes, uint32_t rows) {
+  /* A step commits every row: all of them go, and the totals with them. */
+  if (changes->bound <= rows) {
+    for (uint32_t i = 0; i < changes->num_listed; ++i)
+      changes->listed[changes->listed_rows[i]] = false;
+    changes->num_listed = changes->bound = 0;
+    changes->cells = 0;
+    return;
+  }
   uint32_t kept = 0, bound = 0;
   for (uint32_t i = 0; i < changes->num_listed; ++i) {
     uint32_t row = changes->listed_rows[i];
