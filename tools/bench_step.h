@@ -85,8 +85,9 @@ typedef struct step_model {
 /* A table on device with the case's groups (zero_gathered_tails for all)
    and a request in each batch position: rows 0 .. requests - 1 in the v1
    model, random request slots of STEP_MAX_REQS in the persistent one;
-   committed, its first step run, and the batch's buffers written: one
-   token per request, at the end of its row. */
+   committed, its first two steps run (the second reaps the commit's
+   staging slots), and the batch's buffers written: one token per request,
+   at the end of its row. */
 step_model *step_model_create(bench *b, clbt_device *device,
                               const step_case *shape,
                               const step_variant *variant,
