@@ -55,22 +55,20 @@ clbt_status clbt__check_append(const clbt_table *table, uint32_t row,
   uint32_t per_block = table->layout.spec.blocks_per_kv_block;
   uint32_t length = replace ? 0 : table->row_lengths[row];
   uint32_t room = table->layout.width - length;
-  if (n > room / per_block)
+  /* n <= room < 2^32 first, so that the product cannot wrap. */
+  if (n > room || n * per_block > room)
     return clbt__fail(CLBT_ROW_OVERFLOW,
                       "n = %zu blocks of %u kernel blocks would overflow row "
                       "%u: it holds %u of width %u",
                       n, (unsigned)per_block, (unsigned)row, (unsigned)length,
                       (unsigned)table->layout.width);
-  /* The largest id whose last kernel block, id*k + k-1, fits in int32;
-     negative when not even id 0's does. */
-  int64_t id_room = (int64_t)INT32_MAX - (per_block - 1);
-  int64_t largest = id_room < 0 ? -1 : id_room / per_block;
+  int32_t largest = table->layout.largest_id;
   if (n > 0 && largest < 0)
     return clbt__fail(CLBT_INVALID_BLOCK_ID,
                       "no block id fits: block_size / kernel_block_size = %u "
                       "kernel blocks per id exceed INT32_MAX + 1",
                       (unsigned)per_block);
-  if (ids_within(block_ids, n, (int32_t)largest)) return CLBT_SUCCESS;
+  if (ids_within(block_ids, n, largest)) return CLBT_SUCCESS;
   size_t i = 0;
   while (block_ids[i] >= 0 && block_ids[i] <= largest) ++i;
   return clbt__fail(CLBT_INVALID_BLOCK_ID,

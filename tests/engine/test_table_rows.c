@@ -185,15 +185,20 @@ END_TEST
 /*
  * With more than 2^31 kernel blocks per id not even id 0's last kernel
  * block, k - 1, fits in int32: every id is refused. No table that large
- * fits in memory, so the check runs on a table's layout alone (what
- * clbt__check_append reads: the row's bound, length and k).
+ * fits in memory, so the check runs on a layout alone (what
+ * clbt__table_layout_init derives, and clbt__check_append reads: the
+ * row's bound, length, k and the largest id): one row of one block of
+ * 2^31 + 1, then 2^31, kernel blocks of 1 token.
  */
 START_TEST(no_id_fits_past_two_to_the_31_kernel_blocks) {
   uint32_t length = 0;
   clbt_table huge = {.row_lengths = &length};
-  huge.layout.max_num_reqs = 1;
-  huge.layout.width = UINT32_MAX - 1;
-  huge.layout.spec.blocks_per_kv_block = (UINT32_MAX - 1) / 2 + 2; /* 2^31+1 */
+  clbt_table_config config = {.block_size = 2147483649u,
+                              .kernel_block_size = 1,
+                              .max_num_reqs = 1,
+                              .max_num_blocks_per_req = 1,
+                              .max_num_batched_tokens = 1};
+  clbt_assert_ok(clbt__table_layout_init(&config, &huge.layout));
   for (int32_t id = 0; id < 2; ++id)
     clbt_assert_fails(clbt__check_append(&huge, 0, &id, 1, false),
                       CLBT_INVALID_BLOCK_ID,
@@ -201,7 +206,8 @@ START_TEST(no_id_fits_past_two_to_the_31_kernel_blocks) {
                       "2147483649 kernel blocks per id exceed INT32_MAX + 1");
   /* At exactly 2^31 kernel blocks per id, id 0 (blocks 0 .. 2^31-1) fits
      and id 1 does not. */
-  huge.layout.spec.blocks_per_kv_block = (UINT32_MAX - 1) / 2 + 1;
+  config.block_size = 2147483648u;
+  clbt_assert_ok(clbt__table_layout_init(&config, &huge.layout));
   int32_t id = 0;
   clbt_assert_ok(clbt__check_append(&huge, 0, &id, 1, false));
   id = 1;
