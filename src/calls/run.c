@@ -86,15 +86,16 @@ static void gather(runner *r) {
   plan->launches = engine->launch_parts;
   plan->num_launches = clbt__scope_end_launch(scope) - first;
   for (uint32_t i = 0; i < plan->num_launches; ++i) {
-    clbt__launch *launch = &engine->launches[first + i];
+    uint32_t l = first + i;
+    clbt__launch *launch = &engine->launches[l];
+    clbt__commit_plan *commits =
+        &engine->commit_plans[l * CLBT__MAX_LAUNCH_GROUPS];
     plan->launches[i] = (clbt__launch_part){
-        .index = first + i,
+        .index = l,
         .shape = &launch->shape,
-        .groups = clbt__scope_groups(scope, first + i),
-        .token_section = clbt__token_sections_before(scope, first + i),
-        .commits = r->call->commits ? &engine->commit_plans
-                                           [(first + i) * CLBT__MAX_LAUNCH_GROUPS]
-                                    : NULL,
+        .groups = clbt__scope_groups(scope, l),
+        .token_section = clbt__token_sections_before(scope, l),
+        .commits = r->call->commits ? commits : NULL,
         .step_record = launch->step_record,
         .scatter_record = launch->scatter_record};
   }
@@ -127,7 +128,8 @@ static clbt_status plan_call(runner *r) {
   clbt_status status =
       r->call->commits
           ? clbt__commit_plan_groups(engine, scope->begin, scope->end,
-                              r->call->commit_rows, engine->commit_plans)
+                                     r->call->commit_rows,
+                                     engine->commit_plans)
           : CLBT_SUCCESS;
   for (uint32_t l = 0; !status && l < plan->num_launches; ++l)
     status = clbt__launch_ready(&engine->launches[plan->launches[l].index],

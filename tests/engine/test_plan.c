@@ -8,8 +8,10 @@
  * is laid out (cl/contract.h: each group's two counts, then the sections
  * of the groups that scatter, 4 words a row and one an id), what each
  * launch's step kernel does of the call's work, and which entry in which
- * record size runs it. Every expected value is worked out by hand from
- * those rules.
+ * record size runs it; and the call's commands themselves, in order (each
+ * WHOLE commit's writes and fill, the upload, each launch's scatter launch
+ * and step kernel, with their records, buffers and grids). Every expected
+ * value is worked out by hand from those rules.
  */
 #include "clbt_test.h"
 #include "engine/plan.h"
@@ -438,6 +440,207 @@ START_TEST(the_fold_is_decided_with_the_kernels_work_group_size) {
 }
 END_TEST
 
+/* ---- the commands -------------------------------------------------------- */
+
+/* Stand-ins for the buffers a plan names: the plan only copies them. */
+#define FAKE_BUFFER(n) ((cl_mem)(uintptr_t)(0x1000 + (n)))
+
+/* Two records a launch keeps, and the staging slots of a call. */
+static clbt__record step_record, scatter_record;
+static clbt__staging slots[9];
+static size_t slot_words[9];
+static clbt__command commands[32];
+
+/* A call's plan of one launch, its batch's buffers numbered 1 to 6 (the
+   serials 11 to 16), version 7. */
+static clbt__call_plan call_of(clbt__launch_part *part, uint32_t work,
+                               uint32_t num_tokens, uint32_t padded) {
+  clbt__call_plan plan = {.work = work,
+                          .num_tokens = num_tokens,
+                          .padded = padded,
+                          .version = 7,
+                          .launches = part,
+                          .num_launches = 1,
+                          .slots = slots,
+                          .slot_words = slot_words,
+                          .commands = commands};
+  plan.head.num_reqs = padded;
+  plan.head.num_tokens = num_tokens;
+  plan.head.padded_reqs = padded;
+  for (int b = 0; b < CLBT__NUM_BATCH_BUFFERS; ++b) {
+    plan.batch[b] = FAKE_BUFFER(b + 1);
+    plan.serials[b] = 11 + (uint64_t)b;
+  }
+  return plan;
+}
+
+/*
+ * A steady step of one group, 2 rows and 5 ids (15 words): one command,
+ * the step kernel with its part in its record of 64 words, which the last
+ * call had left 40 words into: words 15 to 39 are zeroed (the part is
+ * commit.c's to pack), the head says where the packet is and what runs,
+ * and the launch binds the batch's query_start_loc and positions (this
+ * batch has no idx_mapping), no seq_lens (its work reads none), no packet
+ * buffer. On the H200's grid for 4 tokens: 4 + (16384 - 4) / 16 = 1028
+ * items, on 256 a work-group 5 work-groups of the map.
+ */
+START_TEST(a_steady_step_is_one_launch_its_packet_in_its_record) {
+  clbt__commit_plan commits[1] = {scatter(2, 5)};
+  clbt__launch_part part = {.index = 3, .shape = &h200, .groups = 0x1,
+                            .commits = commits, .step_record = &step_record,
+                            .scatter_record = &scatter_record};
+  for (int w = 0; w < 40; ++w) step_record.sent.packet[w] = 0xAB;
+  step_record.dirty_words = 40;
+  clbt__call_plan plan = call_of(&part, CLBT_WORK_MAP, 4, 4);
+  plan.batch[CLBT__BATCH_IDX_MAPPING] = NULL;
+  plan.batch[CLBT__BATCH_SEQ_LENS] = NULL;
+  clbt__plan_place(&plan);
+  ck_assert_uint_eq(plan.num_slots, 0);
+  ck_assert_ptr_null(plan.upload);
+  clbt__plan_commands(&plan);
+  ck_assert_uint_eq(plan.num_commands, 1);
+  const clbt__launch_call *call = &commands[0].launch;
+  ck_assert_int_eq(commands[0].kind, CLBT__COMMAND_LAUNCH);
+  ck_assert_uint_eq(call->launch, 3);
+  ck_assert_int_eq(call->entry, CLBT__ENTRY_WHOLE);
+  ck_assert_uint_eq(call->record_class, 0);
+  ck_assert_ptr_eq(call->record, &step_record.sent);
+  ck_assert_uint_eq(call->record_bytes,
+                    sizeof(clbt_record_head) + 64 * sizeof(cl_uint));
+  ck_assert_uint_eq(call->global_size, 5 * 256);
+  ck_assert_uint_eq(call->local_size, 256);
+  const clbt_record_head *head = &call->record->head;
+  ck_assert_uint_eq(head->work, CLBT_WORK_MAP | CLBT_WORK_PACKET_INLINE);
+  ck_assert_uint_eq(head->packet_words, 15);
+  ck_assert_uint_eq(head->groups, 0x1);
+  ck_assert_uint_eq(head->version_low, 7);
+  ck_assert_uint_eq(head->map_groups, 5);
+  ck_assert_uint_eq(head->num_tokens, 4);
+  for (int w = 0; w < 15; ++w) ck_assert_uint_eq(call->record->packet[w], 0xAB);
+  for (int w = 15; w < 40; ++w) ck_assert_uint_eq(call->record->packet[w], 0);
+  ck_assert_uint_eq(step_record.dirty_words, 15);
+  ck_assert_ptr_eq(call->buffers[CLBT__BOUND_QUERY_START_LOC],
+                   FAKE_BUFFER(1));
+  ck_assert_uint_eq(call->serials[CLBT__BOUND_QUERY_START_LOC], 11);
+  ck_assert_ptr_eq(call->buffers[CLBT__BOUND_POSITIONS], FAKE_BUFFER(2));
+  ck_assert_ptr_null(call->buffers[CLBT__BOUND_IDX_MAPPING]);
+  ck_assert_ptr_null(call->buffers[CLBT__BOUND_SEQ_LENS]);
+  ck_assert_ptr_null(call->buffers[CLBT__BOUND_PACKET]);
+}
+END_TEST
+
+/* Two groups on the H200: group 0 maps tokens, group 1 does not. */
+static const clbt__launch_shape h200_two = {
+    .num_groups = 2,
+    .token_groups = 0x1,
+    .tuning = &gpu_row,
+    .num_classes = 3,
+    .record_words = {64, 512, 2048},
+    .local_sizes = {256, 256, 256},
+    .has_inline = true,
+    .compute_units = 132,
+    .max_num_tokens = 16384};
+
+/*
+ * Group 0 commits 3 rows of width 4 WHOLE, group 1 scatters 1 row of 8192
+ * ids: 2 x 2 + 4 + 8192 = 8200 words, past the largest record and past
+ * folded_items (8193 items): uploaded and scattered by a launch of its
+ * own. The commands, in order: the WHOLE commit's 48 bytes of cells from
+ * its slot and its 12 bytes of lengths from word 12 of it, its 8 rows'
+ * versions (64 bytes) filled with the call's; the upload (8200 words); the
+ * scatter launch (the upload's buffer, its part from word 0); the step
+ * kernel, which applies no packet. The slots: the WHOLE commit's 3 x 5
+ * words, then the upload's.
+ */
+START_TEST(whole_writes_then_the_upload_then_each_launch) {
+  clbt__commit_plan commits[2] = {
+      {.mode = CLBT_COMMIT_WHOLE,
+       .rows = 3,
+       .pending = {1, 1},
+       .whole = {FAKE_BUFFER(21), FAKE_BUFFER(22), FAKE_BUFFER(23), 4, 8,
+                 NULL}},
+      scatter(1, 8192)};
+  clbt__launch_part part = {.index = 0, .shape = &h200_two, .groups = 0x3,
+                            .commits = commits, .step_record = &step_record,
+                            .scatter_record = &scatter_record};
+  clbt__call_plan plan = call_of(&part, CLBT_WORK_MAP, 1, 1);
+  clbt__plan_place(&plan);
+  ck_assert_int_eq(part.share.place, CLBT__PACKET_SCATTERED);
+  ck_assert_uint_eq(plan.num_slots, 2);
+  ck_assert_ptr_eq(commits[0].whole.slot, &slots[0]);
+  ck_assert_uint_eq(slot_words[0], 15);
+  ck_assert_ptr_eq(plan.upload, &slots[1]);
+  ck_assert_uint_eq(slot_words[1], 8200);
+  slots[1].buffer = FAKE_BUFFER(30); /* as the runner takes it */
+  slots[1].buffer_serial = 31;
+  clbt__plan_commands(&plan);
+  ck_assert_uint_eq(plan.num_commands, 6);
+  const clbt__command *c = commands;
+  ck_assert_int_eq(c[0].kind, CLBT__COMMAND_WRITE);
+  ck_assert_ptr_eq(c[0].buffer, FAKE_BUFFER(21));
+  ck_assert_uint_eq(c[0].bytes, 48);
+  ck_assert_ptr_eq(c[0].slot, &slots[0]);
+  ck_assert_uint_eq(c[0].slot_at, 0);
+  ck_assert_int_eq(c[1].kind, CLBT__COMMAND_WRITE);
+  ck_assert_ptr_eq(c[1].buffer, FAKE_BUFFER(22));
+  ck_assert_uint_eq(c[1].bytes, 12);
+  ck_assert_uint_eq(c[1].slot_at, 12);
+  ck_assert_int_eq(c[2].kind, CLBT__COMMAND_FILL);
+  ck_assert_ptr_eq(c[2].buffer, FAKE_BUFFER(23));
+  ck_assert_uint_eq(c[2].bytes, 64);
+  ck_assert_uint_eq(c[2].pattern, 7);
+  ck_assert_int_eq(c[3].kind, CLBT__COMMAND_WRITE);
+  ck_assert_ptr_eq(c[3].buffer, FAKE_BUFFER(30));
+  ck_assert_uint_eq(c[3].bytes, 8200 * sizeof(uint32_t));
+  ck_assert_ptr_eq(c[3].slot, &slots[1]);
+  ck_assert_int_eq(c[4].kind, CLBT__COMMAND_LAUNCH);
+  ck_assert_ptr_eq(c[4].launch.record, &scatter_record.sent);
+  ck_assert_uint_eq(c[4].launch.record->head.work,
+                    CLBT_WORK_SCATTER | CLBT_WORK_PACKET_IN_BUFFER);
+  ck_assert_uint_eq(c[4].launch.record->head.packet_at_low, 0);
+  ck_assert_ptr_eq(c[4].launch.buffers[CLBT__BOUND_PACKET], FAKE_BUFFER(30));
+  ck_assert_uint_eq(c[4].launch.serials[CLBT__BOUND_PACKET], 31);
+  ck_assert_ptr_null(c[4].launch.buffers[CLBT__BOUND_QUERY_START_LOC]);
+  /* 8193 items on work-groups of 256: 33. */
+  ck_assert_uint_eq(c[4].launch.global_size, 33 * 256);
+  ck_assert_int_eq(c[5].kind, CLBT__COMMAND_LAUNCH);
+  ck_assert_ptr_eq(c[5].launch.record, &step_record.sent);
+  ck_assert_uint_eq(c[5].launch.record->head.work, CLBT_WORK_MAP);
+  ck_assert_ptr_null(c[5].launch.buffers[CLBT__BOUND_PACKET]);
+  /* seq_lens was given, but a step that maps only reads none. */
+  ck_assert_ptr_null(c[5].launch.buffers[CLBT__BOUND_SEQ_LENS]);
+}
+END_TEST
+
+/*
+ * Token slots: the index matrix and the output take the arguments of the
+ * positions and seq_lens (cl/contract.h), and the record says where the
+ * launch's output sections start; 10 rows of 4 indices are 40 entries, one
+ * work-group of 256.
+ */
+START_TEST(token_slots_take_the_positions_and_seq_lens_arguments) {
+  clbt__launch_part part = {.index = 1, .shape = &h200, .groups = 0x1,
+                            .token_section = 3, .step_record = &step_record,
+                            .scatter_record = &scatter_record};
+  clbt__call_plan plan = call_of(&part, CLBT_WORK_TOKEN_SLOTS, 10, 2);
+  plan.head.indices_per_row = 4;
+  clbt__plan_place(&plan);
+  clbt__plan_commands(&plan);
+  ck_assert_uint_eq(plan.num_commands, 1);
+  const clbt__launch_call *call = &commands[0].launch;
+  ck_assert_uint_eq(call->global_size, 256);
+  ck_assert_uint_eq(call->record->head.token_section, 3);
+  ck_assert_uint_eq(call->record->head.work & CLBT_WORK_TOKEN_SLOTS,
+                    CLBT_WORK_TOKEN_SLOTS);
+  ck_assert_ptr_eq(call->buffers[CLBT__BOUND_POSITIONS],
+                   plan.batch[CLBT__BATCH_TOKEN_INDICES]);
+  ck_assert_uint_eq(call->serials[CLBT__BOUND_POSITIONS], 15);
+  ck_assert_ptr_eq(call->buffers[CLBT__BOUND_SEQ_LENS],
+                   plan.batch[CLBT__BATCH_TOKEN_SLOTS]);
+  ck_assert_uint_eq(call->serials[CLBT__BOUND_SEQ_LENS], 16);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("plan");
   TCase *tc = tcase_create("plan");
@@ -446,6 +649,9 @@ int main(void) {
   tcase_add_test(tc, every_exported_group_gets_a_work_group);
   tcase_add_test(tc, a_packet_folds_while_its_work_groups_stay_cheap);
   tcase_add_test(tc, the_fold_is_decided_with_the_kernels_work_group_size);
+  tcase_add_test(tc, a_steady_step_is_one_launch_its_packet_in_its_record);
+  tcase_add_test(tc, whole_writes_then_the_upload_then_each_launch);
+  tcase_add_test(tc, token_slots_take_the_positions_and_seq_lens_arguments);
   tcase_add_test(tc, a_small_part_travels_in_the_record);
   tcase_add_test(tc, a_commit_alone_scatters_its_record);
   tcase_add_test(tc, a_part_past_the_record_is_uploaded);
