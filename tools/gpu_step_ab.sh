@@ -22,7 +22,7 @@ set -uo pipefail
 [ $# -ge 1 ] || { sed -n '9p' "$0" >&2; exit 2; }
 out=$1 runs=${2:-500} rounds=${3:-2}
 baseline=f25b56b
-archive=build-ab/clbt-0.5.tar.gz
+archive="build-ab/clbt-0.5.tar.gz"
 mkdir -p "$out" build-ab /tmp/vendors
 echo /usr/lib/libnvidia-opencl.so.1 > /tmp/vendors/nvidia.icd
 cp /etc/OpenCL/vendors/pocl.icd /tmp/vendors/ 2>/dev/null || true
