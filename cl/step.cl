@@ -42,7 +42,9 @@ typedef struct step_locals {
   export_scratch export;
 } step_locals;
 
-/* The buffers a launch binds (NULL where it reads none). */
+/* The buffers a launch binds (NULL where it reads none), by what they
+   hold: a token-slots launch's index matrix and output come in the
+   arguments of the positions and seq_lens, which it does not read. */
 typedef struct step_buffers {
   __global const int *query_start_loc;
   __global const long *positions;
@@ -181,8 +183,10 @@ static void run_step(clbt_record_head head, clbt_kernel_layout layout,
     }                                                                       \
     step_locals locals = {packet_words, &well_formed, qsl_cache, plans,     \
                           {export_sums, export_offsets, export_rows}};      \
-    step_buffers in = {query_start_loc, positions, idx_mapping, seq_lens,  \
-                       token_indices,   token_slots, packet,    storage};   \
+    step_buffers in = {query_start_loc, (__global const long *)positions,  \
+                       idx_mapping,     seq_lens,                          \
+                       positions,       seq_lens,                          \
+                       packet,          storage};                          \
     run_step(record.head, layout, in, locals, parts);                       \
   }
 
