@@ -14,40 +14,38 @@ Their device tensors (``.gpu``, ``input_block_tables``, ``slot_mappings``,
 (_device_array.py): indexing, ``fill_``, ``copy_``, ``cpu()``, ``numpy()``
 and torch's functions work on them as on vLLM's tensors.
 
-Row updates are recorded when called and applied in one C call at the next
-use of the rows, and a commit is carried out by the step that follows it:
-a decode step is a Python call per row update and one clbt step, whatever
-its number of rows and groups (docs/python.md, "How the facade runs a
-step"). Every argument is checked when it is given, so a refused call still
-raises at once and changes nothing. docs/python.md lists every difference
-from vLLM; each method's docstring names its own.
+Every row update goes to C when it is called, which checks it against the
+rows as they are and refuses it whole or applies it (one call per vLLM
+append_row, every group at once); a commit is carried out by the step that
+follows it, so a decode step is a C call per row update and one clbt step,
+whatever its number of rows and groups (docs/python.md, "How the facade
+runs a step"). The facade checks only what C cannot see: the types and
+lengths of what it hands C (_arguments). docs/python.md lists every
+difference from vLLM; each method's docstring names its own.
 """
-import array
 import enum
 import threading
-from ctypes import addressof, byref, c_char, c_uint32
-from itertools import chain
+from ctypes import byref
 
 import numpy as np
 
+from . import _arguments as check
 from . import _core, _kv_cache, _opencl
 from ._core import PAD_SLOT_ID
-from ._device_array import DeviceArray, Memory, StackedDeviceArray
+from ._device_array import DeviceArray, Memory, StackedDeviceArray, copy_buffer
 from ._errors import Error, TypeMismatchError
 from ._opencl import describe
 from ._threads import one_thread_at_a_time
-from ._library import STEP_DUMMY, STEP_GATHER, Step, lib
+from ._library import ROW_APPEND, ROW_REPLACE, STEP_DUMMY, STEP_GATHER, Step
 
 __all__ = ["BlockTable", "BlockTables", "MultiGroupBlockTable", "PAD_SLOT_ID",
            "RowCapacityError", "SlotMappingMode", "get_block_table_width",
            "reshape_and_cache_flash"]
 
 from ._errors import (BUFFER_TOO_SMALL as _BUFFER_TOO_SMALL,
-                      INVALID_ARGUMENT as _INVALID_ARGUMENT,
-                      INVALID_BLOCK_ID as _INVALID_BLOCK_ID, INVALID_CONFIG as _INVALID_CONFIG,
+                      INVALID_ARGUMENT as _INVALID_ARGUMENT, INVALID_CONFIG as _INVALID_CONFIG,
                       ROW_OUT_OF_RANGE as _ROW_OUT_OF_RANGE, ROW_OVERFLOW as _ROW_OVERFLOW,
                       TOO_MANY_REQUESTS as _TOO_MANY_REQUESTS)
-_INT32_MAX = 0x7FFFFFFF
 
 
 class RowCapacityError(Error, RuntimeError):
@@ -66,13 +64,8 @@ def get_block_table_width(max_num_blocks, block_size, kernel_block_size=None, *,
     none) and kernel-block splitting."""
     if token_alignment is not None and token_alignment <= 0:
         raise Error(_INVALID_ARGUMENT, "token_alignment must be positive")
-    width = c_uint32()
-    _core._check(lib.clbt_block_table_width(_u32(max_num_blocks, "max_num_blocks"),
-                                            _u32(block_size, "block_size"),
-                                            _u32(kernel_block_size or 0, "kernel_block_size"),
-                                            _u32(token_alignment or 0, "token_alignment"),
-                                            byref(width)))
-    return width.value
+    return _core.block_table_width(max_num_blocks, block_size, kernel_block_size or 0,
+                                   token_alignment or 0)
 
 
 class SlotMappingMode(enum.Enum):
@@ -96,123 +89,7 @@ def _device(device):
     return _default_device[0]
 
 
-def _u32(value, name):
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise _wrong_type("%s is %s; an integer expected" % (name, describe(value))) from None
-    if number != value or not 0 <= number <= 0xFFFFFFFF:
-        raise Error(_INVALID_ARGUMENT, "%s %r is not an integer in [0, 4294967295]" % (
-            name, value))
-    return number
-
-
-def _row_index(row, max_num_reqs, name="row_idx"):
-    if type(row) is not int:
-        try:
-            row = int(row.__index__())
-        except AttributeError:
-            raise _wrong_type("%s is %s; an integer expected" % (name, describe(row))) from None
-    if not 0 <= row < max_num_reqs:
-        raise Error(_ROW_OUT_OF_RANGE, "%s %d is out of range: max_num_reqs is %d" % (
-            name, row, max_num_reqs))
-    return row
-
-
-def _ids(block_ids, per_kv, name):
-    """block_ids as array('i'): a list, tuple, range or 1-D integer array
-    of ids in [0, INT32_MAX] whose kernel blocks fit in int32."""
-    kind = type(block_ids)
-    if kind is list or kind is tuple or kind is range:
-        try:
-            ids = array.array("i", block_ids)
-        except OverflowError:
-            raise Error(_INVALID_BLOCK_ID, "%s holds an id outside int32" % name) from None
-        except TypeError:
-            raise _wrong_type("%s holds %s; a 1-D sequence of ints expected" % (
-                name, ", ".join(sorted({describe(b) for b in block_ids
-                                        if type(b) is not int})))) from None
-    elif isinstance(block_ids, (int, float, str, bytes)) or not hasattr(block_ids, "__len__"):
-        raise _wrong_type("%s is %s; a 1-D sequence of ints expected" % (
-            name, describe(block_ids)))
-    else:
-        values = np.asarray(block_ids)
-        if values.ndim != 1:
-            raise _wrong_type("%s has shape %s; a 1-D sequence of ints expected" % (
-                name, values.shape))
-        if values.size and values.dtype.kind not in "iu":
-            raise _wrong_type("%s has dtype %s; ints expected" % (name, values.dtype))
-        if values.size and (values.min() < 0 or values.max() > _INT32_MAX):
-            raise Error(_INVALID_BLOCK_ID, "%s holds %d; block ids are in [0, %d]" % (
-                name, values.min() if values.min() < 0 else values.max(), _INT32_MAX))
-        ids = array.array("i", values.astype(np.int32).tobytes())
-    if ids:
-        low, high = min(ids), max(ids)
-        limit = (_INT32_MAX - per_kv + 1) // per_kv
-        if low < 0 or high > limit:
-            raise Error(_INVALID_BLOCK_ID, "%s holds %d; with %d kernel blocks a block, ids "
-                        "are in [0, %d]" % (name, low if low < 0 else high, per_kv, limit))
-    return ids
-
-
-def _vector(values, dtype, name):
-    """values as a 1-D contiguous array of dtype (uint32 or int32), as the
-    batch calls hand it to C; refused when it is not one, or holds a value
-    dtype cannot (a negative row, an id outside int32)."""
-    if type(values) is np.ndarray and values.dtype is dtype and values.ndim == 1 and \
-            values.strides[0] == 4:
-        return values
-    if isinstance(values, (int, float, str, bytes)) or not hasattr(values, "__len__"):
-        raise _wrong_type("%s is %s; a 1-D sequence of ints expected" % (name,
-                                                                          describe(values)))
-    converted = np.asarray(values)
-    if converted.ndim != 1:
-        raise _wrong_type("%s has shape %s; a 1-D sequence of ints expected" % (
-            name, converted.shape))
-    if converted.size == 0:
-        return np.zeros(0, dtype)
-    if converted.dtype.kind not in "iu":
-        raise _wrong_type("%s has dtype %s; ints expected" % (name, converted.dtype))
-    bounds = np.iinfo(dtype)
-    low, high = int(converted.min()), int(converted.max())
-    if low < bounds.min or high > bounds.max:
-        status = _ROW_OUT_OF_RANGE if name == "rows" else _INVALID_BLOCK_ID \
-            if name.startswith("block_ids") else _INVALID_ARGUMENT
-        raise Error(status, "%s holds %d; %s takes [%d, %d]" % (
-            name, low if low < bounds.min else high, dtype.name, bounds.min, bounds.max))
-    return np.ascontiguousarray(converted, dtype)
-
-
-_UINT32, _INT32, _INT64 = np.dtype(np.uint32), np.dtype(np.int32), np.dtype(np.int64)
-
-
-def _address(values):
-    """The address of a contiguous array's first element (the cheaper way
-    for a writable one)."""
-    try:
-        return addressof(c_char.from_buffer(values))
-    except (TypeError, ValueError):  # read-only, or empty
-        return values.ctypes.data
-
-
-def _total(counts):
-    """The sum of a uint32 array, as a Python int."""
-    return sum(counts.tolist()) if counts.size <= 256 else int(counts.sum())
-
-
-def _row_overflow(grouped):
-    """The CLBT_ROW_OVERFLOW error of vLLM's v1 classes' updates (naming
-    the group in a multi-group table)."""
-    def error(row, g, length, width):
-        return Error(_ROW_OVERFLOW, "%srow %d would hold %d kernel blocks; its width is %d" % (
-            "groups[%d]: " % g if grouped else "", row, length, width))
-    return error
-
-
-def _capacity_overflow(row, g, length, width):
-    """Model Runner V2's row-capacity error."""
-    return RowCapacityError(_ROW_OVERFLOW, "request %d, group %d exceeds row capacity "
-                            "(%d > %d)" % (row, g, length, width))
+_INT32, _INT64 = np.dtype(np.int32), np.dtype(np.int64)
 
 
 class _Closes:
@@ -226,17 +103,18 @@ class _Closes:
 
 
 class _Engine:
-    """A clbt multi-group table and what the facade defers on it: row
-    updates recorded but not yet given to C (applied in one batch call, in
-    order, before anything reads or changes the rows otherwise), a commit
+    """A clbt multi-group table and what the facade defers on it: a commit
     (carried out by the next step, or by the first read of the device
-    rows), and, for BlockTables, a gather (merged into the slot mapping's
-    step when idx_mapping is the same)."""
+    rows) and, for BlockTables, a gather (merged into the slot mapping's
+    step when idx_mapping is the same). Row updates are not deferred: each
+    is one C call, which checks it against the rows as they are
+    (docs/design.md, "The Python facade asks C")."""
 
     def __init__(self, device, groups, max_num_reqs, max_num_batched_tokens, cp_world_size,
                  cp_rank, cp_interleave_size, exact_widths, zero_gathered_tails=False):
         # What every facade object on the engine holds in each public call
-        # (_threads): their state and the table's, one thread at a time.
+        # that reaches C (_threads): their state and the table's, one
+        # thread at a time.
         self.lock = threading.RLock()
         self.device = _device(device)
         self.settings = dict(groups=groups, max_num_reqs=max_num_reqs,
@@ -246,33 +124,22 @@ class _Engine:
         self.layout = (cp_world_size, cp_rank, cp_interleave_size)
         self.wanted = self.layout
         self.table = None
-        self.per_kv = None  # once C has checked the block sizes (_build)
-        self._build_step()
-        self._build()
-
-    def _build_step(self):
         self.step_struct = Step()
         self.step_address = byref(self.step_struct)
+        self._build()
 
     def _build(self):
         world, rank, interleave = self.wanted
         table = _core.MultiTable(self.device, cp_world_size=world, cp_rank=rank,
                                  cp_interleave_size=interleave, **self.settings)
-        # After C refused a block size of 0 by name (it would divide here).
-        self.per_kv = [g.block_size // (g.kernel_block_size or g.block_size)
-                       for g in self.settings["groups"]]
         if self.table is not None:
             self.table.close()
         self.table, self.layout = table, self.wanted
         self.groups = table.groups
+        self.per_kv = [group.kv_block_size // group.block_size for group in self.groups]
         self.widths = [group.width for group in self.groups]
         # Each group's row lengths as int32 (vLLM's dtype; they fit).
         self.lengths = [group.row_lengths.view(np.int32) for group in self.groups]
-        self.limits = [(width, k, (_INT32_MAX - k + 1) // k)
-                       for width, k in zip(self.widths, self.per_kv)]
-        self.pending = []  # (row, replace, ids per group), in call order
-        self.known = {}  # row -> its lengths once the pending updates apply
-        self.open = True
         self.commit_rows = 0  # a commit of rows [0, commit_rows) is owed
         self.gather = None  # (idx_mapping, num_reqs_padded) owed
         self.arrays = {}
@@ -284,151 +151,18 @@ class _Engine:
         if self.wanted == self.layout:
             self.wanted = self.layout
             return
-        with self.lock:  # the row updates call this unlocked
-            self._relayout()
-
-    def _relayout(self):
-        self.apply_rows()
-        if any(lengths.any() for lengths in self.lengths):
-            wanted, self.wanted = self.wanted, self.layout
-            raise Error(_INVALID_CONFIG, "dcp_world_size, dcp_rank and cp_kv_cache_"
-                        "interleave_size (%d, %d, %d) can change only while every row is "
-                        "empty: clbt specialises the table's kernel for its layout at "
-                        "creation; set them before the first append_row" % wanted)
-        try:
-            self._build()
-        except Error:
-            self.wanted = self.layout
-            raise
-
-    def update(self, row, block_ids, replace, overflow, only=None):
-        """Checks and records one row update of every group: block_ids[g]
-        appended to (or, with replace, written over) the row of group g,
-        checked against the row as the updates before it leave it. With
-        only (a group index), the update is that group's alone: a group
-        view's, which leaves the other groups' rows as they are (their
-        block_ids entries are empty). row is a checked index;
-        overflow(row, g, length, width) makes the error of a row that
-        would outgrow its width. Returns the row's lengths before the
-        update and the ids recorded. Nothing is recorded when anything is
-        refused.
-        The hot path of a decode step: a list of Python ints per group is
-        copied into a tuple and checked there; anything else goes through
-        _ids, which copies it too. What is recorded is those copies, so a
-        caller's later change to its lists changes nothing."""
-        if not self.open:
-            self.table._live()  # raises: the table is closed
-        limits = self.limits
-        if (type(block_ids) is not tuple and type(block_ids) is not list) or \
-                len(block_ids) != len(limits):
-            raise _wrong_type("block_ids is %s; a sequence with one entry per group (%d) "
-                              "expected" % (describe(block_ids), len(limits)))
-        known = self.known
-        before = known.get(row)
-        if before is None:
-            before = [lengths.item(row) for lengths in self.lengths]
-        # What each group's new ids go after: nothing where they replace.
-        kept = before
-        if replace:
-            kept = [0] * len(limits) if only is None else before[:only] + [0] + before[only + 1:]
-        after, recorded = [], []
-        g = 0
-        for ids in block_ids:
-            width, k, largest = limits[g]
-            if type(ids) is list:
-                ids = tuple(ids)
-                for b in ids:
-                    if type(b) is not int or b < 0 or b > largest:
-                        ids = _ids(ids, k, "block_ids[%d]" % g)
-                        break
-            else:
-                ids = _ids(ids, k, "block_ids[%d]" % g)
-            length = len(ids) * k + kept[g]
-            if length > width:
-                raise overflow(row, g, length, width)
-            after.append(length)
-            recorded.append(ids)
-            g += 1
-        self.pending.append((row, replace, recorded, only))
-        known[row] = after
-        return before, recorded
-
-    def batch(self, rows, counts, block_ids, replace, grouped=True, only=None):
-        """The batch updates (append_rows, add_rows) of every group, in one
-        C call after the recorded updates: counts[g] and block_ids[g] are
-        group g's, checked here for what C cannot check, that block_ids[g]
-        holds the sum of counts[g] (C reads that many). With only (a group
-        index), counts and block_ids hold that group's alone, and the call
-        goes to its own table, which leaves the other groups' rows."""
-        if self.wanted is not self.layout:
-            self.relayout()
-        if self.pending:
-            self.apply_rows()
-        if not self.open:
-            self.table._live()  # raises: the table is closed
-        groups = range(len(self.limits)) if only is None else (only,)
-        rows = _vector(rows, _UINT32, "rows")
-        if isinstance(counts, (int, str, bytes)) or isinstance(block_ids, (int, str, bytes)) \
-                or len(counts) != len(groups) or len(block_ids) != len(groups):
-            raise _wrong_type("counts and block_ids need %d groups each" % len(groups))
-        held, count_addresses, id_addresses = [], array.array("Q"), array.array("Q")
-        for i, g in enumerate(groups):
-            which = "[%d]" % g if grouped else ""
-            group_counts = _vector(counts[i], _UINT32, "counts" + which)
-            group_ids = _vector(block_ids[i], _INT32, "block_ids" + which)
-            if group_counts.size != rows.size:
-                raise Error(_INVALID_ARGUMENT, "counts%s holds %d entries; rows holds %d" % (
-                    which, group_counts.size, rows.size))
-            needed = _total(group_counts)
-            if needed > group_ids.size:
-                raise Error(_INVALID_ARGUMENT, "block_ids%s holds %d values; sum(counts%s) "
-                            "needs %d" % (which, group_ids.size, which, needed))
-            held += (group_counts, group_ids)
-            count_addresses.append(_address(group_counts) if group_counts.size else 0)
-            id_addresses.append(_address(group_ids) if group_ids.size else 0)
-        rows_address = _address(rows) if rows.size else None
-        if only is None:
-            function = lib.clbt_multi_table_add_rows if replace \
-                else lib.clbt_multi_table_append_rows
-            _core._check(function(self.table._live(), rows.size, rows_address,
-                                  count_addresses.buffer_info()[0], id_addresses.buffer_info()[0]))
-        else:
-            function = lib.clbt_table_add_rows if replace else lib.clbt_table_append_rows
-            _core._check(function(self.groups[only]._live(), rows.size, rows_address,
-                                  count_addresses[0] or None, id_addresses[0] or None))
-
-    def apply_rows(self):
-        """Gives the recorded updates to C: one batch call per run of
-        appends, of replacements, or of one group's replacements, in
-        order."""
-        pending = self.pending
-        if not pending:
-            return
-        self.pending, self.known = [], {}
-        start = 0
-        while start < len(pending):
-            replace, only, end = pending[start][1], pending[start][3], start
-            while end < len(pending) and pending[end][1] == replace and pending[end][3] == only:
-                end += 1
-            self._apply_run(pending[start:end], replace, only)
-            start = end
-
-    def _apply_run(self, entries, replace, only):
-        rows = array.array("I", [entry[0] for entry in entries])
-        counts, flat = [], []
-        for g in range(len(self.limits)) if only is None else (only,):
-            counts.append(array.array("I", [len(entry[2][g]) for entry in entries]))
-            flat.append(array.array("i", chain.from_iterable(entry[2][g] for entry in entries)))
-        if only is not None:  # the group's own table: the others keep their rows
-            function = lib.clbt_table_add_rows if replace else lib.clbt_table_append_rows
-            _core._check(function(self.groups[only]._live(), len(rows), rows.buffer_info()[0],
-                                  counts[0].buffer_info()[0], flat[0].buffer_info()[0]))
-            return
-        function = lib.clbt_multi_table_add_rows if replace else lib.clbt_multi_table_append_rows
-        count_addresses = array.array("Q", [c.buffer_info()[0] for c in counts])
-        id_addresses = array.array("Q", [f.buffer_info()[0] for f in flat])
-        _core._check(function(self.table._live(), len(rows), rows.buffer_info()[0],
-                              count_addresses.buffer_info()[0], id_addresses.buffer_info()[0]))
+        with self.lock:  # the row updates call this before they lock
+            if any(lengths.any() for lengths in self.lengths):
+                wanted, self.wanted = self.wanted, self.layout
+                raise Error(_INVALID_CONFIG, "dcp_world_size, dcp_rank and cp_kv_cache_"
+                            "interleave_size (%d, %d, %d) can change only while every row is "
+                            "empty: clbt specialises the table's kernel for its layout at "
+                            "creation; set them before the first append_row" % wanted)
+            try:
+                self._build()
+            except Error:
+                self.wanted = self.layout
+                raise
 
     def sync(self):
         """What every read or write of a device array runs first (nothing
@@ -437,7 +171,6 @@ class _Engine:
             if self.table.closed:
                 return
             self.relayout()
-            self.apply_rows()
             if self.gather is not None:
                 self.run_gather()
             if self.commit_rows:
@@ -454,22 +187,19 @@ class _Engine:
              num_reqs_padded=0, flags=0):
         """A clbt step (it commits every row first, so an owed commit is
         done). Inputs already on the device (buffer handles, as
-        _batch_input gives them) go straight to C in a Step kept for the
-        purpose; host arrays, or a mix of both, go through MultiTable.step,
-        which uploads the host ones (the handles as clbt.Buffers)."""
-        if self.pending:
-            self.apply_rows()
+        _batch_input gives them) go to C in a Step kept for the purpose;
+        host arrays, or a mix of both, go through MultiTable.step, which
+        uploads the host ones (the handles as clbt.Buffers)."""
         if type(query_start_loc) is int and type(positions) is int and \
                 (idx_mapping is None or type(idx_mapping) is int):
             step = self.step_struct
             step.flags = flags  # the facade's own values
-            step.num_reqs = _u32(num_reqs, "num_reqs")
+            step.num_reqs = check.u32(num_reqs, "num_reqs")
             step.num_reqs_padded = num_reqs_padded
-            step.num_tokens = _u32(num_tokens, "num_tokens")
+            step.num_tokens = check.u32(num_tokens, "num_tokens")
             step.query_start_loc, step.positions = query_start_loc, positions
             step.idx_mapping = idx_mapping
-            _core._check(lib.clbt_multi_table_enqueue_step(self.table._live(), self.step_address,
-                                                           0, None, None))
+            self.table._enqueue_step(self.step_address)
         else:
             self.table.step(num_reqs, _buffer(query_start_loc), _buffer(positions), num_tokens,
                             idx_mapping=_buffer(idx_mapping), num_reqs_padded=num_reqs_padded,
@@ -483,38 +213,32 @@ class _Engine:
         step.flags, step.num_reqs, step.num_reqs_padded, step.num_tokens = \
             flags, 0, num_reqs_padded, 0
         step.query_start_loc = step.positions = step.idx_mapping = None
-        _core._check(lib.clbt_multi_table_enqueue_step(self.table._live(), self.step_address,
-                                                       0, None, None))
+        self.table._enqueue_step(self.step_address)
 
-    def map_slots(self, table, function, num_reqs, query_start_loc, positions, num_tokens):
+    def map_slots(self, table, num_reqs, query_start_loc, positions, num_tokens):
         """The slot mapping alone (no commit owed) of table (the engine's
-        MultiTable, or one group's Table) with C function (its
-        enqueue_slot_mapping): device inputs (handles) straight to C, host
-        ones or a mix through the table, which uploads the host ones."""
-        if self.pending:
-            self.apply_rows()
+        MultiTable, or one group's Table): device inputs (handles) straight
+        to C, host ones or a mix through the table, which uploads the host
+        ones."""
         if type(query_start_loc) is int and type(positions) is int:
-            _core._check(function(table._live(), _u32(num_reqs, "num_reqs"), query_start_loc,
-                                  positions, _u32(num_tokens, "num_tokens"), 0, None, None))
+            table._enqueue_slot_mapping(num_reqs, query_start_loc, positions, num_tokens)
         else:
             table.compute_slot_mapping(num_reqs, _buffer(query_start_loc), _buffer(positions),
                                        num_tokens)
 
-    def host(self):
-        """Makes the host rows current: a new layout, the recorded
-        updates."""
-        self.relayout()
-        self.apply_rows()
-
-    def device_array(self, key, group, buffer, shape, dtype):
-        """The cached DeviceArray of one of a group's buffers (of this
-        table: _current_sync)."""
-        array_ = self.arrays.get((key, group))
+    def device_array(self, key, g):
+        """The cached DeviceArray of one of group g's buffers (Table's
+        _buffers: "rows", "lengths", "slots", "gathered") of this table
+        (_current_sync)."""
+        array_ = self.arrays.get((key, g))
         if array_ is None:
-            nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
-            memory = Memory(buffer, lib.clbt_device_queue(self.device._live()), nbytes,
-                            self._current_sync())
-            array_ = self.arrays[(key, group)] = DeviceArray(memory, shape, dtype)
+            group = self.groups[g]
+            shape = {"lengths": (self.max_num_reqs,), "slots": (self.max_num_batched_tokens,)
+                     }.get(key, (self.max_num_reqs, group.width))
+            dtype = _INT64 if key == "slots" else _INT32
+            memory = Memory(group._buffers()[key], self.table._queue,
+                            int(np.prod(shape)) * dtype.itemsize, self._current_sync())
+            array_ = self.arrays[(key, g)] = DeviceArray(memory, shape, dtype)
         return array_
 
     def _current_sync(self):
@@ -535,30 +259,8 @@ class _Engine:
                             "take it again (block_table.gpu, slot_mapping.gpu, ...)")
         return sync
 
-    def rows_array(self, g):
-        group = self.groups[g]
-        return self.device_array("rows", g, lib.clbt_table_device_data(group._live()),
-                                 (self.max_num_reqs, group.width), np.int32)
-
-    def lengths_array(self, g):
-        group = self.groups[g]
-        return self.device_array("lengths", g,
-                                 lib.clbt_table_device_row_lengths(group._live()),
-                                 (self.max_num_reqs,), np.int32)
-
-    def slots_array(self, g):
-        group = self.groups[g]
-        return self.device_array("slots", g, lib.clbt_table_slot_mapping(group._live()),
-                                 (self.max_num_batched_tokens,), np.int64)
-
-    def gathered_array(self, g):
-        group = self.groups[g]
-        return self.device_array("gathered", g, lib.clbt_table_gathered_rows(group._live()),
-                                 (self.max_num_reqs, group.width), np.int32)
-
     def close(self):
-        self.pending, self.known, self.commit_rows, self.gather = [], {}, 0, None
-        self.open = False
+        self.commit_rows, self.gather = 0, None
         self.table.close()
 
 
@@ -573,7 +275,7 @@ def _buffer(value):
 def _batch_inputs(num_reqs, num_tokens, query_start_loc, positions):
     """query_start_loc (int32[num_reqs + 1]) and positions
     (int64[num_tokens]) as the clbt step takes them (_batch_input)."""
-    num_tokens = _u32(num_tokens, "num_tokens")
+    num_tokens = check.u32(num_tokens, "num_tokens")
     return (_batch_input(query_start_loc, "query_start_loc", _INT32, num_reqs + 1,
                          "num_reqs %d" % num_reqs),
             _batch_input(positions, "positions", _INT64, num_tokens,
@@ -614,6 +316,16 @@ def _device_input(value, name, dtype, needed, why):
     if value.shape[0] < needed:
         raise Error(_BUFFER_TOO_SMALL, "%s holds %d values; %s needs %d" % (
             name, value.shape[0], why, needed))
+
+
+def _owed_commit(num_reqs, engine):
+    """num_reqs of a commit the facade owes to a later step, refused now as
+    the commit would refuse it."""
+    num_reqs = check.u32(num_reqs, "num_reqs")
+    if num_reqs > engine.max_num_reqs:
+        raise Error(_TOO_MANY_REQUESTS, "num_reqs %d exceeds max_num_reqs %d" % (
+            num_reqs, engine.max_num_reqs))
+    return num_reqs
 
 
 def _token_count(positions, num_tokens):
@@ -671,11 +383,10 @@ def _fixed(getter, name, doc=None):
     return property(getter, refuse, doc=doc)
 
 
-# Every facade call that reaches C holds the engine's lock; the row
-# updates do not, for they only record (the decode step's hot path, where
-# the lock would add about 0.4 us to a call of about 1): threads sharing a
-# facade object never crash it, but its rows are then whichever order
-# their updates were recorded in (docs/python.md, "Threads").
+# Every facade call that reaches C holds the engine's lock. The row
+# updates, the decode step's hot path, take it in their own body rather
+# than through the decorator's wrapper, which would add about 0.3 us to a
+# call of about 1 (docs/python.md, "Threads").
 _ROW_UPDATES = ("append_row", "add_row", "append_block_ids")
 _serialised = one_thread_at_a_time(lambda self: self._engine.lock, _ROW_UPDATES)
 
@@ -713,11 +424,11 @@ class BlockTable(_Closes):
         k = engine.per_kv[g]
         self._k = k
         self._kernel_block_arange = np.arange(0, k).reshape(1, -1) if k != 1 else None
-        self.block_table = _CpuGpuBuffer(lambda: engine.rows_array(self._g), self.get_numpy_array)
-        self.slot_mapping = _CpuGpuBuffer(lambda: engine.slots_array(self._g),
+        self.block_table = _CpuGpuBuffer(lambda: engine.device_array("rows", self._g),
+                                         self.get_numpy_array)
+        self.slot_mapping = _CpuGpuBuffer(lambda: engine.device_array("slots", self._g),
                                           self._read_slot_mapping)
         self._kv_block_size = group.block_size
-        self._overflow = _row_overflow(owner is not None)
 
     # What the table is sized and specialised for: fixed at creation.
     max_num_reqs = _fixed(lambda self: self._engine.max_num_reqs, "max_num_reqs")
@@ -735,7 +446,7 @@ class BlockTable(_Closes):
         return self._engine.wanted[index]
 
     def _set_layout(self, index, value, name):
-        number = _u32(value, name)
+        number = check.u32(value, name)
         wanted = list(self._engine.wanted)
         wanted[index] = number
         self._engine.wanted = tuple(wanted)
@@ -755,17 +466,14 @@ class BlockTable(_Closes):
     def num_blocks_per_row(self):
         """Each row's length in kernel blocks: a read-only int32 view of the
         host lengths (vLLM's is writable)."""
-        engine = self._engine
-        engine.host()
-        return engine.lengths[self._g]
+        self._engine.relayout()
+        return self._engine.lengths[self._g]
 
     def get_numpy_array(self):
         """The host rows: a read-only numpy view (vLLM's is writable; rows
         change through the row operations, which record what the next
         commit moves)."""
-        engine = self._engine
-        engine.host()
-        return engine.groups[self._g].host_rows
+        return self._rows().host_rows
 
     def get_cpu_tensor(self):
         """The host rows as a torch tensor on the same memory (the numpy
@@ -775,10 +483,10 @@ class BlockTable(_Closes):
     def get_device_tensor(self, num_reqs):
         """Rows [0, num_reqs) on the device: a DeviceArray view."""
         self._engine.relayout()
-        return self._engine.rows_array(self._g)[:num_reqs]
+        return self._engine.device_array("rows", self._g)[:num_reqs]
 
     def _read_slot_mapping(self):
-        return self._engine.slots_array(self._g).numpy()
+        return self._engine.device_array("slots", self._g).numpy()
 
     @staticmethod
     def map_to_kernel_blocks(kv_manager_block_ids, blocks_per_kv_block, kernel_block_arange):
@@ -792,63 +500,45 @@ class BlockTable(_Closes):
     # ---- row operations ---------------------------------------------------
 
     def append_row(self, block_ids, row_idx):
-        self._update(block_ids, row_idx, False)
+        self._update(block_ids, row_idx, ROW_APPEND)
 
     def add_row(self, block_ids, row_idx):
-        self._update(block_ids, row_idx, True)
+        self._update(block_ids, row_idx, ROW_REPLACE)
 
-    def _update(self, block_ids, row_idx, replace):
+    def _update(self, block_ids, row_idx, how):
+        """This group's row update, in C now: a group of a
+        MultiGroupBlockTable changes alone, the others keep their rows."""
         engine = self._engine
-        if engine.wanted is not engine.layout:
-            engine.relayout()
-        if type(row_idx) is not int or not 0 <= row_idx < engine.max_num_reqs:
-            row_idx = _row_index(row_idx, engine.max_num_reqs)
-        if self._owner is None:
-            engine.update(row_idx, (block_ids,), replace, self._overflow)
-        else:
-            every = [[]] * len(engine.limits)
-            every[self._g] = block_ids
-            # A group's replacement is its own (only=); its append of
-            # nothing to the other groups changes nothing, so appends stay
-            # in the every-group runs and batch with the table's own.
-            engine.update(row_idx, every, replace, self._overflow,
-                          self._g if replace else None)
+        with engine.lock:
+            if engine.wanted is not engine.layout:
+                engine.relayout()
+            engine.groups[self._g]._update_row(row_idx, block_ids, how)
 
-    def _direct(self, function, *args):
-        engine = self._engine
-        engine.relayout()
-        engine.apply_rows()
-        _core._check(function(engine.groups[self._g]._live(), *args))
+    def _rows(self):
+        """This group's clbt.Table, in the table's current layout."""
+        self._engine.relayout()
+        return self._engine.groups[self._g]
 
     def clear_row(self, row_idx):
-        self._direct(lib.clbt_table_clear_row, _row_index(row_idx, self.max_num_reqs))
+        self._rows().clear_row(row_idx)
 
     def move_row(self, src, tgt):
         """Moves row src to tgt and clears src. Departure: move_row(r, r)
         keeps the row (vLLM erases it)."""
-        self._direct(lib.clbt_table_move_row, _row_index(src, self.max_num_reqs, "src"),
-                     _row_index(tgt, self.max_num_reqs, "tgt"))
+        self._rows().move_row(src, tgt)
 
     def swap_row(self, src, tgt):
-        self._direct(lib.clbt_table_swap_row, _row_index(src, self.max_num_reqs, "src"),
-                     _row_index(tgt, self.max_num_reqs, "tgt"))
+        self._rows().swap_row(src, tgt)
 
     def append_rows(self, rows, counts, block_ids):
         """Extension: many append_row calls in one. Entry i appends
         counts[i] ids to rows[i], its ids right after entry i-1's in
         block_ids. All or nothing."""
-        self._batch(False, rows, counts, block_ids)
+        self._rows().append_rows(rows, counts, block_ids)
 
     def add_rows(self, rows, counts, block_ids):
         """Extension: many add_row calls in one, laid out as append_rows."""
-        self._batch(True, rows, counts, block_ids)
-
-    def _batch(self, replace, rows, counts, block_ids):
-        engine = self._engine
-        if self._owner is None:
-            engine.batch(rows, (counts,), (block_ids,), replace, grouped=False)
-            return
-        engine.batch(rows, (counts,), (block_ids,), replace, only=self._g)
+        self._rows().add_rows(rows, counts, block_ids)
 
     def commit_block_table(self, num_reqs):
         """Copies rows [0, num_reqs) to the device, only what changed. On a
@@ -856,15 +546,11 @@ class BlockTable(_Closes):
         in its step (or by the first read of the device rows); a group of
         a MultiGroupBlockTable commits alone, now."""
         engine = self._engine
-        num_reqs = _u32(num_reqs, "num_reqs")
-        if num_reqs > engine.max_num_reqs:
-            raise Error(_TOO_MANY_REQUESTS, "num_reqs %d exceeds max_num_reqs %d" % (
-                num_reqs, engine.max_num_reqs))
+        num_reqs = _owed_commit(num_reqs, engine)
         engine.relayout()
         if self._owner is None:
             engine.commit_rows = max(engine.commit_rows, num_reqs)
             return
-        engine.apply_rows()
         engine.groups[self._g].commit(num_reqs)
 
     def compute_slot_mapping(self, num_reqs, query_start_loc, positions, *, num_tokens=None):
@@ -876,24 +562,20 @@ class BlockTable(_Closes):
         malformed batch gets -1 (vLLM reads whatever the row holds)."""
         engine = self._engine
         engine.relayout()
-        num_reqs = _u32(num_reqs, "num_reqs")
+        num_reqs = check.u32(num_reqs, "num_reqs")
         count = _token_count(positions, num_tokens)
         query_start_loc, positions = _batch_inputs(num_reqs, count, query_start_loc, positions)
         if self._owner is None and engine.commit_rows:
             engine.step(num_reqs, query_start_loc, positions, num_tokens=count)
             return
         engine.sync()
-        engine.map_slots(engine.groups[self._g], lib.clbt_table_enqueue_slot_mapping, num_reqs,
-                         query_start_loc, positions, count)
+        engine.map_slots(engine.groups[self._g], num_reqs, query_start_loc, positions, count)
 
     def clear(self):
         """Zeroes every row on the host and the device. Departure: the row
         lengths are reset too (vLLM keeps them, so a later append would
         start after a run of block 0)."""
-        engine = self._engine
-        engine.relayout()
-        engine.apply_rows()
-        _core._check(lib.clbt_table_clear(engine.groups[self._g]._live()))
+        self._rows().clear()
 
     def close(self):
         """Extension: frees the table now (a group's table goes with its
@@ -955,7 +637,6 @@ class MultiGroupBlockTable(_Closes):
                                exact_widths=False)
         self.block_tables = [BlockTable._of(self._engine, g, pin_memory, device, mode, self)
                              for g, mode in enumerate(slot_mapping_modes)]
-        self._overflow = _row_overflow(True)
 
     def __getitem__(self, idx):
         """The BlockTable of the idx-th KV-cache group."""
@@ -967,51 +648,42 @@ class MultiGroupBlockTable(_Closes):
     def append_row(self, block_ids, row_idx):
         """Appends block_ids[g] to the row of every group g, all or
         nothing."""
-        engine = self._engine
-        if engine.wanted is not engine.layout:
-            engine.relayout()
-        if type(row_idx) is not int or not 0 <= row_idx < engine.max_num_reqs:
-            row_idx = _row_index(row_idx, engine.max_num_reqs)
-        engine.update(row_idx, block_ids, False, self._overflow)
+        self._update(block_ids, row_idx, ROW_APPEND)
 
     def add_row(self, block_ids, row_idx):
-        engine = self._engine
-        if engine.wanted is not engine.layout:
-            engine.relayout()
-        if type(row_idx) is not int or not 0 <= row_idx < engine.max_num_reqs:
-            row_idx = _row_index(row_idx, engine.max_num_reqs)
-        engine.update(row_idx, block_ids, True, self._overflow)
+        self._update(block_ids, row_idx, ROW_REPLACE)
 
-    def _direct(self, function, *rows):
+    def _update(self, block_ids, row_idx, how):
         engine = self._engine
-        engine.relayout()
-        engine.apply_rows()
-        _core._check(function(engine.table._live(), *rows))
+        with engine.lock:
+            if engine.wanted is not engine.layout:
+                engine.relayout()
+            engine.table._update_row(row_idx, block_ids, how)
+
+    def _table(self):
+        """The clbt.MultiTable, in its current layout."""
+        self._engine.relayout()
+        return self._engine.table
 
     def clear_row(self, row_idx):
-        self._direct(lib.clbt_multi_table_clear_row, _row_index(row_idx, self._max_reqs()))
+        self._table().clear_row(row_idx)
 
     def move_row(self, src, tgt):
         """Moves row src to tgt in every group and clears src. Departure:
         move_row(r, r) keeps the row (vLLM erases it)."""
-        self._direct(lib.clbt_multi_table_move_row, _row_index(src, self._max_reqs(), "src"),
-                     _row_index(tgt, self._max_reqs(), "tgt"))
+        self._table().move_row(src, tgt)
 
     def swap_row(self, src, tgt):
-        self._direct(lib.clbt_multi_table_swap_row, _row_index(src, self._max_reqs(), "src"),
-                     _row_index(tgt, self._max_reqs(), "tgt"))
-
-    def _max_reqs(self):
-        return self._engine.max_num_reqs
+        self._table().swap_row(src, tgt)
 
     def append_rows(self, rows, counts, block_ids):
         """Extension: many append_row calls in one; counts[g] and
         block_ids[g] are group g's, the rows are shared. All or nothing."""
-        self._engine.batch(rows, counts, block_ids, False)
+        self._table().append_rows(rows, counts, block_ids)
 
     def add_rows(self, rows, counts, block_ids):
         """Extension: many add_row calls in one, laid out as append_rows."""
-        self._engine.batch(rows, counts, block_ids, True)
+        self._table().add_rows(rows, counts, block_ids)
 
     def commit_block_table(self, num_reqs):
         """Owes the device rows [0, num_reqs) of every group: the next
@@ -1019,11 +691,7 @@ class MultiGroupBlockTable(_Closes):
         array commits at once). Departure: the step commits every changed
         row, not only rows below num_reqs."""
         engine = self._engine
-        num_reqs = _u32(num_reqs, "num_reqs")
-        if num_reqs > engine.max_num_reqs:
-            raise Error(_TOO_MANY_REQUESTS, "num_reqs %d exceeds max_num_reqs %d" % (
-                num_reqs, engine.max_num_reqs))
-        engine.commit_rows = max(engine.commit_rows, num_reqs)
+        engine.commit_rows = max(engine.commit_rows, _owed_commit(num_reqs, engine))
 
     def compute_slot_mapping(self, num_reqs, query_start_loc, positions, *, num_tokens=None):
         """Every group's slot mapping in one step, with an owed commit;
@@ -1031,19 +699,18 @@ class MultiGroupBlockTable(_Closes):
         engine = self._engine
         if engine.wanted is not engine.layout:
             engine.relayout()
-        num_reqs = _u32(num_reqs, "num_reqs")
+        num_reqs = check.u32(num_reqs, "num_reqs")
         count = _token_count(positions, num_tokens)
         query_start_loc, positions = _batch_inputs(num_reqs, count, query_start_loc, positions)
         if engine.commit_rows:
             engine.step(num_reqs, query_start_loc, positions, num_tokens=count)
         else:
-            engine.map_slots(engine.table, lib.clbt_multi_table_enqueue_slot_mapping, num_reqs,
-                             query_start_loc, positions, count)
+            engine.map_slots(engine.table, num_reqs, query_start_loc, positions, count)
 
     def clear(self):
         """Zeroes every group's rows and lengths (departure: vLLM keeps the
         lengths)."""
-        self._direct(lib.clbt_multi_table_clear)
+        self._table().clear()
 
     # The CP layout of every sharded group (clbt's multi-group table has one).
     dcp_world_size = property(lambda self: self.block_tables[0].dcp_world_size,
@@ -1074,17 +741,16 @@ class _NumBlocks:
 
     @property
     def np(self):
-        engine = self._engine
-        engine.host()
-        return np.stack(engine.lengths)
+        return np.stack(self._engine.lengths)
 
     @property
     def gpu(self):
         engine = self._engine
-        return StackedDeviceArray(engine.lengths_array(g) for g in range(len(engine.groups)))
+        return StackedDeviceArray(engine.device_array("lengths", g)
+                                  for g in range(len(engine.groups)))
 
 
-@one_thread_at_a_time(lambda self: self._owner._engine.lock, _ROW_UPDATES)
+@one_thread_at_a_time(lambda self: self._owner._engine.lock)
 class _GroupRows:
     """One group's persistent rows, as Model Runner V2's StagedWriteTensor:
     ``gpu`` (the committed rows, a DeviceArray [max_num_reqs, width]),
@@ -1095,19 +761,24 @@ class _GroupRows:
 
     @property
     def gpu(self):
-        return self._owner._engine.rows_array(self._g)
+        return self._owner._engine.device_array("rows", self._g)
 
     def apply_write(self):
         """Applies this group's staged writes alone: its commit, now."""
         owner = self._owner
-        owner._engine.apply_rows()
         owner._engine.groups[self._g].commit(owner.max_num_reqs)
         owner._applied[self._g] = len(owner._staged)
 
     def _writes(self):
+        """(row, start column, KV block ids) of each write staged to this
+        group since it was last applied."""
         owner, g = self._owner, self._g
-        return [(row, starts[g], ids[g]) for row, starts, ids in owner._staged[owner._applied[g]:]
-                if len(ids[g])]
+        writes = []
+        for row, starts, ids, counts in owner._staged[owner._applied[g]:]:
+            first = sum(counts[:g])
+            if counts[g]:
+                writes.append((row, starts[g], ids[first:first + counts[g]]))
+        return writes
 
     @property
     def _staged_write_indices(self):
@@ -1131,6 +802,19 @@ class _GroupRows:
         return out
 
 
+def _slot_modes(count, slot_mapping_enabled, slot_mapping_modes):
+    """Each group's clbt slot mode from MRV2's slot_mapping_modes (newer
+    copies) or slot_mapping_enabled (main's), whichever is given."""
+    if slot_mapping_modes is not None:
+        if slot_mapping_enabled is not None:
+            raise _wrong_type("give slot_mapping_modes or slot_mapping_enabled, not both")
+        return [_slot_mode(m) for m in _per_group(slot_mapping_modes, count,
+                                                  "slot_mapping_modes")]
+    enabled = _per_group([True] * count if slot_mapping_enabled is None
+                         else slot_mapping_enabled, count, "slot_mapping_enabled")
+    return [_core.SlotMode.TOKEN_TO_KV_SLOT if e else _core.SlotMode.NONE for e in enabled]
+
+
 @_serialised
 class BlockTables(_Closes):
     """Model Runner V2's BlockTables on a clbt multi-group table: each
@@ -1139,10 +823,10 @@ class BlockTables(_Closes):
     slot; negative: a padding request).
 
     One MRV2 step (append_block_ids per request, apply_staged_writes,
-    gather_block_tables, compute_slot_mappings) is one clbt step: the
-    appends go to C in one batch call, apply owes the commit, the gather is
-    kept until compute_slot_mappings (or a read of the gathered tables),
-    and compute_slot_mappings runs commit, slot mappings and gather as one
+    gather_block_tables, compute_slot_mappings) is a C call per append and
+    one clbt step: apply owes the commit, the gather is kept until
+    compute_slot_mappings (or a read of the gathered tables), and
+    compute_slot_mappings runs commit, slot mappings and gather as one
     clbt_multi_table_enqueue_step. docs/python.md lists the differences
     from MRV2; in short, clbt's bounds guard (out-of-range idx_mapping
     entries and block indices past a row's length give -1 and zero rows,
@@ -1152,11 +836,12 @@ class BlockTables(_Closes):
     def __init__(self, block_sizes, max_num_reqs, max_num_batched_tokens,
                  max_num_blocks_per_group=None, device=None, kernel_block_sizes=None,
                  cp_size=1, cp_rank=0, cp_interleave=1, slot_mapping_enabled=None,
-                 dcp_sharded=None, *, max_model_len=None, zero_gathered_tails=True):
+                 dcp_sharded=None, *, max_model_len=None, zero_gathered_tails=True,
+                 slot_mapping_modes=None):
         block_sizes = _listed(block_sizes, "block_sizes")
         count = len(block_sizes)
         for g, b in enumerate(block_sizes):  # before anything divides by one
-            if _u32(b, "block_sizes[%d]" % g) < 1:
+            if check.u32(b, "block_sizes[%d]" % g) < 1:
                 raise Error(_INVALID_CONFIG, "block_sizes[%d] is 0; it must be >= 1" % g)
         self._block_sizes = list(block_sizes)
         kernel_block_sizes = _per_group(kernel_block_sizes or block_sizes, count,
@@ -1169,30 +854,27 @@ class BlockTables(_Closes):
             if max_model_len is None:
                 raise _wrong_type("BlockTables needs max_num_blocks_per_group (or, as older "
                                   "Model Runner V2 versions took, max_model_len)")
-            if _u32(cp_size, "cp_size") < 1:
+            if check.u32(cp_size, "cp_size") < 1:
                 raise Error(_INVALID_CONFIG, "cp_size is 0; it must be >= 1 (max_model_len "
                             "gives cdiv(max_model_len, block_size x cp_size) blocks)")
-            max_model_len = _u32(max_model_len, "max_model_len")
+            max_model_len = check.u32(max_model_len, "max_model_len")
             max_num_blocks_per_group = [-(-max_model_len // (b * cp_size)) for b in block_sizes]
         elif max_model_len is not None:
             raise _wrong_type("give max_num_blocks_per_group or max_model_len, not both")
         max_num_blocks_per_group = _per_group(max_num_blocks_per_group, count,
                                               "max_num_blocks_per_group")
-        enabled = _per_group([True] * count if slot_mapping_enabled is None
-                             else slot_mapping_enabled, count, "slot_mapping_enabled")
+        modes = _slot_modes(count, slot_mapping_enabled, slot_mapping_modes)
         sharded = _per_group([True] * count if dcp_sharded is None else dcp_sharded, count,
                              "dcp_sharded")
-        groups = [_core.Group(b, n, kernel_block_size=k,
-                              slot_mode=_core.SlotMode.TOKEN_TO_KV_SLOT if e
-                              else _core.SlotMode.NONE, cp_replicated=not s)
-                  for b, k, n, e, s in zip(block_sizes, kernel_block_sizes,
-                                           max_num_blocks_per_group, enabled, sharded)]
+        groups = [_core.Group(b, n, kernel_block_size=k, slot_mode=m, cp_replicated=not s)
+                  for b, k, n, m, s in zip(block_sizes, kernel_block_sizes,
+                                           max_num_blocks_per_group, modes, sharded)]
         self._engine = _Engine(device, groups, max_num_reqs, max_num_batched_tokens, cp_size,
                                cp_rank, cp_interleave, exact_widths=True,
                                zero_gathered_tails=zero_gathered_tails)
         self._kernel_block_sizes = kernel_block_sizes
         self._max_num_blocks = max_num_blocks_per_group
-        self._slot_mapping_enabled = [bool(e) for e in enabled]
+        self._modes = modes
         self._dcp_sharded = [bool(s) for s in sharded]
         self._cp = (cp_size, cp_rank, cp_interleave)
         self.device = device
@@ -1200,7 +882,7 @@ class BlockTables(_Closes):
         self._no_starts = [0] * count
         self.block_tables = [_GroupRows(self, g) for g in range(count)]
         self.num_blocks = _NumBlocks(self._engine)
-        self._staged = []  # (row, starts, ids) since the last apply
+        self._staged = []  # (row, starts, ids, counts) since the last apply
         self._applied = [0] * count  # per group: staged entries applied alone
 
     block_sizes = _fixed(lambda self: list(self._block_sizes), "block_sizes")
@@ -1215,30 +897,44 @@ class BlockTables(_Closes):
     cp_size = _fixed(lambda self: self._cp[0], "cp_size")
     cp_rank = _fixed(lambda self: self._cp[1], "cp_rank")
     cp_interleave = _fixed(lambda self: self._cp[2], "cp_interleave")
-    slot_mapping_enabled = _fixed(lambda self: list(self._slot_mapping_enabled),
-                                  "slot_mapping_enabled")
+    slot_mapping_enabled = _fixed(lambda self: [m == _core.SlotMode.TOKEN_TO_KV_SLOT
+                                                for m in self._modes], "slot_mapping_enabled")
+    slot_mapping_modes = _fixed(lambda self: [SlotMappingMode.TOKEN_TO_KV_SLOT
+                                              if m == _core.SlotMode.TOKEN_TO_KV_SLOT
+                                              else SlotMappingMode.NONE for m in self._modes],
+                                "slot_mapping_modes")
     dcp_sharded = _fixed(lambda self: list(self._dcp_sharded), "dcp_sharded")
+
+    def _null_entries(self):
+        """Per group: (each live row entry that is a kernel block of the
+        null block, KV block 0: [max_num_reqs, width] bool; the lengths)."""
+        engine = self._engine
+        for g, group in enumerate(engine.groups):
+            rows, lengths = group.host_rows, engine.lengths[g]
+            live = np.arange(rows.shape[1]) < lengths[:, None]
+            yield (rows < engine.per_kv[g]) & live, lengths
 
     @property
     def num_null_blocks(self):
         """[G, max_num_reqs] int32: the kernel blocks of the null block (KV
-        block 0) in each slot's row, from the host rows as staged (a new
-        array at each read)."""
-        engine = self._engine
-        engine.host()
-        counts = []
-        for g, group in enumerate(engine.groups):
-            rows, lengths = group.host_rows, engine.lengths[g]
-            live = np.arange(rows.shape[1]) < lengths[:, None]
-            counts.append(((rows < engine.per_kv[g]) & live).sum(axis=1, dtype=np.int32))
-        return np.stack(counts)
+        block 0) in each slot's row, from the host rows (a new array at
+        each read)."""
+        return np.stack([null.sum(axis=1, dtype=np.int32) for null, _ in self._null_entries()])
+
+    @property
+    def num_nulled_blocks(self):
+        """[G, max_num_reqs] int32: how many of each slot's first kernel
+        blocks are the null block's, the leading run null_leading_blocks
+        writes (a new array at each read, from the host rows)."""
+        return np.stack([np.where(null.all(axis=1), lengths, null.argmin(axis=1)).astype(np.int32)
+                         for null, lengths in self._null_entries()])
 
     @property
     def input_block_tables(self):
         """Each group's gathered table [max_num_reqs, width] int32
         (DeviceArrays), at addresses fixed for the table's life."""
         engine = self._engine
-        return [engine.gathered_array(g) for g in range(len(engine.groups))]
+        return [engine.device_array("gathered", g) for g in range(len(engine.groups))]
 
     @property
     def slot_mappings(self):
@@ -1246,7 +942,8 @@ class BlockTables(_Closes):
         StackedDeviceArray over the groups' buffers). A group without slot
         mapping holds -1 throughout."""
         engine = self._engine
-        return StackedDeviceArray(engine.slots_array(g) for g in range(len(engine.groups)))
+        return StackedDeviceArray(engine.device_array("slots", g)
+                                  for g in range(len(engine.groups)))
 
     def init_block_table_layout_tensors(self):
         """MRV2 rebuilds its tables of device pointers after a sleep-mode
@@ -1257,25 +954,124 @@ class BlockTables(_Closes):
         """Stages new_block_ids[g] into slot req_index of every group g:
         appended after the slot's blocks, or with overwrite written from
         column 0 (columns past the new length keep their old ids, as in
-        MRV2). Every group is checked before any is staged: a row that
-        would outgrow its width raises RowCapacityError (a RuntimeError)
-        and stages nothing (MRV2 may have staged the groups before)."""
+        MRV2). C checks every group before any changes: a row that would
+        outgrow its width raises RowCapacityError (a RuntimeError) and
+        stages nothing (MRV2 may have staged the groups before)."""
         engine = self._engine
-        row = req_index
-        if type(row) is not int or not 0 <= row < engine.max_num_reqs:
-            row = _row_index(req_index, engine.max_num_reqs, "req_index")
-        if engine.gather is not None:
-            engine.run_gather()  # it holds the rows as they were when asked
-        before, recorded = engine.update(row, new_block_ids, overwrite, _capacity_overflow)
-        self._staged.append((row, self._no_starts if overwrite else before, recorded))
+        with engine.lock:
+            if engine.gather is not None:
+                engine.run_gather()  # it holds the rows as they were when asked
+            try:
+                ids, counts = engine.table._update_row(
+                    req_index, new_block_ids, ROW_REPLACE if overwrite else ROW_APPEND)
+            except Error as error:
+                raise _capacity(error) from None
+            starts = self._no_starts if overwrite else [
+                lengths.item(req_index) - n * k
+                for lengths, n, k in zip(engine.lengths, counts, engine.per_kv)]
+            self._staged.append((req_index, starts, ids, counts))
+
+    def update_block_ids(self, updates, req_id_to_index):
+        """Newer MRV2: the slot of each running request in updates (req_id
+        -> its block ids per group) is overwritten with them, as
+        append_block_ids(..., overwrite=True) writes; a req_id that
+        req_id_to_index does not hold is skipped, as MRV2 skips it. All or
+        nothing (MRV2 may have staged the requests before a refused one)."""
+        self._overwrite([(index, block_ids) for req_id, block_ids in updates.items()
+                         if (index := req_id_to_index.get(req_id)) is not None], "updates")
+
+    def overwrite_rows(self, idx_mapping, batch_rows, rows):
+        """Newer MRV2 (named there; no stored copy has its body, so this is
+        what its name and its siblings say: docs/python.md): the slot of
+        each batch position batch_rows[i], idx_mapping[batch_rows[i]], is
+        overwritten with rows[i], one list of block ids per group, as
+        append_block_ids(..., overwrite=True) writes. All or nothing."""
+        idx, num_reqs = self._idx(idx_mapping, host=True)
+        positions = np.asarray(check.host_array(batch_rows, check.UINT32, "batch_rows")[0],
+                               np.int64)
+        rows = check.sequence(rows, "rows")
+        if len(rows) != positions.size:
+            raise Error(_INVALID_ARGUMENT, "rows holds %d entries; batch_rows holds %d" % (
+                len(rows), positions.size))
+        beyond = positions[positions >= num_reqs]
+        if beyond.size:
+            raise Error(_ROW_OUT_OF_RANGE, "batch_rows holds %d; idx_mapping holds %d "
+                        "requests" % (beyond[0], num_reqs))
+        slots = idx[positions]
+        if (slots < 0).any():
+            raise Error(_ROW_OUT_OF_RANGE, "batch_rows holds %d, whose idx_mapping entry %d is "
+                        "a padding request's" % (positions[slots < 0][0], slots.min()))
+        self._overwrite(list(zip(slots.tolist(), rows)), "rows")
+
+    def _overwrite(self, entries, name):
+        """(slot, block ids per group) entries written from column 0 in one
+        C call for every group, then staged as MRV2 stages them."""
+        engine = self._engine
+        updates = [(slot, *check.group_ids(ids, len(engine.groups), "%s[%d]" % (name, i)))
+                   for i, (slot, ids) in enumerate(entries)]
+        counts = [np.array([sizes[g] for _, _, sizes in updates], np.uint32)
+                  for g in range(len(engine.groups))]
+        ids = [np.array([b for _, flat, sizes in updates
+                         for b in flat[sum(sizes[:g]):sum(sizes[:g + 1])]], np.int32)
+               for g in range(len(engine.groups))]
+        with engine.lock:
+            if engine.gather is not None:
+                engine.run_gather()
+            try:
+                engine.table.add_rows([slot for slot, _, _ in updates], counts, ids)
+            except Error as error:
+                raise _capacity(error) from None
+            self._staged.extend((slot, self._no_starts, flat, sizes)
+                                for slot, flat, sizes in updates)
+
+    def null_leading_blocks(self, group, req_indices, num_blocks):
+        """Newer MRV2 (named there; no stored copy has its body, so this is
+        what its name says: docs/python.md): the first num_blocks[i]
+        KV-manager blocks of slot req_indices[i]'s row in group become the
+        null block (KV block 0), the row keeping its length: what a
+        sliding-window group's blocks become once they leave the window.
+        Staged as a write of that group alone. All or nothing; nulling more
+        blocks than a row holds is refused (CLBT_INVALID_ARGUMENT)."""
+        engine = self._engine
+        g = check.integer(group, "group")
+        if not 0 <= g < len(engine.groups):
+            raise Error(_INVALID_ARGUMENT, "group %d is not a group: there are %d" % (
+                g, len(engine.groups)))
+        slots = np.asarray(check.host_array(req_indices, check.UINT32, "req_indices")[0],
+                           np.int64)
+        nulled = np.asarray(check.host_array(num_blocks, check.UINT32, "num_blocks")[0],
+                            np.int64)
+        if nulled.size != slots.size:
+            raise Error(_INVALID_ARGUMENT, "num_blocks holds %d entries; req_indices holds "
+                        "%d" % (nulled.size, slots.size))
+        with engine.lock:
+            if engine.gather is not None:
+                engine.run_gather()
+            table, k = engine.groups[g], engine.per_kv[g]
+            try:  # the rows as the host holds them, read by their index
+                rows, held = table.host_rows[slots], engine.lengths[g][slots] // k
+            except IndexError as error:
+                raise Error(_ROW_OUT_OF_RANGE, "req_indices: %s (max_num_reqs)" % error) from None
+            over = np.flatnonzero(nulled > held)
+            if over.size:
+                i = over[0]
+                raise Error(_INVALID_ARGUMENT, "num_blocks[%d] = %d exceeds the %d blocks slot %d "
+                            "holds in group %d" % (i, nulled[i], held[i], slots[i], g))
+            kv = [np.concatenate([np.zeros(n, np.int32), row[n * k:h * k:k] // k])
+                  for row, n, h in zip(rows, nulled, held)]
+            table.add_rows(slots, held, np.concatenate(kv) if kv else [])
+            sizes = [0] * len(engine.groups)
+            for slot, ids in zip(slots.tolist(), kv):
+                sizes[g] = ids.size
+                self._staged.append((slot, self._no_starts, ids.tolist(), list(sizes)))
 
     def apply_staged_writes(self):
-        """Applies the staged writes of every group: in one C call on the
-        host now, on the device by the next step (or the first read of a
-        device array), all groups in one commit."""
+        """Applies the staged writes of every group: the host rows hold
+        them already (each went to C when staged); the device commit, of
+        every group at once, is owed to the next step (or to the first
+        read of a device array)."""
         engine = self._engine
         engine.table._live()  # a closed table raises
-        engine.apply_rows()
         engine.commit_rows = engine.max_num_reqs
         self._unstage()
 
@@ -1283,27 +1079,28 @@ class BlockTables(_Closes):
         self._staged = []
         self._applied = [0] * len(self._applied)
 
-    def _idx(self, idx_mapping):
+    def _idx(self, idx_mapping, host=False):
         """idx_mapping as an int32 host copy (the step uploads it), or a
-        PyOpenCL array as it is; and its length."""
+        PyOpenCL array as it is (read back with host); and its length."""
         if isinstance(idx_mapping, (DeviceArray, StackedDeviceArray)):
             idx_mapping = idx_mapping.numpy()
         shape = getattr(idx_mapping, "shape", None)
         if shape is not None and hasattr(idx_mapping, "get") and hasattr(idx_mapping, "queue"):
-            return idx_mapping, int(shape[0])  # a pyopencl.array.Array
+            if not host:
+                return idx_mapping, int(shape[0])  # a pyopencl.array.Array
+            idx_mapping = idx_mapping.get()
         values = np.array(idx_mapping, copy=True)
         if values.ndim != 1 or (values.size and values.dtype.kind not in "iu"):
             raise _wrong_type("idx_mapping has dtype %s and shape %s; a 1-D array of ints "
-                              "expected" % (
-                values.dtype, values.shape))
-        if values.size and (values.min() < -2**31 or values.max() > _INT32_MAX):
-            raise Error(_INVALID_ARGUMENT, "idx_mapping holds a value outside int32")
-        return values.astype(np.int32), values.size
+                              "expected" % (values.dtype, values.shape))
+        return check.convert(values, np.int32, "idx_mapping"), values.size
 
     def _padded(self, num_reqs_padded, num_reqs):
+        """num_reqs_padded of a gather the facade owes to a later step,
+        refused now as the step would refuse it."""
         if num_reqs_padded is None:
             return num_reqs
-        padded = _u32(num_reqs_padded, "num_reqs_padded")
+        padded = check.u32(num_reqs_padded, "num_reqs_padded")
         if padded < num_reqs:
             raise Error(_INVALID_ARGUMENT, "num_reqs_padded %d is below num_reqs %d" % (
                 padded, num_reqs))
@@ -1312,7 +1109,7 @@ class BlockTables(_Closes):
                 padded, self.max_num_reqs))
         return padded
 
-    def gather_block_tables(self, idx_mapping, num_reqs_padded=None):
+    def gather_block_tables(self, idx_mapping, num_reqs_padded=None, out=None, out_ptrs=None):
         """Each group's input block table in batch order: row b < num_reqs
         is slot idx_mapping[b]'s committed entries, rows up to
         num_reqs_padded are 0. Returns each group's first num_reqs_padded
@@ -1320,14 +1117,28 @@ class BlockTables(_Closes):
         next compute_slot_mappings' step when its idx_mapping is the same,
         else first; a read of the returned arrays, or a write staged
         before that step, runs it at once: it holds the rows as they were at
-        this call, as MRV2's does."""
+        this call, as MRV2's does. With out (newer MRV2: one int32 device
+        array per group, the group's width, at least num_reqs_padded
+        rows), the gather runs now and its rows are copied into out on the
+        device; out_ptrs, MRV2's table of out's addresses, is not needed
+        (clbt binds buffers itself)."""
         engine = self._engine
         idx, num_reqs = self._idx(idx_mapping)
         padded = self._padded(num_reqs_padded, num_reqs)
+        tables = self.input_block_tables
+        if out is not None:
+            out = _per_group(out, len(tables), "out")
+            targets = [_out_rows(target, "out[%d]" % g, _INT32, padded, source.shape[1])
+                       for g, (target, source) in enumerate(zip(out, tables))]
         if engine.gather is not None:
             engine.run_gather()
         engine.gather = (idx, padded)
-        return tuple(table[:padded] for table in self.input_block_tables)
+        if out is None:
+            return tuple(table[:padded] for table in tables)
+        engine.run_gather()
+        for (handle, at, width), source in zip(targets, tables):
+            copy_buffer(engine.table._queue, source.cl_mem, 0, handle, at, padded * width * 4)
+        return tuple(target[:padded] for target in out)
 
     def get_dummy_block_tables(self, num_reqs):
         """The first num_reqs rows of every input block table, zeroed (a
@@ -1344,25 +1155,32 @@ class BlockTables(_Closes):
         """Every slot of every group set to -1 (CLBT_STEP_DUMMY, which
         commits nothing); returns slot_mappings[:, :num_tokens]."""
         engine = self._engine
-        num_tokens = _u32(num_tokens, "num_tokens")
+        num_tokens = check.u32(num_tokens, "num_tokens")
         if engine.gather is not None:
             engine.run_gather()
         engine.dummy(0, STEP_DUMMY)
         return self.slot_mappings[:, :num_tokens]
 
     def compute_slot_mappings(self, idx_mapping, query_start_loc, positions,
-                              num_tokens_padded=None, *, num_tokens=None):
+                              num_tokens_padded=None, out=None, *, num_tokens=None):
         """Every group's slot mapping, request r's tokens through slot
         idx_mapping[r] (negative: a padding request, whose tokens get -1),
         with the staged writes and an owed gather of the same idx_mapping,
         in one clbt step; returns slot_mappings[:, :num_tokens_padded]
-        (num_tokens_padded None: positions' length)."""
+        (num_tokens_padded None: positions' length). With out (newer MRV2:
+        an int64 device array [G, N], N from the batch's tokens to
+        max_num_batched_tokens), each group's first N slots are copied
+        into its row on the device, and out[:, :num_tokens_padded] is
+        returned (a group without slot mapping gives -1 there)."""
         engine = self._engine
         idx, num_reqs = self._idx(idx_mapping)
         count = _token_count(positions, num_tokens)
         query_start_loc, positions = _batch_inputs(num_reqs, count, query_start_loc, positions)
-        padded = count if num_tokens_padded is None else _u32(num_tokens_padded,
-                                                               "num_tokens_padded")
+        padded = count if num_tokens_padded is None else check.u32(num_tokens_padded,
+                                                                   "num_tokens_padded")
+        if out is not None:
+            handle, at, width = _out_rows(out, "out", _INT64, len(engine.groups), count,
+                                          engine.max_num_batched_tokens)
         options = {}
         if engine.gather is not None:
             gather_idx, gather_padded = engine.gather
@@ -1374,7 +1192,12 @@ class BlockTables(_Closes):
         engine.step(num_reqs, query_start_loc, positions, num_tokens=count, idx_mapping=idx,
                     **options)
         self._unstage()
-        return self.slot_mappings[:, :padded]
+        if out is None:
+            return self.slot_mappings[:, :padded]
+        for g, source in enumerate(self.slot_mappings.members):
+            copy_buffer(engine.table._queue, source.cl_mem, 0, handle, at + g * width * 8,
+                        width * 8)
+        return out[:, :padded]
 
     def step(self, idx_mapping, query_start_loc, positions, num_reqs_padded=None, *,
              gather=True, num_tokens=None):
@@ -1402,7 +1225,6 @@ class BlockTables(_Closes):
         without slot mapping; gathered table after the step)."""
         engine = self._engine
         idx, num_reqs = self._idx(idx_mapping)
-        engine.apply_rows()
         return engine.table.compute_step_host(
             num_reqs, np.asarray(query_start_loc), np.asarray(positions), idx_mapping=idx,
             num_reqs_padded=self._padded(num_reqs_padded, num_reqs),
@@ -1423,6 +1245,30 @@ def _same_indices(a, b):
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return a.shape == b.shape and bool(np.array_equal(a, b))
     return a is b
+
+
+def _capacity(error):
+    """MRV2's RowCapacityError (a RuntimeError) for C's CLBT_ROW_OVERFLOW;
+    any other refusal as it is."""
+    if error.code == _ROW_OVERFLOW:
+        return RowCapacityError(error.code, error.message)
+    return error
+
+
+def _out_rows(target, name, dtype, rows, least, most=None):
+    """Where a copy out of clbt's buffers writes: (buffer handle, byte
+    offset, row length) of a contiguous device array (a DeviceArray or a
+    pyopencl.array.Array) of dtype with at least rows rows of least (to
+    most) elements."""
+    handle, at, shape, strides, kind = _tensor(target, name, 2)
+    most = least if most is None else most
+    if kind != dtype or shape[0] < rows or not least <= shape[1] <= most or (
+            shape[0] > 1 and strides[0] != shape[1]):
+        raise Error(_INVALID_ARGUMENT, "%s is %s %s with strides %s; a contiguous %s array of "
+                    "at least %d rows of %s elements expected" % (
+                        name, kind, shape, strides, dtype.name, rows,
+                        least if most == least else "%d to %d" % (least, most)))
+    return handle, at * dtype.itemsize, shape[1]
 
 
 # ---- the KV-cache write ---------------------------------------------------

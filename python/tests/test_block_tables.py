@@ -66,9 +66,9 @@ def test_constructor_and_widths_as_mrv2_sizes_rows(device):
 
 
 def test_staged_writes_of_every_group_are_applied_together(device, monkeypatch):
-    calls = count_calls(monkeypatch, "clbt_multi_table_add_rows",
-                        "clbt_multi_table_append_rows", "clbt_multi_table_enqueue_commit",
-                        "clbt_table_enqueue_commit")
+    calls = count_calls(monkeypatch, "clbt_multi_table_update_row",
+                        "clbt_multi_table_add_rows", "clbt_multi_table_append_rows",
+                        "clbt_multi_table_enqueue_commit", "clbt_table_enqueue_commit")
     t = tables(device, kernel_block_sizes=[16, 16, 8])
     for table in t.block_tables:  # MRV2's test: the per-group apply is not used
         monkeypatch.setattr(table, "apply_write", lambda: pytest.fail("per-group apply"))
@@ -88,8 +88,8 @@ def test_staged_writes_of_every_group_are_applied_together(device, monkeypatch):
     assert t.block_tables[2].gpu[1, :2].tolist() == [5, 6]
     assert t.num_blocks.np[:, :2].tolist() == [[2, 1], [4, 2], [0, 2]]
     assert t.num_blocks.gpu[:, :2].tolist() == [[2, 1], [4, 2], [0, 2]]
-    # one batch call for the rows, one commit for all groups
-    assert calls == ["clbt_multi_table_add_rows", "clbt_multi_table_enqueue_commit"]
+    # one C call per append, every group in it; one commit for all groups
+    assert calls == ["clbt_multi_table_update_row"] * 2 + ["clbt_multi_table_enqueue_commit"]
     t.append_block_ids(req_index=0, new_block_ids=([7], [13], [8]), overwrite=False)
     assert t.block_tables[1]._staged_write_starts == [4]
     t.apply_staged_writes()
@@ -120,14 +120,15 @@ def test_overwrite_starts_at_column_0_and_keeps_the_old_tail(device):
 def test_row_capacity_is_a_runtime_error_that_stages_nothing(device):
     t = tables(device, max_num_reqs=2, max_num_blocks_per_group=[4, 2, 4])
     t.append_block_ids(1, ([1, 2, 3], [4], [5]), overwrite=True)
-    with pytest.raises(RuntimeError, match=r"request 1, group 1 exceeds row capacity \(3 > 2\)"):
+    with pytest.raises(RuntimeError, match=r"groups\[1\] .*: n = 2 blocks of 1 kernel blocks "
+                       "would overflow row 1: it holds 1 of width 2"):
         t.append_block_ids(1, ([6], [7, 8], [9]), overwrite=False)  # group 0 would fit
     assert t.num_blocks.np[:, 1].tolist() == [3, 1, 1]
     assert t.block_tables[0]._staged_write_indices == [1]
     with pytest.raises(clbt.Error) as refused:
         t.append_block_ids(1, ([6, 7], [], []), overwrite=False)
     assert refused.value.status == "CLBT_ROW_OVERFLOW"
-    with pytest.raises(IndexError, match="req_index 2 is out of range"):
+    with pytest.raises(IndexError, match="row 2 is out of range: max_num_reqs is 2"):
         t.append_block_ids(2, ([1], [1], [1]), overwrite=True)
     with pytest.raises(TypeError):
         t.append_block_ids(0, [1, 2, 3], overwrite=True)
@@ -191,9 +192,9 @@ def test_padding_requests_get_pad_slots(device):
 
 
 def test_one_mrv2_step_is_one_clbt_step(device, monkeypatch):
-    calls = count_calls(monkeypatch, "clbt_multi_table_add_rows",
-                        "clbt_multi_table_append_rows", "clbt_multi_table_enqueue_commit",
-                        "clbt_multi_table_enqueue_step")
+    calls = count_calls(monkeypatch, "clbt_multi_table_update_row",
+                        "clbt_multi_table_add_rows", "clbt_multi_table_append_rows",
+                        "clbt_multi_table_enqueue_commit", "clbt_multi_table_enqueue_step")
     t = tables(device)
     t.append_block_ids(0, ([1], [2], [3]), overwrite=True)
     t.append_block_ids(2, ([4], [5], [6]), overwrite=True)
@@ -201,7 +202,7 @@ def test_one_mrv2_step_is_one_clbt_step(device, monkeypatch):
     idx = np.array([2, 0], np.int32)
     gathered = t.gather_block_tables(idx, num_reqs_padded=3)
     slots = t.compute_slot_mappings(idx, np.array([0, 1, 2], np.int32), np.array([3, 17]), 2)
-    assert calls == ["clbt_multi_table_add_rows", "clbt_multi_table_enqueue_step"]
+    assert calls == ["clbt_multi_table_update_row"] * 2 + ["clbt_multi_table_enqueue_step"]
     assert gathered[0].tolist() == [[4] + [0] * 7, [1] + [0] * 7, [0] * 8]
     assert gathered[1][:2, 0].tolist() == [5, 2] and gathered[2][:, 0].tolist() == [6, 3, 0]
     # request 1 reads slot 0 (block 1 of 16): position 17 is past its one
