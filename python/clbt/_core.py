@@ -242,6 +242,23 @@ class Device(_Closable):
         return "clbt.Device(%r)" % self.selector
 
 
+_default_device = []
+
+
+def shared_device(device: Any) -> Device:
+    """A clbt.Device as given, a CLBT_DEVICE selector opened, or for
+    anything else (a torch.device, as vLLM's code passes) the process's
+    default device, opened once and shared (the vLLM facade's)."""
+    if isinstance(device, Device):
+        return device
+    if isinstance(device, str) and device not in ("cpu", "cuda") and \
+            not device.startswith(("cuda:", "cpu:")):
+        return Device(device)
+    if not _default_device:
+        _default_device.append(Device())
+    return _default_device[0]
+
+
 def _needed(name, num_reqs, num_tokens):
     """The entries of a batch input a call reads: num_tokens positions, and
     num_reqs (+ 1) of the per-request arrays."""

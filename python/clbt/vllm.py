@@ -26,14 +26,16 @@ difference from vLLM; each method's docstring names its own.
 import enum
 import threading
 from ctypes import byref
+from itertools import accumulate
 
 import numpy as np
 
 from . import _arguments as check
-from . import _core, _kv_cache, _opencl
+from . import _core, _opencl
+from ._cache_ops import _tensor, reshape_and_cache_flash
 from ._core import PAD_SLOT_ID
 from ._device_array import DeviceArray, Memory, StackedDeviceArray, copy_buffer
-from ._errors import Error, TypeMismatchError
+from ._errors import Error, wrong_type as _wrong_type
 from ._opencl import describe
 from ._threads import one_thread_at_a_time
 from ._library import ROW_APPEND, ROW_REPLACE, STEP_DUMMY, STEP_GATHER, Step
@@ -53,11 +55,6 @@ class RowCapacityError(Error, RuntimeError):
     V2's BlockTables raises, with clbt's CLBT_ROW_OVERFLOW status."""
 
 
-def _wrong_type(message):
-    """The error of an argument of the wrong type: a TypeError."""
-    return TypeMismatchError(_INVALID_ARGUMENT, message)
-
-
 def get_block_table_width(max_num_blocks, block_size, kernel_block_size=None, *,
                           token_alignment=128):
     """The row width after optional alignment (token_alignment tokens; None:
@@ -71,22 +68,6 @@ def get_block_table_width(max_num_blocks, block_size, kernel_block_size=None, *,
 class SlotMappingMode(enum.Enum):
     TOKEN_TO_KV_SLOT = "token_to_kv_slot"
     NONE = "none"
-
-
-_default_device = []
-
-
-def _device(device):
-    """A clbt.Device, a CLBT_DEVICE selector, or anything else (a
-    torch.device): the default device, opened once and shared."""
-    if isinstance(device, _core.Device):
-        return device
-    if isinstance(device, str) and device not in ("cpu", "cuda") and \
-            not device.startswith(("cuda:", "cpu:")):
-        return _core.Device(device)
-    if not _default_device:
-        _default_device.append(_core.Device())
-    return _default_device[0]
 
 
 _INT32, _INT64 = np.dtype(np.int32), np.dtype(np.int64)
@@ -116,7 +97,7 @@ class _Engine:
         # that reaches C (_threads): their state and the table's, one
         # thread at a time.
         self.lock = threading.RLock()
-        self.device = _device(device)
+        self.device = _core.shared_device(device)
         self.settings = dict(groups=groups, max_num_reqs=max_num_reqs,
                              max_num_batched_tokens=max_num_batched_tokens,
                              exact_widths=exact_widths, zero_gathered_tails=zero_gathered_tails)
@@ -171,13 +152,15 @@ class _Engine:
             if self.table.closed:
                 return
             self.relayout()
-            if self.gather is not None:
-                self.run_gather()
+            self.run_gather()
             if self.commit_rows:
                 rows, self.commit_rows = self.commit_rows, 0
                 self.table.commit(rows)
 
     def run_gather(self):
+        """Runs the gather owed, if any, in a step of its own."""
+        if self.gather is None:
+            return
         idx_mapping, padded = self.gather
         self.gather = None
         self.step(len(idx_mapping), np.zeros(len(idx_mapping) + 1, np.int32), np.empty(0, np.int64),
@@ -318,14 +301,17 @@ def _device_input(value, name, dtype, needed, why):
             name, value.shape[0], why, needed))
 
 
-def _owed_commit(num_reqs, engine):
-    """num_reqs of a commit the facade owes to a later step, refused now as
-    the commit would refuse it."""
-    num_reqs = check.u32(num_reqs, "num_reqs")
-    if num_reqs > engine.max_num_reqs:
-        raise Error(_TOO_MANY_REQUESTS, "num_reqs %d exceeds max_num_reqs %d" % (
-            num_reqs, engine.max_num_reqs))
-    return num_reqs
+def _owed_rows(value, name, engine, least=0):
+    """The rows of a commit or a gather the facade owes to a later step,
+    refused now as that step would refuse them: from least (a gather's
+    num_reqs) to max_num_reqs."""
+    value = check.u32(value, name)
+    if value < least:
+        raise Error(_INVALID_ARGUMENT, "%s %d is below num_reqs %d" % (name, value, least))
+    if value > engine.max_num_reqs:
+        raise Error(_TOO_MANY_REQUESTS, "%s %d exceeds max_num_reqs %d" % (
+            name, value, engine.max_num_reqs))
+    return value
 
 
 def _token_count(positions, num_tokens):
@@ -392,7 +378,64 @@ _serialised = one_thread_at_a_time(lambda self: self._engine.lock, _ROW_UPDATES)
 
 
 @_serialised
-class BlockTable(_Closes):
+class _RowOperations(_Closes):
+    """vLLM's row operations, each one C call now on the clbt table that
+    _rows() gives: a BlockTable's group (of a MultiGroupBlockTable: that
+    group changes alone, the others keep their rows), a
+    MultiGroupBlockTable's every group (all or nothing)."""
+
+    def append_row(self, block_ids, row_idx):
+        """Appends block_ids (a MultiGroupBlockTable's: block_ids[g] to
+        group g's row)."""
+        self._update(block_ids, row_idx, ROW_APPEND)
+
+    def add_row(self, block_ids, row_idx):
+        """Replaces the row with block_ids, as append_row takes them."""
+        self._update(block_ids, row_idx, ROW_REPLACE)
+
+    def _update(self, block_ids, row_idx, how):
+        engine = self._engine
+        with engine.lock:
+            if engine.wanted is not engine.layout:
+                engine.relayout()
+            self._rows()._update_row(row_idx, block_ids, how)
+
+    def _current(self):
+        """_rows(), in the table's current layout."""
+        self._engine.relayout()
+        return self._rows()
+
+    def clear_row(self, row_idx):
+        self._current().clear_row(row_idx)
+
+    def move_row(self, src, tgt):
+        """Moves row src to tgt and clears src. Departure: move_row(r, r)
+        keeps the row (vLLM erases it)."""
+        self._current().move_row(src, tgt)
+
+    def swap_row(self, src, tgt):
+        self._current().swap_row(src, tgt)
+
+    def append_rows(self, rows, counts, block_ids):
+        """Extension: many append_row calls in one, all or nothing. Entry
+        i appends counts[i] ids to rows[i], its ids right after entry
+        i-1's in block_ids (a MultiGroupBlockTable's: counts[g] and
+        block_ids[g] are group g's, the rows are shared)."""
+        self._current().append_rows(rows, counts, block_ids)
+
+    def add_rows(self, rows, counts, block_ids):
+        """Extension: many add_row calls in one, laid out as append_rows."""
+        self._current().add_rows(rows, counts, block_ids)
+
+    def clear(self):
+        """Zeroes every row and length on the host and the device.
+        Departure: vLLM keeps the lengths, so its next append_row would
+        start after a run of block 0."""
+        self._current().clear()
+
+
+@_serialised
+class BlockTable(_RowOperations):
     """vLLM's BlockTable (one KV-cache group) on clbt. A BlockTable made
     here has a one-group table of its own; one from a MultiGroupBlockTable
     is a view of its group."""
@@ -473,7 +516,7 @@ class BlockTable(_Closes):
         """The host rows: a read-only numpy view (vLLM's is writable; rows
         change through the row operations, which record what the next
         commit moves)."""
-        return self._rows().host_rows
+        return self._current().host_rows
 
     def get_cpu_tensor(self):
         """The host rows as a torch tensor on the same memory (the numpy
@@ -499,46 +542,8 @@ class BlockTable(_Closes):
 
     # ---- row operations ---------------------------------------------------
 
-    def append_row(self, block_ids, row_idx):
-        self._update(block_ids, row_idx, ROW_APPEND)
-
-    def add_row(self, block_ids, row_idx):
-        self._update(block_ids, row_idx, ROW_REPLACE)
-
-    def _update(self, block_ids, row_idx, how):
-        """This group's row update, in C now: a group of a
-        MultiGroupBlockTable changes alone, the others keep their rows."""
-        engine = self._engine
-        with engine.lock:
-            if engine.wanted is not engine.layout:
-                engine.relayout()
-            engine.groups[self._g]._update_row(row_idx, block_ids, how)
-
     def _rows(self):
-        """This group's clbt.Table, in the table's current layout."""
-        self._engine.relayout()
         return self._engine.groups[self._g]
-
-    def clear_row(self, row_idx):
-        self._rows().clear_row(row_idx)
-
-    def move_row(self, src, tgt):
-        """Moves row src to tgt and clears src. Departure: move_row(r, r)
-        keeps the row (vLLM erases it)."""
-        self._rows().move_row(src, tgt)
-
-    def swap_row(self, src, tgt):
-        self._rows().swap_row(src, tgt)
-
-    def append_rows(self, rows, counts, block_ids):
-        """Extension: many append_row calls in one. Entry i appends
-        counts[i] ids to rows[i], its ids right after entry i-1's in
-        block_ids. All or nothing."""
-        self._rows().append_rows(rows, counts, block_ids)
-
-    def add_rows(self, rows, counts, block_ids):
-        """Extension: many add_row calls in one, laid out as append_rows."""
-        self._rows().add_rows(rows, counts, block_ids)
 
     def commit_block_table(self, num_reqs):
         """Copies rows [0, num_reqs) to the device, only what changed. On a
@@ -546,7 +551,7 @@ class BlockTable(_Closes):
         in its step (or by the first read of the device rows); a group of
         a MultiGroupBlockTable commits alone, now."""
         engine = self._engine
-        num_reqs = _owed_commit(num_reqs, engine)
+        num_reqs = _owed_rows(num_reqs, "num_reqs", engine)
         engine.relayout()
         if self._owner is None:
             engine.commit_rows = max(engine.commit_rows, num_reqs)
@@ -570,12 +575,6 @@ class BlockTable(_Closes):
             return
         engine.sync()
         engine.map_slots(engine.groups[self._g], num_reqs, query_start_loc, positions, count)
-
-    def clear(self):
-        """Zeroes every row on the host and the device. Departure: the row
-        lengths are reset too (vLLM keeps them, so a later append would
-        start after a run of block 0)."""
-        self._rows().clear()
 
     def close(self):
         """Extension: frees the table now (a group's table goes with its
@@ -614,7 +613,7 @@ def _per_group(values, count, name, against="block_sizes"):
 
 
 @_serialised
-class MultiGroupBlockTable(_Closes):
+class MultiGroupBlockTable(_RowOperations):
     """vLLM's MultiGroupBlockTable on a clbt multi-group table: row
     operations change every group or none, and compute_slot_mapping maps
     every group with the commit in one step."""
@@ -645,45 +644,8 @@ class MultiGroupBlockTable(_Closes):
     def __len__(self):
         return len(self.block_tables)
 
-    def append_row(self, block_ids, row_idx):
-        """Appends block_ids[g] to the row of every group g, all or
-        nothing."""
-        self._update(block_ids, row_idx, ROW_APPEND)
-
-    def add_row(self, block_ids, row_idx):
-        self._update(block_ids, row_idx, ROW_REPLACE)
-
-    def _update(self, block_ids, row_idx, how):
-        engine = self._engine
-        with engine.lock:
-            if engine.wanted is not engine.layout:
-                engine.relayout()
-            engine.table._update_row(row_idx, block_ids, how)
-
-    def _table(self):
-        """The clbt.MultiTable, in its current layout."""
-        self._engine.relayout()
+    def _rows(self):
         return self._engine.table
-
-    def clear_row(self, row_idx):
-        self._table().clear_row(row_idx)
-
-    def move_row(self, src, tgt):
-        """Moves row src to tgt in every group and clears src. Departure:
-        move_row(r, r) keeps the row (vLLM erases it)."""
-        self._table().move_row(src, tgt)
-
-    def swap_row(self, src, tgt):
-        self._table().swap_row(src, tgt)
-
-    def append_rows(self, rows, counts, block_ids):
-        """Extension: many append_row calls in one; counts[g] and
-        block_ids[g] are group g's, the rows are shared. All or nothing."""
-        self._table().append_rows(rows, counts, block_ids)
-
-    def add_rows(self, rows, counts, block_ids):
-        """Extension: many add_row calls in one, laid out as append_rows."""
-        self._table().add_rows(rows, counts, block_ids)
 
     def commit_block_table(self, num_reqs):
         """Owes the device rows [0, num_reqs) of every group: the next
@@ -691,7 +653,7 @@ class MultiGroupBlockTable(_Closes):
         array commits at once). Departure: the step commits every changed
         row, not only rows below num_reqs."""
         engine = self._engine
-        engine.commit_rows = max(engine.commit_rows, _owed_commit(num_reqs, engine))
+        engine.commit_rows = max(engine.commit_rows, _owed_rows(num_reqs, "num_reqs", engine))
 
     def compute_slot_mapping(self, num_reqs, query_start_loc, positions, *, num_tokens=None):
         """Every group's slot mapping in one step, with an owed commit;
@@ -706,11 +668,6 @@ class MultiGroupBlockTable(_Closes):
             engine.step(num_reqs, query_start_loc, positions, num_tokens=count)
         else:
             engine.map_slots(engine.table, num_reqs, query_start_loc, positions, count)
-
-    def clear(self):
-        """Zeroes every group's rows and lengths (departure: vLLM keeps the
-        lengths)."""
-        self._table().clear()
 
     # The CP layout of every sharded group (clbt's multi-group table has one).
     dcp_world_size = property(lambda self: self.block_tables[0].dcp_world_size,
@@ -773,12 +730,8 @@ class _GroupRows:
         """(row, start column, KV block ids) of each write staged to this
         group since it was last applied."""
         owner, g = self._owner, self._g
-        writes = []
-        for row, starts, ids, counts in owner._staged[owner._applied[g]:]:
-            first = sum(counts[:g])
-            if counts[g]:
-                writes.append((row, starts[g], ids[first:first + counts[g]]))
-        return writes
+        return [(row, starts[g], ids[sum(counts[:g]):sum(counts[:g + 1])])
+                for row, starts, ids, counts in owner._staged[owner._applied[g]:] if counts[g]]
 
     @property
     def _staged_write_indices(self):
@@ -795,24 +748,20 @@ class _GroupRows:
 
     @property
     def _staged_write_cu_lens(self):
-        k, total, out = self._owner.blocks_per_kv_block[self._g], 0, []
-        for _, _, ids in self._writes():
-            total += len(ids) * k
-            out.append(total)
-        return out
+        k = self._owner.blocks_per_kv_block[self._g]
+        return list(accumulate(len(ids) * k for _, _, ids in self._writes()))
 
 
 def _slot_modes(count, slot_mapping_enabled, slot_mapping_modes):
-    """Each group's clbt slot mode from MRV2's slot_mapping_modes (newer
+    """Each group's SlotMappingMode from MRV2's slot_mapping_modes (newer
     copies) or slot_mapping_enabled (main's), whichever is given."""
-    if slot_mapping_modes is not None:
-        if slot_mapping_enabled is not None:
-            raise _wrong_type("give slot_mapping_modes or slot_mapping_enabled, not both")
-        return [_slot_mode(m) for m in _per_group(slot_mapping_modes, count,
-                                                  "slot_mapping_modes")]
-    enabled = _per_group([True] * count if slot_mapping_enabled is None
-                         else slot_mapping_enabled, count, "slot_mapping_enabled")
-    return [_core.SlotMode.TOKEN_TO_KV_SLOT if e else _core.SlotMode.NONE for e in enabled]
+    if slot_mapping_modes is None:
+        enabled = _per_group([True] * count if slot_mapping_enabled is None
+                             else slot_mapping_enabled, count, "slot_mapping_enabled")
+        return [SlotMappingMode.TOKEN_TO_KV_SLOT if e else SlotMappingMode.NONE for e in enabled]
+    if slot_mapping_enabled is not None:
+        raise _wrong_type("give slot_mapping_modes or slot_mapping_enabled, not both")
+    return _per_group(slot_mapping_modes, count, "slot_mapping_modes")
 
 
 @_serialised
@@ -866,7 +815,8 @@ class BlockTables(_Closes):
         modes = _slot_modes(count, slot_mapping_enabled, slot_mapping_modes)
         sharded = _per_group([True] * count if dcp_sharded is None else dcp_sharded, count,
                              "dcp_sharded")
-        groups = [_core.Group(b, n, kernel_block_size=k, slot_mode=m, cp_replicated=not s)
+        groups = [_core.Group(b, n, kernel_block_size=k, slot_mode=_slot_mode(m),
+                              cp_replicated=not s)
                   for b, k, n, m, s in zip(block_sizes, kernel_block_sizes,
                                            max_num_blocks_per_group, modes, sharded)]
         self._engine = _Engine(device, groups, max_num_reqs, max_num_batched_tokens, cp_size,
@@ -897,12 +847,9 @@ class BlockTables(_Closes):
     cp_size = _fixed(lambda self: self._cp[0], "cp_size")
     cp_rank = _fixed(lambda self: self._cp[1], "cp_rank")
     cp_interleave = _fixed(lambda self: self._cp[2], "cp_interleave")
-    slot_mapping_enabled = _fixed(lambda self: [m == _core.SlotMode.TOKEN_TO_KV_SLOT
+    slot_mapping_enabled = _fixed(lambda self: [m == SlotMappingMode.TOKEN_TO_KV_SLOT
                                                 for m in self._modes], "slot_mapping_enabled")
-    slot_mapping_modes = _fixed(lambda self: [SlotMappingMode.TOKEN_TO_KV_SLOT
-                                              if m == _core.SlotMode.TOKEN_TO_KV_SLOT
-                                              else SlotMappingMode.NONE for m in self._modes],
-                                "slot_mapping_modes")
+    slot_mapping_modes = _fixed(lambda self: list(self._modes), "slot_mapping_modes")
     dcp_sharded = _fixed(lambda self: list(self._dcp_sharded), "dcp_sharded")
 
     def _null_entries(self):
@@ -959,8 +906,7 @@ class BlockTables(_Closes):
         stages nothing (MRV2 may have staged the groups before)."""
         engine = self._engine
         with engine.lock:
-            if engine.gather is not None:
-                engine.run_gather()  # it holds the rows as they were when asked
+            engine.run_gather()  # it holds the rows as they were when asked
             try:
                 ids, counts = engine.table._update_row(
                     req_index, new_block_ids, ROW_REPLACE if overwrite else ROW_APPEND)
@@ -1015,8 +961,7 @@ class BlockTables(_Closes):
                          for b in flat[sum(sizes[:g]):sum(sizes[:g + 1])]], np.int32)
                for g in range(len(engine.groups))]
         with engine.lock:
-            if engine.gather is not None:
-                engine.run_gather()
+            engine.run_gather()
             try:
                 engine.table.add_rows([slot for slot, _, _ in updates], counts, ids)
             except Error as error:
@@ -1045,8 +990,7 @@ class BlockTables(_Closes):
             raise Error(_INVALID_ARGUMENT, "num_blocks holds %d entries; req_indices holds "
                         "%d" % (nulled.size, slots.size))
         with engine.lock:
-            if engine.gather is not None:
-                engine.run_gather()
+            engine.run_gather()
             table, k = engine.groups[g], engine.per_kv[g]
             try:  # the rows as the host holds them, read by their index
                 rows, held = table.host_rows[slots], engine.lengths[g][slots] // k
@@ -1096,18 +1040,9 @@ class BlockTables(_Closes):
         return check.convert(values, np.int32, "idx_mapping"), values.size
 
     def _padded(self, num_reqs_padded, num_reqs):
-        """num_reqs_padded of a gather the facade owes to a later step,
-        refused now as the step would refuse it."""
         if num_reqs_padded is None:
             return num_reqs
-        padded = check.u32(num_reqs_padded, "num_reqs_padded")
-        if padded < num_reqs:
-            raise Error(_INVALID_ARGUMENT, "num_reqs_padded %d is below num_reqs %d" % (
-                padded, num_reqs))
-        if padded > self.max_num_reqs:
-            raise Error(_TOO_MANY_REQUESTS, "num_reqs_padded %d exceeds max_num_reqs %d" % (
-                padded, self.max_num_reqs))
-        return padded
+        return _owed_rows(num_reqs_padded, "num_reqs_padded", self._engine, num_reqs)
 
     def gather_block_tables(self, idx_mapping, num_reqs_padded=None, out=None, out_ptrs=None):
         """Each group's input block table in batch order: row b < num_reqs
@@ -1130,8 +1065,7 @@ class BlockTables(_Closes):
             out = _per_group(out, len(tables), "out")
             targets = [_out_rows(target, "out[%d]" % g, _INT32, padded, source.shape[1])
                        for g, (target, source) in enumerate(zip(out, tables))]
-        if engine.gather is not None:
-            engine.run_gather()
+        engine.run_gather()
         engine.gather = (idx, padded)
         if out is None:
             return tuple(table[:padded] for table in tables)
@@ -1146,8 +1080,7 @@ class BlockTables(_Closes):
         at the persistent addresses a recorded graph reads."""
         engine = self._engine
         padded = self._padded(num_reqs, 0)
-        if engine.gather is not None:
-            engine.run_gather()
+        engine.run_gather()
         engine.dummy(padded, STEP_DUMMY | STEP_GATHER)
         return tuple(table[:padded] for table in self.input_block_tables)
 
@@ -1156,8 +1089,7 @@ class BlockTables(_Closes):
         commits nothing); returns slot_mappings[:, :num_tokens]."""
         engine = self._engine
         num_tokens = check.u32(num_tokens, "num_tokens")
-        if engine.gather is not None:
-            engine.run_gather()
+        engine.run_gather()
         engine.dummy(0, STEP_DUMMY)
         return self.slot_mappings[:, :num_tokens]
 
@@ -1182,13 +1114,10 @@ class BlockTables(_Closes):
             handle, at, width = _out_rows(out, "out", _INT64, len(engine.groups), count,
                                           engine.max_num_batched_tokens)
         options = {}
-        if engine.gather is not None:
-            gather_idx, gather_padded = engine.gather
-            if _same_indices(gather_idx, idx):
-                engine.gather = None
-                options = dict(flags=STEP_GATHER, num_reqs_padded=gather_padded)
-            else:
-                engine.run_gather()
+        if engine.gather is not None and _same_indices(engine.gather[0], idx):
+            options = dict(flags=STEP_GATHER, num_reqs_padded=engine.gather[1])
+            engine.gather = None  # merged into this step
+        engine.run_gather()
         engine.step(num_reqs, query_start_loc, positions, num_tokens=count, idx_mapping=idx,
                     **options)
         self._unstage()
@@ -1209,8 +1138,7 @@ class BlockTables(_Closes):
         padded = self._padded(num_reqs_padded, num_reqs)
         count = _token_count(positions, num_tokens)
         query_start_loc, positions = _batch_inputs(num_reqs, count, query_start_loc, positions)
-        if engine.gather is not None:
-            engine.run_gather()
+        engine.run_gather()
         engine.step(num_reqs, query_start_loc, positions, num_tokens=count, idx_mapping=idx,
                     num_reqs_padded=padded, flags=STEP_GATHER if gather else 0)
         self._unstage()
@@ -1269,222 +1197,3 @@ def _out_rows(target, name, dtype, rows, least, most=None):
                         name, kind, shape, strides, dtype.name, rows,
                         least if most == least else "%d to %d" % (least, most)))
     return handle, at * dtype.itemsize, shape[1]
-
-
-# ---- the KV-cache write ---------------------------------------------------
-
-# The caches reshape_and_cache_flash has described, by device and layout
-# (a model's layers each have one), and the devices of the queues it met.
-# Threads share them: the lock guards the dict, each cache's own lock its
-# write. An evicted cache is dropped, not closed, so that a write another
-# thread has fetched it for still runs; the last reference frees it.
-_KV_CACHES = {}
-_KV_CACHES_KEPT = 512
-_KV_CACHES_LOCK = threading.Lock()
-_QUEUE_DEVICES = {}
-
-
-def _tensor(array, name, ndim):
-    """(buffer handle, element offset, shape, element strides, dtype) of a
-    device array of ndim dimensions: a pyopencl.array.Array or a
-    clbt.DeviceArray."""
-    pyopencl = _opencl.pyopencl
-    if isinstance(array, DeviceArray):
-        array._memory.ready()  # what is owed on it (a facade's array), or its refusal
-        dtype, offset, handle = array.np_dtype, array.cl_offset, array.cl_mem
-        byte_strides = array._strides
-    elif pyopencl is not None and isinstance(array, pyopencl.array.Array):
-        dtype, offset, handle = array.dtype, array.offset, array.base_data.int_ptr
-        byte_strides = array.strides
-    else:
-        raise _wrong_type("%s is %s; a pyopencl.array.Array or clbt.DeviceArray expected"
-                          % (name, describe(array)))
-    if len(array.shape) != ndim:
-        raise Error(_INVALID_ARGUMENT, "%s has shape %s; %d dimensions expected" % (
-            name, tuple(array.shape), ndim))
-    strides = tuple(s // dtype.itemsize for s in byte_strides)
-    # C counts every stride forward from an array's first element, in whole
-    # elements, and takes 0 for "the layout's" (a cache's) or "a row" (a
-    # token's): passed on, an expanded dimension (stride 0) would be read or
-    # written at elements past the array's own, a reversed one (below 0)
-    # would wrap past 2^63, and part of an element would be rounded down.
-    for n, s in zip(array.shape, byte_strides):
-        if n > 1 and s % dtype.itemsize:
-            raise Error(_INVALID_ARGUMENT, "%s has byte strides %s; each must be a whole "
-                        "number of its %d-byte elements" % (name, tuple(byte_strides),
-                                                             dtype.itemsize))
-        if n > 1 and s <= 0:
-            raise Error(_INVALID_ARGUMENT, "%s has strides %s; each dimension of more than "
-                        "one element must have a stride above 0 (clbt reads and writes no "
-                        "expanded or reversed view)" % (name, strides))
-    if array.shape[-1] > 1 and strides[-1] != 1:
-        raise Error(_INVALID_ARGUMENT, "%s has strides %s; its last dimension must be "
-                    "contiguous" % (name, tuple(strides)))
-    if offset % dtype.itemsize:  # C counts offsets in elements: refused, as KVCache does
-        raise Error(_INVALID_ARGUMENT, "%s starts %d bytes into its buffer, not a whole "
-                    "number of %d-byte elements" % (name, offset, dtype.itemsize))
-    return handle, offset // dtype.itemsize, tuple(array.shape), tuple(strides), dtype
-
-
-def _model_dtype(dtype, name):
-    """The clbt_kv_dtype of K/V or a cache of the model's type: float32,
-    float16, or 2-byte integers holding bf16 bits."""
-    if dtype == np.float32:
-        return "float32"
-    if dtype == np.float16:
-        return "float16"
-    if dtype.itemsize == 2 and dtype.kind in "iu":
-        return "bfloat16"
-    raise _wrong_type("%s has dtype %s; float32, float16 or 16-bit bf16 bits (uint16) "
-                      "expected" % (name, dtype))
-
-
-def _queue_device(array, device):
-    """The clbt.Device of an array's queue (one per queue), or the one given."""
-    if device is not None:
-        return _device(device)
-    if isinstance(array, DeviceArray):
-        queue = array._memory.queue
-    else:
-        queue = array.queue.int_ptr
-    found = _QUEUE_DEVICES.get(queue)
-    if found is None:
-        found = _QUEUE_DEVICES[queue] = _core.Device(queue=_opencl.wrapped("queue", queue))
-    return found
-
-
-def _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device):
-    """The described cache of a layer's key_cache and value_cache (made on
-    first sight, then found by its layout; described with K and V
-    exchanged when _value_first says so)."""
-    k_handle, k_at, shape, strides, cache_type = _tensor(key_cache, "key_cache", 4)
-    v_handle, v_at, v_shape, v_strides, v_type = _tensor(value_cache, "value_cache", 4)
-    if v_shape != shape or v_strides != strides or v_type != cache_type:
-        raise Error(_INVALID_ARGUMENT, "value_cache is %s %s with strides %s; key_cache's "
-                    "are %s %s with strides %s" % (v_type, v_shape, v_strides, cache_type,
-                                                   shape, strides))
-    input_name = _model_dtype(key.np_dtype if isinstance(key, DeviceArray) else key.dtype,
-                              "key")
-    if not isinstance(kv_cache_dtype, str):
-        raise _wrong_type("kv_cache_dtype is %s; a str expected" % describe(kv_cache_dtype))
-    if kv_cache_dtype.startswith("fp8"):
-        if kv_cache_dtype not in ("fp8", "fp8_e4m3"):
-            raise Error(_INVALID_ARGUMENT, "kv_cache_dtype %r: clbt's fp8 cache is e4m3fn "
-                        "('fp8', 'fp8_e4m3')" % kv_cache_dtype)
-        if cache_type.itemsize != 1:
-            raise _wrong_type("key_cache has dtype %s; an fp8 cache holds 1-byte elements "
-                              "(uint8)" % cache_type)
-        cache_name = "fp8_e4m3"
-    else:
-        cache_name = _model_dtype(cache_type, "key_cache")
-        if kv_cache_dtype not in ("auto", cache_name):
-            raise Error(_INVALID_ARGUMENT, "kv_cache_dtype %r, but key_cache has dtype %s "
-                        "(%s)" % (kv_cache_dtype, cache_type, cache_name))
-        if input_name != cache_name:
-            raise _wrong_type("key has dtype %s and key_cache %s: kv_cache_dtype %r writes "
-                              "the model's type" % (key.dtype if not isinstance(
-                                  key, DeviceArray) else key.np_dtype, cache_type,
-                                                    kv_cache_dtype))
-    one_buffer = k_handle == v_handle
-    exchanged = one_buffer and _value_first(k_at, v_at)
-    owner = _queue_device(key_cache, device)
-    # What the config is made of: the described cache is found by it, and
-    # the config made only the first time.
-    layout = (owner._live(), cache_name, input_name, shape, strides, k_handle, k_at,
-              v_handle, v_at)
-    with _KV_CACHES_LOCK:
-        cache = _KV_CACHES.get(layout)
-        if cache is None:
-            if len(_KV_CACHES) >= _KV_CACHES_KEPT:
-                del _KV_CACHES[next(iter(_KV_CACHES))]
-            config = _cache_config(cache_name, input_name, shape, strides, k_handle, k_at,
-                                   v_handle, v_at, exchanged)
-            cache = _KV_CACHES[layout] = _kv_cache.KVCache.from_config(owner, config,
-                                                                        exchanged)
-    return cache
-
-
-def _cache_config(cache_name, input_name, shape, strides, k_handle, k_at, v_handle, v_at,
-                  exchanged):
-    """The clbt_kv_cache_config of a layer's cache arrays: K's half at
-    key_offset, V's at value_offset (exchanged: the other way round)."""
-    num_blocks, block_size, heads, head_size = shape
-    one_buffer = k_handle == v_handle
-    if exchanged:
-        k_at, v_at = v_at, k_at
-    return _kv_cache.KVCacheConfig(
-        layout=0, cache_dtype=_kv_cache.DTYPES[cache_name],
-        input_dtype=_kv_cache.DTYPES[input_name], num_kv_heads=heads, head_size=head_size,
-        block_size=block_size, num_blocks=num_blocks, key_cache=k_handle,
-        value_cache=None if one_buffer else v_handle, key_offset=k_at, value_offset=v_at,
-        block_stride=strides[0], page_stride=strides[1], head_stride=strides[2])
-
-
-def _value_first(key_at, value_at):
-    """Whether a cache of one buffer must be described with K and V
-    exchanged: when V starts at element 0. C reads a value_offset of 0 in
-    one buffer as "K's offset plus one block" (clbt_kv_cache_config), even
-    with value_cache given as the same buffer, so V at 0 is described as
-    the K half, at key_offset 0, which C takes literally; the write
-    exchanges the inputs and scales to match. The cache write treats K and
-    V alike, so nothing else changes. Both at 0 would be one set of
-    elements: refused."""
-    if value_at:
-        return False
-    if not key_at:
-        raise Error(_INVALID_ARGUMENT, "key_cache and value_cache both start at element 0 "
-                    "of one buffer, with one shape and strides: they are the same elements")
-    return True
-
-
-def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype,
-                            k_scale, v_scale, *, device=None):
-    """vLLM's reshape_and_cache_flash (torch.ops._C_cache_ops) on OpenCL:
-    token t of key and value ([num_tokens, num_kv_heads, head_size] device
-    arrays, any token stride) to slot slot_mapping[t] (int64; its length
-    is num_tokens, as vLLM's) of key_cache and value_cache ([num_blocks,
-    block_size, num_kv_heads, head_size] views of any strides: the flash
-    layout, or a permuted head-major one; one buffer for both, as
-    kv_cache[:, 0] and kv_cache[:, 1], or two). kv_cache_dtype "auto" (the
-    model's type; bf16 as uint16 bits) or "fp8" (uint8 caches of e4m3fn:
-    K / k_scale and V / v_scale, per-tensor scales, saturated at 448).
-    Arrays are pyopencl.array.Array or clbt.DeviceArray; the device is
-    their queue's (or device=). The cache of each layout is described once
-    and kept (the last 512); the write is one launch, enqueued without
-    waiting (a device-array scale is read first, which waits)."""
-    # key first: _kv_cache_of reads its dtype, which a non-array lacks.
-    k_handle, k_at, k_shape, k_strides, k_type = _tensor(key, "key", 3)
-    cache = _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device)
-    v_handle, v_at, v_shape, v_strides, v_type = _tensor(value, "value", 3)
-    s_handle, s_at, s_shape, s_strides, s_type = _tensor(slot_mapping, "slot_mapping", 1)
-    if s_type != np.int64:
-        raise _wrong_type("slot_mapping has dtype %s; int64 expected" % s_type)
-    if v_type != k_type:
-        raise _wrong_type("value has dtype %s; key's is %s" % (v_type, k_type))
-    num_tokens = s_shape[0]
-    for name, shape, strides in (("key", k_shape, k_strides), ("value", v_shape, v_strides)):
-        if shape[1:] != (cache.num_kv_heads, cache.head_size):
-            raise Error(_INVALID_ARGUMENT, "%s has shape %s; key_cache's heads are [%d, %d]"
-                        % (name, shape, cache.num_kv_heads, cache.head_size))
-        if shape[1] > 1 and strides[1] != shape[2]:
-            raise Error(_INVALID_ARGUMENT, "%s has strides %s; a token's heads must be "
-                        "contiguous" % (name, strides))
-        if shape[0] < num_tokens:
-            raise Error(_INVALID_ARGUMENT, "%s holds %d tokens; slot_mapping has %d" % (
-                name, shape[0], num_tokens))
-    fp8 = cache.cache_dtype == _kv_cache.DTYPES["fp8_e4m3"]
-    scales = {"k_scale": 1.0, "v_scale": 1.0}
-    if fp8:
-        scales = {"k_scale": _kv_cache.finite_scale(k_scale, "k_scale"),
-                  "v_scale": _kv_cache.finite_scale(v_scale, "v_scale")}
-    row = cache.num_kv_heads * cache.head_size
-    (k_handle, k_at, k_stride, k_scale), (v_handle, v_at, v_stride, v_scale) = \
-        cache._in_c_order(
-            (k_handle, k_at, k_strides[0] if k_shape[0] > 1 else row, scales["k_scale"]),
-            (v_handle, v_at, v_strides[0] if v_shape[0] > 1 else row, scales["v_scale"]))
-    write = _kv_cache.KVWrite(num_tokens=num_tokens, key=k_handle, value=v_handle,
-                              slot_mapping=s_handle, key_offset=k_at, key_token_stride=k_stride,
-                              value_offset=v_at, value_token_stride=v_stride,
-                              slot_mapping_offset=s_at, k_scale=k_scale, v_scale=v_scale)
-    with cache._lock:  # the cache's one kernel takes each write's arguments
-        _kv_cache.enqueue_write(cache, write, 0, None, None)
