@@ -141,19 +141,21 @@ def group_ids(block_ids, num_groups, name="block_ids"):
     sequence of ids per group) as one int32 array of every group's ids end
     to end and one size_t array of each group's count, the layout of
     clbt_multi_table_update_row. A decode step's lists of Python ints are
-    copied by the array module at once; anything else, and anything
-    refused, goes through host_array group by group, which names the
-    group and what is wrong with it."""
+    copied by the array module at once (one group, the common case, with
+    no chain between); anything else, and anything refused, goes through
+    host_array group by group, which names the group and what is wrong
+    with it."""
     if (type(block_ids) is tuple or type(block_ids) is list) and len(block_ids) == num_groups:
-        for ids in block_ids:
-            if type(ids) not in _FLAT:
-                break
-        else:
-            try:
+        try:
+            if num_groups == 1:
+                if type(block_ids[0]) in _FLAT:
+                    ids = array.array(INT32, block_ids[0])
+                    return ids, array.array(SIZE, (len(ids),))
+            elif all(type(ids) in _FLAT for ids in block_ids):
                 return (array.array(INT32, chain.from_iterable(block_ids)),
                         array.array(SIZE, map(len, block_ids)))
-            except (TypeError, OverflowError):
-                pass  # named below
+        except (TypeError, OverflowError):
+            pass  # named below
     groups = sequence(block_ids, name)
     if len(groups) != num_groups:
         raise InvalidArgumentError(INVALID_ARGUMENT, "%s has %d entries; the table has %d "

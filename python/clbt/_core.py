@@ -661,10 +661,17 @@ class Table(_Rows):
         """append_row or add_row (how: ROW_APPEND, ROW_REPLACE) without the
         table's lock: for those two, which hold it, and for the vLLM
         facade's row updates, which hold the facade's."""
-        handle = self._live()
+        # The decode step's hot path: _live, u32 and _check inlined.
+        c = self._c
+        if c is None or not c.open:
+            self._live()  # raises: the table is closed
         held, address, count = check.host_array(block_ids, INT32, "block_ids")
+        if type(row) is not int or not 0 <= row <= 0xFFFFFFFF:
+            row = check.u32(row, "row")
         update = lib.clbt_table_add_row if how == ROW_REPLACE else lib.clbt_table_append_row
-        _check(update(handle, check.u32(row, "row"), address, count))
+        status = update(c.pointer, row, address, count)
+        if status:
+            _check(status)
 
     def _buffers(self) -> dict:
         """The handles of the table's device buffers, by what they hold
@@ -1069,11 +1076,17 @@ class MultiTable(_Rows):
         without the table's lock: for those two, which hold it, and for the
         vLLM facade's row updates, which hold the facade's. Returns the
         (ids, counts) arrays it gave C: the copy of the update."""
-        handle = self._live()
+        # The decode step's hot path: _live, u32 and _check inlined.
+        c = self._c
+        if c is None or not c.open:
+            self._live()  # raises: the table is closed
         ids, counts = check.group_ids(block_ids, len(self.groups))
-        _check(lib.clbt_multi_table_update_row(handle, check.u32(row, "row"),
-                                               counts.buffer_info()[0],
-                                               ids.buffer_info()[0], how))
+        if type(row) is not int or not 0 <= row <= 0xFFFFFFFF:
+            row = check.u32(row, "row")
+        status = lib.clbt_multi_table_update_row(c.pointer, row, counts.buffer_info()[0],
+                                                 ids.buffer_info()[0], how)
+        if status:
+            _check(status)
         return ids, counts
 
     def _per_group(self, values, name):

@@ -384,21 +384,24 @@ class _RowOperations(_Closes):
     group changes alone, the others keep their rows), a
     MultiGroupBlockTable's every group (all or nothing)."""
 
-    def append_row(self, block_ids, row_idx):
-        """Appends block_ids (a MultiGroupBlockTable's: block_ids[g] to
-        group g's row)."""
-        self._update(block_ids, row_idx, ROW_APPEND)
+    def _update(how):
+        """append_row or add_row, the decode step's hot path: one C call
+        on _rows(), inlined (self._g is None: every group)."""
+        def update(self, block_ids, row_idx):
+            engine = self._engine
+            with engine.lock:
+                if engine.wanted is not engine.layout:
+                    engine.relayout()
+                rows = engine.table if self._g is None else engine.groups[self._g]
+                rows._update_row(row_idx, block_ids, how)
+        return update
 
-    def add_row(self, block_ids, row_idx):
-        """Replaces the row with block_ids, as append_row takes them."""
-        self._update(block_ids, row_idx, ROW_REPLACE)
-
-    def _update(self, block_ids, row_idx, how):
-        engine = self._engine
-        with engine.lock:
-            if engine.wanted is not engine.layout:
-                engine.relayout()
-            self._rows()._update_row(row_idx, block_ids, how)
+    append_row = _update(ROW_APPEND)
+    append_row.__doc__ = """Appends block_ids (a MultiGroupBlockTable's: block_ids[g]
+        to group g's row)."""
+    add_row = _update(ROW_REPLACE)
+    add_row.__doc__ = """Replaces the row with block_ids, as append_row takes them."""
+    del _update
 
     def _current(self):
         """_rows(), in the table's current layout."""
@@ -643,6 +646,8 @@ class MultiGroupBlockTable(_RowOperations):
 
     def __len__(self):
         return len(self.block_tables)
+
+    _g = None  # _RowOperations: every group
 
     def _rows(self):
         return self._engine.table
