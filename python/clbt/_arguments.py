@@ -136,24 +136,27 @@ def convert(values, dtype, name):
 _FLAT = (list, tuple, range, np.ndarray)
 
 
-def group_ids(block_ids, num_groups, name="block_ids"):
-    """(ids, counts) of one row update of every group: block_ids (one
-    sequence of ids per group) as one int32 array of every group's ids end
-    to end and one size_t array of each group's count, the layout of
-    clbt_multi_table_update_row. A decode step's lists of Python ints are
-    copied by the array module at once (one group, the common case, with
-    no chain between); anything else, and anything refused, goes through
-    host_array group by group, which names the group and what is wrong
-    with it."""
+def group_ids(block_ids, counts, name="block_ids"):
+    """One row update of every group in the layout of
+    clbt_multi_table_update_row: block_ids (one sequence of ids per group)
+    as one int32 array of every group's ids end to end, which it returns,
+    and each group's count set in counts (a size_t array of one entry per
+    group). A decode step's lists of Python ints are copied by the array
+    module at once (one group, the common case, with no chain between);
+    anything else, and anything refused, goes through host_array group by
+    group, which names the group and what is wrong with it."""
+    num_groups = len(counts)
     if (type(block_ids) is tuple or type(block_ids) is list) and len(block_ids) == num_groups:
         try:
             if num_groups == 1:
                 if type(block_ids[0]) in _FLAT:
                     ids = array.array(INT32, block_ids[0])
-                    return ids, array.array(SIZE, (len(ids),))
+                    counts[0] = len(ids)
+                    return ids
             elif all(type(ids) in _FLAT for ids in block_ids):
-                return (array.array(INT32, chain.from_iterable(block_ids)),
-                        array.array(SIZE, map(len, block_ids)))
+                ids = array.array(INT32, chain.from_iterable(block_ids))
+                counts[:] = array.array(SIZE, map(len, block_ids))
+                return ids
         except (TypeError, OverflowError):
             pass  # named below
     groups = sequence(block_ids, name)
@@ -161,8 +164,8 @@ def group_ids(block_ids, num_groups, name="block_ids"):
         raise InvalidArgumentError(INVALID_ARGUMENT, "%s has %d entries; the table has %d "
                                    "groups" % (name, len(groups), num_groups))
     held = [host_array(ids, INT32, "%s[%d]" % (name, g)) for g, ids in enumerate(groups)]
-    return (array.array(INT32, chain.from_iterable(h[0] for h in held)),
-            array.array(SIZE, [h[2] for h in held]))
+    counts[:] = array.array(SIZE, [h[2] for h in held])
+    return array.array(INT32, chain.from_iterable(h[0] for h in held))
 
 
 def sequence(values, name):

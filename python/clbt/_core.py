@@ -1035,6 +1035,8 @@ class MultiTable(_Rows):
                          config.max_num_reqs, config.max_num_batched_tokens)
         self.groups = [Table._group(self, lib.clbt_multi_table_group(out.value, g), group)
                        for g, group in enumerate(groups)]
+        self._counts = array.array(SIZE, [0]) * len(groups)  # _update_row's
+        self._counts_at = self._counts.buffer_info()[0]
         for table in self.groups:
             table._commit_mode = CommitMode(commit_mode)
 
@@ -1075,19 +1077,21 @@ class MultiTable(_Rows):
         """append_row or add_row in one C call (clbt_multi_table_update_row),
         without the table's lock: for those two, which hold it, and for the
         vLLM facade's row updates, which hold the facade's. Returns the
-        (ids, counts) arrays it gave C: the copy of the update."""
-        # The decode step's hot path: _live, u32 and _check inlined.
+        ids it gave C, every group's end to end: the copy of the update."""
+        # The decode step's hot path: _live, u32 and _check inlined, and
+        # the counts written into the table's own array (_counts), which
+        # one update at a time uses: its caller holds a lock.
         c = self._c
         if c is None or not c.open:
             self._live()  # raises: the table is closed
-        ids, counts = check.group_ids(block_ids, len(self.groups))
+        ids = check.group_ids(block_ids, self._counts)
         if type(row) is not int or not 0 <= row <= 0xFFFFFFFF:
             row = check.u32(row, "row")
-        status = lib.clbt_multi_table_update_row(c.pointer, row, counts.buffer_info()[0],
+        status = lib.clbt_multi_table_update_row(c.pointer, row, self._counts_at,
                                                  ids.buffer_info()[0], how)
         if status:
             _check(status)
-        return ids, counts
+        return ids
 
     def _per_group(self, values, name):
         if type(values) is tuple:

@@ -23,6 +23,7 @@ runs a step"). The facade checks only what C cannot see: the types and
 lengths of what it hands C (_arguments). docs/python.md lists every
 difference from vLLM; each method's docstring names its own.
 """
+import array
 import enum
 import threading
 from ctypes import byref
@@ -913,10 +914,11 @@ class BlockTables(_Closes):
         with engine.lock:
             engine.run_gather()  # it holds the rows as they were when asked
             try:
-                ids, counts = engine.table._update_row(
-                    req_index, new_block_ids, ROW_REPLACE if overwrite else ROW_APPEND)
+                ids = engine.table._update_row(req_index, new_block_ids,
+                                               ROW_REPLACE if overwrite else ROW_APPEND)
             except Error as error:
                 raise _capacity(error) from None
+            counts = [len(group_ids) for group_ids in new_block_ids]  # as C took them
             starts = self._no_starts if overwrite else [
                 lengths.item(req_index) - n * k
                 for lengths, n, k in zip(engine.lengths, counts, engine.per_kv)]
@@ -958,8 +960,10 @@ class BlockTables(_Closes):
         """(slot, block ids per group) entries written from column 0 in one
         C call for every group, then staged as MRV2 stages them."""
         engine = self._engine
-        updates = [(slot, *check.group_ids(ids, len(engine.groups), "%s[%d]" % (name, i)))
-                   for i, (slot, ids) in enumerate(entries)]
+        updates = []
+        for i, (slot, block_ids) in enumerate(entries):
+            sizes = array.array(check.SIZE, [0]) * len(engine.groups)
+            updates.append((slot, check.group_ids(block_ids, sizes, "%s[%d]" % (name, i)), sizes))
         counts = [np.array([sizes[g] for _, _, sizes in updates], np.uint32)
                   for g in range(len(engine.groups))]
         ids = [np.array([b for _, flat, sizes in updates
