@@ -94,9 +94,7 @@ class _Engine:
 
     def __init__(self, device, groups, max_num_reqs, max_num_batched_tokens, cp_world_size,
                  cp_rank, cp_interleave_size, exact_widths, zero_gathered_tails=False):
-        # What every facade object on the engine holds in each public call
-        # that reaches C (_threads): their state and the table's, one
-        # thread at a time.
+        # Held by every facade call that reaches C (_threads).
         self.lock = threading.RLock()
         self.device = _core.shared_device(device)
         self.settings = dict(groups=groups, max_num_reqs=max_num_reqs,
@@ -335,17 +333,9 @@ class _CpuGpuBuffer:
     def __init__(self, gpu, host):
         self._gpu, self._host = gpu, host
 
-    @property
-    def gpu(self):
-        return self._gpu()
-
-    @property
-    def np(self):
-        return self._host()
-
-    @property
-    def cpu(self):
-        return _core_torch_view(self._host())
+    gpu = property(lambda self: self._gpu())
+    np = property(lambda self: self._host())
+    cpu = property(lambda self: _core_torch_view(self._host()))
 
 
 def _core_torch_view(host):
@@ -1049,9 +1039,8 @@ class BlockTables(_Closes):
         return check.convert(values, np.int32, "idx_mapping"), values.size
 
     def _padded(self, num_reqs_padded, num_reqs):
-        if num_reqs_padded is None:
-            return num_reqs
-        return _owed_rows(num_reqs_padded, "num_reqs_padded", self._engine, num_reqs)
+        return num_reqs if num_reqs_padded is None else _owed_rows(
+            num_reqs_padded, "num_reqs_padded", self._engine, num_reqs)
 
     def gather_block_tables(self, idx_mapping, num_reqs_padded=None, out=None, out_ptrs=None):
         """Each group's input block table in batch order: row b < num_reqs
