@@ -112,6 +112,15 @@ def copy_buffer(queue, source, source_offset, target, target_offset, nbytes):
     _keep(event)
 
 
+def fill_buffer(queue, target, offset, nbytes, value):
+    """Enqueues a fill of nbytes of a buffer from a byte offset with value
+    (a numpy scalar, whose size is the pattern's) on queue; not waited for."""
+    event, pattern = c_void_p(), np.asarray(value)
+    _check(_cl.clEnqueueFillBuffer(queue, target, pattern.ctypes.data, pattern.nbytes, offset,
+                                   nbytes, 0, None, byref(event)), "clEnqueueFillBuffer")
+    _keep(event)
+
+
 def _release(mem, queue):
     _cl.clReleaseMemObject(mem)
     _cl.clReleaseCommandQueue(queue)

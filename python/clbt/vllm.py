@@ -35,7 +35,7 @@ from . import _arguments as check
 from . import _core, _opencl
 from ._cache_ops import _tensor, reshape_and_cache_flash
 from ._core import PAD_SLOT_ID
-from ._device_array import DeviceArray, Memory, StackedDeviceArray, copy_buffer
+from ._device_array import DeviceArray, Memory, StackedDeviceArray, copy_buffer, fill_buffer
 from ._errors import Error, wrong_type as _wrong_type
 from ._opencl import describe
 from ._threads import one_thread_at_a_time
@@ -1061,14 +1061,14 @@ class BlockTables(_Closes):
         tables = self.input_block_tables
         if out is not None:
             out = _per_group(out, len(tables), "out")
-            targets = [_out_rows(target, "out[%d]" % g, _INT32, padded, source.shape[1])
+            targets = [_out_rows(target, "out[%d]" % g, _INT32, padded, source.shape[1], True)
                        for g, (target, source) in enumerate(zip(out, tables))]
         engine.run_gather()
         engine.gather = (idx, padded)
         if out is None:
             return tuple(table[:padded] for table in tables)
         engine.run_gather()
-        for (handle, at, width), source in zip(targets, tables):
+        for (handle, at, _, width), source in zip(targets, tables):
             copy_buffer(engine.table._queue, source.cl_mem, 0, handle, at, padded * width * 4)
         return tuple(target[:padded] for target in out)
 
@@ -1109,8 +1109,7 @@ class BlockTables(_Closes):
         padded = count if num_tokens_padded is None else check.u32(num_tokens_padded,
                                                                    "num_tokens_padded")
         if out is not None:
-            handle, at, width = _out_rows(out, "out", _INT64, len(engine.groups), count,
-                                          engine.max_num_batched_tokens)
+            handle, at, pitch, width = _out_rows(out, "out", _INT64, len(engine.groups), count)
         options = {}
         if engine.gather is not None and _same_indices(engine.gather[0], idx):
             options = dict(flags=STEP_GATHER, num_reqs_padded=engine.gather[1])
@@ -1121,9 +1120,12 @@ class BlockTables(_Closes):
         self._unstage()
         if out is None:
             return self.slot_mappings[:, :padded]
+        queue, copied = engine.table._queue, min(width, engine.max_num_batched_tokens)
         for g, source in enumerate(self.slot_mappings.members):
-            copy_buffer(engine.table._queue, source.cl_mem, 0, handle, at + g * width * 8,
-                        width * 8)
+            copy_buffer(queue, source.cl_mem, 0, handle, at + g * pitch, copied * 8)
+            if width > copied:  # past what the table maps: padding, as MRV2 pads
+                fill_buffer(queue, handle, at + g * pitch + copied * 8, (width - copied) * 8,
+                            np.int64(PAD_SLOT_ID))
         return out[:, :padded]
 
     def step(self, idx_mapping, query_start_loc, positions, num_reqs_padded=None, *,
@@ -1181,17 +1183,17 @@ def _capacity(error):
     return error
 
 
-def _out_rows(target, name, dtype, rows, least, most=None):
+def _out_rows(target, name, dtype, rows, least, packed=False):
     """Where a copy out of clbt's buffers writes: (buffer handle, byte
-    offset, row length) of a contiguous device array (a DeviceArray or a
-    pyopencl.array.Array) of dtype with at least rows rows of least (to
-    most) elements."""
+    offset, row pitch in bytes, row length) of a device array (a
+    DeviceArray or a pyopencl.array.Array) of dtype with at least rows rows
+    of least elements (packed: exactly least, the rows back to back)."""
     handle, at, shape, strides, kind = _tensor(target, name, 2)
-    most = least if most is None else most
-    if kind != dtype or shape[0] < rows or not least <= shape[1] <= most or (
-            shape[0] > 1 and strides[0] != shape[1]):
-        raise Error(_INVALID_ARGUMENT, "%s is %s %s with strides %s; a contiguous %s array of "
-                    "at least %d rows of %s elements expected" % (
-                        name, kind, shape, strides, dtype.name, rows,
-                        least if most == least else "%d to %d" % (least, most)))
-    return handle, at * dtype.itemsize, shape[1]
+    pitch = strides[0] if shape[0] > 1 else shape[1]
+    if kind != dtype or shape[0] < rows or shape[1] < least or pitch < shape[1] or (
+            packed and not shape[1] == pitch == least):
+        raise Error(_INVALID_ARGUMENT, "%s is %s %s with strides %s; at least %d rows of %s%d %s "
+                    "elements expected" % (name, kind, shape, strides, rows,
+                                           "" if packed else "at least ", least,
+                                           "contiguous " + dtype.name if packed else dtype.name))
+    return handle, at * dtype.itemsize, pitch * dtype.itemsize, shape[1]

@@ -312,14 +312,18 @@ def test_gather_and_slot_mappings_into_the_callers_arrays(device):
     assert gathered[0].tolist() == [[4] + [0] * 7, [1] + [0] * 7, [0] * 8]
     assert out[1][:2, :3].tolist() == [[10, 11, 0], [4, 5, 0]]
     assert out[2][:, 0].tolist() == [6, 3, 0, -7]  # row 3, past num_reqs_padded, untouched
-    slots_out = caller_array(device, np.full((3, 10), -7, np.int64))
     # request 0 (slot 2): positions 1 2; request 1 (slot 0): 17, past block
-    # 0's 16 tokens in groups 0 and 2, kernel block 1 (id 5) in group 1
-    slots = t.compute_slot_mappings(idx, np.array([0, 2, 3], np.int32), np.array([1, 2, 17]),
-                                    4, out=slots_out)
-    assert slots.shape == (3, 4)
-    assert slots_out.tolist() == [[65, 66, -1] + [-1] * 7, [161, 162, 81] + [-1] * 7,
-                                  [49, 50, -1] + [-1] * 7]
+    # 0's 16 tokens in groups 0 and 2, kernel block 1 (id 5) in group 1.
+    # Rows 10 wide at a pitch of 12 (the last 2 are not out's), then rows
+    # wider than the table's 64 tokens: -1 past the tokens, as MRV2 pads.
+    expected = [[65, 66, -1], [161, 162, 81], [49, 50, -1]]
+    for width, pitch in ((10, 12), (70, 70)):
+        whole = caller_array(device, np.full((3, pitch), -7, np.int64))
+        slots = t.compute_slot_mappings(idx, np.array([0, 2, 3], np.int32),
+                                        np.array([1, 2, 17]), 4, out=whole[:, :width])
+        assert slots.shape == (3, 4)
+        assert whole.tolist() == [row + [-1] * (width - 3) + [-7] * (pitch - width)
+                                  for row in expected]
     # refused before anything runs or is written
     poison = caller_array(device, np.full((3, 10), -7, np.int64))
     for call, words in (
@@ -331,13 +335,13 @@ def test_gather_and_slot_mappings_into_the_callers_arrays(device):
              "at least 4 rows"),
             (lambda: t.compute_slot_mappings(idx, np.array([0, 2, 3], np.int32),
                                              np.array([1, 2, 17]), out=poison[:, :2]),
-             "3 to 64 elements"),
+             "at least 3 rows of at least 3 int64 elements"),
             (lambda: t.compute_slot_mappings(idx, np.array([0, 2, 3], np.int32),
                                              np.array([1, 2, 17]), out=poison[:2]),
              "at least 3 rows"),
             (lambda: t.compute_slot_mappings(idx, np.array([0, 2, 3], np.int32),
                                              np.array([1, 2, 17]), out=out[0]),
-             "int32 \\(4, 8\\).*a contiguous int64 array")):
+             "int32 \\(4, 8\\).*at least 3 int64 elements")):
         with pytest.raises(clbt.Error, match=words):
             call()
     assert poison.tolist() == [[-7] * 10] * 3
