@@ -15,6 +15,8 @@
  * to apply that way). OpenCL C 1.2 has no pointer that reaches both local
  * and global memory, so the reader is defined once per address space.
  */
+#pragma once
+#include "common.cl"
 
 /*
  * Defines `name`, which applies one group's section in `space`: the

@@ -2,9 +2,9 @@
  * What every part of the step kernel uses: the groups' constants and
  * storage, a batch request's row, a work-item's share of items, and the
  * check of a batch's query_start_loc with the search of a token's request
- * in it. The build puts cl/contract.h, then this file, then the parts
- * (commit.cl, slot_mapping.cl, gather.cl, export.cl, state_slots.cl,
- * token_slots.cl) and the entries (step.cl) in one source.
+ * in it. Every part includes it; cl/step.cl, the entries, includes the
+ * parts, and the build embeds it with them as one program
+ * (cmake/embed_source.cmake).
  *
  * Specialised at build time (the host passes every one):
  *   CLBT_PAD_SLOT_ID        the slot id of tokens that write nothing
@@ -27,6 +27,8 @@
  *   CLBT_GROUP_<g>          group g's constants, in the order of
  *                           CLBT_GROUP_CONSTANTS
  */
+#pragma once
+#include "contract.h"
 
 CLBT_DECLARE_LAUNCH_LAYOUT(clbt_kernel_layout, CLBT_NUM_GROUPS)
 

@@ -2,20 +2,19 @@
  * The contract between the host (src/) and the step kernel (cl/): the
  * constants that specialise it for one group, the regions of a group's
  * storage, the two structs it takes by value, the work a launch asks of
- * it, and its arguments in order. The library includes this file, and the
- * build puts it in front of the kernel's source (cmake/embed_source.cmake),
- * so both sides expand the same lists and declare the same structs: the
- * host's argument indices, its -D options, its group spec, its region
- * offsets and its records, and the kernel's parameters, constants and
- * fields. It holds only preprocessor lists and struct declarations in the
+ * it, and its arguments in order. The library includes this file, and so
+ * does the kernel (cl/common.cl), so both sides expand the same lists and
+ * declare the same structs: the host's argument indices, its -D options,
+ * its group spec, its region offsets and its records, and the kernel's
+ * parameters, constants and fields. It holds only preprocessor lists and struct declarations in the
  * common subset of C11 and OpenCL C 1.2 (cl_uint and cl_ulong, which the
  * kernel defines as uint and ulong; every field placed on its own size,
  * the structs with no padding, so that both sides lay them out alike).
  *
  * To add a per-group constant: one entry in CLBT_GROUP_CONSTANTS, then its
- * meaning where the host fills and checks the spec (src/engine/group.c) and where
- * the kernel and the host reference compute with it (cl/slot_mapping.cl,
- * src/api/reference.c). docs/design.md walks through it.
+ * meaning where the host fills and checks the spec (src/engine/group.c) and
+ * where the kernel and the host reference compute with it
+ * (cl/slot_mapping.cl, src/api/reference.c). docs/design.md walks through it.
  */
 #ifndef CLBT_CONTRACT_H
 #define CLBT_CONTRACT_H

@@ -27,6 +27,8 @@
  * neighbouring work-items copy neighbouring ids and many requests are
  * copied at once.
  */
+#pragma once
+#include "common.cl"
 
 /* How many of positions [0, n) this rank owns, by slot_of's rule. */
 static ulong local_count(ulong n, group_constants g) {

@@ -14,6 +14,9 @@
  * by side), then all of them copy the chunk's changed rows, neighbouring
  * work-items neighbouring entries.
  */
+#pragma once
+#include "common.cl"
+
 typedef struct gather_plan {
   int row;      /* -1: none */
   uint copied;  /* entries [0, copied) come from the row */

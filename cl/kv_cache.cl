@@ -17,6 +17,8 @@
  * cache and CUDA's __nv_cvt_float_to_fp8 with __NV_SATFINITE) takes the
  * value divided by its scale, rounded to nearest even, saturated at 448.
  */
+#include "kv_cache.h"
+
 #if CLBT_KV_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif

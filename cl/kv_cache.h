@@ -2,9 +2,8 @@
  * The contract between the host (src/api/kv_cache.c) and the KV-cache write
  * kernel (cl/kv_cache.cl): the element types it converts between, the -D
  * options that specialise it, and the one struct it takes by value. The
- * library includes this file and the build puts it in front of the
- * kernel's source (cmake/embed_source.cmake), so that both sides declare
- * the same struct. It holds only preprocessor definitions and a struct in
+ * library includes this file, and so does the kernel, so that both sides
+ * declare the same struct. It holds only preprocessor definitions and a struct in
  * the common subset of C11 and OpenCL C 1.2 (every field on its own size,
  * no padding, so that both sides lay it out alike).
  *

@@ -12,6 +12,8 @@
  * On a GPU (CLBT_GPU, cl/common.cl) neighbouring work-items take
  * neighbouring tokens and pad entries; on a CPU each takes a run of them.
  */
+#pragma once
+#include "common.cl"
 
 /*
  * The slot of one token of a row, vLLM's arithmetic: positions are split

@@ -12,6 +12,8 @@
  * tighter: by what the row holds). docs/semantics.md has every rule;
  * cl/step.cl runs it.
  */
+#pragma once
+#include "common.cl"
 
 /* What a batch request's state slots come from, the same in every group. */
 typedef struct state_request {

@@ -24,6 +24,13 @@
  * GPU's program has one entry, WHOLE, with every part. Only the groups the
  * record's `groups` names take part.
  */
+#include "common.cl"
+#include "commit.cl"
+#include "slot_mapping.cl"
+#include "gather.cl"
+#include "export.cl"
+#include "state_slots.cl"
+#include "token_slots.cl"
 
 /* The local memory a work-group's parts share. */
 typedef struct step_locals {

@@ -13,6 +13,9 @@
  * rule over kernel blocks. docs/semantics.md has every rule; cl/step.cl
  * runs it.
  */
+#pragma once
+#include "common.cl"
+#include "slot_mapping.cl"
 
 /* What the rows of a run of entries read, the same in every group. */
 typedef struct token_row {

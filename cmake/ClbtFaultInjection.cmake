@@ -2,7 +2,7 @@
 # (cmake/fault_injection_wrappers.cmake) to a runtime: the fault-injection
 # runtime of the tests (tests/reliability/fault_injection.c), which can
 # fail any call and also sees every allocation, and the call counter of the
-# clbt tool (tools/call_counter.c), which counts them.
+# clbt tool (tools/bench/call_counter.c), which counts them.
 
 # clbt_wrapped_library_supported(<variable> <what>)
 #

@@ -1,6 +1,7 @@
 # `cmake --install`: the header, libclbt.so (with its soname) and libclbt.a,
 # a CMake package exporting clbt::clbt (shared) and clbt::clbt_static,
-# clbt.pc, and the Python package. Every installed file locates the others
+# clbt.pc, the Python package, and the license and changelog (under
+# share/doc/clbt). Every installed file locates the others
 # relative to itself, so `cmake --install build --prefix DIR` works for any DIR.
 include(CMakePackageConfigHelpers)
 
@@ -12,6 +13,9 @@ install(TARGETS clbt_static clbt_shared EXPORT clbtTargets
   RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
 install(FILES include/clbt/clbt.h
         DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/clbt")
+# clbt is Apache-2.0 (LICENSE); the CMake package and clbt.pc say so too.
+set(clbt_license "Apache-2.0")
+install(FILES LICENSE CHANGELOG.md DESTINATION "${CMAKE_INSTALL_DOCDIR}")
 
 install(EXPORT clbtTargets NAMESPACE clbt:: DESTINATION "${clbt_cmake_dir}")
 configure_package_config_file(cmake/clbtConfig.cmake.in

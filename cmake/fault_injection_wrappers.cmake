@@ -1,7 +1,7 @@
 # Makes a copy of the library whose OpenCL calls (and, with
 # WRAP_ALLOCATORS, its heap allocations) all go through a runtime first:
 # the fault-injection runtime (tests/reliability/fault_injection.c) or the
-# tool's call counter (tools/call_counter.c).
+# tool's call counter (tools/bench/call_counter.c).
 #
 #   cmake -DOBJECTS=a.o,b.o,... -DLINKER=ld -DNM=nm -DOBJCOPY=objcopy
 #         -DOBJDUMP=objdump -DCL_HEADER=/usr/include/CL/cl.h

@@ -469,7 +469,8 @@ static void check_top_k(engine *e, const batch *b, const kv_cache *cache,
   }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (!parse_no_arguments(argc, argv)) return 2;
   engine e = {0};
   engine_start(&e);
   /* Request slots as a free list deals them: no row is its request's id. */

@@ -408,17 +408,36 @@ static bool parse_count(const char *text, uint64_t *value) {
   return *text && !*end && *value > 0 && *value <= UINT32_MAX;
 }
 
-static bool parse_arguments(int argc, char **argv, uint32_t *steps,
-                            uint64_t *seed, uint32_t *interleave) {
-  for (int i = 1; i + 1 < argc; i += 2) {
+#define USAGE "usage: context_parallel_mpi [--interleave N] [--steps N] [--seed N]\n"
+
+typedef enum { ARGUMENTS_RUN, ARGUMENTS_HELP, ARGUMENTS_BAD } arguments;
+
+/* --help anywhere asks for the usage; otherwise pairs of an option and a
+   count, the first argument that is neither left in *bad. */
+static arguments parse_arguments(int argc, char **argv, uint32_t *steps,
+                                 uint64_t *seed, uint32_t *interleave,
+                                 const char **bad) {
+  for (int i = 1; i < argc; ++i)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+      return ARGUMENTS_HELP;
+  for (int i = 1; i < argc; i += 2) {
     uint64_t value = 0;
-    if (!parse_count(argv[i + 1], &value)) return false;
+    bool known = strcmp(argv[i], "--steps") == 0 ||
+                 strcmp(argv[i], "--seed") == 0 ||
+                 strcmp(argv[i], "--interleave") == 0;
+    if (!known || i + 1 == argc) {
+      *bad = argv[i];
+      return ARGUMENTS_BAD;
+    }
+    if (!parse_count(argv[i + 1], &value)) {
+      *bad = argv[i + 1];
+      return ARGUMENTS_BAD;
+    }
     if (strcmp(argv[i], "--steps") == 0) *steps = (uint32_t)value;
     else if (strcmp(argv[i], "--seed") == 0) *seed = value;
-    else if (strcmp(argv[i], "--interleave") == 0) *interleave = (uint32_t)value;
-    else return false;
+    else *interleave = (uint32_t)value;
   }
-  return argc % 2 == 1;
+  return ARGUMENTS_RUN;
 }
 
 int main(int argc, char **argv) {
@@ -434,12 +453,23 @@ int main(int argc, char **argv) {
                       MPI_INFO_NULL, &machine);
   MPI_Comm_rank(machine, &me.local_rank);
   MPI_Comm_free(&machine);
-  if (!parse_arguments(argc, argv, &steps, &seed, &me.interleave)) {
-    if (me.rank == 0)
-      fprintf(stderr, "usage: context_parallel_mpi [--interleave N] "
-                      "[--steps N] [--seed N]\n");
+  const char *bad = NULL;
+  arguments parsed =
+      parse_arguments(argc, argv, &steps, &seed, &me.interleave, &bad);
+  if (parsed != ARGUMENTS_RUN) {
+    if (me.rank == 0 && parsed == ARGUMENTS_HELP)
+      fputs(USAGE "  --interleave N  cp_kv_cache_interleave_size (default 1)\n"
+                  "  --steps N       steps to serve (default 40)\n"
+                  "  --seed N        the simulated scheduler's seed "
+                  "(default 1)\n"
+                  "Run it under mpirun, a rank per CP rank.\n"
+                  "CLBT_DEVICE selects the device (unset: the machine's "
+                  "GPUs, spread over the ranks).\n",
+            stdout);
+    else if (me.rank == 0)
+      fprintf(stderr, "context_parallel_mpi: bad argument '%s'\n" USAGE, bad);
     MPI_Finalize();
-    return 2;
+    return parsed == ARGUMENTS_HELP ? 0 : 2;
   }
 
   engine e = {0};

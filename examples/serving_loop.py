@@ -9,7 +9,7 @@ batch by moving the last row into a finished one's. Every step it commits,
 computes the slot mapping, and checks every slot against its own
 bookkeeping of the blocks.
 
-    python3 examples/serving_loop.py [--steps N] [--seed N]
+    /usr/bin/python3 examples/serving_loop.py [--steps N] [--seed N]
 
 Runs on the device CLBT_DEVICE selects; exits 0 when every slot was right.
 """
@@ -25,10 +25,22 @@ BLOCK_SIZES = [16, 32]  # two KV-cache groups, as hybrid models have
 MAX_REQS, MAX_TOKENS, MAX_LEN = 8, 64, 256
 
 
+def whole_number(least):
+    """An argparse type: a whole number of at least least."""
+    def parse(text):
+        if not text.isdigit() or int(text) < least:
+            raise argparse.ArgumentTypeError("%r is not a whole number >= %d" % (text, least))
+        return int(text)
+    return parse
+
+
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=50)
-    parser.add_argument("--seed", type=int, default=1)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     epilog="CLBT_DEVICE selects the device.")
+    parser.add_argument("--steps", type=whole_number(1), default=50,
+                        help="how many steps to run (at least 1)")
+    parser.add_argument("--seed", type=whole_number(0), default=1,
+                        help="the seed of the example's random choices")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     table = MultiGroupBlockTable(

@@ -291,6 +291,14 @@ static void text_table(const report *array, const char *columns[], size_t count,
 
 static void text_content(const report *node, FILE *out, int indent);
 
+/* Whether a container has no member that text shows (none, or only
+   nulls). */
+static bool shows_nothing(const report *container) {
+  for (const report *m = container->first; m; m = m->next)
+    if (m->kind != NONE) return false;
+  return true;
+}
+
 static void text_members(const report *object, FILE *out, int indent) {
   int width = 0;
   for (const report *m = object->first; m; m = m->next)
@@ -306,7 +314,10 @@ static void text_members(const report *object, FILE *out, int indent) {
     }
     fprintf(out, "%*s%s%s%s\n", indent, "", m->key, m->caption ? ": " : "",
             m->caption ? m->caption : "");
-    text_content(m, out, indent + 2);
+    if (shows_nothing(m))
+      fprintf(out, "%*snone\n", indent + 2, "");
+    else
+      text_content(m, out, indent + 2);
   }
 }
 

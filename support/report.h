@@ -17,7 +17,9 @@
  *     own, its content indented by two spaces below;
  *   - an array of objects that hold only scalars is a table: a header of
  *     keys, a row per object;
- *   - a null member is left out (JSON writes null).
+ *   - a null member is left out (JSON writes null), and a container
+ *     member with nothing else to show has "none" below its key, so that
+ *     no heading stands empty.
  * Numbers made with report_number keep their decimals in text and 15
  * significant digits in JSON. Running out of memory ends the process with
  * a message: the report is the tool's last step, nothing is left to save.

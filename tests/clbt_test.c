@@ -23,14 +23,21 @@ clbt_device *clbt_test_device(void) {
   return device;
 }
 
-cl_mem clbt_test_buffer(size_t bytes, const void *data) {
+static cl_mem buffer_of(cl_mem_flags flags, size_t bytes, const void *data) {
   cl_int error = CL_SUCCESS;
   cl_mem buffer = clCreateBuffer(clbt_device_context(clbt_test_device()),
-                                 CL_MEM_READ_WRITE, bytes ? bytes : 1, NULL,
-                                 &error);
+                                 flags, bytes ? bytes : 1, NULL, &error);
   ck_assert_int_eq(error, CL_SUCCESS);
   if (data && bytes) clbt_test_write(buffer, bytes, data);
   return buffer;
+}
+
+cl_mem clbt_test_buffer(size_t bytes, const void *data) {
+  return buffer_of(CL_MEM_READ_WRITE, bytes, data);
+}
+
+cl_mem clbt_test_read_only_buffer(size_t bytes, const void *data) {
+  return buffer_of(CL_MEM_READ_ONLY, bytes, data);
 }
 
 void clbt_test_read(cl_mem buffer, size_t bytes, void *out) {

@@ -25,6 +25,8 @@ clbt_device *clbt_test_device(void);
 
 /* A device buffer of `bytes` bytes holding `data` (NULL: uninitialised). */
 cl_mem clbt_test_buffer(size_t bytes, const void *data);
+/* The same, CL_MEM_READ_ONLY: kernels may only read it. */
+cl_mem clbt_test_read_only_buffer(size_t bytes, const void *data);
 
 /* Blocking reads and writes on the test device's queue. */
 void clbt_test_read(cl_mem buffer, size_t bytes, void *out);

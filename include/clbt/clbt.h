@@ -8,6 +8,41 @@
  * the KV-cache slot each token writes (block_id * block_size + offset) and
  * pads the rest of a fixed-size buffer with CLBT_PAD_SLOT_ID.
  *
+ * Contents, the banners below in this order:
+ *   - Version: the header's version and the running library's.
+ *   - Status codes: every status with its name and text, and
+ *     clbt_last_error, this thread's last failure in words.
+ *   - Logging: how much clbt says, and to whom.
+ *   - Devices: clbt_device, an OpenCL context, a device and an in-order
+ *     queue, with the programs built for it.
+ *   - Row width: vLLM's get_block_table_width.
+ *   - One block table: clbt_table, one KV-cache group's rows, their row
+ *     operations, commits and slot mapping.
+ *   - Attention-ready exports: the page tables attention kernels read.
+ *   - The serving step: a step's commit, slot mapping, gather, export and
+ *     state slots in one call.
+ *   - Token slots: request-local token indices to KV-cache slots.
+ *   - Several KV-cache groups: clbt_multi_table, a table per group, edited
+ *     together, and the full text of the device calls, of which the
+ *     clbt_table calls above are the one-group forms.
+ *   - The KV-cache write: clbt_kv_cache, a layer's K and V into its paged
+ *     cache.
+ *
+ * A serving loop needs three calls: clbt_device_open (or clbt_device_wrap,
+ * on the caller's own context and queue) and clbt_multi_table_create
+ * (clbt_table_create for a single group) once; then at every step, once
+ * the row operations (clbt_multi_table_append_row, _add_rows, _clear_row,
+ * ...) have made the rows the scheduler's, clbt_multi_table_enqueue_step,
+ * whose outputs (each group's clbt_table_slot_mapping,
+ * clbt_table_gathered_rows, clbt_table_export_buffers) attention reads.
+ * docs/guide.md walks through a loop.
+ *
+ * Every function's comment ends with its tag, [handle: threads]: the
+ * handle it is a function of ("created" and "freed" mark the calls that
+ * make and end one; "no handle" the library's own functions), and which
+ * threads may call it: "any thread", or "its thread", the one thread that
+ * uses the handle at the time (the conventions' last rule).
+ *
  * Conventions (docs/errors.md has the whole model):
  *   - Every function that can fail returns a clbt_status: CLBT_SUCCESS (0), an
  *     OpenCL error code passed through unchanged, or one of clbt's own codes.
@@ -46,6 +81,13 @@
  *   - clbt uses the caller's OpenCL objects as given and never creates a
  *     hidden queue: commands go to the device handle's queue, which must be
  *     in order.
+ *   - Threads: a device handle, the log and the status functions may be
+ *     used from any thread at once. A table (clbt_table, clbt_multi_table)
+ *     or a KV cache has no lock: it is used by one thread at a time, which
+ *     hands it to another with the usual happens-before (a mutex, a
+ *     queue); a group of a multi-group table (clbt_multi_table_group) is
+ *     part of its table, used by the table's thread. Different tables may
+ *     be used by different threads at once (docs/threading.md).
  */
 #ifndef CLBT_CLBT_H
 #define CLBT_CLBT_H
@@ -110,10 +152,14 @@ extern "C" {
  * CLBT_VERSION_NUMBER encodes it. It differs from the header's
  * CLBT_VERSION_NUMBER when a program runs with another build of the shared
  * library than the one it was compiled against.
+ * [no handle: any thread]
  */
 CLBT_API unsigned clbt_version_number(void);
 
-/** Returns the running library's version as "MAJOR.MINOR.PATCH". Never NULL. */
+/**
+ * Returns the running library's version as "MAJOR.MINOR.PATCH". Never NULL.
+ * [no handle: any thread]
+ */
 CLBT_API const char *clbt_version_string(void);
 
 /* ------------------------------------------------------------------------ */
@@ -190,7 +236,8 @@ CLBT_API const char *clbt_version_string(void);
   XX(CL_INVALID_PIPE_SIZE, -69, "invalid pipe size")                           \
   XX(CL_INVALID_DEVICE_QUEUE, -70, "invalid device queue")                     \
   XX(CL_INVALID_SPEC_ID, -71, "invalid specialization constant id")            \
-  XX(CL_MAX_SIZE_RESTRICTION_EXCEEDED, -72, "maximum size restriction exceeded")\
+  XX(CL_MAX_SIZE_RESTRICTION_EXCEEDED, -72,                                    \
+     "maximum size restriction exceeded")                                      \
   XX(CL_PLATFORM_NOT_FOUND_KHR, -1001, "no OpenCL platform (no ICD installed)")\
   XX(NULL_ARGUMENT, -4001, "a required pointer or handle is NULL")             \
   XX(INVALID_ARGUMENT, -4002, "an argument has a value clbt does not accept")  \
@@ -205,7 +252,8 @@ CLBT_API const char *clbt_version_string(void);
   XX(CONTEXT_MISMATCH, -4011, "an OpenCL object belongs to another context")   \
   XX(INVALID_SELECTOR, -4012, "the device selector is malformed")              \
   XX(NO_MATCHING_DEVICE, -4013, "no OpenCL device matches the selector")       \
-  XX(UNSUPPORTED_DEVICE, -4014, "the device lacks a feature clbt needs")
+  XX(UNSUPPORTED_DEVICE, -4014, "the device lacks a feature clbt needs")       \
+  XX(READ_ONLY_BUFFER, -4015, "a buffer clbt writes is read-only to kernels")
 
 /**
  * What a call did: CLBT_SUCCESS, an OpenCL error code, or one of clbt's own
@@ -221,12 +269,14 @@ typedef enum clbt_status {
  * Returns the static text of a status ("row index is not below
  * max_num_reqs"), or "unknown status" for a value outside CLBT_STATUS_MAP.
  * Never NULL.
+ * [no handle: any thread]
  */
 CLBT_API const char *clbt_status_string(clbt_status status);
 
 /**
  * Returns the name of a status ("CLBT_ROW_OUT_OF_RANGE",
  * "CLBT_CL_OUT_OF_RESOURCES"), or "CLBT_UNKNOWN_STATUS". Never NULL.
+ * [no handle: any thread]
  */
 CLBT_API const char *clbt_status_name(clbt_status status);
 
@@ -238,6 +288,7 @@ CLBT_API const char *clbt_status_name(clbt_status status);
  * "" when this thread has had no failure. It is at most
  * CLBT_LAST_ERROR_SIZE bytes with its NUL: a longer message (a long build
  * log) is cut to fit.
+ * [no handle: any thread]
  */
 CLBT_API const char *clbt_last_error(void);
 
@@ -285,6 +336,7 @@ typedef void (*clbt_log_fn)(clbt_log_level level, const char *message,
  * including this function. Should the log's lock fail (mtx_lock), the
  * callback stays as it was, clbt_last_error says so and the error is
  * logged; messages meanwhile go to stderr, never to a callback unguarded.
+ * [no handle: any thread]
  */
 CLBT_API void clbt_log_set_callback(clbt_log_fn callback, void *user);
 
@@ -292,15 +344,20 @@ CLBT_API void clbt_log_set_callback(clbt_log_fn callback, void *user);
  * Sets the level, overriding CLBT_LOG.
  * Returns CLBT_SUCCESS, or CLBT_INVALID_ARGUMENT for a level outside
  * CLBT_LOG_OFF..CLBT_LOG_DEBUG (the level is then unchanged).
+ * [no handle: any thread]
  */
 CLBT_API clbt_status clbt_log_set_level(clbt_log_level level);
 
-/** Returns the current level: CLBT_LOG's, or the last one set. */
+/**
+ * Returns the current level: CLBT_LOG's, or the last one set.
+ * [no handle: any thread]
+ */
 CLBT_API clbt_log_level clbt_log_get_level(void);
 
 /**
  * Returns the word for a level ("off", "error", "warn", "info", "debug"),
  * as CLBT_LOG spells it, or "unknown". Never NULL.
+ * [no handle: any thread]
  */
 CLBT_API const char *clbt_log_level_name(clbt_log_level level);
 
@@ -336,8 +393,10 @@ typedef struct clbt_device clbt_device;
  * when no OpenCL driver is installed, CLBT_UNSUPPORTED_DEVICE for a device
  * without OpenCL C 1.2 (or without 64-bit integers), CLBT_INVALID_ARGUMENT
  * when CLBT_BUILD_OPTIONS or CLBT_CACHE_DIR is one its setter refuses (too
- * long, or options that define or undefine a CLBT_ macro; the message names
- * the variable), or an OpenCL error.
+ * long, or options that define or undefine a CLBT_ macro, a name clbt's
+ * kernels use or one the compiler reserves; the message names the
+ * variable), or an OpenCL error.
+ * [clbt_device, created: any thread]
  */
 CLBT_API clbt_status clbt_device_open(const char *selector, clbt_device **out);
 
@@ -351,6 +410,7 @@ CLBT_API clbt_status clbt_device_open(const char *selector, clbt_device **out);
  * device; CLBT_INVALID_ARGUMENT for an out-of-order queue, or a setting in
  * the environment that its setter refuses (as clbt_device_open);
  * CLBT_UNSUPPORTED_DEVICE; or an OpenCL error.
+ * [clbt_device, created: any thread]
  */
 CLBT_API clbt_status clbt_device_wrap(cl_context context, cl_device_id device,
                                       cl_command_queue queue,
@@ -359,19 +419,27 @@ CLBT_API clbt_status clbt_device_wrap(cl_context context, cl_device_id device,
 /**
  * Drops the caller's reference. The handle, its programs and the OpenCL
  * objects it retains are freed once no table uses it either. NULL is fine.
+ * [clbt_device, freed: any thread]
  */
 CLBT_API void clbt_device_release(clbt_device *device);
 
-/** The handle's OpenCL context; NULL for a NULL handle. Not retained. */
+/**
+ * The handle's OpenCL context; NULL for a NULL handle. Not retained.
+ * [clbt_device: any thread]
+ */
 CLBT_API cl_context clbt_device_context(const clbt_device *device);
 
-/** The handle's OpenCL device; NULL for a NULL handle. Not retained. */
+/**
+ * The handle's OpenCL device; NULL for a NULL handle. Not retained.
+ * [clbt_device: any thread]
+ */
 CLBT_API cl_device_id clbt_device_id(const clbt_device *device);
 
 /**
  * The handle's in-order queue, where clbt enqueues its commands and where a
  * caller's kernels that read clbt's buffers belong; NULL for a NULL handle.
  * Not retained.
+ * [clbt_device: any thread]
  */
 CLBT_API cl_command_queue clbt_device_queue(const clbt_device *device);
 
@@ -392,11 +460,17 @@ CLBT_API cl_command_queue clbt_device_queue(const clbt_device *device);
  * take such an option in a form this does not see, the build fails instead
  * (CLBT_CL_BUILD_PROGRAM_FAILURE, the log naming the macro): clbt's own
  * defines reach the compiler as lines ahead of the source, each refusing a
- * name already defined.
+ * name already defined. Nor may options define or undefine a name the
+ * code of clbt's kernels uses ("-Dmin(a,b)=(a)" would change every bound
+ * a kernel takes the min of) or one the compiler reserves (beginning with
+ * __, or with _ and a capital letter): build options tune how the kernels
+ * compile, never what they compute (docs/cache.md). Any other -D is fine.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL device;
  * CLBT_INVALID_ARGUMENT for options of CLBT_BUILD_OPTIONS_SIZE characters
- * or more, or options that define or undefine a CLBT_ macro (the message
- * names it); either leaves the device's options as they were.
+ * or more, or options that define or undefine a CLBT_ macro, a name the
+ * kernels use or a reserved one (the message names it); either leaves the
+ * device's options as they were.
+ * [clbt_device: any thread]
  */
 CLBT_API clbt_status clbt_device_set_build_options(clbt_device *device,
                                                    const char *options);
@@ -406,6 +480,7 @@ CLBT_API clbt_status clbt_device_set_build_options(clbt_device *device,
  * "" when it has none.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_BUFFER_TOO_SMALL when they
  * do not fit (CLBT_BUILD_OPTIONS_SIZE bytes always suffice).
+ * [clbt_device: any thread]
  */
 CLBT_API clbt_status clbt_device_build_options(clbt_device *device, char *buf,
                                                size_t size);
@@ -426,6 +501,7 @@ CLBT_API clbt_status clbt_device_build_options(clbt_device *device, char *buf,
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL device;
  * CLBT_INVALID_ARGUMENT for a directory of CLBT_CACHE_DIR_SIZE characters
  * or more, which leaves the device's directory as it was.
+ * [clbt_device: any thread]
  */
 CLBT_API clbt_status clbt_device_set_cache_dir(clbt_device *device,
                                                const char *directory);
@@ -435,6 +511,7 @@ CLBT_API clbt_status clbt_device_set_cache_dir(clbt_device *device,
  * directory, "" when the cache is off.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_BUFFER_TOO_SMALL when it
  * does not fit (CLBT_CACHE_DIR_SIZE bytes always suffice).
+ * [clbt_device: any thread]
  */
 CLBT_API clbt_status clbt_device_cache_dir(clbt_device *device, char *buf,
                                            size_t size);
@@ -448,6 +525,7 @@ CLBT_API clbt_status clbt_device_cache_dir(clbt_device *device, char *buf,
  * options) among the tables made or prepared on it. 0 for NULL, and 0
  * when the device's lock fails (mtx_lock, which no platform we know fails:
  * clbt_last_error says so, and the error is logged).
+ * [clbt_device: any thread]
  */
 CLBT_API size_t clbt_device_program_count(clbt_device *device);
 
@@ -461,6 +539,7 @@ CLBT_API size_t clbt_device_program_count(clbt_device *device);
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_INVALID_ARGUMENT when index
  * is not below clbt_device_program_count; CLBT_BUFFER_TOO_SMALL when the
  * options do not fit (CLBT_PROGRAM_OPTIONS_SIZE bytes always suffice).
+ * [clbt_device: any thread]
  */
 CLBT_API clbt_status clbt_device_program_options(clbt_device *device,
                                                  size_t index, char *buf,
@@ -481,6 +560,7 @@ CLBT_API clbt_status clbt_device_program_options(clbt_device *device,
  * selector does not fit (CLBT_SELECTOR_SIZE bytes always suffice);
  * CLBT_NO_MATCHING_DEVICE when the device is not among the installed
  * platforms; or an OpenCL error.
+ * [no handle: any thread]
  */
 CLBT_API clbt_status clbt_device_selector(cl_device_id device, char *buf,
                                           size_t size);
@@ -500,6 +580,7 @@ CLBT_API clbt_status clbt_device_selector(cl_device_id device, char *buf,
  * Returns CLBT_SUCCESS and sets *width; CLBT_NULL_ARGUMENT; CLBT_INVALID_CONFIG
  * when block_size is 0 or kernel_block_size does not divide it;
  * CLBT_SIZE_OVERFLOW when the width does not fit in 32 bits.
+ * [no handle: any thread]
  */
 CLBT_API clbt_status clbt_block_table_width(uint32_t max_num_blocks,
                                             uint32_t block_size,
@@ -513,16 +594,14 @@ CLBT_API clbt_status clbt_block_table_width(uint32_t max_num_blocks,
 
 /*
  * A clbt_table is a table of its own (clbt_table_create) or a group of a
- * multi-group table (clbt_multi_table_group), a view of that table's
- * group. Every clbt_table_* call takes either. On a group, the device
- * calls (clbt_table_commit, _compute_slot_mapping, _enqueue_step,
- * _enqueue_export, _enqueue_token_slots and their enqueue_ forms) run in
- * the multi-group table's own launch that holds the group, for that group
- * alone: they build no program of their own and write what the
- * multi-group table's call writes of that group. The row operations
- * (clbt_table_append_row to clbt_table_swap_row) and clbt_table_clear
- * change that group alone, outside the multi-group table's all-or-nothing
- * rule: the other groups keep their rows.
+ * multi-group table (clbt_multi_table_group says what a group does).
+ * Every clbt_table_* call takes either. Its device calls
+ * (clbt_table_commit, _compute_slot_mapping, _clear, _enqueue_export,
+ * _enqueue_step, _enqueue_token_slots and their enqueue_ forms) are the
+ * one-group forms of the multi-group table's, whose comments under
+ * "Several KV-cache groups" hold their whole text. Its row operations
+ * (clbt_table_append_row to clbt_table_swap_row) are written here; the
+ * multi-group table's apply them to every group.
  */
 
 /** What a table's rows hold, and so whether it maps tokens to slots. */
@@ -537,13 +616,15 @@ typedef enum clbt_slot_mode {
 
 /*
  * The structs a caller fills (the configs, clbt_step, clbt_host_step,
- * clbt_multi_host_step, clbt_token_slots_request, clbt_export_request) may
- * gain fields in later versions without breaking a compiled caller. Each
- * starts with struct_size: the struct's size in the caller's header (the
+ * clbt_multi_host_step, clbt_token_slots_request, clbt_export_request,
+ * clbt_kv_write) may gain fields in later versions without breaking a
+ * compiled caller. Each starts with struct_size: the struct's size in the
+ * caller's header (the
  * CLBT_*_INIT macros and `.struct_size = sizeof(clbt_table_config)` set
  * it), or 0, which stands for the struct's first layout with the field
  * (0.2's for the configs, 0.3's for the steps, 0.4's for the token-slots
- * request and the multi-group host step, 0.5's for the export request).
+ * request and the multi-group host step, 0.5's for the export request and
+ * the KV cache's config and write).
  * clbt reads the fields the caller's struct has and gives those it lacks
  * their default, 0; so a struct from an older header works with a newer
  * library, and one from a newer header works with an older library when
@@ -607,7 +688,8 @@ typedef struct clbt_table clbt_table;
  * Creates a table on a device: zeroed host rows, a zeroed device copy, a
  * slot-mapping buffer filled with CLBT_PAD_SLOT_ID, and the slot-mapping
  * kernel (built now, or taken from the device's program cache; a
- * CLBT_SLOT_MODE_NONE table needs none). Each build appends the device's
+ * CLBT_SLOT_MODE_NONE table, which maps no tokens, builds its program at
+ * its first commit or gather). Each build appends the device's
  * build options to clbt's own; with a cache directory set on the device, a
  * build first looks for the program's binary there and stores what it
  * builds (clbt_device_set_build_options, clbt_device_set_cache_dir,
@@ -620,6 +702,7 @@ typedef struct clbt_table clbt_table;
  * slot_mode or max_num_batched_tokens above INT32_MAX; CLBT_SIZE_OVERFLOW
  * when a width or buffer size overflows; CLBT_CL_BUILD_PROGRAM_FAILURE with
  * the build log in clbt_last_error(); or another OpenCL error.
+ * [clbt_table, created: any thread]
  */
 CLBT_API clbt_status clbt_table_create(clbt_device *device,
                                        const clbt_table_config *config,
@@ -635,13 +718,16 @@ CLBT_API clbt_status clbt_table_create(clbt_device *device,
  * commit has ended (the wait fails, and so does asking its status), its
  * staging memory is left allocated and a warning logged, not freed under
  * a write.
+ * [clbt_table, freed: its thread]
  */
 CLBT_API void clbt_table_destroy(clbt_table *table);
 
 /**
  * Builds, and keeps in the device's program cache, every program a table
- * with this config needs, so that creating tables later costs no compile
- * (vLLM's warm-up). Returns as clbt_table_create does.
+ * with this config needs, a CLBT_SLOT_MODE_NONE table's included, so that
+ * creating and using tables later costs no compile (vLLM's warm-up).
+ * Returns as clbt_table_create does.
+ * [clbt_device: any thread]
  */
 CLBT_API clbt_status clbt_table_prepare(clbt_device *device,
                                         const clbt_table_config *config);
@@ -656,11 +742,15 @@ CLBT_API clbt_status clbt_table_prepare(clbt_device *device,
  * whose kernel blocks exceed INT32_MAX. On failure the row is unchanged.
  * On a group of a multi-group table this and every row operation below
  * change that group alone (clbt_multi_table_group).
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_append_row(clbt_table *table, uint32_t row,
                                            const int32_t *block_ids, size_t n);
 
-/** Replaces a row's blocks with block_ids; fails as append_row does. */
+/**
+ * Replaces a row's blocks with block_ids; fails as append_row does.
+ * [clbt_table: its thread]
+ */
 CLBT_API clbt_status clbt_table_add_row(clbt_table *table, uint32_t row,
                                         const int32_t *block_ids, size_t n);
 
@@ -678,6 +768,7 @@ CLBT_API clbt_status clbt_table_add_row(clbt_table *table, uint32_t row,
  * status clbt_table_append_row gives the first failing entry, whose message
  * starts "entry i (row r, ids from block_ids[j])". On failure no row
  * changes.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_append_rows(clbt_table *table, size_t num_rows,
                                             const uint32_t *rows,
@@ -690,13 +781,14 @@ CLBT_API clbt_status clbt_table_append_rows(clbt_table *table, size_t num_rows,
  * clbt_table_append_rows. A row named twice ends as the later entry leaves
  * it (columns past the later entry's length keep the earlier entry's ids,
  * as two calls would). Fails as clbt_table_append_rows does.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_add_rows(clbt_table *table, size_t num_rows,
                                          const uint32_t *rows,
                                          const uint32_t *counts,
                                          const int32_t *block_ids);
 
-/** Zeroes a row's blocks and sets its length to 0. */
+/** Zeroes a row's blocks and sets its length to 0. [clbt_table: its thread] */
 CLBT_API clbt_status clbt_table_clear_row(clbt_table *table, uint32_t row);
 
 /**
@@ -709,6 +801,7 @@ CLBT_API clbt_status clbt_table_clear_row(clbt_table *table, uint32_t row);
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_ROW_OUT_OF_RANGE;
  * CLBT_INVALID_ARGUMENT when num_blocks exceeds the blocks the row holds.
  * On failure the row is unchanged.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_truncate_row(clbt_table *table, uint32_t row,
                                              size_t num_blocks);
@@ -717,45 +810,33 @@ CLBT_API clbt_status clbt_table_truncate_row(clbt_table *table, uint32_t row,
  * Moves row src to dst and clears src (vLLM clears vacated rows because
  * dummy batches may still read them). move_row(r, r) leaves the row as it
  * is. Returns CLBT_SUCCESS, CLBT_NULL_ARGUMENT or CLBT_ROW_OUT_OF_RANGE.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_move_row(clbt_table *table, uint32_t src,
                                          uint32_t dst);
 
-/** Exchanges two whole rows and their lengths; fails as move_row does. */
+/**
+ * Exchanges two whole rows and their lengths; fails as move_row does.
+ * [clbt_table: its thread]
+ */
 CLBT_API clbt_status clbt_table_swap_row(clbt_table *table, uint32_t a,
                                          uint32_t b);
 
 /**
- * Copies rows [0, num_reqs) and their lengths to the device, moving only
- * what the row operations changed since the last commit (see
- * clbt_commit_mode). Once it returns, the caller may change host rows
- * without affecting what was committed, even while the copy is still in
- * flight. Rows from num_reqs on keep their changes for a later commit.
- * After a failed call or a failed upload (see the conventions above) the
- * next commit rewrites every row, num_reqs or not, in the WHOLE way.
- * Enqueues and returns without waiting for the device: the copy is taken
- * into a staging packet, and each commit still in flight keeps its own
- * (about 12 bytes per changed cell for SCATTER, 4 x (width + 1) bytes per
- * row for WHOLE; a small packet travels in the kernel launch itself and
- * keeps none), reused once the device has run it. Once no commit of the
- * table is in flight, the next commit leaves at most two packets (each no
- * larger than the largest a commit of the table took) and their upload
- * buffers: the rest go back to the system.
- * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_TOO_MANY_REQUESTS;
- * CLBT_SIZE_OVERFLOW for a CLBT_COMMIT_SCATTER commit of more than
- * 2^32 - 1 changed cells or rows; or an OpenCL error.
+ * The one-group form of clbt_multi_table_commit: rows [0, num_reqs) of
+ * this table's group and their lengths to the device, moving only what
+ * the row operations changed since the last commit, as its commit mode
+ * (clbt_table_set_commit_mode) says. Returns and fails as
+ * clbt_multi_table_commit does.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_commit(clbt_table *table, uint32_t num_reqs);
 
 /**
- * clbt_table_commit, ordered after the events of wait_list (num_events of
- * them). When event is not NULL it receives an event that completes once
- * the committed rows are on the device; the caller releases it. Fails as
- * clbt_table_commit does, and with CLBT_INVALID_ARGUMENT for a wait list
- * that is NULL with num_events > 0 or not NULL with num_events 0,
- * CLBT_CL_INVALID_EVENT_WAIT_LIST for a NULL event in it, or
- * CLBT_CONTEXT_MISMATCH for an event of another context than the table's
- * device (the message names its index); those change nothing.
+ * The one-group form of clbt_multi_table_enqueue_commit: clbt_table_commit
+ * after wait_list, *event (when not NULL) completing once the rows are on
+ * the device. Returns and fails as clbt_multi_table_enqueue_commit does.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_enqueue_commit(clbt_table *table,
                                                uint32_t num_reqs,
@@ -782,6 +863,7 @@ typedef enum clbt_commit_mode {
  * Sets how the table's commits move rows (CLBT_COMMIT_AUTO by default).
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_INVALID_ARGUMENT for a
  * value outside clbt_commit_mode.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_set_commit_mode(clbt_table *table,
                                                 clbt_commit_mode mode);
@@ -797,38 +879,31 @@ typedef struct clbt_commit_info {
 /**
  * Fills *info with what the table's last commit moved (all zero before the
  * first). Returns CLBT_SUCCESS or CLBT_NULL_ARGUMENT.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_last_commit(const clbt_table *table,
                                             clbt_commit_info *info);
 
 /**
- * Enqueues the slot-mapping kernel on the device queue. Token t of
- * [query_start_loc[r], query_start_loc[r+1]) belongs to request (row) r and
- * gets the slot of its position; every other element of the table's
- * slot-mapping buffer, up to max_num_batched_tokens, gets CLBT_PAD_SLOT_ID.
- * A token whose block index is not below its row's committed length, or
- * whose position is negative, also gets CLBT_PAD_SLOT_ID and is counted in
- * the table's rejected-token counter; so is every token of a batch whose
- * query_start_loc is not a non-decreasing run from >= 0 to <= num_tokens.
- * query_start_loc: int32[num_reqs + 1]; positions: int64[num_tokens] (may be
- * NULL when num_tokens is 0). Both must belong to the device's context.
- * Returns without waiting; the result is ready when the queue reaches it.
- * A CLBT_SLOT_MODE_NONE table checks its arguments and enqueues nothing.
- * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_TOO_MANY_REQUESTS;
- * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH; or an
- * OpenCL error.
+ * The one-group form of clbt_multi_table_compute_slot_mapping: the slot of
+ * each token of the batch, from this table's committed rows, into its
+ * slot-mapping buffer (clbt_table_slot_mapping), the rest padded with
+ * CLBT_PAD_SLOT_ID. A CLBT_SLOT_MODE_NONE table checks its arguments and
+ * enqueues nothing. Returns and fails as
+ * clbt_multi_table_compute_slot_mapping does.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_compute_slot_mapping(
     clbt_table *table, uint32_t num_reqs, cl_mem query_start_loc,
     cl_mem positions, uint32_t num_tokens);
 
 /**
- * clbt_table_compute_slot_mapping, ordered after the events of wait_list
- * (num_events of them). When event is not NULL it receives an event that
- * completes with the kernel; the caller releases it. A CLBT_SLOT_MODE_NONE
- * table hands back a marker event that completes after the wait list.
- * Fails as clbt_table_compute_slot_mapping does, and for a wait list as
- * clbt_table_enqueue_commit does.
+ * The one-group form of clbt_multi_table_enqueue_slot_mapping:
+ * clbt_table_compute_slot_mapping after wait_list, *event (when not NULL)
+ * completing with the kernel; a CLBT_SLOT_MODE_NONE table's is a marker
+ * after the wait list. Returns and fails as
+ * clbt_multi_table_enqueue_slot_mapping does.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_enqueue_slot_mapping(
     clbt_table *table, uint32_t num_reqs, cl_mem query_start_loc,
@@ -842,17 +917,17 @@ CLBT_API clbt_status clbt_table_enqueue_slot_mapping(
  * CLBT_SLOT_MODE_NONE table leaves out untouched. Fails as
  * compute_slot_mapping does for the same arguments (CLBT_NULL_ARGUMENT for
  * a NULL array with a nonzero count).
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_compute_slot_mapping_host(
     const clbt_table *table, uint32_t num_reqs, const int32_t *query_start_loc,
     const int64_t *positions, uint32_t num_tokens, int64_t *out);
 
 /**
- * Zeroes every row and length, on the host and on the device (vLLM keeps the
- * lengths; clbt resets them so that a later append starts at column 0).
- * Enqueues the device's fills without waiting. When a fill fails the host
- * rows stay as they were and the next commit rewrites the device from
- * them. Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; or an OpenCL error.
+ * The one-group form of clbt_multi_table_clear: zeroes every row and
+ * length of this table's group, on the host and on the device. Returns
+ * and fails as clbt_multi_table_clear does.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_clear(clbt_table *table);
 
@@ -860,29 +935,43 @@ CLBT_API clbt_status clbt_table_clear(clbt_table *table);
  * Reads the number of tokens the kernel has rejected since the table was
  * created or the count reset (see compute_slot_mapping). Waits for the
  * queue to reach the read. The count wraps modulo 2^32.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_read_rejected_tokens(clbt_table *table,
                                                      uint32_t *count);
 
-/** Enqueues a reset of the rejected-token count to 0. */
+/**
+ * Enqueues a reset of the rejected-token count to 0.
+ * [clbt_table: its thread]
+ */
 CLBT_API clbt_status clbt_table_reset_rejected_tokens(clbt_table *table);
 
-/** Kernel blocks per row; 0 for a NULL table. */
+/** Kernel blocks per row; 0 for a NULL table. [clbt_table: its thread] */
 CLBT_API uint32_t clbt_table_width(const clbt_table *table);
 
-/** Kernel blocks in use in a host row; 0 for a NULL table or a bad row. */
+/**
+ * Kernel blocks in use in a host row; 0 for a NULL table or a bad row.
+ * [clbt_table: its thread]
+ */
 CLBT_API uint32_t clbt_table_row_length(const clbt_table *table, uint32_t row);
 
 /**
  * Every host row's length, uint32[max_num_reqs] (vLLM's num_blocks_per_row),
  * owned by the table and changed by its row operations; NULL for NULL.
+ * [clbt_table: its thread]
  */
 CLBT_API const uint32_t *clbt_table_row_lengths(const clbt_table *table);
 
-/** The host rows, [max_num_reqs][width] row-major; NULL for NULL. */
+/**
+ * The host rows, [max_num_reqs][width] row-major; NULL for NULL.
+ * [clbt_table: its thread]
+ */
 CLBT_API const int32_t *clbt_table_host_data(const clbt_table *table);
 
-/** The committed rows on the device, same layout (int32). */
+/**
+ * The committed rows on the device, same layout (int32).
+ * [clbt_table: its thread]
+ */
 CLBT_API cl_mem clbt_table_device_data(const clbt_table *table);
 
 /**
@@ -891,13 +980,20 @@ CLBT_API cl_mem clbt_table_device_data(const clbt_table *table);
  * width reads as the width). For reading: a commit sends only what the
  * host rows changed, so a value written here by anything else stays.
  * NULL for NULL.
+ * [clbt_table: its thread]
  */
 CLBT_API cl_mem clbt_table_device_row_lengths(const clbt_table *table);
 
-/** The slot-mapping output, int64[max_num_batched_tokens]. */
+/**
+ * The slot-mapping output, int64[max_num_batched_tokens].
+ * [clbt_table: its thread]
+ */
 CLBT_API cl_mem clbt_table_slot_mapping(const clbt_table *table);
 
-/** The rejected-token counter on the device, one uint32. */
+/**
+ * The rejected-token counter on the device, one uint32.
+ * [clbt_table: its thread]
+ */
 CLBT_API cl_mem clbt_table_rejected_tokens(const clbt_table *table);
 
 /* ------------------------------------------------------------------------ */
@@ -1009,31 +1105,13 @@ typedef struct clbt_export_buffers {
    NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 
 /**
- * Enqueues the export of the table's committed rows for a batch, on the
- * device with no host sync: per request r below num_reqs_padded, its pages
- * (kernel blocks; with context parallelism, this rank's) as a CSR list
- * paged_kv_indices[indptr[r] .. indptr[r+1]), how many tokens its last
- * page holds, its past length, its query's begin, its length and this
- * rank's part of it, and the longest length; with CLBT_EXPORT_CONTEXT the
- * CSR of its context alone, with CLBT_EXPORT_DENSE its row of the dense
- * page table (docs/semantics.md has every rule). Request r reads row
- * idx_mapping[r] when idx_mapping is given. A request whose length is
- * inconsistent, whose idx_mapping entry is not below max_num_reqs, or that
- * needs more pages than its committed row holds (or than dense_row_pitch)
- * gets no pages, no length and no tokens, and adds 1 to the table's
- * rejected-token counter. When event is not NULL it receives an event that
- * completes with the export; the caller releases it.
- * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, request or
- * query_start_loc, or NULL positions with num_tokens > 0;
- * CLBT_INVALID_ARGUMENT for a CLBT_SLOT_MODE_NONE table (it has no pages),
- * num_reqs_padded below num_reqs, unknown flags, a dense_row_pitch without
- * CLBT_EXPORT_DENSE or whose rows exceed the page table, or an
- * inconsistent wait list;
- * CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
- * CLBT_TOO_MANY_REQUESTS (num_reqs or num_reqs_padded above max_num_reqs);
- * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH;
- * CLBT_SIZE_OVERFLOW when max_num_reqs x width exceeds INT32_MAX (int32
- * indptr); or an OpenCL error.
+ * The one-group form of clbt_multi_table_enqueue_export: this table's
+ * page tables for a batch, from its committed rows, into its export
+ * buffers (clbt_table_export_buffers); request->dense_row_pitch 0 is its
+ * width. Returns and fails as clbt_multi_table_enqueue_export does, and
+ * with CLBT_INVALID_ARGUMENT for a CLBT_SLOT_MODE_NONE table, which has no
+ * pages.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_enqueue_export(
     clbt_table *table, const clbt_export_request *request, cl_uint num_events,
@@ -1044,6 +1122,7 @@ CLBT_API clbt_status clbt_table_enqueue_export(
  * every field, struct_size set to sizeof(clbt_export_buffers).
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; CLBT_INVALID_ARGUMENT for a
  * CLBT_SLOT_MODE_NONE table, which has none. On failure *out is unchanged.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_export_buffers(const clbt_table *table,
                                                clbt_export_buffers *out);
@@ -1126,26 +1205,15 @@ typedef struct clbt_step {
 #define CLBT_STEP_INIT CLBT__SIZED(clbt_step)
 
 /**
- * Enqueues a whole serving step for the table: the commit of every row's
- * changes (every row, not only rows below num_reqs: a persistent slot can
- * be anywhere), then one launch that computes the slot mapping and, with
- * CLBT_STEP_GATHER, the gather, then with CLBT_STEP_EXPORT the export,
- * then with CLBT_STEP_STATE_SLOTS a NONE table's state slots. A
- * steady step (the same idx_mapping, a few rows changed) moves only the
- * changed rows' entries into the gathered table. The first command waits
- * for wait_list; *event (when not NULL) completes with the last. Nothing
- * waits for the device. A CLBT_SLOT_MODE_NONE table commits and gathers.
- * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, step or
- * query_start_loc, or NULL positions with num_tokens > 0;
- * CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
- * CLBT_INVALID_ARGUMENT for unknown flags, export_flags or dense_row_pitch
- * without CLBT_STEP_EXPORT, num_state_slots or state_null_block without
- * CLBT_STEP_STATE_SLOTS, num_reqs_padded below num_reqs, CLBT_STEP_STATE_SLOTS
- * on a token-mapping table, num_state_slots above a NONE table's width, or
- * an inconsistent wait list; CLBT_TOO_MANY_REQUESTS;
- * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH; what
- * a commit or an export fails with; or an OpenCL error. After a failure
- * the next commit or step rewrites the device rows from the host.
+ * The one-group form of clbt_multi_table_enqueue_step: this table's
+ * commit, then one launch that maps its tokens and, as step->flags ask,
+ * gathers its rows (clbt_table_gathered_rows), exports its page tables
+ * and writes its state slots (clbt_table_state_slots). A
+ * CLBT_SLOT_MODE_NONE table commits and gathers, and has no slot mapping
+ * or export. Returns and fails as clbt_multi_table_enqueue_step does, and
+ * with CLBT_INVALID_ARGUMENT for CLBT_STEP_STATE_SLOTS on a token-mapping
+ * table or CLBT_STEP_EXPORT on a NONE table.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_enqueue_step(clbt_table *table,
                                              const clbt_step *step,
@@ -1160,6 +1228,7 @@ CLBT_API clbt_status clbt_table_enqueue_step(clbt_table *table,
  * CLBT_STEP_GATHER. Zero until the first. Read it, never write it: the
  * gather rewrites only the positions whose row changed, trusting that the
  * rest still hold what it wrote. NULL for NULL.
+ * [clbt_table: its thread]
  */
 CLBT_API cl_mem clbt_table_gathered_rows(const clbt_table *table);
 
@@ -1171,6 +1240,7 @@ CLBT_API cl_mem clbt_table_gathered_rows(const clbt_table *table);
  * state_indices[group] of shape [num_reqs_padded][num_state_slots]), and
  * leaves the rest as it was; its room is [max_num_reqs][width]. NULL for a
  * NULL or token-mapping table, which has none.
+ * [clbt_table: its thread]
  */
 CLBT_API cl_mem clbt_table_state_slots(const clbt_table *table);
 
@@ -1199,9 +1269,11 @@ typedef struct clbt_host_step {
 #define CLBT_HOST_STEP_INIT CLBT__SIZED(clbt_host_step)
 
 /**
- * Computes a step on the host (see clbt_host_step). Fails as
- * clbt_table_enqueue_step does for the same arguments. A
- * CLBT_SLOT_MODE_NONE table leaves slot_mapping untouched.
+ * The one-group form of clbt_multi_table_compute_step_host: a step on the
+ * host (see clbt_host_step). A CLBT_SLOT_MODE_NONE table leaves
+ * slot_mapping untouched. Fails as clbt_table_enqueue_step does for the
+ * same arguments.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_compute_step_host(const clbt_table *table,
                                                   const clbt_host_step *step);
@@ -1245,33 +1317,13 @@ typedef struct clbt_token_slots_request {
 #define CLBT_TOKEN_SLOTS_INIT CLBT__SIZED(clbt_token_slots_request)
 
 /**
- * Enqueues, since 0.4, the translation of an index matrix of request-local
- * token indices into the KV-cache slots the slot mapping gave those tokens,
- * from the table's committed rows (vLLM's
- * triton_convert_req_index_to_global_index, with the DCP path's
- * de-interleave): token_slots[i][j] is the slot of token
- * token_indices[i][j] of row i's request, read through idx_mapping. It is
- * -1 for an index of -1, another CP rank's token, and every entry of a
- * padding row or padding request; it is -1 and adds 1 to the table's
- * rejected-token counter for an index below -1, a token past the committed
- * row, a slot above INT32_MAX (the output is int32), each entry but -1 of
- * a request whose idx_mapping entry is not below max_num_reqs, and each
- * entry but -1 of a batch whose query_start_loc is not a non-decreasing
- * run from >= 0 to <= num_rows (-1 is padding wherever it is, never
- * counted). Every entry of the matrix is written. One launch,
- * nothing waits; the first command waits for wait_list, *event (when not
- * NULL) completes with it.
- * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, request or
- * query_start_loc, or NULL token_indices or token_slots with entries to
- * translate; CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
- * CLBT_INVALID_ARGUMENT for a CLBT_SLOT_MODE_NONE table (it has no slots),
- * token_slots in the table's own storage (a buffer clbt hands out, such as
- * clbt_table_device_data) or an inconsistent wait list;
- * CLBT_TOO_MANY_REQUESTS; CLBT_TOO_MANY_TOKENS
- * (num_rows above max_num_batched_tokens); CLBT_SIZE_OVERFLOW for
- * num_rows x indices_per_row above UINT32_MAX; CLBT_BUFFER_TOO_SMALL;
- * CLBT_CONTEXT_MISMATCH; or an OpenCL error. A refused call enqueues
- * nothing.
+ * The one-group form of clbt_multi_table_enqueue_token_slots, since 0.4:
+ * the slots of an index matrix's tokens from this table's committed rows,
+ * token_slots one section of num_rows x indices_per_row entries. Returns
+ * and fails as clbt_multi_table_enqueue_token_slots does, and with
+ * CLBT_INVALID_ARGUMENT for a CLBT_SLOT_MODE_NONE table, which has no
+ * slots.
+ * [clbt_table: its thread]
  */
 CLBT_API clbt_status clbt_table_enqueue_token_slots(
     clbt_table *table, const clbt_token_slots_request *request,
@@ -1280,6 +1332,13 @@ CLBT_API clbt_status clbt_table_enqueue_token_slots(
 /* ------------------------------------------------------------------------ */
 /* Several KV-cache groups                                                  */
 /* ------------------------------------------------------------------------ */
+
+/*
+ * A clbt_multi_table is vLLM's MultiGroupBlockTable: a clbt_table per
+ * KV-cache group, sharing max_num_reqs and max_num_batched_tokens, edited
+ * together. Its device calls are written here whole; the clbt_table calls
+ * of the sections above are their one-group forms.
+ */
 
 /**
  * One KV-cache group of a multi-group table. Zero-initialised with its
@@ -1353,16 +1412,23 @@ typedef struct clbt_multi_table clbt_multi_table;
  * CLBT_INVALID_CONFIG for cp_rank not below cp_world_size (0 counting as
  * 1), whether or not any group is sharded, or for a group whose
  * struct_size differs from groups[0]'s (the array's element size).
+ * [clbt_multi_table, created: any thread]
  */
 CLBT_API clbt_status clbt_multi_table_create(
     clbt_device *device, const clbt_multi_table_config *config,
     clbt_multi_table **out);
 
 /** Frees every group's table, waiting as clbt_table_destroy does. NULL is
-    fine. */
+    fine. [clbt_multi_table, freed: its thread] */
 CLBT_API void clbt_multi_table_destroy(clbt_multi_table *table);
 
-/** Builds ahead of time every program the multi-group table needs. */
+/**
+ * Builds, and keeps in the device's program cache, every program a
+ * multi-group table with this config needs (one per launch of up to
+ * CLBT_MAX_LAUNCH_GROUPS groups), as clbt_table_prepare does for one
+ * table. Returns as clbt_multi_table_create does.
+ * [clbt_device: any thread]
+ */
 CLBT_API clbt_status clbt_multi_table_prepare(
     clbt_device *device, const clbt_multi_table_config *config);
 
@@ -1375,12 +1441,16 @@ CLBT_API clbt_status clbt_multi_table_prepare(
 /**
  * Appends counts[g] block ids block_ids[g] to the row of each group g, as
  * clbt_table_append_row does (block_ids[g] may be NULL when counts[g] is 0).
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_append_row(
     clbt_multi_table *table, uint32_t row, const int32_t *const *block_ids,
     const size_t *counts);
 
-/** Replaces the row of each group g with block_ids[g] (clbt_table_add_row). */
+/**
+ * Replaces the row of each group g with block_ids[g] (clbt_table_add_row).
+ * [clbt_multi_table: its thread]
+ */
 CLBT_API clbt_status clbt_multi_table_add_row(clbt_multi_table *table,
                                               uint32_t row,
                                               const int32_t *const *block_ids,
@@ -1423,17 +1493,24 @@ CLBT_API clbt_status clbt_multi_table_update_row(clbt_multi_table *table,
  * changes; the message names the group and the entry. Fails as
  * clbt_table_append_rows does, and with CLBT_NULL_ARGUMENT for NULL counts
  * or block_ids (the arrays of one pointer per group).
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_append_rows(
     clbt_multi_table *table, size_t num_rows, const uint32_t *rows,
     const uint32_t *const *counts, const int32_t *const *block_ids);
 
-/** clbt_table_add_rows for every group, as clbt_multi_table_append_rows. */
+/**
+ * clbt_table_add_rows for every group, as clbt_multi_table_append_rows.
+ * [clbt_multi_table: its thread]
+ */
 CLBT_API clbt_status clbt_multi_table_add_rows(
     clbt_multi_table *table, size_t num_rows, const uint32_t *rows,
     const uint32_t *const *counts, const int32_t *const *block_ids);
 
-/** Clears the row in every group (clbt_table_clear_row). */
+/**
+ * Clears the row in every group (clbt_table_clear_row).
+ * [clbt_multi_table: its thread]
+ */
 CLBT_API clbt_status clbt_multi_table_clear_row(clbt_multi_table *table,
                                                 uint32_t row);
 
@@ -1441,40 +1518,95 @@ CLBT_API clbt_status clbt_multi_table_clear_row(clbt_multi_table *table,
  * Shrinks the row of each group g to its first num_blocks[g] KV-manager
  * blocks (clbt_table_truncate_row), all or nothing: when any group would
  * fail, no group changes.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_truncate_row(clbt_multi_table *table,
                                                    uint32_t row,
                                                    const size_t *num_blocks);
 
-/** Moves row src to dst in every group (clbt_table_move_row). */
+/**
+ * Moves row src to dst in every group (clbt_table_move_row).
+ * [clbt_multi_table: its thread]
+ */
 CLBT_API clbt_status clbt_multi_table_move_row(clbt_multi_table *table,
                                                uint32_t src, uint32_t dst);
 
-/** Exchanges rows a and b in every group (clbt_table_swap_row). */
+/**
+ * Exchanges rows a and b in every group (clbt_table_swap_row).
+ * [clbt_multi_table: its thread]
+ */
 CLBT_API clbt_status clbt_multi_table_swap_row(clbt_multi_table *table,
                                                uint32_t a, uint32_t b);
 
-/** Commits rows [0, num_reqs) of every group. */
+/**
+ * Copies rows [0, num_reqs) of every group and their lengths to the
+ * device, moving only what the row operations changed since the last
+ * commit, each group as its commit mode says (clbt_commit_mode,
+ * clbt_table_set_commit_mode): one launch per CLBT_MAX_LAUNCH_GROUPS groups
+ * carries their changes, a group rewritten WHOLE takes its own writes.
+ * Once it returns, the caller may change host rows without affecting what
+ * was committed, even while the copy is still in flight. Rows from
+ * num_reqs on keep their changes for a later commit. After a failed call
+ * or a failed upload (see the conventions above) the next commit rewrites
+ * every row, num_reqs or not, in the WHOLE way. Enqueues and returns
+ * without waiting for the device: the copy is taken into a staging
+ * packet, and each commit still in flight keeps its own (about 12 bytes
+ * per changed cell for SCATTER, 4 x (width + 1) bytes per row for WHOLE;
+ * a small packet travels in the kernel launch itself and keeps none),
+ * reused once the device has run it. Once no commit of the table is in
+ * flight, the next commit leaves at most two packets (each no larger than
+ * the largest a commit of the table took) and their upload buffers: the
+ * rest go back to the system.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table;
+ * CLBT_TOO_MANY_REQUESTS for num_reqs above max_num_reqs;
+ * CLBT_SIZE_OVERFLOW for a CLBT_COMMIT_SCATTER commit of more than
+ * 2^32 - 1 changed cells or rows; or an OpenCL error.
+ * [clbt_multi_table: its thread]
+ */
 CLBT_API clbt_status clbt_multi_table_commit(clbt_multi_table *table,
                                              uint32_t num_reqs);
 
 /**
- * clbt_multi_table_commit after wait_list; *event (when not NULL) completes
- * once every group's rows are on the device.
+ * clbt_multi_table_commit, ordered after the events of wait_list
+ * (num_events of them). When event is not NULL it receives an event that
+ * completes once every group's committed rows are on the device; the
+ * caller releases it. Fails as clbt_multi_table_commit does, and with
+ * CLBT_INVALID_ARGUMENT for a wait list that is NULL with num_events > 0
+ * or not NULL with num_events 0, CLBT_CL_INVALID_EVENT_WAIT_LIST for a
+ * NULL event in it, or CLBT_CONTEXT_MISMATCH for an event of another
+ * context than the table's device (the message names its index); those
+ * change nothing.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_commit(
     clbt_multi_table *table, uint32_t num_reqs, cl_uint num_events,
     const cl_event *wait_list, cl_event *event);
 
 /**
- * Computes every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's slot mapping from
- * one batch, in one kernel launch for up to CLBT_MAX_LAUNCH_GROUPS such
- * groups (the request of each token is found once for all of them, and a
- * table with more groups launches once per CLBT_MAX_LAUNCH_GROUPS of them);
- * each group writes its own
- * buffer (clbt_table_slot_mapping of clbt_multi_table_group) and counts its
- * own rejected tokens. The results equal group-by-group calls. Fails as the
- * single-table call does.
+ * Enqueues every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's slot mapping of
+ * one batch. Token t of [query_start_loc[r], query_start_loc[r+1])
+ * belongs to request (row) r and gets the slot of its position; every
+ * other element of a group's slot-mapping buffer (clbt_table_slot_mapping
+ * of clbt_multi_table_group), up to max_num_batched_tokens, gets
+ * CLBT_PAD_SLOT_ID. A token whose block index is not below its row's
+ * committed length, or whose position is negative, also gets
+ * CLBT_PAD_SLOT_ID and is counted in the group's rejected-token counter;
+ * so is every token of a batch whose query_start_loc is not a
+ * non-decreasing run from >= 0 to <= num_tokens. query_start_loc:
+ * int32[num_reqs + 1]; positions: int64[num_tokens] (may be NULL when
+ * num_tokens is 0). Both must belong to the device's context. One kernel
+ * launch serves up to CLBT_MAX_LAUNCH_GROUPS groups (the request of each
+ * token is found once for all of them; more groups launch once per
+ * CLBT_MAX_LAUNCH_GROUPS of them), and the results equal group-by-group
+ * calls. NONE groups map no tokens: with no other group the call checks
+ * its arguments and enqueues nothing. Returns without waiting; the result
+ * is ready when the queue reaches it.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table or
+ * query_start_loc, or NULL positions with num_tokens > 0;
+ * CLBT_TOO_MANY_REQUESTS; CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL when
+ * a buffer holds fewer entries than num_reqs or num_tokens need;
+ * CLBT_CONTEXT_MISMATCH; or an OpenCL error.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_compute_slot_mapping(
     clbt_multi_table *table, uint32_t num_reqs, cl_mem query_start_loc,
@@ -1484,8 +1616,13 @@ CLBT_API clbt_status clbt_multi_table_compute_slot_mapping(
 #define CLBT_MAX_LAUNCH_GROUPS 8
 
 /**
- * clbt_multi_table_compute_slot_mapping after wait_list; *event (when not
- * NULL) completes once every group's slots are written.
+ * clbt_multi_table_compute_slot_mapping, ordered after the events of
+ * wait_list (num_events of them). When event is not NULL it receives an
+ * event that completes once every group's slots are written (with no
+ * token-mapping group, a marker after the wait list); the caller releases
+ * it. Fails as clbt_multi_table_compute_slot_mapping does, and for a wait
+ * list as clbt_multi_table_enqueue_commit does.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_slot_mapping(
     clbt_multi_table *table, uint32_t num_reqs, cl_mem query_start_loc,
@@ -1493,31 +1630,74 @@ CLBT_API clbt_status clbt_multi_table_enqueue_slot_mapping(
     const cl_event *wait_list, cl_event *event);
 
 /**
- * Exports every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's page table for one
- * batch (clbt_table_enqueue_export), one launch per CLBT_MAX_LAUNCH_GROUPS
- * groups; NONE groups are skipped. Each group writes its own buffers
- * (clbt_table_export_buffers of clbt_multi_table_group) in its own
- * kernel-block units and counts its own rejected requests. *event (when not NULL) completes once every group
- * is exported; with no token-mapping group it is a marker after the wait
- * list. request->dense_row_pitch (nonzero) applies to every group, and
- * must fit each one's page table; 0 gives each group its own width. Fails
- * as the single-table call does, without CLBT_INVALID_ARGUMENT for NONE
- * groups; a message about one group's page table names the group.
+ * Enqueues the export of every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's
+ * committed rows for a batch, on the device with no host sync, into the
+ * group's own buffers (clbt_table_export_buffers of
+ * clbt_multi_table_group), in its own kernel-block units: per request r
+ * below num_reqs_padded, its pages (kernel blocks; with context
+ * parallelism, this rank's) as a CSR list
+ * paged_kv_indices[indptr[r] .. indptr[r+1]), how many tokens its last
+ * page holds, its past length, its query's begin, its length and this
+ * rank's part of it, and the longest length; with CLBT_EXPORT_CONTEXT the
+ * CSR of its context alone, with CLBT_EXPORT_DENSE its row of the dense
+ * page table (docs/semantics.md has every rule). Request r reads row
+ * idx_mapping[r] when idx_mapping is given. A request whose length is
+ * inconsistent, whose idx_mapping entry is not below max_num_reqs, or that
+ * needs more pages than its committed row holds (or than dense_row_pitch)
+ * gets no pages, no length and no tokens, and adds 1 to the group's
+ * rejected-token counter. request->dense_row_pitch (nonzero) applies to
+ * every group and must fit each one's page table; 0 gives each group its
+ * own width. NONE groups are skipped. One launch per
+ * CLBT_MAX_LAUNCH_GROUPS groups; when event is not NULL it receives an
+ * event that completes once every group is exported (with no
+ * token-mapping group, a marker after the wait list); the caller releases
+ * it.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, request or
+ * query_start_loc, or NULL positions with num_tokens > 0;
+ * CLBT_INVALID_ARGUMENT for num_reqs_padded below num_reqs, unknown flags,
+ * a dense_row_pitch without CLBT_EXPORT_DENSE or whose rows exceed a
+ * group's page table (the message names the group), or an inconsistent
+ * wait list (as clbt_multi_table_enqueue_commit);
+ * CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
+ * CLBT_TOO_MANY_REQUESTS (num_reqs or num_reqs_padded above max_num_reqs);
+ * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH;
+ * CLBT_SIZE_OVERFLOW when a group's max_num_reqs x width exceeds
+ * INT32_MAX (int32 indptr); or an OpenCL error.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_export(
     clbt_multi_table *table, const clbt_export_request *request,
     cl_uint num_events, const cl_event *wait_list, cl_event *event);
 
 /**
- * clbt_table_enqueue_step for every group: one launch per
- * CLBT_MAX_LAUNCH_GROUPS groups commits the changes of every group that has
- * any (inside the launch's arguments when they fit, else from one upload
- * for all; a group rewritten WHOLE takes its own writes), computes the
- * token-mapping groups' slot mappings, every group's gather and, with
- * CLBT_STEP_EXPORT, the token-mapping groups' exports. NONE groups are
- * gathered and have no slot mapping or export; with CLBT_STEP_STATE_SLOTS
- * each writes its state slots (num_state_slots may not exceed any NONE
- * group's width). Fails as the single-table call does.
+ * Enqueues a whole serving step for every group: the commit of every
+ * row's changes (every row, not only rows below num_reqs: a persistent
+ * slot can be anywhere; inside the launch's arguments when they fit, else
+ * from one upload for all, a group rewritten WHOLE taking its own
+ * writes), then one launch per CLBT_MAX_LAUNCH_GROUPS groups that
+ * computes the token-mapping groups' slot mappings and, with
+ * CLBT_STEP_GATHER, every group's gather (clbt_table_gathered_rows of
+ * clbt_multi_table_group), then with CLBT_STEP_EXPORT the token-mapping
+ * groups' exports (clbt_multi_table_enqueue_export), then with
+ * CLBT_STEP_STATE_SLOTS each NONE group's state slots
+ * (clbt_table_state_slots). A steady step (the same idx_mapping, a few
+ * rows changed) moves only the changed rows' entries into the gathered
+ * tables. NONE groups are gathered and have no slot mapping or export.
+ * The first command waits for wait_list; *event (when not NULL) completes
+ * with the last. Nothing waits for the device.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, step or
+ * query_start_loc, or NULL positions with num_tokens > 0;
+ * CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
+ * CLBT_INVALID_ARGUMENT for unknown flags, export_flags or dense_row_pitch
+ * without CLBT_STEP_EXPORT, num_state_slots or state_null_block without
+ * CLBT_STEP_STATE_SLOTS, num_reqs_padded below num_reqs, num_state_slots
+ * above a NONE group's width, or an inconsistent wait list (as
+ * clbt_multi_table_enqueue_commit); CLBT_TOO_MANY_REQUESTS;
+ * CLBT_TOO_MANY_TOKENS; CLBT_BUFFER_TOO_SMALL; CLBT_CONTEXT_MISMATCH; what
+ * clbt_multi_table_commit or clbt_multi_table_enqueue_export fails with;
+ * or an OpenCL error. After a failure the next commit or step rewrites
+ * the device rows from the host.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_step(clbt_multi_table *table,
                                                    const clbt_step *step,
@@ -1554,38 +1734,68 @@ typedef struct clbt_multi_host_step {
 #define CLBT_MULTI_HOST_STEP_INIT CLBT__SIZED(clbt_multi_host_step)
 
 /**
- * Computes a step of every group on the host (see clbt_multi_host_step):
- * group g's outputs are what clbt_table_compute_step_host gives group g's
- * table for the same batch. Every argument is checked before any output is
- * written. Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, step
- * or query_start_loc, or NULL positions with num_tokens > 0;
+ * Computes a step of every group on the host from the host rows (see
+ * clbt_multi_host_step): the reference of clbt_multi_table_enqueue_step's
+ * slot mappings and gathers. Every argument is checked before any output
+ * is written. Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table,
+ * step or query_start_loc, or NULL positions with num_tokens > 0;
  * CLBT_INVALID_CONFIG for a struct_size clbt cannot read; otherwise fails
  * as clbt_multi_table_enqueue_step does for the same arguments.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_compute_step_host(
     const clbt_multi_table *table, const clbt_multi_host_step *step);
 
 /**
- * clbt_table_enqueue_token_slots for every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT
- * group, since 0.4, in one launch per CLBT_MAX_LAUNCH_GROUPS groups:
- * token_slots holds one section of num_rows x indices_per_row entries per
- * token-mapping group, in group order (NONE groups have none), and each
- * group counts its own rejected entries. With no token-mapping group it
- * enqueues a marker after the wait list. Fails as the single-table call
- * does, without CLBT_INVALID_ARGUMENT for NONE groups.
+ * Enqueues, since 0.4, the translation of an index matrix of request-local
+ * token indices into the KV-cache slots the slot mapping gave those
+ * tokens, from every CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT group's committed
+ * rows (vLLM's triton_convert_req_index_to_global_index, with the DCP
+ * path's de-interleave): token_slots holds one section of num_rows x
+ * indices_per_row entries per token-mapping group, in group order (NONE
+ * groups have none), and in a group's section token_slots[i][j] is the
+ * slot of token token_indices[i][j] of row i's request, read through
+ * idx_mapping. It is -1 for an index of -1, another CP rank's token, and
+ * every entry of a padding row or padding request; it is -1 and adds 1 to
+ * the group's rejected-token counter for an index below -1, a token past
+ * the committed row, a slot above INT32_MAX (the output is int32), each
+ * entry but -1 of a request whose idx_mapping entry is not below
+ * max_num_reqs, and each entry but -1 of a batch whose query_start_loc is
+ * not a non-decreasing run from >= 0 to <= num_rows (-1 is padding
+ * wherever it is, never counted). Every entry of the matrix is written.
+ * One launch per CLBT_MAX_LAUNCH_GROUPS groups, nothing waits; the first
+ * command waits for wait_list, *event (when not NULL) completes with the
+ * last (with no token-mapping group, a marker after the wait list).
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table, request or
+ * query_start_loc, or NULL token_indices or token_slots with entries to
+ * translate; CLBT_INVALID_CONFIG for a struct_size clbt cannot read;
+ * CLBT_INVALID_ARGUMENT for token_slots in the table's own storage (a
+ * buffer clbt hands out, such as clbt_table_device_data) or an
+ * inconsistent wait list (as clbt_multi_table_enqueue_commit);
+ * CLBT_TOO_MANY_REQUESTS; CLBT_TOO_MANY_TOKENS (num_rows above
+ * max_num_batched_tokens); CLBT_SIZE_OVERFLOW for num_rows x
+ * indices_per_row above UINT32_MAX; CLBT_BUFFER_TOO_SMALL;
+ * CLBT_CONTEXT_MISMATCH; CLBT_READ_ONLY_BUFFER for a token_slots made
+ * CL_MEM_READ_ONLY; or an OpenCL error. A refused call enqueues nothing.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_enqueue_token_slots(
     clbt_multi_table *table, const clbt_token_slots_request *request,
     cl_uint num_events, const cl_event *wait_list, cl_event *event);
 
 /**
- * Clears every group (clbt_table_clear), all or nothing on the host: when a
- * group's device fill fails no host group changes, and the next commit
- * repairs every group's device copy.
+ * Zeroes every row and length of every group, on the host and on the
+ * device (vLLM keeps the lengths; clbt resets them so that a later append
+ * starts at column 0). Enqueues the device's fills without waiting. All or
+ * nothing on the host: when a group's device fill fails no host group
+ * changes, and the next commit repairs every group's device copy.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table; or an OpenCL
+ * error.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_clear(clbt_multi_table *table);
 
-/** Number of groups; 0 for NULL. */
+/** Number of groups; 0 for NULL. [clbt_multi_table: its thread] */
 CLBT_API uint32_t clbt_multi_table_num_groups(const clbt_multi_table *table);
 
 /**
@@ -1602,6 +1812,7 @@ CLBT_API uint32_t clbt_multi_table_num_groups(const clbt_multi_table *table);
  * rule of this table's own row operations: use those to keep the groups'
  * rows in step. clbt_table_destroy leaves it; it goes with
  * clbt_multi_table_destroy.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_table *clbt_multi_table_group(clbt_multi_table *table,
                                             uint32_t group);
@@ -1650,7 +1861,7 @@ typedef enum clbt_kv_layout {
  * as the configs do (struct_size).
  */
 typedef struct clbt_kv_cache_config {
-  uint32_t struct_size;       /**< 0 (the 0.4 layout) or sizeof */
+  uint32_t struct_size;       /**< 0 (the 0.5 layout) or sizeof */
   clbt_kv_layout layout;      /**< 0: CLBT_KV_LAYOUT_FLASH */
   clbt_kv_dtype cache_dtype;  /**< required */
   clbt_kv_dtype input_dtype;  /**< the K/V a write reads; NONE: cache_dtype
@@ -1689,9 +1900,12 @@ typedef struct clbt_kv_cache clbt_kv_cache;
  * elements share an address (the message names the dimensions);
  * CLBT_CONTEXT_MISMATCH for a buffer of another context;
  * CLBT_BUFFER_TOO_SMALL when an element lies past its buffer's end;
+ * CLBT_READ_ONLY_BUFFER for a cache buffer made CL_MEM_READ_ONLY (the
+ * write's kernel stores there);
  * CLBT_SIZE_OVERFLOW when num_kv_heads x head_size exceeds INT32_MAX or an
  * address does not fit 64 bits; or an OpenCL error
  * (CLBT_CL_BUILD_PROGRAM_FAILURE with the build log).
+ * [clbt_kv_cache, created: any thread]
  */
 CLBT_API clbt_status clbt_kv_cache_create(clbt_device *device,
                                           const clbt_kv_cache_config *config,
@@ -1700,6 +1914,7 @@ CLBT_API clbt_status clbt_kv_cache_create(clbt_device *device,
 /**
  * Frees a cache and its references to the caller's buffers; commands
  * already enqueued run to the end. NULL is fine.
+ * [clbt_kv_cache, freed: its thread]
  */
 CLBT_API void clbt_kv_cache_destroy(clbt_kv_cache *cache);
 
@@ -1713,7 +1928,7 @@ CLBT_API void clbt_kv_cache_destroy(clbt_kv_cache *cache);
  * configs do.
  */
 typedef struct clbt_kv_write {
-  uint32_t struct_size;        /**< 0 (the 0.4 layout) or sizeof */
+  uint32_t struct_size;        /**< 0 (the 0.5 layout) or sizeof */
   uint32_t num_tokens;         /**< tokens to write, at most INT32_MAX */
   cl_mem key;                  /**< required with num_tokens > 0 */
   cl_mem value;                /**< required with num_tokens > 0 */
@@ -1754,6 +1969,7 @@ typedef struct clbt_kv_write {
  * last token's elements or entry; CLBT_CONTEXT_MISMATCH;
  * CLBT_SIZE_OVERFLOW when an address does not fit 64 bits; or an OpenCL
  * error. A refused call enqueues nothing.
+ * [clbt_kv_cache: its thread]
  */
 CLBT_API clbt_status clbt_kv_cache_enqueue_write(clbt_kv_cache *cache,
                                                  const clbt_kv_write *write,
@@ -1766,6 +1982,7 @@ CLBT_API clbt_status clbt_kv_cache_enqueue_write(clbt_kv_cache *cache,
  * below num_blocks x block_size) since it was created or the count reset.
  * Waits for the queue to reach the read. The count wraps modulo 2^32.
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT; or an OpenCL error.
+ * [clbt_kv_cache: its thread]
  */
 CLBT_API clbt_status clbt_kv_cache_read_rejected_tokens(clbt_kv_cache *cache,
                                                         uint32_t *count);
@@ -1773,11 +1990,15 @@ CLBT_API clbt_status clbt_kv_cache_read_rejected_tokens(clbt_kv_cache *cache,
 /**
  * Enqueues a reset of the rejected-token count to 0. Returns CLBT_SUCCESS;
  * CLBT_NULL_ARGUMENT; or an OpenCL error.
+ * [clbt_kv_cache: its thread]
  */
 CLBT_API clbt_status clbt_kv_cache_reset_rejected_tokens(
     clbt_kv_cache *cache);
 
-/** The rejected-token counter on the device, one uint32; NULL for NULL. */
+/**
+ * The rejected-token counter on the device, one uint32; NULL for NULL.
+ * [clbt_kv_cache: its thread]
+ */
 CLBT_API cl_mem clbt_kv_cache_rejected_tokens(const clbt_kv_cache *cache);
 
 /**
@@ -1803,12 +2024,13 @@ typedef struct clbt_kv_cache_addressing {
  * Fills *out with the cache's addressing (clbt_kv_cache_addressing).
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL cache or out, with
  * *out unchanged.
+ * [clbt_kv_cache: its thread]
  */
 CLBT_API clbt_status clbt_kv_cache_get_addressing(
     const clbt_kv_cache *cache, clbt_kv_cache_addressing *out);
 
 /** The bytes an element of a type takes: 4, 2, 2 or 1; 0 for another
-    value. */
+    value. [no handle: any thread] */
 CLBT_API size_t clbt_kv_dtype_size(clbt_kv_dtype dtype);
 
 #ifdef __cplusplus

@@ -18,7 +18,7 @@ clbt.library_path says which one it loaded (docs/python.md).
 from . import _library
 from ._core import (PAD_SLOT_ID, CommitMode, Device, Export, Group, MultiTable, SlotMode,
                     Table, devices)
-from ._device_array import DeviceArray, StackedDeviceArray
+from ._device_array import DeviceArray, StackedDeviceArray, host_arrays, set_host_arrays
 from ._kv_cache import KVCache
 from ._errors import (DeviceError, Error, InvalidArgumentError, OutOfMemoryError,
                       OutOfRangeError, TypeMismatchError)
@@ -37,4 +37,5 @@ __all__ = ["Buffer", "CommandQueue", "CommitMode", "Context", "Device", "DeviceA
            "InvalidArgumentError", "KVCache", "MultiTable", "OutOfMemoryError", "OutOfRangeError",
            "PAD_SLOT_ID", "STEP_DUMMY", "STEP_EXPORT", "STEP_GATHER", "SlotMode",
            "StackedDeviceArray", "Table",
-           "TypeMismatchError", "devices", "library_path", "release_event"]
+           "TypeMismatchError", "devices", "host_arrays", "library_path", "release_event",
+           "set_host_arrays"]

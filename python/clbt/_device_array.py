@@ -3,8 +3,10 @@
 A DeviceArray is a view (shape, strides, offset) of one OpenCL buffer, as
 vLLM's ``.gpu`` tensors are views of CUDA memory: indexing and slicing give
 views of the same buffer, ``fill_`` and ``copy_`` write it, and ``cpu()``,
-``numpy()``, ``tolist()`` and ``item()`` read it. What a read returns is a
-torch tensor when torch is installed (``cpu()``), else a numpy array.
+``numpy()``, ``tolist()`` and ``item()`` read it. What ``cpu()`` returns
+is the caller's choice (set_host_arrays, or CLBT_HOST_ARRAYS): a torch
+tensor or a numpy array; by default ("auto") a torch tensor when torch is
+installed, else a numpy array.
 A StackedDeviceArray stands for a ``[G, ...]`` tensor over G such views of
 equal shape (one per KV-cache group, each group's buffer its own).
 
@@ -32,6 +34,8 @@ host tensors.
 import collections
 import ctypes
 import operator
+import os
+import sys
 import weakref
 from ctypes import POINTER, byref, c_int32, c_size_t, c_uint, c_void_p
 
@@ -56,19 +60,70 @@ for _name in ("clRetainMemObject", "clReleaseMemObject", "clRetainCommandQueue",
 _CL_EVENT_COMMAND_EXECUTION_STATUS = 0x11D3
 _CL_TRUE = 1
 
-_torch_module = []  # [torch or None], imported on first use
+_HOST_ARRAY_KINDS = ("auto", "numpy", "torch")
+_HOST_ARRAYS_VARIABLE = "CLBT_HOST_ARRAYS"
+_host_arrays = []  # [the setting], from CLBT_HOST_ARRAYS at first use
+_host_torch = []  # [torch or None]: what _torch() gives under the setting
+
+
+def _import_torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _resolve(kind, source):
+    """torch or None for a host-array kind; raises for a kind that is not
+    one, or for "torch" where torch does not import."""
+    if kind not in _HOST_ARRAY_KINDS:
+        raise InvalidArgumentError(INVALID_ARGUMENT, "%s is %r; 'auto', 'numpy' or "
+                                   "'torch' expected" % (source, kind))
+    torch = None if kind == "numpy" else _import_torch()
+    if torch is None and kind == "torch":
+        raise ImportError("clbt: %s is 'torch', and torch does not import" % source)
+    return torch
 
 
 def _torch():
-    """torch when it is installed, else None (imported once, when first
-    needed: importing it takes a second)."""
-    if not _torch_module:
-        try:
-            import torch
-        except ImportError:
-            torch = None
-        _torch_module.append(torch)
-    return _torch_module[0]
+    """torch when host arrays are torch tensors, else None. The setting is
+    set_host_arrays's, else CLBT_HOST_ARRAYS's, else "auto": torch when it
+    is installed (imported once, when first needed: importing it takes a
+    second or two)."""
+    if not _host_torch:
+        if not _host_arrays:
+            _host_arrays.append(os.environ.get(_HOST_ARRAYS_VARIABLE) or "auto")
+        _host_torch.append(_resolve(_host_arrays[0], _HOST_ARRAYS_VARIABLE))
+    return _host_torch[0]
+
+
+def _torch_if_imported():
+    """torch when the process has imported it (a torch tensor the caller
+    passes means it has), else None: what recognises torch tensors among
+    a caller's values, whatever the host arrays are."""
+    return sys.modules.get("torch")
+
+
+def set_host_arrays(kind):
+    """Sets what DeviceArray.cpu(), clone() and the facade's host views
+    (get_cpu_tensor(), block_table.cpu) return, for the whole process:
+    "torch" (torch tensors; ImportError where torch does not import),
+    "numpy" (numpy arrays; torch is never imported for them) or "auto"
+    (torch tensors when torch is installed, else numpy arrays: the
+    default). It overrides CLBT_HOST_ARRAYS, which sets the same before the
+    first call. Returns the setting it replaced."""
+    torch = _resolve(kind, "set_host_arrays' kind")
+    previous = _host_arrays[0] if _host_arrays else \
+        os.environ.get(_HOST_ARRAYS_VARIABLE) or "auto"
+    _host_arrays[:] = [kind]
+    _host_torch[:] = [torch]
+    return previous
+
+
+def host_arrays():
+    """What cpu() gives now: "torch" or "numpy"."""
+    return "numpy" if _torch() is None else "torch"
 
 
 def _check(code, call):
@@ -196,8 +251,9 @@ class _HostForms:
     __array_priority__ = 1000  # numpy's operators defer to ours
 
     def cpu(self):
-        """The contents as a torch tensor on the host (a numpy array without
-        torch): numpy()'s snapshot, shared with no copy."""
+        """The contents on the host as set_host_arrays says (by default a
+        torch tensor, a numpy array without torch): numpy()'s snapshot,
+        shared with no copy."""
         host = self.numpy()
         torch = _torch()
         return host if torch is None else torch.from_numpy(host)
@@ -252,8 +308,8 @@ class _HostForms:
         return int(np.prod(self.shape, dtype=np.int64))
 
     def clone(self):
-        """A host copy (a torch tensor; numpy without torch): clbt allocates
-        no device memory for a copy."""
+        """A host copy, as cpu() gives it: clbt allocates no device memory
+        for a copy."""
         host = self.numpy()  # a new array already
         torch = _torch()
         return host if torch is None else torch.from_numpy(host)
@@ -267,7 +323,8 @@ class _HostForms:
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
-        return func(*_to_host(args), **_to_host(kwargs or {}))
+        torch = _torch_if_imported()  # torch calls this: the host copies are its tensors
+        return func(*_to_host(args, torch), **_to_host(kwargs or {}, torch))
 
     def _host_operand(self):
         torch = _torch()
@@ -286,6 +343,8 @@ def _host_binary(name):
         torch = _torch()
         if torch is not None and isinstance(other, np.ndarray):
             other = torch.as_tensor(other)  # torch's operators take no numpy arrays
+        elif torch is None and _is_torch_tensor(other):
+            other = other.numpy()  # nor numpy's torch tensors
         return getattr(self._host_operand(), name)(other)
     method.__name__ = name
     return method
@@ -297,21 +356,27 @@ for _op in ("eq", "ne", "lt", "le", "gt", "ge", "add", "radd", "sub", "rsub", "m
 _HostForms.__neg__ = lambda self: -self._host_operand()
 
 
-def _to_host(value):
+def _to_host(value, torch=None):
     """DeviceArrays within value (nested in lists, tuples, dicts) as host
-    tensors."""
+    arrays: the setting's (cpu()), or torch tensors when torch is given."""
     if isinstance(value, _HostForms):
-        return value._host_operand()
+        return torch.from_numpy(value.numpy()) if torch else value._host_operand()
     if isinstance(value, (list, tuple)):
-        return type(value)(_to_host(v) for v in value)
+        return type(value)(_to_host(v, torch) for v in value)
     if isinstance(value, dict):
-        return {k: _to_host(v) for k, v in value.items()}
+        return {k: _to_host(v, torch) for k, v in value.items()}
     return value
 
 
+def _is_torch_tensor(value):
+    torch = _torch_if_imported()
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
 class DeviceArray(_HostForms):
-    """A view of an OpenCL buffer: ``shape``, ``dtype`` (torch's when torch
-    is installed; ``np_dtype`` is numpy's), strides and a byte offset."""
+    """A view of an OpenCL buffer: ``shape``, ``dtype`` (torch's when host
+    arrays are torch tensors; ``np_dtype`` is numpy's), strides and a byte
+    offset."""
 
     __slots__ = ("_memory", "shape", "np_dtype", "_strides", "_offset")
 
@@ -527,8 +592,7 @@ def _view_shape(shape, numel):
 
 
 def _numpy_key(key):
-    torch = _torch()
-    if torch is not None and isinstance(key, torch.Tensor):
+    if _is_torch_tensor(key):
         return key.numpy()
     return _to_host(key)
 
@@ -537,8 +601,7 @@ def _host_values(source, dtype):
     """source as a numpy array of dtype, refusing values that do not fit."""
     if isinstance(source, _HostForms):
         source = source.numpy()
-    torch = _torch()
-    if torch is not None and isinstance(source, torch.Tensor):
+    if _is_torch_tensor(source):
         source = source.detach().cpu().numpy()
     values = np.asarray(source)
     if values.dtype == dtype:

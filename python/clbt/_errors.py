@@ -98,6 +98,7 @@ _BY_NAME = {
     "CLBT_INVALID_SELECTOR": InvalidArgumentError,
     "CLBT_NO_MATCHING_DEVICE": DeviceError,
     "CLBT_UNSUPPORTED_DEVICE": DeviceError,
+    "CLBT_READ_ONLY_BUFFER": InvalidArgumentError,
     "CLBT_CL_OUT_OF_HOST_MEMORY": OutOfMemoryError,
     "CLBT_CL_MEM_OBJECT_ALLOCATION_FAILURE": OutOfMemoryError,
 }

@@ -105,10 +105,11 @@ def dtype_code(name: str, argument: str) -> int:
 
 
 def device_buffer(obj: Any, itemsize: int, name: str):
-    """(int handle, element offset, extent) of a device array or buffer:
-    the extent is the elements an array reaches from its offset (None for a
-    buffer, whose size C checks); an array's element size must be
-    itemsize."""
+    """(int handle, element offset, extent, strided) of a device array or
+    buffer: the extent is the elements an array reaches from its offset
+    (None for a buffer, whose size C checks); strided is (shape, byte
+    strides) of an array that is not one run of elements, else None. An
+    array's element size must be itemsize."""
     pyopencl = _opencl.pyopencl
     if isinstance(obj, DeviceArray) or (pyopencl is not None
                                         and isinstance(obj, pyopencl.array.Array)):
@@ -125,13 +126,75 @@ def device_buffer(obj: Any, itemsize: int, name: str):
         if offset % itemsize:
             raise Error(INVALID_ARGUMENT, "%s starts %d bytes into its buffer, not a "
                         "whole number of %d-byte elements" % (name, offset, itemsize))
-        return handle, offset // itemsize, extent(obj.shape, strides, itemsize)
+        reach, contiguous = extent(obj.shape, strides, itemsize)
+        return handle, offset // itemsize, reach, \
+            None if contiguous else (tuple(obj.shape), tuple(strides))
     if not check.is_device_array(obj) or isinstance(obj, int):
         raise TypeMismatchError(INVALID_ARGUMENT, "%s is %s; a device array "
                                 "(pyopencl.array.Array, clbt.DeviceArray) or buffer "
                                 "(pyopencl.Buffer, clbt.Buffer) expected" % (
                                     name, _opencl.describe(obj)))
-    return _opencl.handle(obj, "buffer", name), 0, None
+    return _opencl.handle(obj, "buffer", name), 0, None, None
+
+
+def _element_strides(shape, byte_strides, itemsize):
+    """Byte strides in elements; None when one of a dimension of more than
+    one element is no whole number of them."""
+    if any(n > 1 and s % itemsize for n, s in zip(shape, byte_strides)):
+        return None
+    return tuple(s // itemsize for s in byte_strides)
+
+
+def _is_contiguous(shape, strides):
+    """Whether element strides lay shape out row-major with no gaps
+    (dimensions of one element, whose stride nothing uses, aside)."""
+    step = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != step:
+            return False
+        step *= n
+    return True
+
+
+def refuse_strided_entries(strided, itemsize, name):
+    """Refuses a strided array (device_buffer's) where C reads consecutive
+    elements: C takes a slot mapping's entries one after another, with no
+    stride."""
+    shape, byte_strides = strided
+    strides = _element_strides(shape, byte_strides, itemsize)
+    raise Error(INVALID_ARGUMENT, "%s has strides %s for its shape %s: C reads a slot "
+                "mapping's entries one after another; pass a contiguous array" % (
+                    name, strides or byte_strides, shape))
+
+
+def token_rows(strided, itemsize, name, row):
+    """(tokens, token stride in elements, element strides) of a write
+    input that is a strided array (device_buffer's): C reads token t's
+    row of num_kv_heads x head_size elements one after another, from
+    offset + t x stride, so the view's last dimensions must hold that row
+    without gaps and its first ones must step through the tokens by one
+    stride above 0 (qkv[:, 1] of a [T, 3, H, D] array). Anything else is
+    refused, naming the array."""
+    shape, byte_strides = strided
+    strides = _element_strides(shape, byte_strides, itemsize)
+    split, elements = len(shape), 1  # shape[split:] is a token's row
+    while split > 0 and elements < row:
+        split -= 1
+        elements *= shape[split]
+    stride = tokens = 1
+    addressable = strides is not None and elements == row and \
+        _is_contiguous(shape[split:], strides[split:])
+    for n, s in zip(reversed(shape[:split]), reversed((strides or ())[:split])):
+        if n > 1 and addressable:  # the token dimensions step as one
+            addressable = s > 0 and (tokens == 1 or s == stride * tokens)
+            stride = s if tokens == 1 else stride
+        tokens *= n
+    if not addressable:
+        raise Error(INVALID_ARGUMENT, "%s has strides %s for its shape %s: C reads each "
+                    "token's num_kv_heads x head_size = %d elements one after another, "
+                    "tokens one stride apart; pass a contiguous array" % (
+                        name, strides or byte_strides, shape, row))
+    return tokens, stride, strides
 
 
 def element_offset(at: int, offset: int, name: str, array: str) -> int:
@@ -145,17 +208,22 @@ def element_offset(at: int, offset: int, name: str, array: str) -> int:
     return total
 
 
-def extent(shape, strides, itemsize: int) -> int:
-    """The elements a view of shape and byte strides reaches from its
-    offset: up to its last element's end. C reads forward from the offset
-    only, so a negative stride, which reaches back, adds nothing."""
-    reach = 0
-    for n, s in zip(shape, strides):  # a loop: this runs for every write's inputs
+def extent(shape, strides, itemsize: int):
+    """(the elements a view of shape and byte strides reaches from its
+    offset, up to its last element's end; whether it is one run of
+    elements, row-major). C reads forward from the offset only, so a
+    negative stride, which reaches back, adds nothing."""
+    reach, step, contiguous = 0, itemsize, True
+    # One loop for both: this runs for every write's inputs.
+    for n, s in zip(reversed(shape), reversed(strides)):
         if n == 0:
-            return 0
+            return 0, True
         if s > 0:
             reach += (n - 1) * s
-    return (reach + itemsize) // itemsize
+        if n != 1 and s != step:
+            contiguous = False
+        step *= n
+    return (reach + itemsize) // itemsize, contiguous
 
 
 def holds(name: str, reach: Optional[int], needed: int, why: str) -> None:
@@ -206,9 +274,9 @@ class KVCache(_Closable):
         cache_code = dtype_code(cache_dtype, "cache_dtype")
         input_code = 0 if input_dtype is None else dtype_code(input_dtype, "input_dtype")
         itemsize = ITEMSIZES[cache_code]
-        key_handle, key_at, key_reach = device_buffer(key_cache, itemsize, "key_cache")
-        value_handle, value_at, value_reach = (None, 0, None) if value_cache is None else \
-            device_buffer(value_cache, itemsize, "value_cache")
+        key_handle, key_at, key_reach, _ = device_buffer(key_cache, itemsize, "key_cache")
+        value_handle, value_at, value_reach, _ = (None, 0, None, None) \
+            if value_cache is None else device_buffer(value_cache, itemsize, "value_cache")
         key_offset = check.integer(key_offset, "key_offset", ctypes.c_size_t)
         value_offset = check.integer(value_offset, "value_offset", ctypes.c_size_t)
         if value_cache is None:
@@ -299,17 +367,21 @@ class KVCache(_Closable):
         """Enqueues one layer's write (clbt_kv_cache_enqueue_write): token t
         of key and value (input_dtype [num_tokens, num_kv_heads, head_size],
         heads contiguous, token_stride elements apart; 0: a row) to slot
-        slot_mapping[t] (int64). Device arrays or buffers; an array's own
-        offset adds to its offset here, and num_tokens defaults to the
-        slot mapping's length when it is an array. -1 is skipped; a slot
+        slot_mapping[t] (int64, contiguous). Device arrays or buffers; an
+        array's own offset adds to its offset here, a strided view
+        (qkv[:, 1]) is read with its own token stride (token_rows), and
+        num_tokens defaults to the slot mapping's length when it is an
+        array. -1 is skipped; a slot
         past the cache is skipped and counted (rejected_tokens). An fp8
         cache divides K by k_scale and V by v_scale. Returns without
         waiting; event=True returns the write's event."""
         self._live()  # a closed cache is refused before anything is read
         itemsize = ITEMSIZES[self.input_dtype]
-        key_handle, key_at, key_reach = device_buffer(key, itemsize, "key")
-        value_handle, value_at, value_reach = device_buffer(value, itemsize, "value")
-        slots_handle, slots_at, slots_reach = device_buffer(slot_mapping, 8, "slot_mapping")
+        key_handle, key_at, key_reach, key_strided = device_buffer(key, itemsize, "key")
+        value_handle, value_at, value_reach, value_strided = device_buffer(value, itemsize,
+                                                                           "value")
+        slots_handle, slots_at, slots_reach, slots_strided = device_buffer(slot_mapping, 8,
+                                                                           "slot_mapping")
         if slots_reach is not None:  # an array: of int64's, not of other 8-byte values
             slots_type = np.dtype(slot_mapping.np_dtype if isinstance(slot_mapping, DeviceArray)
                                   else slot_mapping.dtype)
@@ -333,6 +405,14 @@ class KVCache(_Closable):
         value_offset = check.size(value_offset, "value_offset")
         value_token_stride = check.size(value_token_stride, "value_token_stride")
         slot_mapping_offset = check.size(slot_mapping_offset, "slot_mapping_offset")
+        if slots_strided:
+            refuse_strided_entries(slots_strided, 8, "slot_mapping")
+        if key_strided:
+            key_token_stride, key_reach = self._view_stride(
+                key_strided, itemsize, "key", num_tokens, key_offset, key_token_stride)
+        if value_strided:
+            value_token_stride, value_reach = self._view_stride(
+                value_strided, itemsize, "value", num_tokens, value_offset, value_token_stride)
         (k_handle, k_offset, k_stride, k_scale), (v_handle, v_offset, v_stride, v_scale) = \
             self._in_c_order(
                 (key_handle, element_offset(key_at, key_offset, "key_offset", "key"),
@@ -358,6 +438,25 @@ class KVCache(_Closable):
         out = c_void_p() if event else None
         enqueue_write(self, request, count, address, None if out is None else byref(out))
         return _opencl.event_object(out.value) if event else None
+
+    def _view_stride(self, strided, itemsize, name, num_tokens, offset, token_stride):
+        """(token stride, extent) of a write input that is a strided array
+        (device_buffer's): its own token stride (token_rows), its tokens
+        checked here (extent None: its buffer is C's to check)."""
+        tokens, stride, strides = token_rows(strided, itemsize, name,
+                                             self.num_kv_heads * self.head_size)
+        if token_stride and token_stride != stride:
+            raise Error(INVALID_ARGUMENT, "%s_token_stride %d differs from %s's own token "
+                        "stride of %d elements (a view of strides %s)" % (
+                            name, token_stride, name, stride, strides))
+        if offset:
+            raise Error(INVALID_ARGUMENT, "%s_offset %d with %s a view of strides %s: its "
+                        "tokens are the view's; slice the view instead" % (
+                            name, offset, name, strides))
+        if tokens < num_tokens:
+            raise Error(BUFFER_TOO_SMALL, "%s holds %d tokens (a view of strides %s); "
+                        "num_tokens is %d" % (name, tokens, strides, num_tokens))
+        return stride, None
 
     def _check_input(self, num_tokens, name, reach, offset, token_stride):
         """Refuses an input array (its extent, reach; None: a buffer, which
@@ -406,26 +505,39 @@ class KVCache(_Closable):
         return "<clbt.KVCache %d heads x %d>" % (self.num_kv_heads, self.head_size)
 
 
+def scale_values(scale: Any, name: str) -> np.ndarray:
+    """A scale's values, flat, as float64: a number or an array of numbers
+    (a device array is read, which waits for the queue). A string or a
+    truth value, which float() and numpy would read as 1.0 ("1", True), is
+    no scale: refused as a wrong type, naming it."""
+    if hasattr(scale, "get") and hasattr(scale, "shape"):  # pyopencl.array.Array
+        scale = scale.get()
+    elif isinstance(scale, DeviceArray):
+        scale = scale.numpy()
+    values = None
+    if not isinstance(scale, (str, bytes)):
+        with contextlib.suppress(TypeError, ValueError):
+            values = np.asarray(scale)
+    if values is None or values.dtype.kind not in "fiu":
+        raise TypeMismatchError(INVALID_ARGUMENT, "%s is %s; a number expected" % (
+            name, _opencl.describe(scale)))
+    return values.astype(np.float64).reshape(-1)
+
+
 def as_float(scale: Any, name: str) -> float:
-    try:
-        return float(scale)
-    except (TypeError, ValueError):
-        raise TypeMismatchError(INVALID_ARGUMENT, "%s is %s; a float expected" % (
-            name, _opencl.describe(scale))) from None
+    """A scale that C may not read (the cache is not fp8 from another
+    type) as the float its field holds: one number."""
+    values = scale_values(scale, name)
+    if values.size != 1:
+        raise TypeMismatchError(INVALID_ARGUMENT, "%s is %s of %d values; a number "
+                                "expected" % (name, _opencl.describe(scale), values.size))
+    return float(values[0])
 
 
 def finite_scale(scale: Any, name: str) -> float:
     """A per-tensor scale as a float: a number, or an array of one element
     (a device array is read, which waits for the queue)."""
-    if hasattr(scale, "get") and hasattr(scale, "shape"):  # pyopencl.array.Array
-        scale = scale.get()
-    elif isinstance(scale, DeviceArray):
-        scale = scale.numpy()
-    try:
-        values = np.asarray(scale, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise TypeMismatchError(INVALID_ARGUMENT, "%s is %s; a float expected" % (
-            name, _opencl.describe(scale))) from None
+    values = scale_values(scale, name)
     if values.size != 1:
         raise Error(INVALID_ARGUMENT, "%s has %d elements; one per-tensor scale "
                     "expected (per-head scales are not supported)" % (name, values.size))

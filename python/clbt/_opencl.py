@@ -55,6 +55,7 @@ _declare(c_int32, (c_void_p, c_uint, c_size_t, c_void_p, POINTER(c_size_t)),
          "clGetMemObjectInfo", "clGetEventInfo", "clGetCommandQueueInfo", "clGetContextInfo",
          "clGetDeviceInfo")
 
+CL_MEM_READ_WRITE = 1 << 0
 CL_MEM_READ_ONLY = 1 << 2
 CL_DEVICE_TYPE_ALL = 0xFFFFFFFF
 CL_DEVICE_MEM_BASE_ADDR_ALIGN = 0x1019
@@ -266,19 +267,23 @@ def base_address_alignment(queue):
     return _info(_cl.clGetDeviceInfo, device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, c_uint) // 8
 
 
-def create_buffer(context, size):
-    """A new read-only Buffer of size bytes in a context (int handle)."""
+def create_buffer(context, size, read_only=False):
+    """A new Buffer of size bytes in a context (int handle) that kernels may
+    read and write, or only read (read_only: what clbt's kernels only read,
+    such as an upload; clbt refuses one as a buffer it writes)."""
     error = c_int32()
-    buffer = _cl.clCreateBuffer(context, CL_MEM_READ_ONLY, size, None, byref(error))
+    flags = CL_MEM_READ_ONLY if read_only else CL_MEM_READ_WRITE
+    buffer = _cl.clCreateBuffer(context, flags, size, None, byref(error))
     check(error.value, "clCreateBuffer")
     return Buffer(buffer, retain=False)
 
 
 def sub_buffer(buffer, origin, size):
-    """A Buffer over bytes [origin, origin + size) of another."""
+    """A Buffer over bytes [origin, origin + size) of another, whose
+    access it inherits."""
     region = (c_size_t * 2)(origin, size)
     error = c_int32()
-    sub = _cl.clCreateSubBuffer(buffer.int_ptr, CL_MEM_READ_ONLY, CL_BUFFER_CREATE_TYPE_REGION,
+    sub = _cl.clCreateSubBuffer(buffer.int_ptr, 0, CL_BUFFER_CREATE_TYPE_REGION,
                                 region, byref(error))
     check(error.value, "clCreateSubBuffer")
     return Buffer(sub, retain=False)

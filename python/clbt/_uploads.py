@@ -37,7 +37,7 @@ class _Slot:
 
     def __init__(self, context, layout, size):
         self.host = np.empty(size, np.uint8)
-        self.buffer = _opencl.create_buffer(context, size)
+        self.buffer = _opencl.create_buffer(context, size, read_only=True)
         self.regions = {}
         try:
             for name, (origin, nbytes) in layout.items():

@@ -25,6 +25,7 @@ difference from vLLM; each method's docstring names its own.
 """
 import array
 import enum
+import inspect
 import threading
 from ctypes import byref
 from itertools import accumulate
@@ -44,6 +45,13 @@ from ._library import ROW_APPEND, ROW_REPLACE, STEP_DUMMY, STEP_GATHER, Step
 __all__ = ["BlockTable", "BlockTables", "MultiGroupBlockTable", "PAD_SLOT_ID",
            "RowCapacityError", "SlotMappingMode", "get_block_table_width",
            "reshape_and_cache_flash"]
+
+
+def __dir__():
+    """What dir() and completion list: the public names and the module's
+    own dunders, not the imports and helpers the module runs on (lib, np,
+    Step, ...), which are no part of its interface (PEP 562)."""
+    return sorted(__all__ + [name for name in globals() if name.startswith("__")])
 
 from ._errors import (BUFFER_TOO_SMALL as _BUFFER_TOO_SMALL,
                       INVALID_ARGUMENT as _INVALID_ARGUMENT, INVALID_CONFIG as _INVALID_CONFIG,
@@ -606,28 +614,141 @@ def _per_group(values, count, name, against="block_sizes"):
     return values
 
 
+def _seed_form(max_num_reqs, max_num_batched_tokens, pin_memory, device, block_sizes,
+               kernel_block_sizes, max_num_blocks, cp_kv_cache_interleave_size=1,
+               slot_mapping_modes=None, *, dcp_world_size=1, dcp_rank=0):
+    """MultiGroupBlockTable's arguments as the seed's block_table.py has
+    them (the signature is what binds; nothing calls this)."""
+
+
+def _model_len_form(max_num_reqs, max_model_len, max_num_batched_tokens, pin_memory, device,
+                    block_sizes, kernel_block_sizes, max_num_blocks=None,
+                    cp_kv_cache_interleave_size=1, *, num_speculative_tokens=None,
+                    dcp_world_size=1, dcp_rank=0):
+    """MultiGroupBlockTable's arguments as vLLM at 01edfd0 has them, which
+    also takes a4cd9d0's (num_speculative_tokens, an int, where 01edfd0
+    has max_num_blocks)."""
+
+
+_FORMS = {form: inspect.signature(form) for form in (_seed_form, _model_len_form)}
+
+
+def _is_list(value):
+    return not isinstance(value, (str, bytes)) and hasattr(value, "__iter__")
+
+
+def _constructor_form(args, kwargs):
+    """The form the call's arguments are in and their values (defaults
+    applied). Both forms bind only positionally, 7 to 9 arguments, where
+    block_sizes in the seed's place is a list in the seed's form and the
+    device in the other's."""
+    bound, refused = {}, []
+    for form, signature in _FORMS.items():
+        try:
+            arguments = signature.bind(*args, **kwargs)
+        except TypeError as error:
+            refused.append(str(error))
+            continue
+        arguments.apply_defaults()
+        bound[form] = arguments.arguments
+    if len(bound) == 2:
+        del bound[_seed_form if not _is_list(bound[_seed_form]["block_sizes"])
+                  else _model_len_form]
+    if not bound:
+        raise _wrong_type("MultiGroupBlockTable takes vLLM's arguments, (max_num_reqs, "
+                          "max_num_batched_tokens, pin_memory, device, block_sizes, "
+                          "kernel_block_sizes, max_num_blocks, ...) or (max_num_reqs, "
+                          "max_model_len, max_num_batched_tokens, pin_memory, device, "
+                          "block_sizes, kernel_block_sizes, ...): %s; %s" % tuple(refused))
+    return bound.popitem()
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def _blocks_for_model_len(arguments, block_sizes):
+    """Each group's row in KV blocks as vLLM derives it from max_model_len:
+    at 01edfd0, max_num_blocks or cdiv(max_model_len, block_size x
+    dcp_world_size), then a multiple of 128 // block_size for a block_size
+    up to 128 (TRTLLM's alignment, vLLM #39324); at a4cd9d0 (given
+    num_speculative_tokens), the larger of that cdiv and
+    1 + num_speculative_tokens, unaligned."""
+    max_model_len = _u32(arguments["max_model_len"], "max_model_len")
+    world = _u32(arguments["dcp_world_size"], "dcp_world_size")
+    speculative = arguments["num_speculative_tokens"]
+    max_num_blocks = arguments["max_num_blocks"]
+    if max_num_blocks is not None and not _is_list(max_num_blocks):
+        if speculative is not None:  # a4cd9d0's eighth argument, given twice
+            raise _wrong_type("max_num_blocks is %s; a list of one entry per group expected"
+                              % describe(max_num_blocks))
+        speculative, max_num_blocks = max_num_blocks, None
+    for g, b in enumerate(block_sizes):  # before anything divides by one
+        if _u32(b, "block_sizes[%d]" % g) < 1:
+            raise Error(_INVALID_CONFIG, "block_sizes[%d] is 0; it must be >= 1" % g)
+    if world < 1:
+        raise Error(_INVALID_CONFIG, "dcp_world_size is 0; it must be >= 1 (max_model_len "
+                    "gives cdiv(max_model_len, block_size x dcp_world_size) blocks)")
+    if speculative is not None:
+        if max_num_blocks is not None:
+            raise _wrong_type("give max_num_blocks (vLLM 01edfd0's) or num_speculative_tokens "
+                              "(a4cd9d0's), not both")
+        least = 1 + _u32(speculative, "num_speculative_tokens")
+        return [max(_cdiv(max_model_len, b * world), least) for b in block_sizes]
+    if max_num_blocks is None:
+        max_num_blocks = [_cdiv(max_model_len, b * world) for b in block_sizes]
+    max_num_blocks = _per_group(max_num_blocks, len(block_sizes), "max_num_blocks")
+    return [_cdiv(_u32(n, "max_num_blocks[%d]" % g), 128 // b) * (128 // b) if b <= 128
+            else n for g, (n, b) in enumerate(zip(max_num_blocks, block_sizes))]
+
+
 @_serialised
 class MultiGroupBlockTable(_RowOperations):
     """vLLM's MultiGroupBlockTable on a clbt multi-group table: row
     operations change every group or none, and compute_slot_mapping maps
-    every group with the commit in one step."""
+    every group with the commit in one step.
 
-    def __init__(self, max_num_reqs, max_num_batched_tokens, pin_memory, device, block_sizes,
-                 kernel_block_sizes, max_num_blocks, cp_kv_cache_interleave_size=1,
-                 slot_mapping_modes=None, *, dcp_world_size=1, dcp_rank=0):
-        block_sizes = _listed(block_sizes, "block_sizes")
+    Takes the arguments of either of vLLM's constructors, positionally or
+    by keyword:
+
+    - MultiGroupBlockTable(max_num_reqs, max_num_batched_tokens, pin_memory,
+      device, block_sizes, kernel_block_sizes, max_num_blocks,
+      cp_kv_cache_interleave_size=1, slot_mapping_modes=None): the seed's,
+      rows of get_block_table_width(max_num_blocks[g], block_sizes[g])
+      (unaligned for a SlotMappingMode.NONE group);
+    - MultiGroupBlockTable(max_num_reqs, max_model_len,
+      max_num_batched_tokens, pin_memory, device, block_sizes,
+      kernel_block_sizes, max_num_blocks=None,
+      cp_kv_cache_interleave_size=1): vLLM 01edfd0's, and a4cd9d0's with
+      num_speculative_tokens (an int) in max_num_blocks' place or by
+      keyword; rows as those versions derive them (_blocks_for_model_len).
+
+    Both also take dcp_world_size and dcp_rank by keyword (vLLM reads them
+    from its DCP group)."""
+
+    def __init__(self, *args, **kwargs):
+        form, arguments = _constructor_form(args, kwargs)
+        block_sizes = _listed(arguments["block_sizes"], "block_sizes")
         count = len(block_sizes)
-        kernel_block_sizes = _per_group(kernel_block_sizes, count, "kernel_block_sizes")
-        if slot_mapping_modes is None:
+        kernel_block_sizes = _per_group(arguments["kernel_block_sizes"], count,
+                                        "kernel_block_sizes")
+        if form is _seed_form:
+            slot_mapping_modes = arguments["slot_mapping_modes"]
+            if slot_mapping_modes is None:
+                slot_mapping_modes = [SlotMappingMode.TOKEN_TO_KV_SLOT] * count
+            slot_mapping_modes = _per_group(slot_mapping_modes, count, "slot_mapping_modes")
+            max_num_blocks = _per_group(arguments["max_num_blocks"], count, "max_num_blocks")
+        else:
             slot_mapping_modes = [SlotMappingMode.TOKEN_TO_KV_SLOT] * count
-        slot_mapping_modes = _per_group(slot_mapping_modes, count, "slot_mapping_modes")
-        max_num_blocks = _per_group(max_num_blocks, count, "max_num_blocks")
+            max_num_blocks = _blocks_for_model_len(arguments, block_sizes)
         groups = [_core.Group(b, n, kernel_block_size=k, slot_mode=_slot_mode(m))
                   for b, k, n, m in zip(block_sizes, kernel_block_sizes, max_num_blocks,
                                         slot_mapping_modes)]
-        self._engine = _Engine(device, groups, max_num_reqs, max_num_batched_tokens,
-                               dcp_world_size, dcp_rank, cp_kv_cache_interleave_size,
-                               exact_widths=False)
+        pin_memory, device = arguments["pin_memory"], arguments["device"]
+        self._engine = _Engine(device, groups, arguments["max_num_reqs"],
+                               arguments["max_num_batched_tokens"], arguments["dcp_world_size"],
+                               arguments["dcp_rank"], arguments["cp_kv_cache_interleave_size"],
+                               exact_widths=form is _model_len_form)
         self.block_tables = [BlockTable._of(self._engine, g, pin_memory, device, mode, self)
                              for g, mode in enumerate(slot_mapping_modes)]
 

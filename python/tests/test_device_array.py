@@ -4,12 +4,16 @@ the queue, and reads as torch tensors or numpy arrays: snapshots, which
 later device work leaves as they were. Expected values are written
 here by hand; the buffers are made and read with the package's own OpenCL
 calls, apart from the code under test."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 import clbt
 import clbt.vllm
-from clbt import _device_array, _opencl
+from clbt import _opencl
 from clbt._device_array import DeviceArray, Memory, StackedDeviceArray
 from clbt._library import lib
 
@@ -153,8 +157,16 @@ def test_writes_that_do_not_fit_are_refused_and_change_nothing(grid, value, erro
         grid.array().fill_(2**40)
 
 
-def test_operators_see_the_contents_without_torch(grid, monkeypatch):
-    monkeypatch.setattr(_device_array, "_torch_module", [None])  # as without torch
+@pytest.fixture
+def numpy_host_arrays():
+    """Host arrays as numpy's for the test, as where torch is missing; the
+    setting as it was afterwards."""
+    previous = clbt.set_host_arrays("numpy")
+    yield
+    clbt.set_host_arrays(previous)
+
+
+def test_operators_see_the_contents_without_torch(grid, numpy_host_arrays):
     a = grid.array()
     assert isinstance(a.cpu(), np.ndarray) and a.dtype == np.int32
     assert np.array_equal(a, np.arange(12).reshape(3, 4))
@@ -176,6 +188,65 @@ def test_torch_functions_and_operators_see_the_contents(grid):
     a.zero_()
     assert clone.tolist()[1] == [4, 5, 6, 7]  # a host copy, kept
     assert a.to(torch.int64).dtype == torch.int64
+
+
+def test_host_arrays_are_the_callers_choice(grid, device, numpy_host_arrays):
+    # cpu(), clone() and the facade's host views give what set_host_arrays
+    # says, whether or not torch is installed; dtype follows. A kind that
+    # is none of the three, or torch where it does not import, is refused
+    # and changes nothing.
+    a = grid.array()
+    table = clbt.vllm.BlockTable(16, 2, 2, 4, False, device)
+    assert clbt.host_arrays() == "numpy"
+    for host in (a.cpu(), a[1].clone(), table.get_cpu_tensor(), table.block_table.cpu):
+        assert type(host) is np.ndarray
+    assert a.dtype == np.dtype(np.int32) and a.cpu().tolist()[1] == [4, 5, 6, 7]
+    with pytest.raises(clbt.InvalidArgumentError, match="set_host_arrays' kind is 'jax'; "
+                       "'auto', 'numpy' or 'torch' expected"):
+        clbt.set_host_arrays("jax")
+    if torch is None:
+        with pytest.raises(ImportError, match="kind is 'torch', and torch does not import"):
+            clbt.set_host_arrays("torch")
+        assert clbt.host_arrays() == "numpy" and type(a.cpu()) is np.ndarray
+        assert clbt.set_host_arrays("auto") == "numpy"
+        assert type(a.cpu()) is np.ndarray  # auto without torch
+    else:
+        assert clbt.set_host_arrays("torch") == "numpy" and clbt.host_arrays() == "torch"
+        for host in (a.cpu(), a[1].clone(), table.get_cpu_tensor(), table.block_table.cpu):
+            assert type(host) is torch.Tensor
+        assert a.dtype == torch.int32 and a.cpu().tolist()[1] == [4, 5, 6, 7]
+        assert clbt.set_host_arrays("auto") == "torch"
+        assert type(a.cpu()) is torch.Tensor  # auto with torch
+        clbt.set_host_arrays("numpy")
+        # torch's functions still see torch tensors: torch is calling
+        assert torch.equal(a, torch.arange(12, dtype=torch.int32).reshape(3, 4))
+        assert (a[0] == torch.tensor([0, 1, 2, 3], dtype=torch.int32)).all()
+    table.close()
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch", "auto", "bogus"])
+def test_host_arrays_from_the_environment(device, kind):
+    # CLBT_HOST_ARRAYS sets the host arrays of a process that does not call
+    # set_host_arrays; with numpy, reads never import torch.
+    code = ("import sys, clbt, clbt.vllm\n"
+            "table = clbt.vllm.BlockTable(16, 2, 2, 4, False, None)\n"
+            "host = table.block_table.gpu.cpu()\n"
+            "print(type(host).__module__, type(host).__name__, 'torch' in sys.modules,"
+            " clbt.host_arrays())\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, CLBT_HOST_ARRAYS=kind), timeout=300)
+    torch_or_numpy = "numpy ndarray False numpy" if torch is None else \
+        "torch Tensor True torch"
+    expected = {"numpy": "numpy ndarray False numpy", "torch": torch_or_numpy,
+                "auto": torch_or_numpy}
+    if kind in expected and (kind != "torch" or torch is not None):
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.strip() == expected[kind]
+    else:
+        assert run.returncode != 0
+        assert ("CLBT_HOST_ARRAYS is 'bogus'; 'auto', 'numpy' or 'torch' expected"
+                if kind == "bogus" else
+                "CLBT_HOST_ARRAYS is 'torch', and torch does not import") in run.stderr
 
 
 def test_reads_are_snapshots_that_later_device_work_leaves(grid):

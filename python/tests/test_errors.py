@@ -31,6 +31,7 @@ BUILTIN = {"CLBT_NULL_ARGUMENT": ValueError, "CLBT_INVALID_ARGUMENT": ValueError
            "CLBT_TOO_MANY_TOKENS": ValueError, "CLBT_BUFFER_TOO_SMALL": ValueError,
            "CLBT_CONTEXT_MISMATCH": ValueError, "CLBT_INVALID_SELECTOR": ValueError,
            "CLBT_NO_MATCHING_DEVICE": RuntimeError, "CLBT_UNSUPPORTED_DEVICE": RuntimeError,
+           "CLBT_READ_ONLY_BUFFER": ValueError,
            "CLBT_CL_OUT_OF_HOST_MEMORY": MemoryError,
            "CLBT_CL_MEM_OBJECT_ALLOCATION_FAILURE": MemoryError}
 

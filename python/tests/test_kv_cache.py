@@ -708,3 +708,164 @@ def test_c_refusals_name_the_callers_key_and_value(arrays, device, value_first):
             cache.write(rows, rows, slots, key_token_stride=4)
         assert refused.value.message == words
     assert np.all(arrays.read(kv_buffer, kv_cache) == -7.0)
+
+
+# ---- KVCache.write on strided views --------------------------------------
+
+def test_key_and_value_views_of_a_qkv_array_are_read_by_their_token_stride(arrays, device):
+    # qkv[:, 1] and qkv[:, 2] of a [5, 3, 2, 4] qkv array: token t's K is
+    # 24 elements after token t-1's (the view's own stride), not a row of
+    # 8 (read as a contiguous array, token 1's K came from token 0's V).
+    # The cache, by hand: slot s = 4 b + p holds token t's K in kv[b, 0, p]
+    # and its V in kv[b, 1, p].
+    num_tokens, heads, head_size, block_size, num_blocks = 5, 2, 4, 4, 2
+    qkv = np.arange(num_tokens * 3 * heads * head_size, dtype=np.float32).reshape(
+        num_tokens, 3, heads, head_size)
+    qkv_array, _, _ = arrays.array(qkv)
+    kv, kv_buffer, kv_cache = arrays.array(
+        np.full((num_blocks, 2, block_size, heads, head_size), -7.0, np.float32))
+    flat = DeviceArray(kv._memory, (kv_cache.size,), np.float32)
+    slots = np.array([5, 0, 7, -1, 2], np.int64)
+    slot_array, _, _ = arrays.array(slots)
+    with clbt.KVCache(device, flat, num_kv_heads=heads, head_size=head_size,
+                      block_size=block_size, num_blocks=num_blocks,
+                      cache_dtype="float32") as cache:
+        cache.write(qkv_array[:, 1], qkv_array[:, 2], slot_array)
+        assert cache.rejected_tokens == 0
+    expected = kv_cache.copy()
+    for t, slot in enumerate(slots):
+        if slot >= 0:
+            b, p = divmod(int(slot), block_size)
+            expected[b, 0, p], expected[b, 1, p] = qkv[t, 1], qkv[t, 2]
+    assert np.array_equal(arrays.read(kv_buffer, kv_cache), expected)
+
+
+def test_a_strided_slot_mapping_is_refused_by_its_name(arrays, device):
+    # Every other int64 of [0, 7, 1, 7, 2, 7]: the view holds slots 0, 1,
+    # 2, and C, which reads a slot mapping's entries one after another,
+    # wrote the tokens to slots 0, 7 and 1. C takes no slot stride: the
+    # view is refused, naming slot_mapping; nothing written.
+    flat, flat_buffer, poisoned = arrays.array(np.full(64, -7.0, np.float32))
+    key, _, _ = arrays.array(np.arange(12, dtype=np.float32).reshape(3, 1, 4))
+    buffer, _, _ = arrays.array(np.array([0, 7, 1, 7, 2, 7], np.int64))
+    every_other = DeviceArray(buffer._memory, (3,), np.int64, (16,), 0)
+    with clbt.KVCache(device, flat, num_kv_heads=1, head_size=4, block_size=2,
+                      num_blocks=4, cache_dtype="float32") as cache:
+        with pytest.raises(clbt.InvalidArgumentError) as refused:
+            cache.write(key, key, every_other)
+        assert refused.value.status == "CLBT_INVALID_ARGUMENT"
+        assert refused.value.message == (
+            "slot_mapping has strides (2,) for its shape (3,): C reads a slot mapping's "
+            "entries one after another; pass a contiguous array")
+        assert cache.rejected_tokens == 0
+    assert np.all(arrays.read(flat_buffer, poisoned) == -7.0)
+
+
+def _qkv_views(arrays, shape, order):
+    """A float32 array of shape laid out in `order` (a permutation of its
+    dimensions: the storage's), as a DeviceArray of shape."""
+    storage_shape = tuple(shape[d] for d in order)
+    array, _, _ = arrays.array(np.zeros(storage_shape, np.float32))
+    storage_strides = array._strides
+    strides = [0] * len(shape)
+    for position, d in enumerate(order):
+        strides[d] = storage_strides[position]
+    return DeviceArray(array._memory, shape, np.float32, tuple(strides), 0)
+
+
+@pytest.mark.parametrize("case, words", [
+    # [t, h, 3, d] storage: key = [:, :, 1] has its heads 12 apart.
+    ("heads apart", "key has strides (24, 12, 1) for its shape (5, 2, 4): C reads each "
+                    "token's num_kv_heads x head_size = 8 elements one after another, "
+                    "tokens one stride apart; pass a contiguous array"),
+    # [h, t, d] storage: tokens 4 apart, heads 20 apart (a transposed key).
+    ("transposed", "key has strides (4, 20, 1) for its shape (5, 2, 4): C reads each "
+                   "token's num_kv_heads x head_size = 8 elements one after another, "
+                   "tokens one stride apart; pass a contiguous array"),
+    ("token stride given", "key_token_stride 8 differs from key's own token stride of 24 "
+                           "elements (a view of strides (24, 4, 1))"),
+    ("offset given", "key_offset 8 with key a view of strides (24, 4, 1): its tokens are "
+                     "the view's; slice the view instead"),
+    ("too few tokens", "key holds 5 tokens (a view of strides (24, 4, 1)); num_tokens is "
+                       "6"),
+])
+def test_strided_views_c_cannot_address_are_refused_by_their_name(arrays, device, case,
+                                                                  words):
+    # C reads a key or value token by token, each token's heads one after
+    # another: a view whose heads are apart cannot be read so (they were
+    # read as if contiguous), and a strided view's own token stride and
+    # offset are what C gets, so a different stride, an offset into the
+    # gaps or tokens past the view are refused; nothing written.
+    flat, flat_buffer, poisoned = arrays.array(np.full(128, -7.0, np.float32))
+    slots, _, _ = arrays.array(np.arange(6, dtype=np.int64))
+    qkv = _qkv_views(arrays, (5, 3, 2, 4), (0, 1, 2, 3))
+    key, kwargs = qkv[:, 1], {}
+    if case == "heads apart":
+        key = _qkv_views(arrays, (5, 2, 3, 4), (0, 1, 2, 3))[:, :, 1]
+    elif case == "transposed":
+        key = _qkv_views(arrays, (5, 2, 4), (1, 0, 2))
+    elif case == "token stride given":
+        kwargs = dict(key_token_stride=8)
+    elif case == "offset given":
+        kwargs = dict(key_offset=8)
+    value = qkv[:, 2]
+    with clbt.KVCache(device, flat, num_kv_heads=2, head_size=4, block_size=2,
+                      num_blocks=4, cache_dtype="float32") as cache:
+        with pytest.raises(clbt.InvalidArgumentError) as refused:
+            cache.write(key, value, slots[:6] if case == "too few tokens" else slots[:5],
+                        **kwargs)
+        assert refused.value.message == words
+        assert refused.value.status == ("CLBT_BUFFER_TOO_SMALL" if case == "too few tokens"
+                                        else "CLBT_INVALID_ARGUMENT")
+    assert np.all(arrays.read(flat_buffer, poisoned) == -7.0)
+
+
+def test_a_read_only_cache_is_refused_and_the_packages_buffers_are_writable(arrays, device):
+    # A cache on a CL_MEM_READ_ONLY buffer was taken, and every write
+    # stored there, which OpenCL leaves undefined. Refused, naming it. The
+    # package's create_buffer made only such buffers (and this file used
+    # them as caches); it makes writable ones unless asked.
+    shape = dict(num_kv_heads=1, head_size=4, block_size=2, num_blocks=2,
+                 cache_dtype="float32")
+    with _opencl.create_buffer(arrays.context, 128, read_only=True) as read_only:
+        with pytest.raises(clbt.InvalidArgumentError) as refused:
+            clbt.KVCache(device, clbt.Buffer.from_int_ptr(read_only.int_ptr), **shape)
+        assert refused.value.status == "CLBT_READ_ONLY_BUFFER"
+        assert refused.value.message.startswith(
+            "config->key_cache is a CL_MEM_READ_ONLY buffer, which kernels may only read")
+    with _opencl.create_buffer(arrays.context, 128) as writable:
+        clbt.KVCache(device, clbt.Buffer.from_int_ptr(writable.int_ptr), **shape).close()
+
+
+@pytest.mark.parametrize("bad", ["1", True, np.bool_(True), np.array([True]), b"2"],
+                         ids=["str", "bool", "numpy-bool", "bool-array", "bytes"])
+@pytest.mark.parametrize("cache_dtype", ["float32", "fp8_e4m3"])
+def test_a_scale_that_is_no_number_is_refused_by_its_name(arrays, device, bad,
+                                                          cache_dtype):
+    # k_scale="1" and k_scale=True were taken as 1.0 (float() and numpy
+    # read a numeric string and a truth value as numbers). Neither is a
+    # scale: refused as a wrong type naming it, from KVCache.write for
+    # every cache and from reshape_and_cache_flash for an fp8 one (vLLM's
+    # op reads no scale otherwise); nothing written.
+    fp8 = cache_dtype == "fp8_e4m3"
+    flat, flat_buffer, poisoned = arrays.array(
+        np.full(64, 0x5A if fp8 else -7.0, np.uint8 if fp8 else np.float32))
+    key, _, _ = arrays.array(np.ones((1, 1, 4), np.float32))
+    slots, _, _ = arrays.array(np.array([1], np.int64))
+    with clbt.KVCache(device, flat, num_kv_heads=1, head_size=4, block_size=2,
+                      num_blocks=4, cache_dtype=cache_dtype,
+                      input_dtype="float32" if fp8 else None) as cache:
+        for kwargs, name in [(dict(k_scale=bad), "k_scale"), (dict(v_scale=bad), "v_scale")]:
+            with pytest.raises(clbt.TypeMismatchError) as refused:
+                cache.write(key, key, slots, **kwargs)
+            assert refused.value.message.startswith(name + " is a"), refused.value.message
+            assert refused.value.message.endswith("; a number expected")
+    if fp8:
+        view = ((4, 2, 1, 4), np.uint8, (16, 4, 4, 1))
+        key_cache, value_cache = (DeviceArray(flat._memory, *view, at) for at in (0, 8))
+        for scales, name in [((bad, 1.0), "k_scale"), ((1.0, bad), "v_scale")]:
+            with pytest.raises(clbt.TypeMismatchError) as refused:
+                clbt.vllm.reshape_and_cache_flash(key, key, key_cache, value_cache, slots,
+                                                  "fp8", *scales)
+            assert refused.value.message.startswith(name + " is a")
+    assert np.all(arrays.read(flat_buffer, poisoned) == poisoned)

@@ -31,6 +31,21 @@ def import_clbt(environment):
     return run.returncode, run.stdout + run.stderr
 
 
+def test_torch_is_there_exactly_when_ctest_says():
+    # CTest runs the suite with torch importable (CLBT_TEST_TORCH=1) and
+    # hidden (0, conftest.py), so that both of the package's host paths
+    # run (torch tensors or numpy arrays): an entry meant for one must not
+    # run the other unnoticed (torch missing from CI, say). Run by hand,
+    # without the variable, the suite takes whichever this Python has.
+    wanted = os.environ.get("CLBT_TEST_TORCH")
+    try:
+        import torch  # noqa: F401
+        found = True
+    except ImportError:
+        found = False
+    assert wanted is None or found == (wanted == "1"), (wanted, found)
+
+
 def test_library_is_the_one_clbt_library_names():
     # CTest points CLBT_LIBRARY at the build's libclbt.so
     assert os.path.samefile(clbt.library_path, os.environ["CLBT_LIBRARY"])

@@ -211,6 +211,137 @@ def test_widths_as_vllm_computes_them(device):
     assert two[0].get_device_tensor(1).shape[1] == 940 == two[0].max_num_blocks_per_req
 
 
+def widths(table):
+    """Each group's row width in kernel blocks, as the device rows have it."""
+    return [group.get_device_tensor(1).shape[1] for group in table.block_tables]
+
+
+def test_the_seeds_constructor_positionally_and_by_keyword(device):
+    # get_block_table_width: 13 blocks of 16 -> 16 (128 tokens = 8 blocks);
+    # 5 of 48 -> 8 (128 / gcd(128, 48) = 8 blocks)
+    arguments = (4, 64, False, device, [16, 48], [16, 48], [13, 5])
+    names = ("max_num_reqs", "max_num_batched_tokens", "pin_memory", "device", "block_sizes",
+             "kernel_block_sizes", "max_num_blocks")
+    for table, interleave in (
+            (vllm.MultiGroupBlockTable(*arguments), 1),
+            (vllm.MultiGroupBlockTable(**dict(zip(names, arguments))), 1),
+            (vllm.MultiGroupBlockTable(*arguments[:4], block_sizes=[16, 48],
+                                       kernel_block_sizes=[16, 48], max_num_blocks=[13, 5],
+                                       cp_kv_cache_interleave_size=2), 2)):
+        assert widths(table) == [16, 8] == [t.max_num_blocks_per_req for t in table]
+        assert table[0].max_num_reqs == 4 and table[0].max_num_batched_tokens == 64
+        assert table[1].cp_kv_cache_interleave_size == interleave
+        table.close()
+
+
+def test_vllm_01edfd0s_max_model_len_constructor(device):
+    # vLLM at 01edfd0: MultiGroupBlockTable(max_num_reqs, max_model_len,
+    # max_num_batched_tokens, pin_memory, device, block_sizes,
+    # kernel_block_sizes, max_num_blocks=None, cp_kv_cache_interleave_size=1).
+    # Blocks cdiv(200, block_size x dcp_world_size), then a multiple of
+    # 128 // block_size when block_size <= 128, times the kernel blocks per
+    # block: 16 -> 13 -> 16; 32 over 16 -> 7 -> 8 -> 16 kernel blocks;
+    # 48 -> 5 -> 6 (128 // 48 = 2; the seed's rule would give 8);
+    # 256 -> 1, not aligned.
+    arguments = (4, 200, 64, False, device, [16, 32, 48, 256], [16, 16, 48, 256])
+    names = ("max_num_reqs", "max_model_len", "max_num_batched_tokens", "pin_memory", "device",
+             "block_sizes", "kernel_block_sizes")
+    for table in (vllm.MultiGroupBlockTable(*arguments),
+                  vllm.MultiGroupBlockTable(**dict(zip(names, arguments))),
+                  vllm.MultiGroupBlockTable(*arguments[:5], block_sizes=arguments[5],
+                                            kernel_block_sizes=arguments[6])):
+        assert widths(table) == [16, 16, 6, 1]
+        assert [t.max_num_blocks_per_req for t in table] == [16, 16, 6, 1]
+        table.close()
+    # max_num_blocks given: 5 blocks of 16 -> 8, whatever max_model_len;
+    # the interleave next to it, positionally and by keyword
+    for table in (vllm.MultiGroupBlockTable(4, 200, 64, False, device, [16], [16], [5], 4),
+                  vllm.MultiGroupBlockTable(4, 200, 64, False, device, [16], [16],
+                                            max_num_blocks=[5], cp_kv_cache_interleave_size=4)):
+        assert widths(table) == [8] and table[0].cp_kv_cache_interleave_size == 4
+        table.close()
+    # each DCP rank keeps a share: cdiv(200, 16 x 2) = 7 -> 8
+    with vllm.MultiGroupBlockTable(4, 200, 64, False, device, [16], [16],
+                                   dcp_world_size=2) as table:
+        assert widths(table) == [8] and table.dcp_world_size == 2
+    # the rows work as any: KV block 3 of 16 tokens, 5 of 32 over 16
+    # (kernel blocks 10, 11): positions 0 and 15 at 48, 63 and 160, 175
+    with vllm.MultiGroupBlockTable(4, 200, 64, False, device, [16, 32], [16, 16]) as table:
+        table.add_row(([3], [5]), 0)
+        table.commit_block_table(1)
+        table.compute_slot_mapping(1, np.array([0, 2], np.int32), np.array([0, 15]))
+        assert table[0].slot_mapping.gpu[:3].tolist() == [48, 63, -1]
+        assert table[1].slot_mapping.gpu[:3].tolist() == [160, 175, -1]
+
+
+def test_vllm_a4cd9d0s_max_model_len_constructor(device):
+    # vLLM at a4cd9d0: the same, with num_speculative_tokens=0 where 01edfd0
+    # has max_num_blocks: max(cdiv(max_model_len, block_size x
+    # dcp_world_size), 1 + num_speculative_tokens) blocks, not aligned.
+    # 200 tokens: 16 -> 13; 32 over 16 -> 7 -> 14 kernel blocks.
+    for table in (vllm.MultiGroupBlockTable(4, 200, 64, False, device, [16, 32], [16, 16], 0),
+                  vllm.MultiGroupBlockTable(4, 200, 64, False, device, [16, 32], [16, 16],
+                                            num_speculative_tokens=0)):
+        assert widths(table) == [13, 14]
+        table.close()
+    # 16 tokens with 3 speculative: max(1, 4) = 4; interleave positionally
+    names = ("max_num_reqs", "max_model_len", "max_num_batched_tokens", "pin_memory", "device",
+             "block_sizes", "kernel_block_sizes", "num_speculative_tokens",
+             "cp_kv_cache_interleave_size")
+    arguments = (4, 16, 64, False, device, [16], [16], 3, 2)
+    for table in (vllm.MultiGroupBlockTable(*arguments),
+                  vllm.MultiGroupBlockTable(**dict(zip(names, arguments)))):
+        assert widths(table) == [4] and table[0].cp_kv_cache_interleave_size == 2
+        table.close()
+
+
+def test_a_constructor_call_of_neither_form_is_refused_by_name(device):
+    with pytest.raises(clbt.TypeMismatchError, match="takes vLLM's arguments, .* or "
+                       "\\(max_num_reqs, max_model_len, .*missing a required argument"):
+        vllm.MultiGroupBlockTable(4, 64)
+    with pytest.raises(TypeError, match="max_num_blocks is .*; a list of one entry per group"):
+        vllm.MultiGroupBlockTable(4, 200, 64, False, device, [16], [16], 2,
+                                  num_speculative_tokens=1)
+    with pytest.raises(clbt.TypeMismatchError, match="max_num_blocks .* or "
+                       "num_speculative_tokens .*, not both"):
+        vllm.MultiGroupBlockTable(4, 200, 64, False, device, [16], [16], [5],
+                                  num_speculative_tokens=1)
+    with pytest.raises(clbt.Error, match="block_sizes\\[1\\] is 0; it must be >= 1") as error:
+        vllm.MultiGroupBlockTable(4, 200, 64, False, device, [16, 0], [16, 16])
+    assert error.value.status == "CLBT_INVALID_CONFIG"
+    with pytest.raises(clbt.Error, match="dcp_world_size is 0; it must be >= 1"):
+        vllm.MultiGroupBlockTable(4, 200, 64, False, device, [16], [16], dcp_world_size=0)
+    with pytest.raises(clbt.Error, match="max_num_blocks length \\(1\\) must match"):
+        vllm.MultiGroupBlockTable(4, 200, 64, False, device, [16, 32], [16, 16], [5])
+
+
+def test_vllms_block_table_constructor_positionally_and_by_keyword(device):
+    # BlockTable(block_size, max_num_reqs, max_num_blocks_per_req,
+    # max_num_batched_tokens, pin_memory, device, kernel_block_size,
+    # cp_kv_cache_interleave_size), as vLLM 01edfd0 and a4cd9d0 (and the
+    # seed) have it: 3 blocks of 32 over 16 -> 6 kernel blocks, unaligned
+    arguments = (32, 4, 3, 8, False, device, 16, 2)
+    names = ("block_size", "max_num_reqs", "max_num_blocks_per_req", "max_num_batched_tokens",
+             "pin_memory", "device", "kernel_block_size", "cp_kv_cache_interleave_size")
+    for table in (vllm.BlockTable(*arguments), vllm.BlockTable(**dict(zip(names, arguments)))):
+        assert table.max_num_blocks_per_req == 6 == table.get_device_tensor(1).shape[1]
+        assert (table.block_size, table.cp_kv_cache_interleave_size) == (16, 2)
+        table.close()
+
+
+def test_public_names_are_vllms_and_clbts_documented_ones():
+    # vLLM's names and clbt's documented RowCapacityError and
+    # reshape_and_cache_flash; not the modules and helpers it runs on
+    documented = {"BlockTable", "BlockTables", "MultiGroupBlockTable", "PAD_SLOT_ID",
+                  "RowCapacityError", "SlotMappingMode", "get_block_table_width",
+                  "reshape_and_cache_flash"}
+    assert set(vllm.__all__) == documented
+    assert {name for name in dir(vllm) if not name.startswith("_")} == documented
+    names = {}
+    exec("from clbt.vllm import *", names)
+    assert set(names) - {"__builtins__"} == documented
+
+
 def test_device_rows_written_through_the_view(device):
     # vLLM's code writes device tables with copy_ (the DSA indexer's test
     # does); the write goes through clbt's queue and reads back.

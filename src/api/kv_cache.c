@@ -451,6 +451,11 @@ clbt_status clbt_kv_cache_create(clbt_device *device,
                                 "value_offset", read.value_offset, span);
   if (!status && read.value_cache && read.value_cache != read.key_cache)
     status = check_kv_apart(cache, span);
+  if (!status)
+    status = clbt__check_writable(NULL, read.key_cache, "config->key_cache");
+  if (!status && read.value_cache)
+    status = clbt__check_writable(NULL, read.value_cache,
+                                  "config->value_cache");
   if (!status) status = retain(read.key_cache, &cache->key_cache);
   if (!status) status = retain(value_cache, &cache->value_cache);
   if (!status) status = query_fp64(cache);
@@ -670,7 +675,8 @@ clbt_status clbt_kv_cache_enqueue_write(clbt_kv_cache *cache,
   clbt_status status = clbt__kv_write_read(given, &w);
   if (!status) status = check_write(cache, &w);
   if (!status)
-    status = clbt__check_wait_list(cache->device, num_events, wait_list);
+    status = clbt__check_wait_list(cache->device, "KV cache", num_events,
+                                   wait_list);
   kv_kernel *k = NULL;
   if (!status && w.num_tokens > 0) status = kernel_for(cache, &w, &k);
   if (status) return status;

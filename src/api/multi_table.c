@@ -131,7 +131,8 @@ clbt_status clbt_multi_table_prepare(clbt_device *device,
   if (!status) status = check_config(device, config);
   clbt__table_layout *layouts = NULL;
   if (!status) status = group_layouts(config, &layouts);
-  if (!status) status = clbt__engine_prepare(device, layouts, config->num_groups);
+  if (!status)
+    status = clbt__engine_prepare(device, layouts, config->num_groups);
   free(layouts);
   return status;
 }

@@ -36,7 +36,8 @@ static int64_t slot_of(const clbt__table_layout *layout, int64_t position,
                   spec->cp_rank;
   if (!is_local) return CLBT_PAD_SLOT_ID;
   uint64_t local_offset =
-      virtual_offset / ((uint64_t)spec->cp_world_size * spec->cp_interleave_size) *
+      virtual_offset /
+          ((uint64_t)spec->cp_world_size * spec->cp_interleave_size) *
           spec->cp_interleave_size +
       virtual_offset % spec->cp_interleave_size;
   if (virtual_index >= row_length) return CLBT_PAD_SLOT_ID;
@@ -93,7 +94,8 @@ clbt_status clbt_table_compute_slot_mapping_host(
                       : !query_start_loc ? "query_start_loc"
                                          : "out");
   if (!positions && num_tokens > 0)
-    return clbt__fail(CLBT_NULL_ARGUMENT, "positions is NULL with num_tokens %u",
+    return clbt__fail(CLBT_NULL_ARGUMENT,
+                      "positions is NULL with num_tokens %u",
                       (unsigned)num_tokens);
   clbt_status status = clbt__check_batch(table, num_reqs, num_tokens);
   if (status || !clbt__maps_tokens(table)) return status;
@@ -133,7 +135,8 @@ clbt_status clbt__check_host_step(const clbt_table *table,
                       "step->positions is NULL with num_tokens %u",
                       (unsigned)step->num_tokens);
   clbt_status status = clbt__check_step_flags(step->flags, false);
-  if (!status) status = clbt__check_batch(table, step->num_reqs, step->num_tokens);
+  if (!status)
+    status = clbt__check_batch(table, step->num_reqs, step->num_tokens);
   if (!status)
     status = clbt__check_padding(table, "step->num_reqs_padded",
                                  step->num_reqs, step->num_reqs_padded);

@@ -7,7 +7,6 @@
 
 #include "clbt/clbt.h"
 
-
 /* Checks a host step's batch against a table (all of an engine's groups
    share their bounds). */
 clbt_status clbt__check_host_step(const clbt_table *table,

@@ -1,7 +1,9 @@
 /*
- * The public calls of one block table: the only group of a table engine of
- * its own (engine.c). The group itself is in group.c, its row operations in
- * table_rows.c, commits in commit.c, the host reference in reference.c.
+ * The public calls of one block table, which is the only group of a table
+ * engine of its own (engine.c) or one group of a multi-group table
+ * (clbt_multi_table_group): each call's scope is that group alone. The
+ * group itself is in group.c, its row operations in table_rows.c, commits
+ * in commit.c, the host reference in reference.c.
  */
 #include "base/config.h"
 #include "base/log.h"
@@ -83,8 +85,8 @@ clbt_status clbt_table_set_commit_mode(clbt_table *table,
                                        clbt_commit_mode mode) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   if (mode < CLBT_COMMIT_AUTO || mode > CLBT_COMMIT_SCATTER)
-    return clbt__fail(CLBT_INVALID_ARGUMENT, "mode %d is not a clbt_commit_mode",
-                      (int)mode);
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "mode %d is not a clbt_commit_mode", (int)mode);
   table->commit_mode = mode;
   return CLBT_SUCCESS;
 }
@@ -153,7 +155,8 @@ clbt_status clbt_table_enqueue_token_slots(
 clbt_status clbt_table_export_buffers(const clbt_table *table,
                                       clbt_export_buffers *out) {
   if (!table || !out)
-    return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL", table ? "out" : "table");
+    return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
+                      table ? "out" : "table");
   if (!clbt__maps_tokens(table))
     return clbt__fail(CLBT_INVALID_ARGUMENT,
                       "the table's slot_mode is CLBT_SLOT_MODE_NONE: it has "

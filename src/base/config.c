@@ -4,8 +4,9 @@
  * the struct in the caller's header, or 0 for the struct's first layout
  * with the field (0.2's for the configs, 0.3's for the steps, 0.4's for
  * the token-slots request and the multi-group host step, 0.5's for the
- * export request). A struct_size is read only when it is one of the
- * layouts a version of clbt declared, listed here, or a later version's
+ * export request and the KV cache's config and write). A struct_size is
+ * read only when it is one of the layouts a version of clbt declared,
+ * listed here, or a later version's
  * (larger than this library's struct, a multiple of its alignment): one
  * that ends inside a field, or past what any struct could be, is refused.
  * The caller's struct is read into the layout this library declares: the
@@ -195,7 +196,8 @@ static clbt_status read_struct(const void *given, const struct_kind *kind,
   if (!given) return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL", kind->name);
   size_t size;
   clbt_status status = size_of(given, kind, kind->name, &size);
-  if (!status) status = check_unknown_fields(given, size, kind->own, kind->name);
+  if (!status)
+    status = check_unknown_fields(given, size, kind->own, kind->name);
   if (!status) copy_known(out, kind->own, given, size);
   return status;
 }

@@ -84,6 +84,7 @@ size_t clbt__tuning_local_size(const clbt__tuning *tuning,
 
 size_t clbt__tuning_cpu_groups(const clbt__tuning *tuning,
                                size_t compute_units, size_t items) {
+  if (tuning->cpu_items_per_group == 0) return 1; /* a row that spreads none */
   size_t groups = items / tuning->cpu_items_per_group;
   return groups < 1 ? 1 : groups > compute_units ? compute_units : groups;
 }

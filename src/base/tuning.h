@@ -30,9 +30,9 @@
 /* How clbt spreads its work on one kind of device. */
 typedef struct clbt__tuning {
   /* Work-groups: the largest size (a power of two; launch.c bounds it by
-     the kernel's CLBT_MAX_WORK_GROUP_SIZE and the kernel object's limit). A CPU's
-     work-groups are one work-item each: PoCL pays a large fixed cost per
-     work-group and runs a group's work-items as a loop, so one work-item
+     the kernel's CLBT_MAX_WORK_GROUP_SIZE and the kernel object's limit). A
+     CPU's work-groups are one work-item each: PoCL pays a large fixed cost
+     per work-group and runs a group's work-items as a loop, so one work-item
      walking a long run with unit-stride loops that vectorise is cheapest. */
   size_t local_size;
   /* A CPU takes one work-group per this many items, at most one per
@@ -81,7 +81,8 @@ size_t clbt__tuning_local_size(const clbt__tuning *tuning,
                                size_t kernel_limit);
 
 /* A CPU's work-groups for `items` items: one per cpu_items_per_group, at
-   least one and at most one per compute unit. */
+   least one and at most one per compute unit; one for a row whose
+   cpu_items_per_group is 0 (the GPU's). */
 size_t clbt__tuning_cpu_groups(const clbt__tuning *tuning,
                                size_t compute_units, size_t items);
 

@@ -163,7 +163,9 @@ clbt_status clbt__check_step_flags(uint32_t flags, bool on_device) {
 
 /*
  * A group's worst-case page count must fit the int32 indptr, and the dense
- * page table's rows of the batch its region (max_num_reqs x width).
+ * page table's rows of the batch its region (max_num_reqs x width). The
+ * first is the export's bound, not the table's: a table that never exports
+ * may be larger, so it is checked here rather than at creation.
  */
 static clbt_status check_pages(const clbt_table *group,
                                const clbt__batch *batch) {
@@ -303,6 +305,9 @@ static clbt_status check_token_buffers(
                           sections_of, entries);
   if (!status && sections)
     status = check_not_storage(first, request->token_slots, "token_slots");
+  if (!status && sections)
+    status = clbt__check_writable(&first->engine->known, request->token_slots,
+                                  "token_slots");
   return status;
 }
 
@@ -312,7 +317,7 @@ clbt_status clbt__check_commit(const clbt__scope *scope, uint32_t num_reqs,
                                cl_uint num_events, const cl_event *wait_list) {
   clbt_status status = clbt__check_batch(scope->first, num_reqs, 0);
   if (!status)
-    status = clbt__check_wait_list(scope->first->device, num_events,
+    status = clbt__check_wait_list(scope->first->device, "table", num_events,
                                    wait_list);
   return status;
 }
@@ -323,7 +328,7 @@ clbt_status clbt__check_slot_mapping(const clbt__scope *scope,
                                      const cl_event *wait_list) {
   clbt_status status = check_batch_arguments(scope->first, batch);
   if (!status)
-    status = clbt__check_wait_list(scope->first->device, num_events,
+    status = clbt__check_wait_list(scope->first->device, "table", num_events,
                                    wait_list);
   return status;
 }
@@ -334,7 +339,7 @@ clbt_status clbt__check_export(const clbt__scope *scope,
   clbt_status status = check_alone(scope, true, "export");
   if (!status) status = check_batch_arguments(scope->first, batch);
   if (!status)
-    status = clbt__check_wait_list(scope->first->device, num_events,
+    status = clbt__check_wait_list(scope->first->device, "table", num_events,
                                    wait_list);
   if (!status) status = check_export_flags(batch, "request->flags");
   if (!status) status = check_export_groups(scope, batch);
@@ -395,7 +400,7 @@ clbt_status clbt__check_step(const clbt__scope *scope, const clbt_step *step,
                  ? check_dummy(scope, batch)
                  : check_batch_arguments(scope->first, batch);
   if (!status)
-    status = clbt__check_wait_list(scope->first->device, num_events,
+    status = clbt__check_wait_list(scope->first->device, "table", num_events,
                                    wait_list);
   if (!status && exports) status = check_export_groups(scope, batch);
   return status;
@@ -412,7 +417,7 @@ clbt_status clbt__check_token_slots(const clbt__scope *scope,
   status = check_token_counts(scope, request);
   if (!status) status = check_token_buffers(scope, request);
   if (!status)
-    status = clbt__check_wait_list(scope->first->device, num_events,
+    status = clbt__check_wait_list(scope->first->device, "table", num_events,
                                    wait_list);
   return status;
 }

@@ -52,7 +52,8 @@ clbt_status clbt__check_step(const clbt__scope *scope, const clbt_step *step,
  * tokens; query_start_loc given; num_reqs, num_rows and the entries
  * against the bounds, then the index and slot matrices given; each
  * buffer's context and size (query_start_loc, idx_mapping, token_indices,
- * token_slots); the wait list.
+ * token_slots); token_slots not the table's storage, and writable by
+ * kernels; the wait list.
  */
 clbt_status clbt__check_token_slots(const clbt__scope *scope,
                                     const clbt_token_slots_request *request,

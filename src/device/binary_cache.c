@@ -235,7 +235,8 @@ cl_program clbt__binary_cache_load(const clbt_device *device,
     clbt__log(CLBT_LOG_WARN,
               "program cache entry %s is unusable (%s); %s; building from "
               "source",
-              entry->path, problem, deleted ? "deleted it" : "cannot delete it");
+              entry->path, problem,
+              deleted ? "deleted it" : "cannot delete it");
   }
   return program;
 }

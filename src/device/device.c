@@ -1,4 +1,5 @@
-/* Device handles: a context, a device and an in-order queue, shared by tables. */
+/* Device handles: a context, a device and an in-order queue, shared by
+   tables. */
 #include "base/log.h"
 #include "base/status.h"
 #include "device/device_select.h"

@@ -253,8 +253,8 @@ static const clbt__device_entry *default_entry(const clbt__device_list *list) {
 /* The first word of the platform name, lowercased: "portable", "nvidia". */
 static void platform_word(const char *platform_name, char *word, size_t size) {
   size_t length = 0;
-  while (platform_name[length] && isalnum((unsigned char)platform_name[length]) &&
-         length + 1 < size) {
+  while (platform_name[length] &&
+         isalnum((unsigned char)platform_name[length]) && length + 1 < size) {
     word[length] = (char)tolower((unsigned char)platform_name[length]);
     ++length;
   }

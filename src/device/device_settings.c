@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "device/handle.h"
+#include "device/program.h"
 
 #include <ctype.h>
 #include <stdbool.h>
@@ -52,53 +53,69 @@ static bool starts_word(const char *options, const char *at) {
   return at == options || isspace((unsigned char)at[-1]) || is_quote(at[-1]);
 }
 
-/* True when name begins with RESERVED_PREFIX, quotes anywhere in it
-   skipped. */
-static bool is_reserved(const char *name) {
-  for (const char *prefix = RESERVED_PREFIX; *prefix; ++name) {
-    if (!*name) return false;
-    if (!is_quote(*name) && *name != *prefix++) return false;
-  }
-  return true;
+/* The longest name an option is read for: no kernel name is near it. */
+#define NAME_SIZE 128
+
+/*
+ * The name the option at `at` ("-D" or "-U") defines or undefines, into
+ * name: its identifier characters after any spaces and quotes, quotes
+ * among them skipped rather than parsed ("-D CLBT_X", "'-DCLBT_X=1'",
+ * "-D\"CL\"BT_X" all name CLBT_X), so that no quoting a compiler accepts
+ * hides a name; "" for none.
+ */
+static void option_name(const char *at, char name[NAME_SIZE]) {
+  const char *n = at + 2;
+  size_t length = 0;
+  while (isspace((unsigned char)*n) || is_quote(*n)) ++n;
+  for (; isalnum((unsigned char)*n) || *n == '_' || is_quote(*n); ++n)
+    if (!is_quote(*n) && length + 1 < NAME_SIZE) name[length++] = *n;
+  name[length] = '\0';
 }
 
 /*
- * The first -D or -U option that defines or undefines a CLBT_ name ("-D
- * CLBT_X" with spaces, "'-DCLBT_X=1'", "-U\"CLBT_X\"" too), or NULL. Quotes
- * are skipped rather than parsed, so that no quoting a compiler accepts
- * hides a name; *name is set to the name's first character.
+ * Why a build option may not define or undefine a name, or NULL when it
+ * may. clbt's own macros would break the contract between its host code
+ * and its kernels ("-DCLBT_PAD_SLOT_ID=0" makes every pad a real KV slot);
+ * a name the kernels use would change what they compute
+ * ("-Dmin(a,b)=(a)" changes every bound a kernel takes the min of); a
+ * name the compiler reserves is its own (its predefined macros, its
+ * builtins' internals).
  */
-static const char *reserved_define(const char *options, const char **name) {
-  for (const char *at = options; (at = strchr(at, '-')) != NULL; ++at) {
-    if ((at[1] != 'D' && at[1] != 'U') || !starts_word(options, at)) continue;
-    const char *n = at + 2;
-    while (isspace((unsigned char)*n) || is_quote(*n)) ++n;
-    if (is_reserved(n)) {
-      *name = n;
-      return at;
-    }
-  }
+static const char *refusal(const char *name) {
+  size_t length = strlen(name);
+  if (strncmp(name, RESERVED_PREFIX, strlen(RESERVED_PREFIX)) == 0)
+    return "macros named " RESERVED_PREFIX "* are clbt's own (the contract "
+           "between its host code and its kernels)";
+  if (clbt__kernels_use(name, length))
+    return "clbt's kernels use that name (defined, a kernel would compute "
+           "other than its host code expects)";
+  if (name[0] == '_' && (name[1] == '_' || isupper((unsigned char)name[1])))
+    return "names that begin with __ or with _ and a capital letter are the "
+           "OpenCL C compiler's";
   return NULL;
 }
 
 /*
- * Build options may not define or undefine clbt's own macros: a kernel
- * built with "-DCLBT_PAD_SLOT_ID=0" would make every pad a real KV slot.
- * The build refuses them too (src/device/program.c), in whatever form a compiler
- * takes them; this says so before any build, naming the option.
+ * Build options may not define or undefine a name refusal() names. The
+ * build refuses clbt's own macros too (src/device/program.c), in whatever
+ * form a compiler takes them; this says so before any build, naming the
+ * option's name.
  */
-static clbt_status check_options(const char *options, const char *name) {
-  const char *macro = NULL;
-  const char *option = options ? reserved_define(options, &macro) : NULL;
-  if (!option) return CLBT_SUCCESS;
-  int length = (int)strcspn(macro, " \t\n\v\f\r=\"'\\");
-  return clbt__fail(CLBT_INVALID_ARGUMENT,
-                    "%s %s %.*s: macros named " RESERVED_PREFIX
-                    "* are clbt's own (the contract between its host code and "
-                    "its kernels); build options may not define or undefine "
-                    "them",
-                    name, option[1] == 'D' ? "defines" : "undefines",
-                    length < 64 ? length : 64, macro);
+static clbt_status check_options(const char *options, const char *setting) {
+  if (!options) return CLBT_SUCCESS;
+  for (const char *at = options; (at = strchr(at, '-')) != NULL; ++at) {
+    if ((at[1] != 'D' && at[1] != 'U') || !starts_word(options, at)) continue;
+    char name[NAME_SIZE];
+    option_name(at, name);
+    const char *why = *name ? refusal(name) : NULL;
+    if (why)
+      return clbt__fail(CLBT_INVALID_ARGUMENT,
+                        "%s %s %.64s: %s; build options may not define or "
+                        "undefine them",
+                        setting, at[1] == 'D' ? "defines" : "undefines", name,
+                        why);
+  }
+  return CLBT_SUCCESS;
 }
 
 /* Checks a value (NULL: none) for a setting; name says where it came from. */

@@ -5,7 +5,7 @@
 #include "clbt/clbt.h"
 
 /*
- * Takes the process-wide driver lock , held around listing
+ * Takes the process-wide driver lock, held around listing
  * platforms and devices and around creating and freeing a handle's context
  * and queue: CLBT_SUCCESS, or CLBT_CL_OUT_OF_HOST_MEMORY when mtx_lock
  * fails, and then the lock is not held. Not recursive.

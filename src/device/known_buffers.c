@@ -1,6 +1,7 @@
 /*
  * The caller's buffers a handle has checked lately (known_buffers.h): a table
- * engine's batch buffers, a KV cache's inputs.
+ * engine's batch buffers and outputs, a KV cache's inputs; and the check
+ * of every caller buffer clbt writes.
  */
 #include "device/known_buffers.h"
 
@@ -29,8 +30,12 @@ clbt_status clbt__known_buffer_size(const clbt_device *device,
   clbt_status status = CLBT_SUCCESS;
   cl_context context;
   cl_mem parent = NULL;
+  cl_mem_flags flags = 0;
   CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_CONTEXT, sizeof context,
                                   &context, NULL),
+               status, done);
+  CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_FLAGS, sizeof flags, &flags,
+                                  NULL),
                status, done);
   CLBT__CL_TRY(clGetMemObjectInfo(buffer, CL_MEM_SIZE, sizeof *size, size,
                                   NULL),
@@ -46,10 +51,29 @@ clbt_status clbt__known_buffer_size(const clbt_device *device,
   CLBT__CL_TRY(clRetainMemObject(buffer), status, done);
   clbt__known_buffer *oldest = &known->buffers[known->next];
   if (oldest->buffer) clReleaseMemObject(oldest->buffer);
-  *oldest = (clbt__known_buffer){buffer, *size, parent, ++known->last_serial};
+  *oldest = (clbt__known_buffer){buffer, *size, flags, parent,
+                                 ++known->last_serial};
   known->next = (known->next + 1) % CLBT__KNOWN_BUFFERS;
 done:
   return status;
+}
+
+clbt_status clbt__check_writable(const clbt__known_buffers *known,
+                                 cl_mem buffer, const char *name) {
+  const clbt__known_buffer *found = known ? find(known, buffer) : NULL;
+  cl_mem_flags flags = found ? found->flags : 0;
+  if (!found) {
+    cl_int error = clGetMemObjectInfo(buffer, CL_MEM_FLAGS, sizeof flags,
+                                      &flags, NULL);
+    if (error) return clbt__cl_fail(error, "clGetMemObjectInfo");
+  }
+  if (flags & CL_MEM_READ_ONLY)
+    return clbt__fail(CLBT_READ_ONLY_BUFFER,
+                      "%s is a CL_MEM_READ_ONLY buffer, which kernels may "
+                      "only read; clbt's kernel writes it: make it "
+                      "CL_MEM_READ_WRITE",
+                      name);
+  return CLBT_SUCCESS;
 }
 
 cl_mem clbt__known_buffer_parent(const clbt__known_buffers *known,

@@ -15,6 +15,7 @@
 typedef struct clbt__known_buffer {
   cl_mem buffer;
   size_t size;
+  cl_mem_flags flags; /* as created: CL_MEM_READ_ONLY and the rest */
   cl_mem parent;   /* the buffer it is a sub-buffer of, or NULL */
   uint64_t serial; /* this record's, never another's of the handle */
 } clbt__known_buffer;
@@ -34,6 +35,17 @@ clbt_status clbt__known_buffer_size(const clbt_device *device,
                                     clbt__known_buffers *known, cl_mem buffer,
                                     const char *name, const char *owner,
                                     size_t *size);
+
+/*
+ * Refuses a caller's buffer that a clbt kernel writes, named `name`, when
+ * it was made CL_MEM_READ_ONLY (CLBT_READ_ONLY_BUFFER): OpenCL leaves a
+ * kernel's store there undefined, and a strict driver may fault or drop
+ * it. Its flags come from the known buffers (known may be NULL) when it is
+ * one, else from the driver. Every caller buffer clbt writes is checked
+ * here, before anything is enqueued.
+ */
+clbt_status clbt__check_writable(const clbt__known_buffers *known,
+                                 cl_mem buffer, const char *name);
 
 /* The buffer a known buffer is a sub-buffer of; NULL for a buffer of its
    own or one not known. */

@@ -10,15 +10,17 @@
 #include "device/binary_cache.h"
 #include "device/handle.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-/* The kernels in cl/, embedded at build time (cmake/embed_source.cmake). */
-extern const char clbt__step_source[];
+/* The kernels in cl/, embedded at build time (cmake/embed_source.cmake):
+   each program's text, its length and its root part's path. */
+extern const char clbt__step_source[], clbt__step_source_file[];
 extern const size_t clbt__step_source_length;
-extern const char clbt__kv_cache_source[];
+extern const char clbt__kv_cache_source[], clbt__kv_cache_source_file[];
 extern const size_t clbt__kv_cache_source_length;
 
 static const struct {
@@ -27,10 +29,65 @@ static const struct {
   const char *file;
 } sources[] = {
     [CLBT__SOURCE_STEP] = {clbt__step_source, &clbt__step_source_length,
-                           "step.cl"},
+                           clbt__step_source_file},
     [CLBT__SOURCE_KV_CACHE] = {clbt__kv_cache_source,
-                               &clbt__kv_cache_source_length, "kv_cache.cl"},
+                               &clbt__kv_cache_source_length,
+                               clbt__kv_cache_source_file},
 };
+
+/* The end of the comment or string literal that starts at text (one left
+   open runs to end), or text itself when none starts there. */
+static const char *skip_comment_or_string(const char *text, const char *end) {
+  if (text + 1 < end && text[0] == '/' && text[1] == '/') {
+    const char *line = memchr(text, '\n', (size_t)(end - text));
+    return line ? line : end;
+  }
+  if (text + 1 < end && text[0] == '/' && text[1] == '*') {
+    for (const char *c = text + 2; c + 1 < end; ++c)
+      if (c[0] == '*' && c[1] == '/') return c + 2;
+    return end;
+  }
+  if (text[0] != '"') return text;
+  for (const char *c = text + 1; c < end; ++c) {
+    if (*c == '\\') ++c;
+    else if (*c == '"') return c + 1;
+  }
+  return end;
+}
+
+static bool is_identifier_char(char c) {
+  return isalnum((unsigned char)c) || c == '_';
+}
+
+/* Whether one source's code has the identifier; a number ("1e5", "0x1Fu")
+   is read whole, so its letters are no identifier. */
+static bool source_uses(const char *text, size_t size, const char *name,
+                        size_t length) {
+  const char *end = text + size;
+  for (const char *c = text; c < end;) {
+    const char *after = skip_comment_or_string(c, end);
+    if (after != c) {
+      c = after;
+    } else if (isdigit((unsigned char)*c)) {
+      while (c < end && (is_identifier_char(*c) || *c == '.')) ++c;
+    } else if (is_identifier_char(*c)) {
+      const char *start = c;
+      while (c < end && is_identifier_char(*c)) ++c;
+      if ((size_t)(c - start) == length && memcmp(start, name, length) == 0)
+        return true;
+    } else {
+      ++c;
+    }
+  }
+  return false;
+}
+
+bool clbt__kernels_use(const char *name, size_t length) {
+  for (size_t s = 0; s < sizeof sources / sizeof sources[0]; ++s)
+    if (source_uses(sources[s].text, *sources[s].length, name, length))
+      return true;
+  return false;
+}
 
 struct clbt__program_entry {
   clbt__source source;              /* the cache key: source and options */
@@ -71,9 +128,10 @@ static void format_compiler_options(const char *extra, char *options) {
  * -U undoes. Each line refuses a name that something else defined first,
  * with an #error that names it, so a kernel cannot be built with another
  * pad id or other group constants than the host's, whatever form of option
- * a compiler takes. "#line 1" keeps the build log's line numbers the
- * source's. Writes at most size bytes of it, with its NUL, to out (NULL:
- * none) and returns its length, as snprintf does.
+ * a compiler takes. The source's own #line markers then number the build
+ * log's lines by its parts' (cmake/embed_source.cmake). Writes at most
+ * size bytes of it, with its NUL, to out (NULL: none) and returns its
+ * length, as snprintf does.
  */
 static size_t format_prelude(const char *defines, char *out, size_t size) {
   size_t used = 0;
@@ -90,11 +148,12 @@ static size_t format_prelude(const char *defines, char *out, size_t size) {
         name_length, name, name_length, name, name_length, name,
         (int)strcspn(value, " "), value);
   }
-  return used + (size_t)snprintf(out ? out + used : NULL,
-                                 out ? size - used : 0, "#line 1\n");
+  if (out && size > used) out[used] = '\0'; /* no defines */
+  return used;
 }
 
-/* Records a build failure with as much of the build log as the message holds. */
+/* Records a build failure with as much of the build log as the message
+   holds. */
 static clbt_status fail_with_log(cl_program program, cl_device_id device,
                                  const char *file, const char *options) {
   size_t log_size = 0;
@@ -211,7 +270,8 @@ clbt_status clbt__program_get(clbt_device *device, clbt__source source,
   if (!*program) {
     clbt__program_entry *entry = malloc(sizeof *entry);
     if (!entry)
-      status = clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for a program");
+      status = clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY,
+                          "no memory for a program");
     else
       status = build(device, source, specific_options, options,
                      &entry->program);

@@ -7,10 +7,13 @@
 
 #include "clbt/clbt.h"
 
-/* The kernel sources in cl/. */
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The kernel sources in cl/, each a root part and the parts it includes. */
 typedef enum clbt__source {
-  CLBT__SOURCE_STEP,    /* cl/contract.h, then the parts CMakeLists.txt lists */
-  CLBT__SOURCE_KV_CACHE /* cl/kv_cache.h, kv_cache.cl */
+  CLBT__SOURCE_STEP,    /* cl/step.cl */
+  CLBT__SOURCE_KV_CACHE /* cl/kv_cache.cl */
 } clbt__source;
 
 /*
@@ -33,6 +36,13 @@ typedef enum clbt__source {
 clbt_status clbt__program_get(clbt_device *device, clbt__source source,
                               const char *specific_options,
                               cl_program *program);
+
+/*
+ * Whether the code of a kernel source (its comments and strings aside)
+ * uses the identifier of `length` characters at name: a build option that
+ * defined or undefined it could change what a kernel computes.
+ */
+bool clbt__kernels_use(const char *name, size_t length);
 
 /* Frees every cached program of a device (when the device is freed). */
 void clbt__programs_release(clbt_device *device);

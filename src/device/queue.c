@@ -10,7 +10,7 @@
 
 #include <stdlib.h>
 
-clbt_status clbt__check_wait_list(const clbt_device *device,
+clbt_status clbt__check_wait_list(const clbt_device *device, const char *owner,
                                   cl_uint num_events,
                                   const cl_event *wait_list) {
   if ((num_events == 0) != (wait_list == NULL))
@@ -31,8 +31,8 @@ clbt_status clbt__check_wait_list(const clbt_device *device,
     if (context != device->context)
       return clbt__fail(CLBT_CONTEXT_MISMATCH,
                         "wait_list[%u] is an event of another OpenCL context "
-                        "than the table's device",
-                        (unsigned)i);
+                        "than the %s's device",
+                        (unsigned)i, owner);
   }
   return CLBT_SUCCESS;
 }

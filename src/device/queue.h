@@ -12,9 +12,10 @@
 /*
  * Checks an event wait list as clEnqueue* would, before anything runs:
  * num_events and wait_list agree, and every event is one of the device's
- * context (CLBT_CONTEXT_MISMATCH, naming its index).
+ * context (CLBT_CONTEXT_MISMATCH, naming its index: "... than the
+ * <owner>'s device", the owner a "table" or a "KV cache").
  */
-clbt_status clbt__check_wait_list(const clbt_device *device,
+clbt_status clbt__check_wait_list(const clbt_device *device, const char *owner,
                                   cl_uint num_events,
                                   const cl_event *wait_list);
 

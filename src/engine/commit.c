@@ -13,8 +13,8 @@
  * Both send a copy taken at commit time (a staging slot, staging.c, or a
  * launch's record), so the host rows may change as soon as commit returns
  * and nothing waits for the device. Every row a commit writes gets the
- * commit's version, which tells the gather (cl/slot_mapping.cl) which rows
- * changed (cl/gather.cl). Where each launch's part of the packet goes is
+ * commit's version, which tells the gather (cl/gather.cl) which rows
+ * changed. Where each launch's part of the packet goes is
  * the call's plan (plan.c, calls/run.c). Mapping the committed copy and
  * writing cells in place was measured too, on PoCL where it costs no copy: its blocking map made it
  * slower than SCATTER (docs/benchmarks.md).

@@ -149,19 +149,17 @@ clbt_status clbt__engine_prepare(clbt_device *device,
                                  const clbt__table_layout *layouts,
                                  uint32_t num_groups) {
   clbt_status status = CLBT_SUCCESS;
-  /* What create builds: the launches with a group that maps tokens. */
+  /* Every launch's program: what create builds (a launch with a group that
+     maps tokens), and what a launch of NONE groups builds at its first
+     commit or gather. */
   for (uint32_t l = 0; !status && l < launches_for(num_groups); ++l) {
     const clbt__table_layout *chunk = layouts + l * CLBT__MAX_LAUNCH_GROUPS;
     const clbt__group_spec *specs[CLBT__MAX_LAUNCH_GROUPS];
-    bool maps = false;
-    for (uint32_t g = 0; g < launch_size(num_groups, l); ++g) {
+    for (uint32_t g = 0; g < launch_size(num_groups, l); ++g)
       specs[g] = &chunk[g].spec;
-      maps = maps || chunk[g].spec.maps_tokens;
-    }
     cl_program program;
-    if (maps)
-      status = clbt__launch_program(device, specs, launch_size(num_groups, l),
-                                    layouts[0].max_num_reqs, &program);
+    status = clbt__launch_program(device, specs, launch_size(num_groups, l),
+                                  layouts[0].max_num_reqs, &program);
   }
   return status;
 }

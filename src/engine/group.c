@@ -85,10 +85,12 @@ clbt_status clbt__table_layout_init(const clbt_table_config *config,
                                   0, &layout->width);
   if (!status) status = check_cp(config, &layout->spec);
   if (status) return status;
-  layout->kernel_block_size =
-      config->kernel_block_size ? config->kernel_block_size : config->block_size;
+  layout->kernel_block_size = config->kernel_block_size
+                                  ? config->kernel_block_size
+                                  : config->block_size;
   layout->spec.kv_block_size = config->block_size;
-  layout->spec.blocks_per_kv_block = config->block_size / layout->kernel_block_size;
+  layout->spec.blocks_per_kv_block =
+      config->block_size / layout->kernel_block_size;
   layout->spec.maps_tokens =
       config->slot_mode == CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT;
   layout->spec.zero_gathered_tails = config->zero_gathered_tails != 0;
@@ -214,12 +216,15 @@ clbt_status clbt__group_create(clbt_device *device,
   table->layout = *layout;
   table->rows = calloc((size_t)layout->max_num_reqs * layout->width,
                        sizeof *table->rows);
-  table->row_lengths = calloc(layout->max_num_reqs, sizeof *table->row_lengths);
+  table->row_lengths =
+      calloc(layout->max_num_reqs, sizeof *table->row_lengths);
   if (!table->rows || !table->row_lengths)
     status = clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY,
                         "no memory for %u rows of width %u",
-                        (unsigned)layout->max_num_reqs, (unsigned)layout->width);
-  if (!status) status = clbt__changes_init(&table->changes, layout->max_num_reqs);
+                        (unsigned)layout->max_num_reqs,
+                        (unsigned)layout->width);
+  if (!status)
+    status = clbt__changes_init(&table->changes, layout->max_num_reqs);
   if (status) {
     clbt__group_destroy(table);
     return status;

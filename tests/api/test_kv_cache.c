@@ -634,6 +634,49 @@ START_TEST(addressing_resolves_the_defaults) {
 }
 END_TEST
 
+/*
+ * A cache buffer kernels may only read (CL_MEM_READ_ONLY), where OpenCL
+ * leaves the write's stores undefined (a strict driver may fault or drop
+ * them), is refused at creation, naming it: key_cache holding both, then
+ * value_cache of two. It was taken, and every write wrote it. No cache is
+ * made, and the buffer keeps its poison.
+ */
+START_TEST(a_read_only_cache_is_refused) {
+  float poison[2 * 4 * 4 * 4];
+  for (size_t i = 0; i < 128; ++i) poison[i] = -1.0f;
+  cl_mem read_only = clbt_test_read_only_buffer(sizeof poison, poison);
+  cl_mem writable = clbt_test_buffer(sizeof poison, poison);
+  clbt_kv_cache_config config = CLBT_KV_CACHE_CONFIG_INIT;
+  config.cache_dtype = CLBT_KV_FLOAT32;
+  config.num_kv_heads = 1;
+  config.head_size = 4;
+  config.block_size = 4;
+  config.num_blocks = 4;
+  const struct {
+    cl_mem key_cache, value_cache;
+    const char *words;
+  } refusals[] = {
+      {read_only, NULL,
+       "config->key_cache is a CL_MEM_READ_ONLY buffer, which kernels may "
+       "only read; clbt's kernel writes it: make it CL_MEM_READ_WRITE"},
+      {writable, read_only, "config->value_cache is a CL_MEM_READ_ONLY buffer"},
+  };
+  for (int i = 0; i < 2; ++i) {
+    config.key_cache = refusals[i].key_cache;
+    config.value_cache = refusals[i].value_cache;
+    clbt_kv_cache *cache = NULL;
+    clbt_assert_fails(clbt_kv_cache_create(clbt_test_device(), &config, &cache),
+                      CLBT_READ_ONLY_BUFFER, refusals[i].words);
+    ck_assert_ptr_null(cache);
+  }
+  float after[128];
+  clbt_test_read(read_only, sizeof after, after);
+  ck_assert(memcmp(after, poison, sizeof after) == 0);
+  clReleaseMemObject(read_only);
+  clReleaseMemObject(writable);
+}
+END_TEST
+
 /* A write waits for its wait list and hands back its event; with no
    tokens, a marker after the wait list, and nothing written. */
 START_TEST(events_and_empty_writes) {
@@ -877,6 +920,7 @@ int main(void) {
   tcase_add_test(c, skips_counts_and_offsets);
   tcase_add_test(c, addressing_resolves_the_defaults);
   tcase_add_test(c, events_and_empty_writes);
+  tcase_add_test(c, a_read_only_cache_is_refused);
   tcase_add_test(c, a_buffer_let_go_is_set_again);
   tcase_add_test(c, writes_through_a_tables_slot_mapping);
   tcase_add_test(c, k_and_v_in_one_buffer_through_a_sub_buffer);

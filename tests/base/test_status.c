@@ -58,7 +58,8 @@ static const char *const own_names[] = {
     "CLBT_SIZE_OVERFLOW",     "CLBT_ROW_OUT_OF_RANGE",   "CLBT_ROW_OVERFLOW",
     "CLBT_INVALID_BLOCK_ID",  "CLBT_TOO_MANY_REQUESTS",  "CLBT_TOO_MANY_TOKENS",
     "CLBT_BUFFER_TOO_SMALL",  "CLBT_CONTEXT_MISMATCH",   "CLBT_INVALID_SELECTOR",
-    "CLBT_NO_MATCHING_DEVICE", "CLBT_UNSUPPORTED_DEVICE"};
+    "CLBT_NO_MATCHING_DEVICE", "CLBT_UNSUPPORTED_DEVICE",
+    "CLBT_READ_ONLY_BUFFER"};
 #define NUM_OWN (sizeof own_names / sizeof own_names[0])
 
 /* The name clbt must give value, or NULL for a value it must not know. */

@@ -97,6 +97,53 @@ START_TEST(worked_example) {
 END_TEST
 
 /*
+ * An output kernels may only read (CL_MEM_READ_ONLY), where OpenCL leaves
+ * a kernel's write undefined (a strict driver may fault or drop it), is
+ * refused naming token_slots, and nothing is written or counted: it was
+ * taken, and the kernel wrote it. worked_example's table and matrix.
+ */
+START_TEST(a_read_only_output_is_refused) {
+  clbt_table_config config = CLBT_TABLE_CONFIG_INIT;
+  config.block_size = 4;
+  config.max_num_reqs = 2;
+  config.max_num_blocks_per_req = 2;
+  config.max_num_batched_tokens = 4;
+  clbt_table *table = NULL;
+  clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
+  clbt_assert_ok(clbt_table_add_row(table, 0, (const int32_t[]){7, 3}, 2));
+  clbt_assert_ok(clbt_table_commit(table, 1));
+  const int32_t qsl[] = {0, 1}, indices[] = {0, 5, 9};
+  cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
+  cl_mem indices_buffer = clbt_test_buffer(sizeof indices, indices);
+  cl_mem out = clbt_test_read_only_buffer(sizeof indices, NULL);
+  clbt_test_poison32(out);
+  clbt_token_slots_request request = CLBT_TOKEN_SLOTS_INIT;
+  request.num_reqs = 1;
+  request.num_rows = 1;
+  request.indices_per_row = 3;
+  request.query_start_loc = qsl_buffer;
+  request.token_indices = indices_buffer;
+  request.token_slots = out;
+  clbt_assert_fails(
+      clbt_table_enqueue_token_slots(table, &request, 0, NULL, NULL),
+      CLBT_READ_ONLY_BUFFER,
+      "token_slots is a CL_MEM_READ_ONLY buffer, which kernels may only "
+      "read; clbt's kernel writes it: make it CL_MEM_READ_WRITE");
+  int32_t slots[3];
+  clbt_test_read(out, sizeof slots, slots);
+  for (int i = 0; i < 3; ++i)
+    ck_assert_msg(slots[i] == CLBT_TEST_POISON32, "entry %d was written", i);
+  uint32_t rejected = 7;
+  clbt_assert_ok(clbt_table_read_rejected_tokens(table, &rejected));
+  ck_assert_uint_eq(rejected, 0);
+  clReleaseMemObject(qsl_buffer);
+  clReleaseMemObject(indices_buffer);
+  clReleaseMemObject(out);
+  clbt_table_destroy(table);
+}
+END_TEST
+
+/*
  * -1, vLLM's top-k padding, is never counted, even where every other
  * entry is (issue 27): the tables of worked_example, one matrix row per
  * request (query_start_loc 0, 1, 2), rows {0, -1, 5} and {1, -1, 3}.
@@ -820,6 +867,7 @@ int main(void) {
   Suite *suite = suite_create("token_slots");
   TCase *c = tcase_create("token_slots");
   tcase_add_test(c, worked_example);
+  tcase_add_test(c, a_read_only_output_is_refused);
   tcase_add_test(c, slots_past_int32_are_rejected);
   tcase_add_test(c, padding_indices_are_never_counted);
   tcase_add_test(c, only_none_groups);

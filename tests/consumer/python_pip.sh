@@ -20,7 +20,10 @@ unset CLBT_LIBRARY
 cd /  # away from the source tree's python/clbt
 "$python" -c "
 import os, sys, clbt
+from importlib import metadata
 package = os.path.dirname(clbt.__file__)
+if metadata.metadata('clbt')['License'] != 'Apache-2.0':
+    sys.exit('the installed metadata gives license %r' % metadata.metadata('clbt')['License'])
 print('clbt', clbt.__version__, 'from', package, 'loads', clbt.library_path)
 if not package.startswith('$work/target/'):
     sys.exit('imported %s, not the copy pip installed' % package)

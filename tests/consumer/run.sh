@@ -30,6 +30,16 @@ fi
 # pkg-config gives the flags; the rpath is ours, as the prefix is not one
 # the loader searches.
 export PKG_CONFIG_PATH="$(dirname "$(find "$prefix" -name clbt.pc)")"
+if ! grep -qx "License: Apache-2.0" "$PKG_CONFIG_PATH/clbt.pc"; then
+  echo "clbt.pc does not say 'License: Apache-2.0'" >&2
+  exit 1
+fi
+for file in LICENSE CHANGELOG.md; do
+  if [ ! -f "$prefix/share/doc/clbt/$file" ]; then
+    echo "$file is not installed in $prefix/share/doc/clbt" >&2
+    exit 1
+  fi
+done
 libdir=$(pkg-config --variable=libdir clbt)
 cc -std=c11 $(pkg-config --cflags clbt) "${example[@]}" -o "$scratch/serving_loop_pc" \
   $(pkg-config --libs clbt) -Wl,-rpath,"$libdir"

@@ -14,7 +14,8 @@ static const clbt_table_config config = {.block_size = 16,
                                          .max_num_batched_tokens = 4};
 
 /* Makes every kernel's __kernel an unknown type: a build with it fails. */
-#define BREAKING_OPTIONS "-D__kernel=not_a_type"
+/* A macro defined twice is a warning, which -Werror makes an error. */
+#define BREAKING_OPTIONS "-Werror -DTEST_TWICE=1 -DTEST_TWICE=2"
 
 static clbt_device *open_device(void) {
   clbt_device *device = NULL;
@@ -228,12 +229,12 @@ START_TEST(settings_are_bounded) {
   clbt_assert_fails(clbt_device_build_options(device, small, 4),
                     CLBT_BUFFER_TOO_SMALL, "size is 4 bytes");
   ck_assert_str_eq(small, "kept");
-  clbt_assert_ok(clbt_device_set_build_options(device, "-DX=1"));
+  clbt_assert_ok(clbt_device_set_build_options(device, "-DQ=1"));
   clbt_assert_fails(clbt_device_build_options(device, small, 5),
                     CLBT_BUFFER_TOO_SMALL,
                     "size is 5 bytes; the build option string needs 6");
   clbt_assert_ok(clbt_device_build_options(device, small, 6));
-  ck_assert_str_eq(small, "-DX=1");
+  ck_assert_str_eq(small, "-DQ=1");
   free(options);
   free(directory);
   clbt_device_release(device);
@@ -281,7 +282,7 @@ static const struct {
     {"-D\t\"CLBT_RECORD_WORDS_0=512\"", "options defines CLBT_RECORD_WORDS_0: "},
     {"\"-DCLBT_NUM_GROUPS=2\"", "options defines CLBT_NUM_GROUPS: "},
     {"'-D' 'CLBT_GROUP_1=16,1,1,0,1,1,0'", "options defines CLBT_GROUP_1: "},
-    {"-DCL\"BT_\"PAD_SLOT_ID=0", "options defines CL: "},
+    {"-DCL\"BT_\"PAD_SLOT_ID=0", "options defines CLBT_PAD_SLOT_ID: "},
     {"-UCLBT_PAD_SLOT_ID", "options undefines CLBT_PAD_SLOT_ID: "},
     {"-w -U CLBT_NUM_GROUPS", "options undefines CLBT_NUM_GROUPS: "},
     {"-DCLBT_ANY_NAME", "options defines CLBT_ANY_NAME: "},
@@ -301,7 +302,54 @@ START_TEST(options_may_not_define_clbt_macros) {
   }
   /* A name that only contains CLBT_, or a value, is the caller's. */
   clbt_assert_ok(clbt_device_set_build_options(
-      device, "-DMY_CLBT_FLAG=1 -DFLAG=CLBT_VALUE -DX-DCLBT_Y"));
+      device, "-DMY_CLBT_FLAG=1 -DFLAG=CLBT_VALUE -DQ-DCLBT_Y"));
+  clbt_device_release(device);
+}
+END_TEST
+
+/*
+ * Nor may they define or undefine a name clbt's kernels use, or one the
+ * OpenCL C compiler reserves: "-Dmin(a,b)=(a)" was taken, and every min a
+ * kernel takes of a bound became its first argument. Each spelling is
+ * refused, naming the name, and the options stay as they were. A name the
+ * kernels' code does not use (one only their comments hold: "torch"), a
+ * kernel name as a value, or a longer name are fine.
+ */
+static const struct {
+  const char *options, *message;
+} kernel_names[] = {
+    {"-Dmin(a,b)=(a)", "options defines min: clbt's kernels use that name"},
+    {"-D min=max", "options defines min: "},
+    {"-cl-mad-enable -Umin", "options undefines min: "},
+    {"'-D' 'uint=int'", "options defines uint: "},
+    {"-D\"get_global_id(x)=0\"", "options defines get_global_id: "},
+    {"-DCLK_LOCAL_MEM_FENCE=0", "options defines CLK_LOCAL_MEM_FENCE: "},
+    {"-D__kernel=not_a_type", "options defines __kernel: "},
+    {"-D__OPENCL_VERSION__=100", "options defines __OPENCL_VERSION__: "},
+    {"-D__FAST_RELAXED_MATH__",
+     "options defines __FAST_RELAXED_MATH__: names that begin with __ or with "
+     "_ and a capital letter are the OpenCL C compiler's"},
+    {"-U_Reserved", "options undefines _Reserved: names that begin"},
+};
+
+START_TEST(options_may_not_redefine_what_the_kernels_use) {
+  clbt_device *device = open_device();
+  clbt_assert_ok(clbt_device_set_build_options(device, "-DTEST_KEPT=7"));
+  size_t count = sizeof kernel_names / sizeof kernel_names[0];
+  for (size_t i = 0; i < count; ++i) {
+    clbt_assert_fails(
+        clbt_device_set_build_options(device, kernel_names[i].options),
+        CLBT_INVALID_ARGUMENT, kernel_names[i].message);
+    ck_assert_ptr_nonnull(strstr(clbt_last_error(),
+                                 "build options may not define or undefine"));
+    assert_options(device, "-DTEST_KEPT=7");
+  }
+  const char *const fine[] = {"-Dtorch=1", "-DTEST_X=min", "-Dminimum=2",
+                              "-D_lower=1 -DMY_min"};
+  for (size_t i = 0; i < sizeof fine / sizeof fine[0]; ++i) {
+    clbt_assert_ok(clbt_device_set_build_options(device, fine[i]));
+    assert_options(device, fine[i]);
+  }
   clbt_device_release(device);
 }
 END_TEST
@@ -403,6 +451,7 @@ int main(void) {
   tcase_add_test(tc, environment_over_the_bound_fails_the_open);
   tcase_add_test(tc, longest_options_fit);
   tcase_add_test(tc, options_may_not_define_clbt_macros);
+  tcase_add_test(tc, options_may_not_redefine_what_the_kernels_use);
   tcase_add_test(tc, environment_may_not_define_clbt_macros);
   tcase_add_test(tc, refused_options_change_no_slot);
   suite_add_tcase(suite, tc);

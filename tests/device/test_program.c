@@ -39,11 +39,6 @@ START_TEST(tables_share_a_specialisation) {
   clbt_table_config b = config_of(16, 2, 1);
   clbt_assert_ok(clbt_table_create(device, &b, &third));
   ck_assert_uint_eq(clbt_device_program_count(device), 2);
-  /* NONE tables build nothing */
-  clbt_table_config none = config_of(64, 0, 0);
-  none.slot_mode = CLBT_SLOT_MODE_NONE;
-  clbt_assert_ok(clbt_table_prepare(device, &none));
-  ck_assert_uint_eq(clbt_device_program_count(device), 2);
   clbt_table_destroy(first);
   clbt_table_destroy(second);
   clbt_table_destroy(third);
@@ -52,12 +47,60 @@ START_TEST(tables_share_a_specialisation) {
 }
 END_TEST
 
+/*
+ * A NONE table builds its program at its first commit, not at creation;
+ * prepare builds it ahead (clbt.h: "every program a table with this config
+ * needs"), so that the commit and the step after it build nothing. So does
+ * prepare for a multi-group table whose groups are all NONE.
+ */
+START_TEST(prepare_builds_what_a_none_table_needs) {
+  clbt_device *device = fresh_device();
+  clbt_table_config none = config_of(64, 0, 0);
+  none.slot_mode = CLBT_SLOT_MODE_NONE;
+  clbt_table *table = NULL;
+  clbt_assert_ok(clbt_table_create(device, &none, &table));
+  ck_assert_uint_eq(clbt_device_program_count(device), 0);
+  clbt_assert_ok(clbt_table_prepare(device, &none));
+  ck_assert_uint_eq(clbt_device_program_count(device), 1);
+  const int32_t ids[] = {3, 4};
+  clbt_assert_ok(clbt_table_add_row(table, 1, ids, 2));
+  clbt_assert_ok(clbt_table_commit(table, 2));
+  int32_t no_tokens[3] = {0, 0, 0};
+  cl_int error = CL_SUCCESS;
+  cl_mem query_start_loc =
+      clCreateBuffer(clbt_device_context(device), CL_MEM_COPY_HOST_PTR,
+                     sizeof no_tokens, no_tokens, &error);
+  clbt_assert_ok(error);
+  clbt_step step = CLBT_STEP_INIT;
+  step.flags = CLBT_STEP_GATHER;
+  step.num_reqs = 2;
+  step.query_start_loc = query_start_loc;
+  clbt_assert_ok(clbt_table_enqueue_step(table, &step, 0, NULL, NULL));
+  clbt_assert_ok(clFinish(clbt_device_queue(device)));
+  ck_assert_uint_eq(clbt_device_program_count(device), 1);
+  clbt_table_destroy(table);
+  clReleaseMemObject(query_start_loc);
+  clbt_device_release(device);
+
+  device = fresh_device();
+  const clbt_group_config groups[] = {
+      {.block_size = 64, .max_num_blocks = 2,
+       .slot_mode = CLBT_SLOT_MODE_NONE}};
+  clbt_multi_table_config config = {.max_num_reqs = 2,
+                                    .max_num_batched_tokens = 4,
+                                    .num_groups = 1, .groups = groups};
+  clbt_assert_ok(clbt_multi_table_prepare(device, &config));
+  ck_assert_uint_eq(clbt_device_program_count(device), 1);
+  clbt_device_release(device);
+}
+END_TEST
+
 /* A failed build returns the build log through clbt_last_error. */
 START_TEST(build_failure_reports_the_log) {
   clbt_device *device = fresh_device();
-  /* Makes the kernel's __kernel an unknown type. */
-  clbt_assert_ok(
-      clbt_device_set_build_options(device, "-D__kernel=not_a_type"));
+  /* A macro defined twice: a warning, which -Werror makes an error. */
+  clbt_assert_ok(clbt_device_set_build_options(
+      device, "-Werror -DTEST_TWICE=1 -DTEST_TWICE=2"));
   clbt_table_config config = config_of(16, 0, 0);
   clbt_table *table = NULL;
   clbt_status status = clbt_table_create(device, &config, &table);
@@ -66,15 +109,104 @@ START_TEST(build_failure_reports_the_log) {
                 clbt_status_name(status), clbt_last_error());
   ck_assert_ptr_null(table);
   ck_assert_ptr_nonnull(strstr(clbt_last_error(), "build log:"));
-  ck_assert_ptr_nonnull(strstr(clbt_last_error(), "-D__kernel=not_a_type"));
+  ck_assert_ptr_nonnull(strstr(clbt_last_error(), "-DTEST_TWICE=2"));
   ck_assert_ptr_nonnull(
-      strstr(clbt_last_error(), "unknown type name 'not_a_type'"));
+      strstr(clbt_last_error(), "'TEST_TWICE' macro redefined"));
   ck_assert_uint_eq(clbt_device_program_count(device), 0);
   /* Without the bad option the same config builds. */
   clbt_assert_ok(clbt_table_create(device, &config, &table));
   ck_assert_uint_eq(clbt_device_program_count(device), 1);
   clbt_table_destroy(table);
   clbt_device_release(device);
+}
+END_TEST
+
+/* The line of path (from the project's root) where text first appears. */
+static int first_line_of(const char *path, const char *text) {
+  char full[1024], line[1024];
+  snprintf(full, sizeof full, "%s/%s", CLBT_SOURCE_DIR, path);
+  FILE *file = fopen(full, "r");
+  ck_assert_msg(file != NULL, "cannot read %s", full);
+  int number = 0, found = 0;
+  while (!found && fgets(line, sizeof line, file)) {
+    ++number;
+    if (strstr(line, text)) found = number;
+  }
+  fclose(file);
+  ck_assert_msg(found, "%s does not hold '%s'", path, text);
+  return found;
+}
+
+/*
+ * A build error names the part of the kernel it is in and its line there,
+ * not a line of the program's joined source: a build option that turns
+ * pages_of, a function of cl/export.cl, into '@' fails the build at each
+ * line that names it, its definition among them. The setter refuses an
+ * option that defines a name the kernels use, so it is written into the
+ * device's settings behind the setter's back.
+ */
+START_TEST(a_build_error_names_its_file_and_line) {
+  clbt_device *device = fresh_device();
+  snprintf(device->build_options, sizeof device->build_options,
+           "-Dpages_of=@");
+  clbt_table_config config = config_of(16, 0, 0);
+  clbt_table *table = NULL;
+  clbt_status status = clbt_table_create(device, &config, &table);
+  ck_assert_msg(status == CLBT_CL_BUILD_PROGRAM_FAILURE, "%s: %s",
+                clbt_status_name(status), clbt_last_error());
+  char where[64];
+  snprintf(where, sizeof where, "cl/export.cl:%d:",
+           first_line_of("cl/export.cl", "static uint pages_of("));
+  ck_assert_msg(strstr(clbt_last_error(), where), "no '%s' in: %s", where,
+                clbt_last_error());
+  ck_assert_ptr_nonnull(strstr(clbt_last_error(), "building cl/step.cl"));
+  clbt_device_release(device);
+}
+END_TEST
+
+/* tests/device/embedded/root.cl and its parts, embedded by the build. */
+extern const char clbt_test_embedded_source[];
+extern const size_t clbt_test_embedded_source_length;
+
+/* Builds the embedded test program with options; its build log into log. */
+static cl_int build_embedded(const char *options, char *log, size_t size) {
+  cl_int error = CL_SUCCESS;
+  const char *text = clbt_test_embedded_source;
+  cl_context context = clbt_device_context(clbt_test_device());
+  cl_device_id id = clbt_device_id(clbt_test_device());
+  cl_program program = clCreateProgramWithSource(
+      context, 1, &text, &clbt_test_embedded_source_length, &error);
+  clbt_assert_ok(error);
+  cl_int built = clBuildProgram(program, 1, &id, options, NULL, NULL);
+  clbt_assert_ok(clGetProgramBuildInfo(program, id, CL_PROGRAM_BUILD_LOG,
+                                       size, log, NULL));
+  clReleaseProgram(program);
+  return built;
+}
+
+/*
+ * The embedding (cmake/embed_source.cmake) puts each part where it is
+ * first included and marks every stretch with its file and line: an error
+ * in an included part names that part's line, one in the root after its
+ * includes the root's own line. A part included twice is embedded once,
+ * or the program would define its function twice.
+ */
+START_TEST(embedded_parts_keep_their_files_and_lines) {
+  static char log[16384];
+  ck_assert_int_eq(build_embedded("", log, sizeof log), CL_SUCCESS);
+  static const char *const breaks[][3] = {
+      {"-DBREAK_PART", "part.cl", "BROKEN_PART"},
+      {"-DBREAK_ROOT", "root.cl", "BROKEN_ROOT"}};
+  for (size_t i = 0; i < 2; ++i) {
+    char path[64], where[96];
+    snprintf(path, sizeof path, "tests/device/embedded/%s", breaks[i][1]);
+    snprintf(where, sizeof where, "%s:%d:", path,
+             first_line_of(path, breaks[i][2]));
+    ck_assert_int_eq(build_embedded(breaks[i][0], log, sizeof log),
+                     CL_BUILD_PROGRAM_FAILURE);
+    ck_assert_msg(strstr(log, where), "%s: no '%s' in: %s", breaks[i][0],
+                  where, log);
+  }
 }
 END_TEST
 
@@ -239,7 +371,10 @@ int main(void) {
   TCase *tc = tcase_create("program");
   tcase_set_timeout(tc, 0);
   tcase_add_test(tc, tables_share_a_specialisation);
+  tcase_add_test(tc, prepare_builds_what_a_none_table_needs);
   tcase_add_test(tc, build_failure_reports_the_log);
+  tcase_add_test(tc, a_build_error_names_its_file_and_line);
+  tcase_add_test(tc, embedded_parts_keep_their_files_and_lines);
   tcase_add_test(tc, build_refuses_options_that_define_clbt_macros);
   tcase_add_test(tc, program_options_are_listed);
   tcase_add_test(tc, one_program_per_launch);

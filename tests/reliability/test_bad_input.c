@@ -40,6 +40,7 @@ typedef struct fixture {
   cl_mem sub_positions;         /* int64[1], a sub-buffer of positions */
   cl_context other_context;
   cl_mem foreign;               /* 64 bytes in other_context */
+  cl_mem read_only;             /* 64 bytes kernels may only read */
   cl_command_queue foreign_queue, out_of_order_queue;
   cl_device_id sub_device;      /* a partition of the test device */
   cl_context sub_context;
@@ -125,6 +126,7 @@ static fixture fixture_create(void) {
                                       CL_BUFFER_CREATE_TYPE_REGION, &first,
                                       &error);
   ck_assert_int_eq(error, CL_SUCCESS);
+  f.read_only = clbt_test_read_only_buffer(64, NULL);
   make_foreign_objects(&f);
   fill_tables(&f);
   return f;
@@ -135,7 +137,7 @@ static void fixture_destroy(fixture *f) {
   clbt_multi_table_destroy(f->multi);
   cl_mem buffers[] = {f->sub_positions, f->query_start_loc, f->positions,
                       f->small_query_start_loc, f->small_positions,
-                      f->foreign};
+                      f->foreign, f->read_only};
   for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i)
     clReleaseMemObject(buffers[i]);
   clReleaseCommandQueue(f->foreign_queue);
@@ -210,7 +212,7 @@ typedef enum null_pointer {
 } null_pointer;
 
 /* The buffers of a slot-mapping call; the host call's arrays likewise. */
-typedef enum buffer { GOOD, TOO_SMALL, SUB_BUFFER, FOREIGN } buffer;
+typedef enum buffer { GOOD, TOO_SMALL, SUB_BUFFER, FOREIGN, READ_ONLY } buffer;
 
 /* The queue handed to clbt_device_wrap. */
 typedef enum queue_kind {
@@ -772,7 +774,8 @@ static const bad_input cases[] = {
         CLBT_INVALID_ARGUMENT, "wait_list is NULL with num_events 2", .a = 2,
         .num_events = 2),
     BAD(TABLE_ENQUEUE_EXPORT, "an event of another context", CLBT_CONTEXT_MISMATCH,
-        "wait_list[1] is an event of another OpenCL context",
+        "wait_list[1] is an event of another OpenCL context than the table's "
+        "device",
         .a = 2, .num_events = 2, .foreign_event = true),
     BAD(MULTI_ENQUEUE_EXPORT, "NULL table", CLBT_NULL_ARGUMENT,
         "table is NULL", .null = NULL_HANDLE, .a = 2),
@@ -1099,6 +1102,11 @@ static const bad_input cases[] = {
     BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "token_slots of another context",
         CLBT_CONTEXT_MISMATCH, "token_slots belongs to another OpenCL context",
         .a = 2, .num_tokens = 2, .indices_per_row = 3, .token_slots = FOREIGN),
+    BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "token_slots read-only",
+        CLBT_READ_ONLY_BUFFER,
+        "token_slots is a CL_MEM_READ_ONLY buffer, which kernels may only "
+        "read", .a = 2, .num_tokens = 2, .indices_per_row = 3,
+        .token_slots = READ_ONLY),
     BAD(TABLE_ENQUEUE_TOKEN_SLOTS, "wait list NULL with events",
         CLBT_INVALID_ARGUMENT, "wait_list is NULL with num_events 2", .a = 2,
         .num_tokens = 2, .indices_per_row = 3, .num_events = 2),
@@ -1125,6 +1133,10 @@ static const bad_input cases[] = {
         "needs 24",
         .a = 2, .num_tokens = 2, .indices_per_row = 3,
         .token_slots = TOO_SMALL),
+    BAD(MULTI_ENQUEUE_TOKEN_SLOTS, "token_slots read-only",
+        CLBT_READ_ONLY_BUFFER, "token_slots is a CL_MEM_READ_ONLY buffer",
+        .a = 2, .num_tokens = 2, .indices_per_row = 3,
+        .token_slots = READ_ONLY),
     BAD(MULTI_ENQUEUE_TOKEN_SLOTS, "query_start_loc of another context",
         CLBT_CONTEXT_MISMATCH,
         "query_start_loc belongs to another OpenCL context", .a = 2,
@@ -1375,6 +1387,10 @@ static const bad_input cases[] = {
         CLBT_INVALID_ARGUMENT,
         "options undefines CLBT_GROUP_0: macros named CLBT_* are clbt's own",
         .setting = "-U \"CLBT_GROUP_0\""),
+    BAD(DEVICE_SET_BUILD_OPTIONS, "options that redefine a builtin the kernels "
+        "use", CLBT_INVALID_ARGUMENT,
+        "options defines min: clbt's kernels use that name",
+        .setting = "-Dmin(a,b)=(a)"),
     BAD(DEVICE_BUILD_OPTIONS, "NULL device", CLBT_NULL_ARGUMENT,
         "device is NULL", .null = NULL_HANDLE, .size = 64),
     BAD(DEVICE_BUILD_OPTIONS, "NULL buf", CLBT_NULL_ARGUMENT, "buf is NULL",
@@ -1433,6 +1449,8 @@ static cl_mem pick_buffer(const fixture *f, buffer which, bool positions) {
     return f->sub_positions;
   case FOREIGN:
     return f->foreign;
+  case READ_ONLY:
+    return f->read_only;
   default:
     return positions ? f->positions : f->query_start_loc;
   }
@@ -2077,6 +2095,7 @@ static const clbt_kv_cache_config kv_fp8_config = {
 
 typedef struct kv_fixture {
   cl_mem fp16_cache, fp8_key_cache, fp8_value_cache, small;
+  cl_mem read_only; /* KV_FP8_BYTES kernels may only read */
   cl_mem key, value, slots; /* fp16 [4][2][8] each; int64 [4] */
   clbt_kv_cache *fp16, *fp8;
 } kv_fixture;
@@ -2095,7 +2114,8 @@ static const char *const kv_function_names[] = {
 typedef enum kv_swap {
   KV_NONE, KV_NULL_HANDLE, KV_NULL_STRUCT, KV_NULL_OUT, KV_NULL_KEY_CACHE,
   KV_NULL_KEY, KV_NULL_VALUE, KV_NULL_SLOTS, KV_FOREIGN_KEY_CACHE,
-  KV_SMALL_VALUE_CACHE, KV_FOREIGN_KEY, KV_LATER_FIELD
+  KV_SMALL_VALUE_CACHE, KV_READ_ONLY_KEY_CACHE, KV_READ_ONLY_VALUE_CACHE,
+  KV_FOREIGN_KEY, KV_LATER_FIELD
 } kv_swap;
 
 typedef struct kv_bad {
@@ -2212,6 +2232,13 @@ static const kv_bad kv_cases[] = {
     KV_BAD(KV_CREATE, "a cache of another context", CLBT_CONTEXT_MISMATCH,
            "config->key_cache belongs to another OpenCL context",
            .swap = KV_FOREIGN_KEY_CACHE),
+    KV_BAD(KV_CREATE, "a read-only cache", CLBT_READ_ONLY_BUFFER,
+           "config->key_cache is a CL_MEM_READ_ONLY buffer, which kernels "
+           "may only read",
+           .fp8 = true, .swap = KV_READ_ONLY_KEY_CACHE),
+    KV_BAD(KV_CREATE, "a read-only value cache", CLBT_READ_ONLY_BUFFER,
+           "config->value_cache is a CL_MEM_READ_ONLY buffer",
+           .fp8 = true, .swap = KV_READ_ONLY_VALUE_CACHE),
     /* ---- a write ---- */
     KV_BAD(KV_WRITE, "NULL cache", CLBT_NULL_ARGUMENT, "cache is NULL",
            .swap = KV_NULL_HANDLE),
@@ -2274,7 +2301,8 @@ static const kv_bad kv_cases[] = {
     KV_BAD(KV_WRITE, "a NULL event", CLBT_CL_INVALID_EVENT_WAIT_LIST,
            "wait_list[0] is NULL", .num_events = 1, .wait_list = true),
     KV_BAD(KV_WRITE, "an event of another context", CLBT_CONTEXT_MISMATCH,
-           "wait_list[1] is an event of another OpenCL context",
+           "wait_list[1] is an event of another OpenCL context than the KV "
+           "cache's device",
            .num_events = 2, .foreign_event = true),
     /* ---- the counter ---- */
     KV_BAD(KV_READ_REJECTED, "NULL cache", CLBT_NULL_ARGUMENT,
@@ -2307,6 +2335,7 @@ static kv_fixture kv_fixture_create(void) {
   k.fp8_key_cache = clbt_test_buffer(KV_FP8_BYTES, poison);
   k.fp8_value_cache = clbt_test_buffer(KV_FP8_BYTES, poison);
   k.small = clbt_test_buffer(64, poison);
+  k.read_only = clbt_test_read_only_buffer(KV_FP8_BYTES, poison);
   k.key = clbt_test_buffer(128, poison);
   k.value = clbt_test_buffer(128, poison);
   const int64_t slots[] = {0, 5, -1, 17};
@@ -2324,7 +2353,7 @@ static void kv_fixture_destroy(kv_fixture *k) {
   clbt_kv_cache_destroy(k->fp16);
   clbt_kv_cache_destroy(k->fp8);
   cl_mem buffers[] = {k->fp16_cache, k->fp8_key_cache, k->fp8_value_cache,
-                      k->small, k->key, k->value, k->slots};
+                      k->small, k->read_only, k->key, k->value, k->slots};
   for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i)
     clReleaseMemObject(buffers[i]);
 }
@@ -2339,6 +2368,8 @@ static clbt_status kv_create_case(const kv_bad *c, const kv_fixture *k,
   if (c->swap == KV_NULL_KEY_CACHE) config.key_cache = NULL;
   if (c->swap == KV_FOREIGN_KEY_CACHE) config.key_cache = f->foreign;
   if (c->swap == KV_SMALL_VALUE_CACHE) config.value_cache = k->small;
+  if (c->swap == KV_READ_ONLY_KEY_CACHE) config.key_cache = k->read_only;
+  if (c->swap == KV_READ_ONLY_VALUE_CACHE) config.value_cache = k->read_only;
   unsigned char grown[sizeof config + 8] = {0};
   memcpy(grown, &config, sizeof config);
   grown[sizeof config] = 1;
@@ -2378,9 +2409,11 @@ static clbt_status kv_write_case(const kv_bad *c, const kv_fixture *k,
 /* The caches still hold their poison and count nothing. */
 static void kv_check_unchanged(const kv_fixture *k, const char *context) {
   unsigned char bytes[KV_FP16_BYTES];
-  const cl_mem caches[] = {k->fp16_cache, k->fp8_key_cache, k->fp8_value_cache};
-  const size_t sizes[] = {KV_FP16_BYTES, KV_FP8_BYTES, KV_FP8_BYTES};
-  for (int i = 0; i < 3; ++i) {
+  const cl_mem caches[] = {k->fp16_cache, k->fp8_key_cache, k->fp8_value_cache,
+                           k->read_only};
+  const size_t sizes[] = {KV_FP16_BYTES, KV_FP8_BYTES, KV_FP8_BYTES,
+                          KV_FP8_BYTES};
+  for (int i = 0; i < 4; ++i) {
     clbt_test_read(caches[i], sizes[i], bytes);
     for (size_t b = 0; b < sizes[i]; ++b)
       ck_assert_msg(bytes[b] == 0x5a, "%s: cache %d byte %zu was written",

@@ -438,8 +438,8 @@ static clbt_status reset_kv_rejected(scenario *s) {
 
 /* Builds with options the compiler rejects, so the build log is read. */
 static clbt_status prepare_broken_build(scenario *s) {
-  clbt_assert_ok(
-      clbt_device_set_build_options(s->device, "-D__kernel=not_a_type"));
+  clbt_assert_ok(clbt_device_set_build_options(
+      s->device, "-Werror -DTEST_TWICE=1 -DTEST_TWICE=2"));
   clbt_status status = clbt_table_prepare(s->device, &table_config);
   clbt_assert_ok(clbt_device_set_build_options(s->device, NULL));
   return status;

@@ -180,6 +180,114 @@ START_TEST(threads_share_one_device) {
 END_TEST
 
 /*
+ * KV caches, one per thread, written at once on the shared device: a
+ * float32 cache of 4 blocks of 4 slots of one head of 4 in one buffer of
+ * its own (K at block x 32 + page x 4, V 16 on), written ITERATIONS
+ * times with one token, K = V = thread x 1000 + i + e, to slot i % 16.
+ * Each input is written (blocking, so after the previous write ran on the
+ * in-order queue) into the thread's own buffers first. Every slot must
+ * end holding the last token the thread wrote there.
+ */
+enum { KV_SLOTS = 16, KV_HEAD = 4, KV_FLOATS = 2 * KV_SLOTS * KV_HEAD };
+
+typedef struct kv_worker {
+  worker w;
+  cl_mem cache, input, slot;
+  float result[KV_FLOATS];
+} kv_worker;
+
+static bool kv_write(kv_worker *k, clbt_kv_cache *cache, uint32_t i) {
+  cl_command_queue queue = clbt_device_queue(clbt_test_device());
+  float input[KV_HEAD];
+  for (int e = 0; e < KV_HEAD; ++e)
+    input[e] = (float)(k->w.index * 1000 + i + (uint32_t)e);
+  const int64_t slot = i % KV_SLOTS;
+  cl_int errors[2] = {
+      clEnqueueWriteBuffer(queue, k->input, CL_TRUE, 0, sizeof input, input,
+                           0, NULL, NULL),
+      clEnqueueWriteBuffer(queue, k->slot, CL_TRUE, 0, sizeof slot, &slot, 0,
+                           NULL, NULL)};
+  if (errors[0] || errors[1])
+    return record_failure(&k->w, "writing input %u: %d, %d", i, errors[0],
+                          errors[1]);
+  clbt_kv_write write = CLBT_KV_WRITE_INIT;
+  write.num_tokens = 1;
+  write.key = write.value = k->input;
+  write.slot_mapping = k->slot;
+  return succeeded(&k->w,
+                   clbt_kv_cache_enqueue_write(cache, &write, 0, NULL, NULL),
+                   "clbt_kv_cache_enqueue_write");
+}
+
+static void *write_kv_cache(void *argument) {
+  kv_worker *k = argument;
+  cl_context context = clbt_device_context(clbt_test_device());
+  cl_int errors[3] = {CL_SUCCESS, CL_SUCCESS, CL_SUCCESS};
+  k->cache = clCreateBuffer(context, CL_MEM_READ_WRITE, sizeof k->result,
+                            NULL, &errors[0]);
+  k->input = clCreateBuffer(context, CL_MEM_READ_ONLY, KV_HEAD * sizeof(float),
+                            NULL, &errors[1]);
+  k->slot = clCreateBuffer(context, CL_MEM_READ_ONLY, sizeof(int64_t), NULL,
+                           &errors[2]);
+  bool good = (!errors[0] && !errors[1] && !errors[2]) ||
+              record_failure(&k->w, "creating buffers: %d, %d, %d", errors[0],
+                             errors[1], errors[2]);
+  clbt_kv_cache_config config = CLBT_KV_CACHE_CONFIG_INIT;
+  config.cache_dtype = CLBT_KV_FLOAT32;
+  config.num_kv_heads = 1;
+  config.head_size = KV_HEAD;
+  config.block_size = 4;
+  config.num_blocks = KV_SLOTS / 4;
+  config.key_cache = k->cache;
+  clbt_kv_cache *cache = NULL;
+  good = good && succeeded(&k->w,
+                           clbt_kv_cache_create(clbt_test_device(), &config,
+                                                &cache),
+                           "clbt_kv_cache_create");
+  for (uint32_t i = 0; i < ITERATIONS && good; ++i) good = kv_write(k, cache, i);
+  cl_int read = good ? clEnqueueReadBuffer(
+                           clbt_device_queue(clbt_test_device()), k->cache,
+                           CL_TRUE, 0, sizeof k->result, k->result, 0, NULL,
+                           NULL)
+                     : CL_SUCCESS;
+  if (read) record_failure(&k->w, "reading the cache: %d", read);
+  clbt_kv_cache_destroy(cache);
+  cl_mem buffers[] = {k->cache, k->input, k->slot};
+  for (int b = 0; b < 3; ++b)
+    if (buffers[b]) clReleaseMemObject(buffers[b]);
+  return NULL;
+}
+
+START_TEST(threads_write_kv_caches_of_their_own) {
+  clbt_device *device = clbt_test_device();
+  size_t programs_before = clbt_device_program_count(device);
+  kv_worker workers[THREADS];
+  for (uint32_t t = 0; t < THREADS; ++t) {
+    workers[t] = (kv_worker){.w = {.index = t}};
+    ck_assert_int_eq(pthread_create(&workers[t].w.handle, NULL,
+                                    write_kv_cache, &workers[t]),
+                     0);
+  }
+  for (uint32_t t = 0; t < THREADS; ++t) {
+    ck_assert_int_eq(pthread_join(workers[t].w.handle, NULL), 0);
+    ck_assert_msg(workers[t].w.failure[0] == '\0', "thread %u: %s", t,
+                  workers[t].w.failure);
+    for (uint32_t s = 0; s < KV_SLOTS; ++s) {
+      uint32_t last = s + (ITERATIONS - 1 - s) / KV_SLOTS * KV_SLOTS;
+      for (uint32_t kv = 0; kv < 2; ++kv)
+        for (uint32_t e = 0; e < KV_HEAD; ++e) {
+          float got = workers[t].result[s / 4 * 32 + kv * 16 + s % 4 * 4 + e];
+          ck_assert_msg(got == (float)(t * 1000 + last + e),
+                        "thread %u slot %u %c[%u] is %g, expected %u", t, s,
+                        kv ? 'V' : 'K', e, (double)got, t * 1000 + last + e);
+        }
+    }
+  }
+  ck_assert_uint_le(clbt_device_program_count(device), programs_before + 1);
+}
+END_TEST
+
+/*
  * One thread changes a device's build options back and forth, reading them
  * back each time, while another prepares programs of four configs on it
  * until the first is done: each read is one whole value, and each program
@@ -299,6 +407,7 @@ int main(void) {
   /* First: before any other case keeps a context of the process open. */
   tcase_add_test(tc, threads_open_and_release_devices_at_once);
   tcase_add_test(tc, threads_share_one_device);
+  tcase_add_test(tc, threads_write_kv_caches_of_their_own);
   tcase_add_test(tc, settings_change_while_another_thread_builds);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);

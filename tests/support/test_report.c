@@ -112,7 +112,8 @@ START_TEST(json_nesting) {
 }
 END_TEST
 
-/* A mixed array is not a table: each item in turn, indented. */
+/* A mixed array is not a table: each item in turn, indented; an empty
+   member says "none" under its key. */
 START_TEST(text_nesting) {
   report *root = nested();
   report_write_text(root, out);
@@ -121,7 +122,8 @@ START_TEST(text_nesting) {
                    "groups: 3 of them\n"
                    "  block_size  16\n"
                    "  2\n"
-                   "empty\n");
+                   "empty\n"
+                   "  none\n");
 }
 END_TEST
 
@@ -144,6 +146,29 @@ START_TEST(text_table) {
                    "  name           us  note\n"
                    "  decode-1    12.25  ok\n"
                    "  a         1234.50  -\n");
+}
+END_TEST
+
+/* A member whose members are all null (clbt info's settings when none is
+   set) is no empty heading: "none" stands under its key, as under an
+   array with a caption and no rows. */
+START_TEST(text_nothing_to_show) {
+  report *root = report_create();
+  report *device = report_object(root, "device");
+  report_string(device, "name", "pocl");
+  report *settings = report_object(device, "settings");
+  report_string(settings, "build_options", NULL);
+  report_string(settings, "cache_dir", NULL);
+  report_caption(report_array(root, "targets"), "none measured");
+  report_write_text(root, out);
+  report_free(root);
+  ck_assert_str_eq(written(),
+                   "device\n"
+                   "  name  pocl\n"
+                   "  settings\n"
+                   "    none\n"
+                   "targets: none measured\n"
+                   "  none\n");
 }
 END_TEST
 
@@ -171,6 +196,7 @@ int main(void) {
   tcase_add_test(tc, json_nesting);
   tcase_add_test(tc, text_nesting);
   tcase_add_test(tc, text_table);
+  tcase_add_test(tc, text_nothing_to_show);
   tcase_add_test(tc, strings_are_escaped);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);

@@ -1,0 +1,1 @@
+/* support/: below every floor of tools/. */

@@ -1,0 +1,2 @@
+/* The bench floor reaching up to the commands. */
+#include "cli/cli.h"

@@ -1,0 +1,3 @@
+#include "bench/other.h"
+#include "bench/list.h" /* not first */
+void list_run(void) {}

@@ -1,0 +1,2 @@
+#include "bench/other.h"
+void other_run(void) {}

@@ -1,0 +1,3 @@
+/* The command floor's header; support/'s report.h is below it. */
+#include "report.h"
+int cli_run(void);

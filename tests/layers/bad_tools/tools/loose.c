@@ -1,0 +1,3 @@
+/* A C file outside every floor's folder. */
+int loose(void);
+int loose(void) { return 0; }
