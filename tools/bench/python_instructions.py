@@ -5,7 +5,7 @@ apart by wall-clock medians on a shared machine (docs/benchmarks.md,
 
     valgrind --tool=callgrind --separate-threads=yes --collect-atstart=no \\
         --toggle-collect='qsort*' --callgrind-out-file=out \\
-        python3 tools/python_instructions.py WORK N
+        python3 tools/bench/python_instructions.py WORK N
     grep totals out-01    # the main thread's; divide by N
 
 WORK is one of bench_python.py's cases (N of its decode steps through the
