@@ -1478,6 +1478,7 @@ typedef enum clbt_row_update {
  * group that fails (CLBT_ROW_OUT_OF_RANGE, CLBT_ROW_OVERFLOW,
  * CLBT_INVALID_BLOCK_ID), the message naming the group. On failure no
  * group changes.
+ * [clbt_multi_table: its thread]
  */
 CLBT_API clbt_status clbt_multi_table_update_row(clbt_multi_table *table,
                                                  uint32_t row,
