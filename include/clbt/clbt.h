@@ -391,7 +391,8 @@ typedef struct clbt_device clbt_device;
  * selector, CLBT_NO_MATCHING_DEVICE when it matches nothing (the message
  * quotes it and lists the devices there are), CLBT_CL_PLATFORM_NOT_FOUND_KHR
  * when no OpenCL driver is installed, CLBT_UNSUPPORTED_DEVICE for a device
- * without OpenCL C 1.2 (or without 64-bit integers), CLBT_INVALID_ARGUMENT
+ * without OpenCL C 1.2 (or without 64-bit integers) or whose driver is known
+ * to crash on clbt's kernels (the message names it), CLBT_INVALID_ARGUMENT
  * when CLBT_BUILD_OPTIONS or CLBT_CACHE_DIR is one its setter refuses (too
  * long, or options that define or undefine a CLBT_ macro, a name clbt's
  * kernels use or one the compiler reserves; the message names the

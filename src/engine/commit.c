@@ -137,16 +137,19 @@ clbt_status clbt__commit_whole(clbt_table *group, uint32_t rows,
 }
 
 /* Each row's entry, then the rows' runs of changed ids, as cl/commit.cl
-   reads a section: a row costs its entry and a copy of what changed. */
+   reads a section: a row costs its entry and a copy of what changed. The
+   entries go in ascending row order, in which the kernel's parts search
+   them (committed_row_of): the listed flags are walked, not the list. */
 static void pack_section(const clbt_table *group,
                          const clbt__commit_plan *plan, uint32_t *section) {
   const clbt__changes *changes = &group->changes;
   uint32_t *ids =
       section + CLBT_PACKET_ROW_WORDS * (size_t)plan->pending.rows;
   uint32_t first_id = 0;
-  for (uint32_t i = 0; i < changes->num_listed; ++i) {
-    uint32_t row = changes->listed_rows[i];
-    if (row >= plan->rows) continue;
+  for (uint32_t row = 0; row < plan->rows; ++row) {
+    const bool *next = memchr(changes->listed + row, true, plan->rows - row);
+    if (!next) break;
+    row = (uint32_t)(next - changes->listed);
     uint32_t cells = clbt__changed_cells(changes, row);
     uint32_t low = cells ? changes->low[row] : 0;
     section[CLBT_PACKET_ROW] = row;
