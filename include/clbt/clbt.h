@@ -1457,6 +1457,36 @@ CLBT_API clbt_status clbt_multi_table_add_row(clbt_multi_table *table,
                                               const int32_t *const *block_ids,
                                               const size_t *counts);
 
+/** How clbt_multi_table_update_row changes the row of each group. */
+typedef enum clbt_row_update {
+  /** After the row's blocks, as clbt_multi_table_append_row. */
+  CLBT_ROW_APPEND = 0,
+  /** From column 0, as clbt_multi_table_add_row. */
+  CLBT_ROW_REPLACE = 1
+} clbt_row_update;
+
+/**
+ * Since 0.6. clbt_multi_table_append_row (how = CLBT_ROW_APPEND) or
+ * clbt_multi_table_add_row (CLBT_ROW_REPLACE) with every group's ids in one
+ * array: group g's counts[g] ids follow group g-1's in block_ids, which may
+ * be NULL when every count is 0. Two flat arrays, whatever the number of
+ * groups, are what a binding builds cheapest for each row update of a
+ * serving step (the Python facade makes one call per vLLM append_row).
+ * All or nothing: every group is checked before any changes.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table or counts, or
+ * NULL block_ids with a nonzero count; CLBT_INVALID_ARGUMENT for a how that
+ * is neither value; or the status clbt_table_append_row gives the first
+ * group that fails (CLBT_ROW_OUT_OF_RANGE, CLBT_ROW_OVERFLOW,
+ * CLBT_INVALID_BLOCK_ID), the message naming the group. On failure no
+ * group changes.
+ * [clbt_multi_table: its thread]
+ */
+CLBT_API clbt_status clbt_multi_table_update_row(clbt_multi_table *table,
+                                                 uint32_t row,
+                                                 const size_t *counts,
+                                                 const int32_t *block_ids,
+                                                 clbt_row_update how);
+
 /**
  * clbt_table_append_rows for every group in one call: the entries name the
  * same rows in every group; group g appends counts[g][i] ids to rows[i],
