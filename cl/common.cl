@@ -82,17 +82,6 @@ static __global int *region(__global int *storage, clbt_group_layout at,
   return storage + CLBT_REGION_WORDS(at, r);
 }
 
-/*
- * A row's committed length as a bound on what a kernel reads of the row:
- * never past its width. The device's lengths are written by commits, and
- * by whoever else writes the buffer clbt hands out
- * (clbt_table_device_row_lengths), so none is trusted further.
- */
-static uint committed_length(__global const int *row_lengths, int row,
-                             uint row_stride) {
-  return min((uint)row_lengths[row], row_stride);
-}
-
 /* A group's rejected-token count gets this work-item's additions. */
 static void add_rejected(__global int *storage, clbt_group_layout at,
                          uint count) {
@@ -179,6 +168,11 @@ static void copy_ids(__global int *out, __global const int *ids, uint first,
     for (uint k = 0; k < 8; ++k) out[p + k * step] = batch[k];
   }
   for (; p < count; p += step) out[p] = ids[p];
+}
+
+/* The first of first, first + step, ... that is at least `at`. */
+static uint first_from(uint first, uint step, uint at) {
+  return at <= first ? first : first + (at - first + step - 1) / step * step;
 }
 
 /* ---- the batch -------------------------------------------------------- */

@@ -250,21 +250,22 @@ typedef struct clbt_record_head {
  * The step kernel's arguments after its record, X(NAME, type, name):
  * the layout, the batch's buffers, the packet's buffer when it was
  * uploaded, and the storage of every group of the engine, one allocation
- * (drivers charge every launch for every buffer argument). A list of
+ * (drivers copy every argument at every enqueue, and charge every buffer
+ * that is set). A token-slots launch reads no positions and no seq_lens:
+ * its index matrix (int32) and its output take their places. A list of
  * plain entries, so that a parameter list is plain text with no variadic
  * macro to drop a leading comma: NVIDIA's OpenCL compiler (driver 580)
  * lost the last parameter of a list built that way, where PoCL's did not.
  * Buffers a launch does not read are NULL.
  */
-#define CLBT_STEP_ARGUMENTS(X)                                     \
-  X(LAYOUT, clbt_kernel_layout, layout)                            \
-  X(QUERY_START_LOC, __global const int *, query_start_loc)        \
-  X(POSITIONS, __global const long *, positions)                   \
-  X(IDX_MAPPING, __global const int *, idx_mapping)                \
-  X(SEQ_LENS, __global const int *, seq_lens)                      \
-  X(TOKEN_INDICES, __global const int *, token_indices)            \
-  X(TOKEN_SLOTS, __global int *, token_slots)                      \
-  X(PACKET, __global const uint *, packet)                         \
+#define CLBT_STEP_ARGUMENTS(X)                                             \
+  X(LAYOUT, clbt_kernel_layout, layout)                                    \
+  X(QUERY_START_LOC, __global const int *, query_start_loc)                \
+  X(POSITIONS, __global const int *, positions) /* int64, or the index   \
+                                                   matrix of token slots */ \
+  X(IDX_MAPPING, __global const int *, idx_mapping)                        \
+  X(SEQ_LENS, __global int *, seq_lens) /* or token slots' output */       \
+  X(PACKET, __global const uint *, packet)                                 \
   X(STORAGE, __global int *, storage)
 
 /*

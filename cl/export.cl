@@ -91,8 +91,7 @@ static int query_start(const export_batch *batch, uint i) {
  * rejected: none either, and counted.
  */
 static request_export export_of(uint r, const export_batch *batch,
-                                __global const int *row_lengths,
-                                uint row_stride, uint max_pages,
+                                const committed_group *rows, uint max_pages,
                                 group_constants g) {
   request_export e = {-1, 0, 0, 0, 0, 0, 0, 0, 0, false};
   const request_export none = e;
@@ -112,8 +111,9 @@ static request_export export_of(uint r, const export_batch *batch,
   ulong local_length = local_count((ulong)length, g);
   ulong past = local_count((ulong)(length - (end - begin)), g);
   uint pages = pages_of(local_length, page_size);
-  if (pages > committed_length(row_lengths, row, row_stride) ||
-      pages > max_pages) {
+  committed_row committed;
+  committed_row_of(rows, row, &committed);
+  if (pages > committed.length || pages > max_pages) {
     e = none;
     e.rejected = true;
     return e;
@@ -160,26 +160,25 @@ static uint4 exclusive_scan(uint4 value, uint cap, __local uint4 *sums,
 
 /* Where a group's export goes, in its storage, and which parts it writes. */
 typedef struct export_regions {
-  __global const int *rows, *row_lengths;
+  committed_group rows; /* as the launch reads them (cl/commit.cl) */
   __global int *indptr, *indices, *last_page_len, *past_lens,
       *subsequence_begins, *seq_lens, *local_seq_lens, *max_seq_len,
       *context_indptr, *context_indices, *context_last_page_len, *page_table;
   __global uint *rejected_tokens;
-  uint row_stride;
   uint pitch;    /* entries a row of page_table takes */
   bool context;  /* the context CSR */
   bool dense;    /* page_table */
 } export_regions;
 
 /*
- * A group's export regions, from its storage and layout; `pitch` is the
+ * Group g's export regions, from its storage and layout; `pitch` is the
  * record's dense_pitch, 0 for the group's width.
  */
-static export_regions regions_of(__global int *storage, clbt_group_layout at,
+static export_regions regions_of(const packet_view *packet, uint g,
+                                 __global int *storage, clbt_group_layout at,
                                  uint work, uint pitch) {
 #define REGION(NAME) (storage + CLBT_REGION_WORDS(at, CLBT_REGION_##NAME))
-  export_regions out = {REGION(ROWS),
-                        REGION(ROW_LENGTHS),
+  export_regions out = {committed_group_of(packet, g, storage, at),
                         REGION(EXPORT_INDPTR),
                         REGION(EXPORT_INDICES),
                         REGION(EXPORT_LAST_PAGE_LEN),
@@ -193,7 +192,6 @@ static export_regions regions_of(__global int *storage, clbt_group_layout at,
                         REGION(EXPORT_CONTEXT_LAST_PAGE_LEN),
                         REGION(EXPORT_PAGE_TABLE),
                         (__global uint *)REGION(REJECTED_TOKENS),
-                        at.row_stride,
                         pitch ? pitch : at.row_stride,
                         (work & CLBT_WORK_EXPORT_CONTEXT) != 0,
                         (work & CLBT_WORK_EXPORT_DENSE) != 0};
@@ -233,13 +231,15 @@ static void write_request(export_regions out, uint r, request_export e,
 static void copy_request(export_regions out, uint r, uint2 offset,
                          uint2 next, int row, uint lane, uint lanes) {
   uint pages = next.x - offset.x, context_pages = next.y - offset.y;
-  __global const int *ids = out.rows + (ulong)max(row, 0) * out.row_stride;
-  copy_ids(out.indices + offset.x, ids, lane, pages, lanes);
+  committed_row ids;
+  committed_row_of(&out.rows, row, &ids);
+  copy_committed(out.indices + offset.x, &out.rows, &ids, lane, pages, lanes);
   if (out.context)
-    copy_ids(out.context_indices + offset.y, ids, lane, context_pages, lanes);
+    copy_committed(out.context_indices + offset.y, &out.rows, &ids, lane,
+                   context_pages, lanes);
   if (out.dense) {
     __global int *dense = out.page_table + (ulong)r * out.pitch;
-    copy_ids(dense, ids, lane, min(pages, out.pitch), lanes);
+    copy_committed(dense, &out.rows, &ids, lane, min(pages, out.pitch), lanes);
     for (uint p = pages + lane; p < out.pitch; p += lanes) dense[p] = 0;
   }
 }
@@ -284,16 +284,16 @@ static uint export_group(const export_batch *batch, uint padded,
     share(count, id, size, &begin, &end);
     uint4 run = (uint4)(0);
     for (uint k = begin; k < end; ++k)
-      run = combine(run, scanned(export_of(start + k, batch, out.row_lengths,
-                                           out.row_stride, max_pages, g)),
-                    cap);
+      run = combine(
+          run, scanned(export_of(start + k, batch, &out.rows, max_pages, g)),
+          cap);
     uint4 chunk;
     uint4 offset =
         combine(carry, exclusive_scan(run, cap, scratch.sums, &chunk), cap);
     /* The run again: its reads are the ones just made. */
     for (uint k = begin; k < end; ++k) {
-      request_export e = export_of(start + k, batch, out.row_lengths,
-                                   out.row_stride, max_pages, g);
+      request_export e =
+          export_of(start + k, batch, &out.rows, max_pages, g);
       scratch.offsets[k] = (uint2)(offset.x, offset.y);
       scratch.rows[k] = e.row;
       offset = combine(offset, scanned(e), cap);
@@ -327,8 +327,8 @@ static uint export_group(const export_batch *batch, uint padded,
  */
 static void export_groups(const export_batch *batch, uint padded,
                           part_range part, clbt_record_head head,
-                          clbt_kernel_layout layout, __global int *storage,
-                          export_scratch scratch) {
+                          clbt_kernel_layout layout, const packet_view *packet,
+                          __global int *storage, export_scratch scratch) {
   uint exported = 0;
   FOR_EACH_GROUP(g) { exported += maps_tokens(g) && takes_part(head, g); }
   uint w = part_group(part), groups = part.count;
@@ -339,7 +339,8 @@ static void export_groups(const export_batch *batch, uint padded,
     /* The same on every work-item of a work-group: no barrier is split. */
     if (w % step != which) continue;
     clbt_group_layout at = layout.groups[g];
-    export_regions out = regions_of(storage, at, head.work, head.dense_pitch);
+    export_regions out =
+        regions_of(packet, g, storage, at, head.work, head.dense_pitch);
     uint ranks = (groups - 1 - which) / step + 1;
     add_rejected(storage, at,
                  export_group(batch, padded, out, scratch, group_table[g],

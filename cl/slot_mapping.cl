@@ -22,11 +22,13 @@
  * id; so does a token outside the committed row, which is also counted.
  * The block id is read before the row's length is known (clamped to the
  * row, so that the read stays in it), so that the two reads overlap; the
- * length decides whether it is used. The constants fold where the loops
+ * length decides whether it is used. The row is read as the launch sees
+ * it (committed_row_of, cl/commit.cl). The constants fold where the loops
  * over groups are unrolled.
  */
-static long slot_of(long position, __global const int *row, uint row_stride,
-                    uint row_length, uint *rejected, group_constants group) {
+static long slot_of(long position, const committed_group *rows,
+                    const committed_row *row, uint *rejected,
+                    group_constants group) {
   ulong kv_block_size = group.kv_block_size;
   ulong blocks_per_kv_block = group.blocks_per_kv_block;
   ulong cp_world_size = group.cp_world_size;
@@ -46,11 +48,11 @@ static long slot_of(long position, __global const int *row, uint row_stride,
           cp_interleave_size +
       virtual_offset % cp_interleave_size;
   /* Bounded by the row's width first, so that the product cannot wrap. */
-  ulong block_index = min(virtual_index, (ulong)row_stride) *
-                          blocks_per_kv_block +
+  ulong row_stride = rows->row_stride;
+  ulong block_index = min(virtual_index, row_stride) * blocks_per_kv_block +
                       local_offset / kernel_block_size;
-  int block = row[min(block_index, (ulong)row_stride - 1)];
-  if (virtual_index >= row_length || block_index >= row_length) {
+  int block = committed_id(rows, row, (uint)min(block_index, row_stride - 1));
+  if (virtual_index >= row->length || block_index >= row->length) {
     ++*rejected;
     return CLBT_PAD_SLOT_ID;
   }
@@ -71,7 +73,8 @@ typedef struct map_batch {
    request whose row is outside the table is counted. */
 static void map_token(uint token, int request, const map_batch *batch,
                       clbt_record_head head, clbt_kernel_layout layout,
-                      __global int *storage, uint *rejected) {
+                      const packet_view *packet, __global int *storage,
+                      uint *rejected) {
   /* Read first: the reads it waits on below overlap it. */
   long position = batch->positions[token];
   bool owned = request >= 0 && request < (int)batch->num_reqs;
@@ -87,11 +90,11 @@ static void map_token(uint token, int request, const map_batch *batch,
         (__global long *)region(storage, at, CLBT_REGION_SLOTS);
     long slot = CLBT_PAD_SLOT_ID;
     if (row_in_table) {
-      __global const int *rows = region(storage, at, CLBT_REGION_ROWS);
-      uint length = committed_length(
-          region(storage, at, CLBT_REGION_ROW_LENGTHS), row, at.row_stride);
-      slot = slot_of(position, rows + (ulong)row * at.row_stride,
-                     at.row_stride, length, &rejected[g], group_table[g]);
+      committed_group rows = committed_group_of(packet, g, storage, at);
+      committed_row committed;
+      committed_row_of(&rows, row, &committed);
+      slot = slot_of(position, &rows, &committed, &rejected[g],
+                     group_table[g]);
     }
     slots[token] = slot;
     if (row_outside) ++rejected[g];
@@ -134,7 +137,8 @@ static void share_items(part_range part, uint from, uint count, uint *begin,
  */
 static void map_slots(const map_batch *batch, part_range part,
                       clbt_record_head head, clbt_kernel_layout layout,
-                      __global int *storage, uint *rejected) {
+                      const packet_view *packet, __global int *storage,
+                      uint *rejected) {
   uint begin, end, step;
   share_items(part, 0, batch->num_tokens, &begin, &end, &step);
   if (!batch->well_formed) {
@@ -152,7 +156,8 @@ static void map_slots(const map_batch *batch, part_range part,
       while (request < (int)batch->num_reqs &&
              batch->qsl[request + 1] <= (int)token)
         ++request;
-      map_token(token, request, batch, head, layout, storage, rejected);
+      map_token(token, request, batch, head, layout, packet, storage,
+                rejected);
     }
   }
   share_items(part, batch->num_tokens,

@@ -60,9 +60,8 @@ static state_request state_request_of(
  */
 static uint write_state_slots(const state_request *request, uint b,
                               uint count, int null_block,
-                              __global const int *rows, uint row_stride,
-                              __global const int *row_lengths,
-                              __global int *out, group_constants g) {
+                              const committed_group *rows, __global int *out,
+                              group_constants g) {
   ulong kernel_block_size = g.kv_block_size / g.blocks_per_kv_block;
   __global int *ids = out + (ulong)b * count;
   if (request->row < 0) {
@@ -70,10 +69,12 @@ static uint write_state_slots(const state_request *request, uint b,
     return request->rejected ? 1 : 0;
   }
   ulong first = request->last / kernel_block_size;
-  ulong length = committed_length(row_lengths, request->row, row_stride);
-  __global const int *row = rows + (ulong)request->row * row_stride;
+  committed_row row;
+  committed_row_of(rows, request->row, &row);
+  ulong length = row.length;
   for (uint s = 0; s < count; ++s)
-    ids[s] = first + s < length ? row[first + s] : null_block;
+    ids[s] = first + s < length ? committed_id(rows, &row, first + s)
+                                : null_block;
   return first + count > length ? 1 : 0;
 }
 
@@ -93,6 +94,7 @@ typedef struct state_batch {
 static void write_state_slot_groups(const state_batch *batch,
                                     part_range part, clbt_record_head head,
                                     clbt_kernel_layout layout,
+                                    const packet_view *packet,
                                     __global int *storage, uint *rejected) {
   uint begin, end;
   share(batch->padded, part_item(part), part_items(part), &begin, &end);
@@ -104,10 +106,9 @@ static void write_state_slot_groups(const state_batch *batch,
     FOR_EACH_GROUP(g) {
       if (maps_tokens(g) || !takes_part(head, g)) continue;
       clbt_group_layout at = layout.groups[g];
+      committed_group rows = committed_group_of(packet, g, storage, at);
       rejected[g] += write_state_slots(
-          &request, b, head.state_slots, (int)head.state_null_block,
-          region(storage, at, CLBT_REGION_ROWS), at.row_stride,
-          region(storage, at, CLBT_REGION_ROW_LENGTHS),
+          &request, b, head.state_slots, (int)head.state_null_block, &rows,
           region(storage, at, CLBT_REGION_STATE_SLOTS), group_table[g]);
     }
   }

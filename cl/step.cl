@@ -3,9 +3,10 @@
  * launch of one of its entries. A launch's record (cl/contract.h) says
  * what it does, in this order:
  *
- *   1. a commit packet, when the record carries one (cl/commit.cl): with
- *      CLBT_WORK_SCATTER spread over the whole grid, and nothing else;
- *      otherwise applied by every work-group on its own before it reads;
+ *   1. a commit packet, when the record carries one (cl/commit.cl),
+ *      spread over the whole grid; with CLBT_WORK_SCATTER nothing else;
+ *      otherwise the parts below read the rows it changes from the packet
+ *      itself, never from storage, which it is writing meanwhile;
  *   2. with CLBT_WORK_MAP, each token-mapping group's slot mapping
  *      (cl/slot_mapping.cl); or, with CLBT_WORK_TOKEN_SLOTS instead (a
  *      call of its own), each token-mapping group's slots of an index
@@ -17,8 +18,8 @@
  *      (cl/state_slots.cl).
  *
  * On a GPU each part runs on work-groups of its own (the record's
- * *_groups), after every work-group has applied the packet, so that the
- * parts' chains of reads run side by side rather than one after another.
+ * *_groups), so that the parts' chains of reads run side by side rather
+ * than one after another.
  * Each entry of CLBT_STEP_ENTRIES is this sequence compiled with only its
  * parts, in each record size (CLBT_RECORD_WORDS_<c>): clbt_<name>_<c>. A
  * GPU's program has one entry, WHOLE, with every part. Only the groups the
@@ -41,7 +42,9 @@ typedef struct step_locals {
   export_scratch export;
 } step_locals;
 
-/* The buffers a launch binds (NULL where it reads none). */
+/* The buffers a launch binds (NULL where it reads none), by what they
+   hold: a token-slots launch's index matrix and output come in the
+   arguments of the positions and seq_lens, which it does not read. */
 typedef struct step_buffers {
   __global const int *query_start_loc;
   __global const long *positions;
@@ -53,26 +56,6 @@ typedef struct step_buffers {
   __global int *storage;
 } step_buffers;
 
-/*
- * Part 1: the record's commit packet, when it carries one: spread over the
- * whole grid in a scatter launch, which does nothing else (true), or
- * applied by each work-group on its own before its parts read.
- */
-static bool apply_record_packet(clbt_record_head head, uint work,
-                                clbt_kernel_layout layout, step_buffers in,
-                                step_locals locals) {
-  if (!(work & (CLBT_WORK_PACKET_IN_BUFFER | CLBT_WORK_PACKET_INLINE)))
-    return false;
-  if (work & CLBT_WORK_SCATTER) {
-    apply_packet(head, locals.packet, in.packet, layout, in.storage,
-                 get_global_id(0), get_global_size(0));
-    return true;
-  }
-  apply_packet(head, locals.packet, in.packet, layout, in.storage,
-               get_local_id(0), get_local_size(0));
-  SYNC(CLK_GLOBAL_MEM_FENCE);
-  return false;
-}
 
 /*
  * Part 2: the batch checked once for both the slot mapping and token
@@ -80,8 +63,9 @@ static bool apply_record_packet(clbt_record_head head, uint work,
  * matrix's rows play the batch's tokens), then the one asked for.
  */
 static void map_tokens(clbt_record_head head, uint work,
-                       clbt_kernel_layout layout, step_buffers in,
-                       step_locals locals, part_range map, uint *rejected) {
+                       clbt_kernel_layout layout, const packet_view *packet,
+                       step_buffers in, step_locals locals, part_range map,
+                       uint *rejected) {
   bool has_idx_mapping = (work & CLBT_WORK_IDX_MAPPING) != 0;
   bool ok = batch_is_well_formed(in.query_start_loc, head.num_reqs,
                                  head.num_tokens, locals.qsl_cache,
@@ -97,7 +81,7 @@ static void map_tokens(clbt_record_head head, uint work,
                        qsl,                in.positions,
                        in.idx_mapping,     has_idx_mapping,
                        ok};
-    map_slots(&batch, map, head, layout, in.storage, rejected);
+    map_slots(&batch, map, head, layout, packet, in.storage, rejected);
   }
   if (work & CLBT_WORK_TOKEN_SLOTS) {
     token_batch batch = {head.num_reqs,      head.num_tokens,
@@ -105,28 +89,35 @@ static void map_tokens(clbt_record_head head, uint work,
                          qsl,                in.idx_mapping,
                          has_idx_mapping,    ok,
                          in.token_indices,   in.token_slots};
-    write_token_slot_groups(&batch, map, head, layout, in.storage, rejected);
+    write_token_slot_groups(&batch, map, head, layout, packet, in.storage,
+                            rejected);
   }
 }
 
-/* What a launch's record asks of `parts`, in the order above. */
+/*
+ * What a launch's record asks of `parts`, in the order above: part 1, the
+ * record's commit packet when it carries one, spread over the grid.
+ */
 static void run_step(clbt_record_head head, clbt_kernel_layout layout,
                      step_buffers in, step_locals locals, uint parts) {
   uint work = head.work & (parts | ~CLBT_WORK_PARTS);
-  if (apply_record_packet(head, work, layout, in, locals)) return;
+  packet_view packet;
+  view_packet(head, locals.packet, in.packet, &packet);
+  apply_packet(&packet, layout, in.storage);
+  if (work & CLBT_WORK_SCATTER) return;
   bool has_idx_mapping = (work & CLBT_WORK_IDX_MAPPING) != 0;
   uint rejected[CLBT_NUM_GROUPS];
   FOR_EACH_GROUP(g) { rejected[g] = 0; }
   part_range map, gather, exports, states;
   part_ranges(head, &map, &gather, &exports, &states);
   if ((work & (CLBT_WORK_MAP | CLBT_WORK_TOKEN_SLOTS)) && in_part(map))
-    map_tokens(head, work, layout, in, locals, map, rejected);
+    map_tokens(head, work, layout, &packet, in, locals, map, rejected);
   if ((work & CLBT_WORK_GATHER) && in_part(gather)) {
     gather_batch batch = {head.num_reqs, head.padded_reqs,
                           layout.max_num_reqs, in.idx_mapping,
                           has_idx_mapping};
-    gather_rows(&batch, gather, head, layout, in.storage, locals.plans,
-                rejected);
+    gather_rows(&batch, gather, head, layout, &packet, in.storage,
+                locals.plans, rejected);
   }
   __global const int *seq_lens =
       (work & CLBT_WORK_SEQ_LENS) ? in.seq_lens : 0;
@@ -135,8 +126,8 @@ static void run_step(clbt_record_head head, clbt_kernel_layout layout,
                           layout.max_num_reqs, in.query_start_loc,
                           in.positions,       seq_lens,
                           in.idx_mapping,     has_idx_mapping};
-    export_groups(&batch, head.padded_reqs, exports, head, layout, in.storage,
-                  locals.export);
+    export_groups(&batch, head.padded_reqs, exports, head, layout, &packet,
+                  in.storage, locals.export);
   }
   if ((work & CLBT_WORK_STATE_SLOTS) && in_part(states)) {
     state_batch batch = {head.num_reqs,      head.num_tokens,
@@ -144,8 +135,8 @@ static void run_step(clbt_record_head head, clbt_kernel_layout layout,
                          in.query_start_loc, in.positions,
                          seq_lens,           in.idx_mapping,
                          has_idx_mapping};
-    write_state_slot_groups(&batch, states, head, layout, in.storage,
-                            rejected);
+    write_state_slot_groups(&batch, states, head, layout, &packet,
+                            in.storage, rejected);
   }
   FOR_EACH_GROUP(g) { add_rejected(in.storage, layout.groups[g], rejected[g]); }
 }
@@ -192,8 +183,10 @@ static void run_step(clbt_record_head head, clbt_kernel_layout layout,
     }                                                                       \
     step_locals locals = {packet_words, &well_formed, qsl_cache, plans,     \
                           {export_sums, export_offsets, export_rows}};      \
-    step_buffers in = {query_start_loc, positions, idx_mapping, seq_lens,  \
-                       token_indices,   token_slots, packet,    storage};   \
+    step_buffers in = {query_start_loc, (__global const long *)positions,  \
+                       idx_mapping,     seq_lens,                          \
+                       positions,       seq_lens,                          \
+                       packet,          storage};                          \
     run_step(record.head, layout, in, locals, parts);                       \
   }
 

@@ -48,15 +48,15 @@ static token_row token_row_of(int request, uint num_reqs, bool batch_ok,
  * the committed row and a slot past INT32_MAX (the output is int32, as
  * vLLM's) are -1 and counted.
  */
-static int token_slot_of(int index, token_row t, __global const int *row,
-                         uint row_stride, uint row_length, uint *rejected,
+static int token_slot_of(int index, token_row t, const committed_group *rows,
+                         const committed_row *row, uint *rejected,
                          group_constants g) {
   if (index == -1) return -1;
   if (t.row < 0) {
     if (t.counted) ++*rejected;
     return -1;
   }
-  long slot = slot_of((long)index, row, row_stride, row_length, rejected, g);
+  long slot = slot_of((long)index, rows, row, rejected, g);
   if (slot <= INT_MAX) return (int)slot;
   ++*rejected;
   return -1;
@@ -83,6 +83,7 @@ typedef struct token_batch {
 static void write_token_slot_groups(const token_batch *batch,
                                     part_range part, clbt_record_head head,
                                     clbt_kernel_layout layout,
+                                    const packet_view *packet,
                                     __global int *storage, uint *rejected) {
   uint k = batch->indices_per_row, entries = batch->num_rows * k;
   uint begin, end;
@@ -107,15 +108,12 @@ static void write_token_slot_groups(const token_batch *batch,
       if (!maps_tokens(g) || !takes_part(head, g)) continue;
       clbt_group_layout at = layout.groups[g];
       __global int *out = batch->token_slots + section++ * (ulong)entries;
-      uint length = t.row >= 0 ? committed_length(region(storage, at,
-                                                        CLBT_REGION_ROW_LENGTHS),
-                                                 t.row, at.row_stride)
-                               : 0;
-      __global const int *row = region(storage, at, CLBT_REGION_ROWS) +
-                                (ulong)max(t.row, 0) * at.row_stride;
+      committed_group rows = committed_group_of(packet, g, storage, at);
+      committed_row row;
+      committed_row_of(&rows, t.row, &row);
       for (uint e = from; e < to; ++e)
-        out[e] = token_slot_of(batch->token_indices[e], t, row, at.row_stride,
-                               length, &rejected[g], group_table[g]);
+        out[e] = token_slot_of(batch->token_indices[e], t, &rows, &row,
+                               &rejected[g], group_table[g]);
     }
   }
 }

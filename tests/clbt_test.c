@@ -11,14 +11,17 @@
 
 static clbt_device *device;
 
-static void release_device(void) { clbt_device_release(device); }
+static void release_device(void) {
+  clbt_device_release(device);
+  device = NULL;
+}
 
 clbt_device *clbt_test_device(void) {
   if (!device) {
     clbt_status status = clbt_device_open(NULL, &device);
     ck_assert_msg(status == CLBT_SUCCESS, "opening CLBT_DEVICE failed: %s: %s",
                   clbt_status_name(status), clbt_last_error());
-    atexit(release_device);
+    clbt_test_at_end(release_device);
   }
   return device;
 }

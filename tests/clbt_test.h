@@ -20,6 +20,14 @@
  */
 int clbt_test_run(Suite *suite);
 
+/*
+ * Has clbt_test_run call `release` once the suite has run. The device
+ * under test is released there rather than in an atexit handler: Oclgrind
+ * 21.10 aborts ("corrupted double-linked list") when a program is released
+ * from one, its own state already gone (docs/reliability.md).
+ */
+void clbt_test_at_end(void (*release)(void));
+
 /* The device the suite tests, opened once per process from CLBT_DEVICE. */
 clbt_device *clbt_test_device(void);
 

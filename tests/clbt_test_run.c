@@ -5,6 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+static void (*at_end)(void);
+
+void clbt_test_at_end(void (*release)(void)) { at_end = release; }
+
 int clbt_test_run(Suite *suite) {
   SRunner *runner = srunner_create(suite);
   srunner_set_fork_status(runner, CK_NOFORK);
@@ -12,6 +16,8 @@ int clbt_test_run(Suite *suite) {
   int ran = srunner_ntests_run(runner);
   int failed = srunner_ntests_failed(runner);
   srunner_free(runner);
+  if (at_end) at_end();
+  at_end = NULL;
   if (ran == 0) fprintf(stderr, "no test ran (a misspelt CK_RUN_CASE?)\n");
   return ran == 0 || failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

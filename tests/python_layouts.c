@@ -162,5 +162,7 @@ int main(void) {
   printf("CLBT_STEP_GATHER value %u\nCLBT_STEP_EXPORT value %u\n"
          "CLBT_STEP_DUMMY value %u\n",
          CLBT_STEP_GATHER, CLBT_STEP_EXPORT, CLBT_STEP_DUMMY);
+  printf("CLBT_ROW_APPEND value %u\nCLBT_ROW_REPLACE value %u\n",
+         (unsigned)CLBT_ROW_APPEND, (unsigned)CLBT_ROW_REPLACE);
   return 0;
 }

@@ -396,7 +396,8 @@ typedef struct clbt_device clbt_device;
  * selector, CLBT_NO_MATCHING_DEVICE when it matches nothing (the message
  * quotes it and lists the devices there are), CLBT_CL_PLATFORM_NOT_FOUND_KHR
  * when no OpenCL driver is installed, CLBT_UNSUPPORTED_DEVICE for a device
- * without OpenCL C 1.2 (or without 64-bit integers), CLBT_INVALID_ARGUMENT
+ * without OpenCL C 1.2 (or without 64-bit integers) or whose driver is known
+ * to crash on clbt's kernels (the message names it), CLBT_INVALID_ARGUMENT
  * when CLBT_BUILD_OPTIONS or CLBT_CACHE_DIR is one its setter refuses (too
  * long, or options that define or undefine a CLBT_ macro, a name clbt's
  * kernels use or one the compiler reserves; the message names the
@@ -1460,6 +1461,36 @@ CLBT_API clbt_status clbt_multi_table_add_row(clbt_multi_table *table,
                                               uint32_t row,
                                               const int32_t *const *block_ids,
                                               const size_t *counts);
+
+/** How clbt_multi_table_update_row changes the row of each group. */
+typedef enum clbt_row_update {
+  /** After the row's blocks, as clbt_multi_table_append_row. */
+  CLBT_ROW_APPEND = 0,
+  /** From column 0, as clbt_multi_table_add_row. */
+  CLBT_ROW_REPLACE = 1
+} clbt_row_update;
+
+/**
+ * Since 0.6. clbt_multi_table_append_row (how = CLBT_ROW_APPEND) or
+ * clbt_multi_table_add_row (CLBT_ROW_REPLACE) with every group's ids in one
+ * array: group g's counts[g] ids follow group g-1's in block_ids, which may
+ * be NULL when every count is 0. Two flat arrays, whatever the number of
+ * groups, are what a binding builds cheapest for each row update of a
+ * serving step (the Python facade makes one call per vLLM append_row).
+ * All or nothing: every group is checked before any changes.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL table or counts, or
+ * NULL block_ids with a nonzero count; CLBT_INVALID_ARGUMENT for a how that
+ * is neither value; or the status clbt_table_append_row gives the first
+ * group that fails (CLBT_ROW_OUT_OF_RANGE, CLBT_ROW_OVERFLOW,
+ * CLBT_INVALID_BLOCK_ID), the message naming the group. On failure no
+ * group changes.
+ * [clbt_multi_table: its thread]
+ */
+CLBT_API clbt_status clbt_multi_table_update_row(clbt_multi_table *table,
+                                                 uint32_t row,
+                                                 const size_t *counts,
+                                                 const int32_t *block_ids,
+                                                 clbt_row_update how);
 
 /**
  * clbt_table_append_rows for every group in one call: the entries name the

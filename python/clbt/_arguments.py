@@ -11,12 +11,13 @@ and contiguity, and the caller's lengths against the counts C reads.
 import array
 import ctypes
 import operator
+from itertools import chain
 
 import numpy as np
 
 from . import _opencl
-from ._errors import (INVALID_ARGUMENT, ROW_OUT_OF_RANGE, Error, InvalidArgumentError,
-                      TypeMismatchError)
+from ._errors import (INVALID_ARGUMENT, INVALID_BLOCK_ID, ROW_OUT_OF_RANGE, Error,
+                      InvalidArgumentError, TypeMismatchError)
 
 # The C types arrays hold, by array-module type code.
 INT32, UINT32, INT64 = "i", "I", "q"
@@ -29,6 +30,14 @@ _RANGES = {ctypes.c_uint32: (0, 2**32 - 1), ctypes.c_int: (-2**31, 2**31 - 1),
 _ROW_NAMES = ("row", "src", "dst", "a", "b")
 
 
+def _status(name):
+    """The status of a value outside its C type: what C gives a row or a
+    block id out of its bound, else CLBT_INVALID_ARGUMENT."""
+    if name in _ROW_NAMES or name == "rows":
+        return ROW_OUT_OF_RANGE
+    return INVALID_BLOCK_ID if name.startswith("block_ids") else INVALID_ARGUMENT
+
+
 def integer(value, name, ctype=ctypes.c_uint32):
     """value as the C type takes it: an int (or anything with __index__,
     not a float) in the type's range; never wrapped."""
@@ -39,8 +48,7 @@ def integer(value, name, ctype=ctypes.c_uint32):
             name, _opencl.describe(value))) from None
     low, high = _RANGES[ctype]
     if not low <= value <= high:
-        status = ROW_OUT_OF_RANGE if name in _ROW_NAMES else INVALID_ARGUMENT
-        raise Error(status, "%s %d is outside [%d, %d]" % (name, value, low, high))
+        raise Error(_status(name), "%s %d is outside [%d, %d]" % (name, value, low, high))
     return value
 
 
@@ -87,8 +95,11 @@ def host_array(values, typecode, name):
         except TypeError as error:
             raise TypeMismatchError(INVALID_ARGUMENT, "%s: %s; a flat sequence of ints "
                                     "expected" % (name, error)) from None
-        except OverflowError as error:
-            raise InvalidArgumentError(INVALID_ARGUMENT, "%s: %s" % (name, error)) from None
+        except OverflowError:  # named as convert names an array's value
+            bounds = np.iinfo(DTYPES[typecode])
+            outside = next(v for v in values if not bounds.min <= v <= bounds.max)
+            raise Error(_status(name), "%s holds %d; %s takes [%d, %d]" % (
+                name, outside, bounds.dtype.name, bounds.min, bounds.max)) from None
         address, count = held.buffer_info()
         return held, address, count
     if isinstance(values, (str, bytes)) or not hasattr(values, "__array__"):
@@ -115,10 +126,46 @@ def convert(values, dtype, name):
     bounds = np.iinfo(dtype)
     low, high = int(values.min()), int(values.max())
     if low < bounds.min or high > bounds.max:
-        raise InvalidArgumentError(INVALID_ARGUMENT, "%s holds %d; %s takes [%d, %d]" % (
+        raise Error(_status(name), "%s holds %d; %s takes [%d, %d]" % (
             name, low if low < bounds.min else high, np.dtype(dtype).name, bounds.min,
             bounds.max))
     return values.astype(dtype)
+
+
+# What a group's ids may be on group_ids' quick path: each is iterated.
+_FLAT = (list, tuple, range, np.ndarray)
+
+
+def group_ids(block_ids, counts, name="block_ids"):
+    """One row update of every group in the layout of
+    clbt_multi_table_update_row: block_ids (one sequence of ids per group)
+    as one int32 array of every group's ids end to end, which it returns,
+    and each group's count set in counts (a size_t array of one entry per
+    group). A decode step's lists of Python ints are copied by the array
+    module at once (one group, the common case, with no chain between);
+    anything else, and anything refused, goes through host_array group by
+    group, which names the group and what is wrong with it."""
+    num_groups = len(counts)
+    if (type(block_ids) is tuple or type(block_ids) is list) and len(block_ids) == num_groups:
+        try:
+            if num_groups == 1:
+                if type(block_ids[0]) in _FLAT:
+                    ids = array.array(INT32, block_ids[0])
+                    counts[0] = len(ids)
+                    return ids
+            elif all(type(ids) in _FLAT for ids in block_ids):
+                ids = array.array(INT32, chain.from_iterable(block_ids))
+                counts[:] = array.array(SIZE, map(len, block_ids))
+                return ids
+        except (TypeError, OverflowError):
+            pass  # named below
+    groups = sequence(block_ids, name)
+    if len(groups) != num_groups:
+        raise InvalidArgumentError(INVALID_ARGUMENT, "%s has %d entries; the table has %d "
+                                   "groups" % (name, len(groups), num_groups))
+    held = [host_array(ids, INT32, "%s[%d]" % (name, g)) for g, ids in enumerate(groups)]
+    counts[:] = array.array(SIZE, [h[2] for h in held])
+    return array.array(INT32, chain.from_iterable(h[0] for h in held))
 
 
 def sequence(values, name):

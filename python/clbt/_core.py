@@ -26,10 +26,9 @@ from ._arguments import INT32, INT64, SIZE, UINT32
 from ._errors import (BUFFER_TOO_SMALL, INVALID_ARGUMENT, NULL_ARGUMENT, TOO_MANY_REQUESTS,
                       TOO_MANY_TOKENS, Error, InvalidArgumentError, TypeMismatchError)
 from ._threads import one_thread_at_a_time
-from ._library import (EXPORT_CONTEXT, EXPORT_DENSE, CommitInfo, ExportBuffers, ExportRequest,
-                       GroupConfig, HostStep, MultiHostStep, MultiTableConfig, Step, TableConfig,
-                       TokenSlotsRequest,
-                       lib)
+from ._library import (EXPORT_CONTEXT, EXPORT_DENSE, ROW_APPEND, ROW_REPLACE, CommitInfo,
+                       ExportBuffers, ExportRequest, GroupConfig, HostStep, MultiHostStep,
+                       MultiTableConfig, Step, TableConfig, TokenSlotsRequest, lib)
 
 PAD_SLOT_ID = -1
 
@@ -70,6 +69,19 @@ def _export_parts(context: bool, dense_row_pitch: Optional[int]) -> Tuple[int, i
 def _check(status: int) -> None:
     if status:
         raise Error(status, lib.clbt_last_error().decode())
+
+
+def block_table_width(max_num_blocks: int, block_size: int, kernel_block_size: int = 0,
+                      token_alignment: int = 0) -> int:
+    """clbt_block_table_width: a row's width in kernel blocks
+    (kernel_block_size 0: block_size; token_alignment 0: none)."""
+    width = c_uint32()
+    _check(lib.clbt_block_table_width(check.u32(max_num_blocks, "max_num_blocks"),
+                                      check.u32(block_size, "block_size"),
+                                      check.u32(kernel_block_size, "kernel_block_size"),
+                                      check.u32(token_alignment, "token_alignment"),
+                                      byref(width)))
+    return width.value
 
 
 class SlotMode(enum.IntEnum):
@@ -228,6 +240,23 @@ class Device(_Closable):
         if self.closed:
             return "<clbt.Device closed>"
         return "clbt.Device(%r)" % self.selector
+
+
+_default_device = []
+
+
+def shared_device(device: Any) -> Device:
+    """A clbt.Device as given, a CLBT_DEVICE selector opened, or for
+    anything else (a torch.device, as vLLM's code passes) the process's
+    default device, opened once and shared (the vLLM facade's)."""
+    if isinstance(device, Device):
+        return device
+    if isinstance(device, str) and device not in ("cpu", "cuda") and \
+            not device.startswith(("cuda:", "cpu:")):
+        return Device(device)
+    if not _default_device:
+        _default_device.append(Device())
+    return _default_device[0]
 
 
 def _needed(name, num_reqs, num_tokens):
@@ -470,6 +499,20 @@ class _Rows(_Closable):
                                        "num_tokens is needed with a positions buffer")
         return check.u32(lengths.get("positions", 0), "num_tokens")
 
+    def _enqueue_step(self, step) -> None:
+        """Enqueues a step whose struct the caller filled (step: byref() of
+        a Step; its batch inputs buffer handles, which C checks), without
+        the table's lock: for the vLLM facade, which holds its own for
+        every call that reaches C."""
+        _check(self._step(self._live(), step, 0, None, None))
+
+    def _enqueue_slot_mapping(self, num_reqs: int, query_start_loc: int, positions: int,
+                              num_tokens: int) -> None:
+        """compute_slot_mapping of two buffer handles, as _enqueue_step."""
+        _check(self._slot_mapping(self._live(), check.u32(num_reqs, "num_reqs"),
+                                  query_start_loc, positions,
+                                  check.u32(num_tokens, "num_tokens"), 0, None, None))
+
     def _enqueue(self, function, handle, arguments, waits, event):
         count, address, held = waits
         out = c_void_p() if event else None
@@ -608,15 +651,36 @@ class Table(_Rows):
     def append_row(self, row: int, block_ids: HostArray) -> None:
         """Appends KV-manager block ids to a row (each split into kernel
         blocks when kernel_block_size is smaller)."""
-        handle = self._live()
-        held, address, count = check.host_array(block_ids, INT32, "block_ids")
-        _check(lib.clbt_table_append_row(handle, check.u32(row, "row"), address, count))
+        self._update_row(row, block_ids, ROW_APPEND)
 
     def add_row(self, row: int, block_ids: HostArray) -> None:
         """Replaces a row's blocks with block_ids."""
-        handle = self._live()
+        self._update_row(row, block_ids, ROW_REPLACE)
+
+    def _update_row(self, row, block_ids, how):
+        """append_row or add_row (how: ROW_APPEND, ROW_REPLACE) without the
+        table's lock: for those two, which hold it, and for the vLLM
+        facade's row updates, which hold the facade's."""
+        # The decode step's hot path: _live, u32 and _check inlined.
+        c = self._c
+        if c is None or not c.open:
+            self._live()  # raises: the table is closed
         held, address, count = check.host_array(block_ids, INT32, "block_ids")
-        _check(lib.clbt_table_add_row(handle, check.u32(row, "row"), address, count))
+        if type(row) is not int or not 0 <= row <= 0xFFFFFFFF:
+            row = check.u32(row, "row")
+        update = lib.clbt_table_add_row if how == ROW_REPLACE else lib.clbt_table_append_row
+        status = update(c.pointer, row, address, count)
+        if status:
+            _check(status)
+
+    def _buffers(self) -> dict:
+        """The handles of the table's device buffers, by what they hold
+        (what the vLLM facade's device arrays view)."""
+        handle = self._live()
+        return {"rows": lib.clbt_table_device_data(handle),
+                "lengths": lib.clbt_table_device_row_lengths(handle),
+                "slots": lib.clbt_table_slot_mapping(handle),
+                "gathered": lib.clbt_table_gathered_rows(handle)}
 
     def truncate_row(self, row: int, num_blocks: int) -> None:
         """Keeps a row's first num_blocks KV-manager blocks and zeroes the
@@ -971,6 +1035,8 @@ class MultiTable(_Rows):
                          config.max_num_reqs, config.max_num_batched_tokens)
         self.groups = [Table._group(self, lib.clbt_multi_table_group(out.value, g), group)
                        for g, group in enumerate(groups)]
+        self._counts = array.array(SIZE, [0]) * len(groups)  # _update_row's
+        self._counts_at = self._counts.buffer_info()[0]
         for table in self.groups:
             table._commit_mode = CommitMode(commit_mode)
 
@@ -1001,11 +1067,31 @@ class MultiTable(_Rows):
 
     def append_row(self, row: int, block_ids: Sequence[HostArray]) -> None:
         """Appends block_ids[g] to the row of each group g."""
-        self._row(lib.clbt_multi_table_append_row, row, block_ids)
+        self._update_row(row, block_ids, ROW_APPEND)
 
     def add_row(self, row: int, block_ids: Sequence[HostArray]) -> None:
         """Replaces the row of each group g with block_ids[g]."""
-        self._row(lib.clbt_multi_table_add_row, row, block_ids)
+        self._update_row(row, block_ids, ROW_REPLACE)
+
+    def _update_row(self, row, block_ids, how):
+        """append_row or add_row in one C call (clbt_multi_table_update_row),
+        without the table's lock: for those two, which hold it, and for the
+        vLLM facade's row updates, which hold the facade's. Returns the
+        ids it gave C, every group's end to end: the copy of the update."""
+        # The decode step's hot path: _live, u32 and _check inlined, and
+        # the counts written into the table's own array (_counts), which
+        # one update at a time uses: its caller holds a lock.
+        c = self._c
+        if c is None or not c.open:
+            self._live()  # raises: the table is closed
+        ids = check.group_ids(block_ids, self._counts)
+        if type(row) is not int or not 0 <= row <= 0xFFFFFFFF:
+            row = check.u32(row, "row")
+        status = lib.clbt_multi_table_update_row(c.pointer, row, self._counts_at,
+                                                 ids.buffer_info()[0], how)
+        if status:
+            _check(status)
+        return ids
 
     def _per_group(self, values, name):
         if type(values) is tuple:
@@ -1025,15 +1111,6 @@ class MultiTable(_Rows):
                                     enumerate(self._per_group(num_blocks, "num_blocks"))])
         _check(lib.clbt_multi_table_truncate_row(handle, check.u32(row, "row"),
                                                  counts.buffer_info()[0]))
-
-    def _row(self, function, row, block_ids):
-        handle = self._live()
-        arrays = [check.host_array(ids, INT32, "block_ids[%d]" % g)
-                  for g, ids in enumerate(self._per_group(block_ids, "block_ids"))]
-        addresses = array.array(SIZE, [a[1] for a in arrays])
-        counts = array.array(SIZE, [a[2] for a in arrays])
-        _check(function(handle, check.u32(row, "row"), addresses.buffer_info()[0],
-                        counts.buffer_info()[0]))
 
     def append_rows(self, rows: HostArray, counts: Sequence[HostArray],
                     block_ids: Sequence[HostArray]) -> None:

@@ -41,7 +41,7 @@ from ctypes import POINTER, byref, c_int32, c_size_t, c_uint, c_void_p
 
 import numpy as np
 
-from ._errors import INVALID_ARGUMENT, InvalidArgumentError, TypeMismatchError
+from ._errors import INVALID_ARGUMENT, Error, InvalidArgumentError, TypeMismatchError
 from ._opencl import describe
 
 _cl = ctypes.CDLL("libOpenCL.so.1")  # own function objects: their own argtypes
@@ -128,7 +128,6 @@ def host_arrays():
 
 def _check(code, call):
     if code:
-        from ._core import Error
         raise Error(code, "%s failed" % call)
 
 
@@ -157,6 +156,24 @@ def _keep(event):
             _in_flight.append(held)
         else:
             _cl.clReleaseEvent(held)
+
+
+def copy_buffer(queue, source, source_offset, target, target_offset, nbytes):
+    """Enqueues a device-side copy of nbytes between two buffers (byte
+    offsets) on queue, in order with clbt's commands; not waited for."""
+    event = c_void_p()
+    _check(_cl.clEnqueueCopyBuffer(queue, source, target, source_offset, target_offset, nbytes,
+                                   0, None, byref(event)), "clEnqueueCopyBuffer")
+    _keep(event)
+
+
+def fill_buffer(queue, target, offset, nbytes, value):
+    """Enqueues a fill of nbytes of a buffer from a byte offset with value
+    (a numpy scalar, whose size is the pattern's) on queue; not waited for."""
+    event, pattern = c_void_p(), np.asarray(value)
+    _check(_cl.clEnqueueFillBuffer(queue, target, pattern.ctypes.data, pattern.nbytes, offset,
+                                   nbytes, 0, None, byref(event)), "clEnqueueFillBuffer")
+    _keep(event)
 
 
 def _release(mem, queue):

@@ -66,6 +66,11 @@ class TypeMismatchError(Error, TypeError):
     called."""
 
 
+def wrong_type(message):
+    """The TypeMismatchError of an argument of the wrong type."""
+    return TypeMismatchError(INVALID_ARGUMENT, message)
+
+
 class OutOfMemoryError(Error, MemoryError):
     """Host or device memory ran out (CLBT_CL_OUT_OF_HOST_MEMORY,
     CLBT_CL_MEM_OBJECT_ALLOCATION_FAILURE)."""

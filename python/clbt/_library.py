@@ -112,6 +112,7 @@ STEP_DUMMY = 8  # CLBT_STEP_DUMMY (0.4): a dummy run
 EXPORT_CONTEXT = 1  # CLBT_EXPORT_CONTEXT
 EXPORT_DENSE = 2  # CLBT_EXPORT_DENSE
 STEP_STATE_SLOTS = 16  # CLBT_STEP_STATE_SLOTS (0.4): NONE groups' state ids
+ROW_APPEND, ROW_REPLACE = 0, 1  # clbt_row_update (0.6)
 
 
 class TokenSlotsRequest(_SizedConfig):
@@ -164,8 +165,7 @@ _FUNCTIONS = {
     "clbt_table_slot_mapping": (_handle, (_handle,)),
     "clbt_multi_table_create": (_status, (_handle, _pointer, _pointer)),
     "clbt_multi_table_destroy": (None, (_handle,)),
-    "clbt_multi_table_append_row": (_status, (_handle, c_uint32, _pointer, _pointer)),
-    "clbt_multi_table_add_row": (_status, (_handle, c_uint32, _pointer, _pointer)),
+    "clbt_multi_table_update_row": (_status, (_handle, c_uint32, _pointer, _pointer, c_int)),
     "clbt_multi_table_group": (_handle, (_handle, c_uint32)),
     "clbt_table_truncate_row": (_status, (_handle, c_uint32, c_size_t)),
     "clbt_multi_table_truncate_row": (_status, (_handle, c_uint32, _pointer)),

@@ -18,8 +18,8 @@ import inspect
 def one_thread_at_a_time(lock_of, unlocked=()):
     """A class decorator: each public method and property defined in the
     class, and close, runs holding lock_of(self); the methods named in
-    unlocked do not (the facade's row updates, which only record: see
-    vllm.py)."""
+    unlocked take it in their own body (the facade's row updates, the
+    decode step's hot path: see vllm.py)."""
     def decorate(cls):
         for name, value in list(vars(cls).items()):
             if (name.startswith("_") and name != "close") or name in unlocked:

@@ -14,34 +14,37 @@ Their device tensors (``.gpu``, ``input_block_tables``, ``slot_mappings``,
 (_device_array.py): indexing, ``fill_``, ``copy_``, ``cpu()``, ``numpy()``
 and torch's functions work on them as on vLLM's tensors.
 
-Row updates are recorded when called and applied in one C call at the next
-use of the rows, and a commit is carried out by the step that follows it:
-a decode step is a Python call per row update and one clbt step, whatever
-its number of rows and groups (docs/python.md, "How the facade runs a
-step"). Every argument is checked when it is given, so a refused call still
-raises at once and changes nothing. docs/python.md lists every difference
-from vLLM; each method's docstring names its own.
+Every row update goes to C when it is called, which checks it against the
+rows as they are and refuses it whole or applies it (one call per vLLM
+append_row, every group at once); a commit is carried out by the step that
+follows it, so a decode step is a C call per row update and one clbt step,
+whatever its number of rows and groups (docs/python.md, "How the facade
+runs a step"). The facade checks only what C cannot see: the types and
+lengths of what it hands C (_arguments). docs/python.md lists every
+difference from vLLM; each method's docstring names its own.
 """
-import array
-import enum
 import inspect
-import threading
-from ctypes import addressof, byref, c_char, c_uint32
-from itertools import chain
 
 import numpy as np
 
-from . import _core, _kv_cache, _opencl
+from . import _arguments as check
+from . import _core
+from ._cache_ops import reshape_and_cache_flash
 from ._core import PAD_SLOT_ID
-from ._device_array import DeviceArray, Memory, StackedDeviceArray
-from ._errors import Error, TypeMismatchError
+from ._errors import (INVALID_ARGUMENT as _INVALID_ARGUMENT, INVALID_CONFIG as _INVALID_CONFIG,
+                      Error, wrong_type as _wrong_type)
+from ._facade import (RowCapacityError, SlotMappingMode, _batch_inputs, _Closes, _Engine,
+                      _fixed, _listed, _owed_rows, _per_group, _serialised, _slot_mode,
+                      _token_count)
+from ._library import ROW_APPEND, ROW_REPLACE
+from ._mrv2 import BlockTables
 from ._opencl import describe
-from ._threads import one_thread_at_a_time
-from ._library import STEP_DUMMY, STEP_GATHER, Step, lib
 
 __all__ = ["BlockTable", "BlockTables", "MultiGroupBlockTable", "PAD_SLOT_ID",
            "RowCapacityError", "SlotMappingMode", "get_block_table_width",
            "reshape_and_cache_flash"]
+for _public in (BlockTables, RowCapacityError, SlotMappingMode, reshape_and_cache_flash):
+    _public.__module__ = __name__  # shown as clbt.vllm's, where callers find them
 
 
 def __dir__():
@@ -50,23 +53,6 @@ def __dir__():
     Step, ...), which are no part of its interface (PEP 562)."""
     return sorted(__all__ + [name for name in globals() if name.startswith("__")])
 
-from ._errors import (BUFFER_TOO_SMALL as _BUFFER_TOO_SMALL,
-                      INVALID_ARGUMENT as _INVALID_ARGUMENT,
-                      INVALID_BLOCK_ID as _INVALID_BLOCK_ID, INVALID_CONFIG as _INVALID_CONFIG,
-                      ROW_OUT_OF_RANGE as _ROW_OUT_OF_RANGE, ROW_OVERFLOW as _ROW_OVERFLOW,
-                      TOO_MANY_REQUESTS as _TOO_MANY_REQUESTS)
-_INT32_MAX = 0x7FFFFFFF
-
-
-class RowCapacityError(Error, RuntimeError):
-    """An append that would outgrow a row: the RuntimeError Model Runner
-    V2's BlockTables raises, with clbt's CLBT_ROW_OVERFLOW status."""
-
-
-def _wrong_type(message):
-    """The error of an argument of the wrong type: a TypeError."""
-    return TypeMismatchError(_INVALID_ARGUMENT, message)
-
 
 def get_block_table_width(max_num_blocks, block_size, kernel_block_size=None, *,
                           token_alignment=128):
@@ -74,567 +60,8 @@ def get_block_table_width(max_num_blocks, block_size, kernel_block_size=None, *,
     none) and kernel-block splitting."""
     if token_alignment is not None and token_alignment <= 0:
         raise Error(_INVALID_ARGUMENT, "token_alignment must be positive")
-    width = c_uint32()
-    _core._check(lib.clbt_block_table_width(_u32(max_num_blocks, "max_num_blocks"),
-                                            _u32(block_size, "block_size"),
-                                            _u32(kernel_block_size or 0, "kernel_block_size"),
-                                            _u32(token_alignment or 0, "token_alignment"),
-                                            byref(width)))
-    return width.value
-
-
-class SlotMappingMode(enum.Enum):
-    TOKEN_TO_KV_SLOT = "token_to_kv_slot"
-    NONE = "none"
-
-
-_default_device = []
-
-
-def _device(device):
-    """A clbt.Device, a CLBT_DEVICE selector, or anything else (a
-    torch.device): the default device, opened once and shared."""
-    if isinstance(device, _core.Device):
-        return device
-    if isinstance(device, str) and device not in ("cpu", "cuda") and \
-            not device.startswith(("cuda:", "cpu:")):
-        return _core.Device(device)
-    if not _default_device:
-        _default_device.append(_core.Device())
-    return _default_device[0]
-
-
-def _u32(value, name):
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise _wrong_type("%s is %s; an integer expected" % (name, describe(value))) from None
-    if number != value or not 0 <= number <= 0xFFFFFFFF:
-        raise Error(_INVALID_ARGUMENT, "%s %r is not an integer in [0, 4294967295]" % (
-            name, value))
-    return number
-
-
-def _row_index(row, max_num_reqs, name="row_idx"):
-    if type(row) is not int:
-        try:
-            row = int(row.__index__())
-        except AttributeError:
-            raise _wrong_type("%s is %s; an integer expected" % (name, describe(row))) from None
-    if not 0 <= row < max_num_reqs:
-        raise Error(_ROW_OUT_OF_RANGE, "%s %d is out of range: max_num_reqs is %d" % (
-            name, row, max_num_reqs))
-    return row
-
-
-def _ids(block_ids, per_kv, name):
-    """block_ids as array('i'): a list, tuple, range or 1-D integer array
-    of ids in [0, INT32_MAX] whose kernel blocks fit in int32."""
-    kind = type(block_ids)
-    if kind is list or kind is tuple or kind is range:
-        try:
-            ids = array.array("i", block_ids)
-        except OverflowError:
-            raise Error(_INVALID_BLOCK_ID, "%s holds an id outside int32" % name) from None
-        except TypeError:
-            raise _wrong_type("%s holds %s; a 1-D sequence of ints expected" % (
-                name, ", ".join(sorted({describe(b) for b in block_ids
-                                        if type(b) is not int})))) from None
-    elif isinstance(block_ids, (int, float, str, bytes)) or not hasattr(block_ids, "__len__"):
-        raise _wrong_type("%s is %s; a 1-D sequence of ints expected" % (
-            name, describe(block_ids)))
-    else:
-        values = np.asarray(block_ids)
-        if values.ndim != 1:
-            raise _wrong_type("%s has shape %s; a 1-D sequence of ints expected" % (
-                name, values.shape))
-        if values.size and values.dtype.kind not in "iu":
-            raise _wrong_type("%s has dtype %s; ints expected" % (name, values.dtype))
-        if values.size and (values.min() < 0 or values.max() > _INT32_MAX):
-            raise Error(_INVALID_BLOCK_ID, "%s holds %d; block ids are in [0, %d]" % (
-                name, values.min() if values.min() < 0 else values.max(), _INT32_MAX))
-        ids = array.array("i", values.astype(np.int32).tobytes())
-    if ids:
-        low, high = min(ids), max(ids)
-        limit = (_INT32_MAX - per_kv + 1) // per_kv
-        if low < 0 or high > limit:
-            raise Error(_INVALID_BLOCK_ID, "%s holds %d; with %d kernel blocks a block, ids "
-                        "are in [0, %d]" % (name, low if low < 0 else high, per_kv, limit))
-    return ids
-
-
-def _vector(values, dtype, name):
-    """values as a 1-D contiguous array of dtype (uint32 or int32), as the
-    batch calls hand it to C; refused when it is not one, or holds a value
-    dtype cannot (a negative row, an id outside int32)."""
-    if type(values) is np.ndarray and values.dtype is dtype and values.ndim == 1 and \
-            values.strides[0] == 4:
-        return values
-    if isinstance(values, (int, float, str, bytes)) or not hasattr(values, "__len__"):
-        raise _wrong_type("%s is %s; a 1-D sequence of ints expected" % (name,
-                                                                          describe(values)))
-    converted = np.asarray(values)
-    if converted.ndim != 1:
-        raise _wrong_type("%s has shape %s; a 1-D sequence of ints expected" % (
-            name, converted.shape))
-    if converted.size == 0:
-        return np.zeros(0, dtype)
-    if converted.dtype.kind not in "iu":
-        raise _wrong_type("%s has dtype %s; ints expected" % (name, converted.dtype))
-    bounds = np.iinfo(dtype)
-    low, high = int(converted.min()), int(converted.max())
-    if low < bounds.min or high > bounds.max:
-        status = _ROW_OUT_OF_RANGE if name == "rows" else _INVALID_BLOCK_ID \
-            if name.startswith("block_ids") else _INVALID_ARGUMENT
-        raise Error(status, "%s holds %d; %s takes [%d, %d]" % (
-            name, low if low < bounds.min else high, dtype.name, bounds.min, bounds.max))
-    return np.ascontiguousarray(converted, dtype)
-
-
-_UINT32, _INT32, _INT64 = np.dtype(np.uint32), np.dtype(np.int32), np.dtype(np.int64)
-
-
-def _address(values):
-    """The address of a contiguous array's first element (the cheaper way
-    for a writable one)."""
-    try:
-        return addressof(c_char.from_buffer(values))
-    except (TypeError, ValueError):  # read-only, or empty
-        return values.ctypes.data
-
-
-def _total(counts):
-    """The sum of a uint32 array, as a Python int."""
-    return sum(counts.tolist()) if counts.size <= 256 else int(counts.sum())
-
-
-def _row_overflow(grouped):
-    """The CLBT_ROW_OVERFLOW error of vLLM's v1 classes' updates (naming
-    the group in a multi-group table)."""
-    def error(row, g, length, width):
-        return Error(_ROW_OVERFLOW, "%srow %d would hold %d kernel blocks; its width is %d" % (
-            "groups[%d]: " % g if grouped else "", row, length, width))
-    return error
-
-
-def _capacity_overflow(row, g, length, width):
-    """Model Runner V2's row-capacity error."""
-    return RowCapacityError(_ROW_OVERFLOW, "request %d, group %d exceeds row capacity "
-                            "(%d > %d)" % (row, g, length, width))
-
-
-class _Closes:
-    """The facade classes' with-block: leaving it calls close()."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exception):
-        self.close()
-
-
-class _Engine:
-    """A clbt multi-group table and what the facade defers on it: row
-    updates recorded but not yet given to C (applied in one batch call, in
-    order, before anything reads or changes the rows otherwise), a commit
-    (carried out by the next step, or by the first read of the device
-    rows), and, for BlockTables, a gather (merged into the slot mapping's
-    step when idx_mapping is the same)."""
-
-    def __init__(self, device, groups, max_num_reqs, max_num_batched_tokens, cp_world_size,
-                 cp_rank, cp_interleave_size, exact_widths, zero_gathered_tails=False):
-        # What every facade object on the engine holds in each public call
-        # (_threads): their state and the table's, one thread at a time.
-        self.lock = threading.RLock()
-        self.device = _device(device)
-        self.settings = dict(groups=groups, max_num_reqs=max_num_reqs,
-                             max_num_batched_tokens=max_num_batched_tokens,
-                             exact_widths=exact_widths, zero_gathered_tails=zero_gathered_tails)
-        self.max_num_reqs, self.max_num_batched_tokens = max_num_reqs, max_num_batched_tokens
-        self.layout = (cp_world_size, cp_rank, cp_interleave_size)
-        self.wanted = self.layout
-        self.table = None
-        self.per_kv = None  # once C has checked the block sizes (_build)
-        self._build_step()
-        self._build()
-
-    def _build_step(self):
-        self.step_struct = Step()
-        self.step_address = byref(self.step_struct)
-
-    def _build(self):
-        world, rank, interleave = self.wanted
-        table = _core.MultiTable(self.device, cp_world_size=world, cp_rank=rank,
-                                 cp_interleave_size=interleave, **self.settings)
-        # After C refused a block size of 0 by name (it would divide here).
-        self.per_kv = [g.block_size // (g.kernel_block_size or g.block_size)
-                       for g in self.settings["groups"]]
-        if self.table is not None:
-            self.table.close()
-        self.table, self.layout = table, self.wanted
-        self.groups = table.groups
-        self.widths = [group.width for group in self.groups]
-        # Each group's row lengths as int32 (vLLM's dtype; they fit).
-        self.lengths = [group.row_lengths.view(np.int32) for group in self.groups]
-        self.limits = [(width, k, (_INT32_MAX - k + 1) // k)
-                       for width, k in zip(self.widths, self.per_kv)]
-        self.pending = []  # (row, replace, ids per group), in call order
-        self.known = {}  # row -> its lengths once the pending updates apply
-        self.open = True
-        self.commit_rows = 0  # a commit of rows [0, commit_rows) is owed
-        self.gather = None  # (idx_mapping, num_reqs_padded) owed
-        self.arrays = {}
-
-    def relayout(self):
-        """Makes a CP layout assigned after construction take effect: a new
-        table, while no row holds blocks (clbt specialises each table's
-        kernel for its layout)."""
-        if self.wanted == self.layout:
-            self.wanted = self.layout
-            return
-        with self.lock:  # the row updates call this unlocked
-            self._relayout()
-
-    def _relayout(self):
-        self.apply_rows()
-        if any(lengths.any() for lengths in self.lengths):
-            wanted, self.wanted = self.wanted, self.layout
-            raise Error(_INVALID_CONFIG, "dcp_world_size, dcp_rank and cp_kv_cache_"
-                        "interleave_size (%d, %d, %d) can change only while every row is "
-                        "empty: clbt specialises the table's kernel for its layout at "
-                        "creation; set them before the first append_row" % wanted)
-        try:
-            self._build()
-        except Error:
-            self.wanted = self.layout
-            raise
-
-    def update(self, row, block_ids, replace, overflow, only=None):
-        """Checks and records one row update of every group: block_ids[g]
-        appended to (or, with replace, written over) the row of group g,
-        checked against the row as the updates before it leave it. With
-        only (a group index), the update is that group's alone: a group
-        view's, which leaves the other groups' rows as they are (their
-        block_ids entries are empty). row is a checked index;
-        overflow(row, g, length, width) makes the error of a row that
-        would outgrow its width. Returns the row's lengths before the
-        update and the ids recorded. Nothing is recorded when anything is
-        refused.
-        The hot path of a decode step: a list of Python ints per group is
-        copied into a tuple and checked there; anything else goes through
-        _ids, which copies it too. What is recorded is those copies, so a
-        caller's later change to its lists changes nothing."""
-        if not self.open:
-            self.table._live()  # raises: the table is closed
-        limits = self.limits
-        if (type(block_ids) is not tuple and type(block_ids) is not list) or \
-                len(block_ids) != len(limits):
-            raise _wrong_type("block_ids is %s; a sequence with one entry per group (%d) "
-                              "expected" % (describe(block_ids), len(limits)))
-        known = self.known
-        before = known.get(row)
-        if before is None:
-            before = [lengths.item(row) for lengths in self.lengths]
-        # What each group's new ids go after: nothing where they replace.
-        kept = before
-        if replace:
-            kept = [0] * len(limits) if only is None else before[:only] + [0] + before[only + 1:]
-        after, recorded = [], []
-        g = 0
-        for ids in block_ids:
-            width, k, largest = limits[g]
-            if type(ids) is list:
-                ids = tuple(ids)
-                for b in ids:
-                    if type(b) is not int or b < 0 or b > largest:
-                        ids = _ids(ids, k, "block_ids[%d]" % g)
-                        break
-            else:
-                ids = _ids(ids, k, "block_ids[%d]" % g)
-            length = len(ids) * k + kept[g]
-            if length > width:
-                raise overflow(row, g, length, width)
-            after.append(length)
-            recorded.append(ids)
-            g += 1
-        self.pending.append((row, replace, recorded, only))
-        known[row] = after
-        return before, recorded
-
-    def batch(self, rows, counts, block_ids, replace, grouped=True, only=None):
-        """The batch updates (append_rows, add_rows) of every group, in one
-        C call after the recorded updates: counts[g] and block_ids[g] are
-        group g's, checked here for what C cannot check, that block_ids[g]
-        holds the sum of counts[g] (C reads that many). With only (a group
-        index), counts and block_ids hold that group's alone, and the call
-        goes to its own table, which leaves the other groups' rows."""
-        if self.wanted is not self.layout:
-            self.relayout()
-        if self.pending:
-            self.apply_rows()
-        if not self.open:
-            self.table._live()  # raises: the table is closed
-        groups = range(len(self.limits)) if only is None else (only,)
-        rows = _vector(rows, _UINT32, "rows")
-        if isinstance(counts, (int, str, bytes)) or isinstance(block_ids, (int, str, bytes)) \
-                or len(counts) != len(groups) or len(block_ids) != len(groups):
-            raise _wrong_type("counts and block_ids need %d groups each" % len(groups))
-        held, count_addresses, id_addresses = [], array.array("Q"), array.array("Q")
-        for i, g in enumerate(groups):
-            which = "[%d]" % g if grouped else ""
-            group_counts = _vector(counts[i], _UINT32, "counts" + which)
-            group_ids = _vector(block_ids[i], _INT32, "block_ids" + which)
-            if group_counts.size != rows.size:
-                raise Error(_INVALID_ARGUMENT, "counts%s holds %d entries; rows holds %d" % (
-                    which, group_counts.size, rows.size))
-            needed = _total(group_counts)
-            if needed > group_ids.size:
-                raise Error(_INVALID_ARGUMENT, "block_ids%s holds %d values; sum(counts%s) "
-                            "needs %d" % (which, group_ids.size, which, needed))
-            held += (group_counts, group_ids)
-            count_addresses.append(_address(group_counts) if group_counts.size else 0)
-            id_addresses.append(_address(group_ids) if group_ids.size else 0)
-        rows_address = _address(rows) if rows.size else None
-        if only is None:
-            function = lib.clbt_multi_table_add_rows if replace \
-                else lib.clbt_multi_table_append_rows
-            _core._check(function(self.table._live(), rows.size, rows_address,
-                                  count_addresses.buffer_info()[0], id_addresses.buffer_info()[0]))
-        else:
-            function = lib.clbt_table_add_rows if replace else lib.clbt_table_append_rows
-            _core._check(function(self.groups[only]._live(), rows.size, rows_address,
-                                  count_addresses[0] or None, id_addresses[0] or None))
-
-    def apply_rows(self):
-        """Gives the recorded updates to C: one batch call per run of
-        appends, of replacements, or of one group's replacements, in
-        order."""
-        pending = self.pending
-        if not pending:
-            return
-        self.pending, self.known = [], {}
-        start = 0
-        while start < len(pending):
-            replace, only, end = pending[start][1], pending[start][3], start
-            while end < len(pending) and pending[end][1] == replace and pending[end][3] == only:
-                end += 1
-            self._apply_run(pending[start:end], replace, only)
-            start = end
-
-    def _apply_run(self, entries, replace, only):
-        rows = array.array("I", [entry[0] for entry in entries])
-        counts, flat = [], []
-        for g in range(len(self.limits)) if only is None else (only,):
-            counts.append(array.array("I", [len(entry[2][g]) for entry in entries]))
-            flat.append(array.array("i", chain.from_iterable(entry[2][g] for entry in entries)))
-        if only is not None:  # the group's own table: the others keep their rows
-            function = lib.clbt_table_add_rows if replace else lib.clbt_table_append_rows
-            _core._check(function(self.groups[only]._live(), len(rows), rows.buffer_info()[0],
-                                  counts[0].buffer_info()[0], flat[0].buffer_info()[0]))
-            return
-        function = lib.clbt_multi_table_add_rows if replace else lib.clbt_multi_table_append_rows
-        count_addresses = array.array("Q", [c.buffer_info()[0] for c in counts])
-        id_addresses = array.array("Q", [f.buffer_info()[0] for f in flat])
-        _core._check(function(self.table._live(), len(rows), rows.buffer_info()[0],
-                              count_addresses.buffer_info()[0], id_addresses.buffer_info()[0]))
-
-    def sync(self):
-        """What every read or write of a device array runs first (nothing
-        once the table is closed: the arrays keep their buffers)."""
-        with self.lock:
-            if self.table.closed:
-                return
-            self.relayout()
-            self.apply_rows()
-            if self.gather is not None:
-                self.run_gather()
-            if self.commit_rows:
-                rows, self.commit_rows = self.commit_rows, 0
-                self.table.commit(rows)
-
-    def run_gather(self):
-        idx_mapping, padded = self.gather
-        self.gather = None
-        self.step(len(idx_mapping), np.zeros(len(idx_mapping) + 1, np.int32), np.empty(0, np.int64),
-                  idx_mapping=idx_mapping, num_reqs_padded=padded, flags=STEP_GATHER)
-
-    def step(self, num_reqs, query_start_loc, positions, num_tokens=None, idx_mapping=None,
-             num_reqs_padded=0, flags=0):
-        """A clbt step (it commits every row first, so an owed commit is
-        done). Inputs already on the device (buffer handles, as
-        _batch_input gives them) go straight to C in a Step kept for the
-        purpose; host arrays, or a mix of both, go through MultiTable.step,
-        which uploads the host ones (the handles as clbt.Buffers)."""
-        if self.pending:
-            self.apply_rows()
-        if type(query_start_loc) is int and type(positions) is int and \
-                (idx_mapping is None or type(idx_mapping) is int):
-            step = self.step_struct
-            step.flags = flags  # the facade's own values
-            step.num_reqs = _u32(num_reqs, "num_reqs")
-            step.num_reqs_padded = num_reqs_padded
-            step.num_tokens = _u32(num_tokens, "num_tokens")
-            step.query_start_loc, step.positions = query_start_loc, positions
-            step.idx_mapping = idx_mapping
-            _core._check(lib.clbt_multi_table_enqueue_step(self.table._live(), self.step_address,
-                                                           0, None, None))
-        else:
-            self.table.step(num_reqs, _buffer(query_start_loc), _buffer(positions), num_tokens,
-                            idx_mapping=_buffer(idx_mapping), num_reqs_padded=num_reqs_padded,
-                            flags=flags)
-        self.commit_rows = 0
-
-    def dummy(self, num_reqs_padded, flags):
-        """A dummy run (CLBT_STEP_DUMMY in flags): no request, no token, no
-        batch buffer (NULL), and no commit, so an owed one stays owed."""
-        step = self.step_struct
-        step.flags, step.num_reqs, step.num_reqs_padded, step.num_tokens = \
-            flags, 0, num_reqs_padded, 0
-        step.query_start_loc = step.positions = step.idx_mapping = None
-        _core._check(lib.clbt_multi_table_enqueue_step(self.table._live(), self.step_address,
-                                                       0, None, None))
-
-    def map_slots(self, table, function, num_reqs, query_start_loc, positions, num_tokens):
-        """The slot mapping alone (no commit owed) of table (the engine's
-        MultiTable, or one group's Table) with C function (its
-        enqueue_slot_mapping): device inputs (handles) straight to C, host
-        ones or a mix through the table, which uploads the host ones."""
-        if self.pending:
-            self.apply_rows()
-        if type(query_start_loc) is int and type(positions) is int:
-            _core._check(function(table._live(), _u32(num_reqs, "num_reqs"), query_start_loc,
-                                  positions, _u32(num_tokens, "num_tokens"), 0, None, None))
-        else:
-            table.compute_slot_mapping(num_reqs, _buffer(query_start_loc), _buffer(positions),
-                                       num_tokens)
-
-    def host(self):
-        """Makes the host rows current: a new layout, the recorded
-        updates."""
-        self.relayout()
-        self.apply_rows()
-
-    def device_array(self, key, group, buffer, shape, dtype):
-        """The cached DeviceArray of one of a group's buffers (of this
-        table: _current_sync)."""
-        array_ = self.arrays.get((key, group))
-        if array_ is None:
-            nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
-            memory = Memory(buffer, lib.clbt_device_queue(self.device._live()), nbytes,
-                            self._current_sync())
-            array_ = self.arrays[(key, group)] = DeviceArray(memory, shape, dtype)
-        return array_
-
-    def _current_sync(self):
-        """The sync of the arrays of the table as it is now: a CP layout
-        set later makes a new table (relayout), and an array of the old
-        one would read and write its dead buffers unnoticed, so every use
-        of one raises instead (after sync, which may be what makes the new
-        table). Following the new table is no option for all of them: the
-        host views are numpy's, fixed on the old table's memory."""
-        table = self.table
-
-        def sync():
-            self.sync()
-            if self.table is not table:
-                raise Error(_INVALID_CONFIG, "this device array was taken before the table's "
-                            "CP layout changed (dcp_world_size, dcp_rank, cp_kv_cache_"
-                            "interleave_size): it views the buffers of the table before; "
-                            "take it again (block_table.gpu, slot_mapping.gpu, ...)")
-        return sync
-
-    def rows_array(self, g):
-        group = self.groups[g]
-        return self.device_array("rows", g, lib.clbt_table_device_data(group._live()),
-                                 (self.max_num_reqs, group.width), np.int32)
-
-    def lengths_array(self, g):
-        group = self.groups[g]
-        return self.device_array("lengths", g,
-                                 lib.clbt_table_device_row_lengths(group._live()),
-                                 (self.max_num_reqs,), np.int32)
-
-    def slots_array(self, g):
-        group = self.groups[g]
-        return self.device_array("slots", g, lib.clbt_table_slot_mapping(group._live()),
-                                 (self.max_num_batched_tokens,), np.int64)
-
-    def gathered_array(self, g):
-        group = self.groups[g]
-        return self.device_array("gathered", g, lib.clbt_table_gathered_rows(group._live()),
-                                 (self.max_num_reqs, group.width), np.int32)
-
-    def close(self):
-        self.pending, self.known, self.commit_rows, self.gather = [], {}, 0, None
-        self.open = False
-        self.table.close()
-
-
-def _buffer(value):
-    """A batch input for the table's own step, which uploads host values
-    and takes device arrays but refuses a bare int: a buffer handle (what
-    _batch_input gives for a DeviceArray, checked there) as a clbt.Buffer
-    of its own reference; anything else as it is."""
-    return _opencl.Buffer(value, retain=True) if type(value) is int else value
-
-
-def _batch_inputs(num_reqs, num_tokens, query_start_loc, positions):
-    """query_start_loc (int32[num_reqs + 1]) and positions
-    (int64[num_tokens]) as the clbt step takes them (_batch_input)."""
-    num_tokens = _u32(num_tokens, "num_tokens")
-    return (_batch_input(query_start_loc, "query_start_loc", _INT32, num_reqs + 1,
-                         "num_reqs %d" % num_reqs),
-            _batch_input(positions, "positions", _INT64, num_tokens,
-                         "num_tokens %d" % num_tokens))
-
-
-def _batch_input(value, name, dtype, needed, why):
-    """A batch input as the clbt step takes it: host arrays (numpy, torch
-    CPU tensors, lists) and PyOpenCL arrays as they are (the table checks
-    them); a DeviceArray, once it is checked as C would read it (_device_
-    input), by its buffer when it starts there and has no gaps, else by
-    its first needed elements' contents (C reads a buffer from its start:
-    a view further in would be read from the wrong place)."""
-    if type(value) is DeviceArray:
-        _device_input(value, name, dtype, needed, why)
-        if value._offset or not value.is_contiguous():
-            return value[:needed].numpy()
-        memory = value._memory
-        if memory.sync is not None:
-            memory.sync()
-        return memory.handle
-    if isinstance(value, StackedDeviceArray):
-        return value.numpy()
-    if isinstance(value, (int, float, str, bytes)):
-        raise _wrong_type("%s is %s; an array expected" % (name, describe(value)))
-    return value
-
-
-def _device_input(value, name, dtype, needed, why):
-    """Refuses a DeviceArray C would misread: of another dtype than the
-    one C reads (no conversion happens on the device), not 1-D, or
-    holding fewer elements than the batch reads (its buffer may hold
-    more, which C's own size check would let through)."""
-    if value.np_dtype != dtype:
-        raise _wrong_type("%s has dtype %s; %s expected" % (name, value.np_dtype, dtype.name))
-    if len(value.shape) != 1:
-        raise _wrong_type("%s has shape %s; a 1-D array expected" % (name, value.shape))
-    if value.shape[0] < needed:
-        raise Error(_BUFFER_TOO_SMALL, "%s holds %d values; %s needs %d" % (
-            name, value.shape[0], why, needed))
-
-
-def _token_count(positions, num_tokens):
-    if num_tokens is not None:
-        return num_tokens
-    shape = getattr(positions, "shape", None)
-    if shape is None:
-        if not hasattr(positions, "__len__"):
-            raise _wrong_type("positions is %s; an array expected" % describe(positions))
-        return len(positions)
-    if len(shape) != 1:
-        raise _wrong_type("positions has shape %s; a 1-D array expected" % (tuple(shape),))
-    return int(shape[0])
+    return _core.block_table_width(max_num_blocks, block_size, kernel_block_size or 0,
+                                   token_alignment or 0)
 
 
 class _CpuGpuBuffer:
@@ -644,17 +71,9 @@ class _CpuGpuBuffer:
     def __init__(self, gpu, host):
         self._gpu, self._host = gpu, host
 
-    @property
-    def gpu(self):
-        return self._gpu()
-
-    @property
-    def np(self):
-        return self._host()
-
-    @property
-    def cpu(self):
-        return _core_torch_view(self._host())
+    gpu = property(lambda self: self._gpu())
+    np = property(lambda self: self._host())
+    cpu = property(lambda self: _core_torch_view(self._host()))
 
 
 def _core_torch_view(host):
@@ -670,26 +89,68 @@ def _core_torch_view(host):
         return torch.from_numpy(host)
 
 
-def _fixed(getter, name, doc=None):
-    """A property set at creation: assigning it raises AttributeError
-    saying why, since clbt sizes and specialises a table for it."""
-    def refuse(self, value):
-        raise AttributeError("%s is fixed when the table is made: clbt sizes and specialises "
-                             "the table's buffers and kernel for it; make a new table" % name)
-    return property(getter, refuse, doc=doc)
+@_serialised
+class _RowOperations(_Closes):
+    """vLLM's row operations, each one C call now on the clbt table that
+    _rows() gives: a BlockTable's group (of a MultiGroupBlockTable: that
+    group changes alone, the others keep their rows), a
+    MultiGroupBlockTable's every group (all or nothing)."""
 
+    def _update(how):
+        """append_row or add_row, the decode step's hot path: one C call
+        on _rows(), inlined (self._g is None: every group)."""
+        def update(self, block_ids, row_idx):
+            engine = self._engine
+            with engine.lock:
+                if engine.wanted is not engine.layout:
+                    engine.relayout()
+                rows = engine.table if self._g is None else engine.groups[self._g]
+                rows._update_row(row_idx, block_ids, how)
+        return update
 
-# Every facade call that reaches C holds the engine's lock; the row
-# updates do not, for they only record (the decode step's hot path, where
-# the lock would add about 0.4 us to a call of about 1): threads sharing a
-# facade object never crash it, but its rows are then whichever order
-# their updates were recorded in (docs/python.md, "Threads").
-_ROW_UPDATES = ("append_row", "add_row", "append_block_ids")
-_serialised = one_thread_at_a_time(lambda self: self._engine.lock, _ROW_UPDATES)
+    append_row = _update(ROW_APPEND)
+    append_row.__doc__ = """Appends block_ids (a MultiGroupBlockTable's: block_ids[g]
+        to group g's row)."""
+    add_row = _update(ROW_REPLACE)
+    add_row.__doc__ = """Replaces the row with block_ids, as append_row takes them."""
+    del _update
+
+    def _current(self):
+        """_rows(), in the table's current layout."""
+        self._engine.relayout()
+        return self._rows()
+
+    def clear_row(self, row_idx):
+        self._current().clear_row(row_idx)
+
+    def move_row(self, src, tgt):
+        """Moves row src to tgt and clears src. Departure: move_row(r, r)
+        keeps the row (vLLM erases it)."""
+        self._current().move_row(src, tgt)
+
+    def swap_row(self, src, tgt):
+        self._current().swap_row(src, tgt)
+
+    def append_rows(self, rows, counts, block_ids):
+        """Extension: many append_row calls in one, all or nothing. Entry
+        i appends counts[i] ids to rows[i], its ids right after entry
+        i-1's in block_ids (a MultiGroupBlockTable's: counts[g] and
+        block_ids[g] are group g's, the rows are shared)."""
+        self._current().append_rows(rows, counts, block_ids)
+
+    def add_rows(self, rows, counts, block_ids):
+        """Extension: many add_row calls in one, laid out as append_rows."""
+        self._current().add_rows(rows, counts, block_ids)
+
+    def clear(self):
+        """Zeroes every row and length on the host and the device.
+        Departure: vLLM keeps the lengths, so its next append_row would
+        start after a run of block 0."""
+        self._current().clear()
 
 
 @_serialised
-class BlockTable(_Closes):
+class BlockTable(_RowOperations):
     """vLLM's BlockTable (one KV-cache group) on clbt. A BlockTable made
     here has a one-group table of its own; one from a MultiGroupBlockTable
     is a view of its group."""
@@ -721,11 +182,11 @@ class BlockTable(_Closes):
         k = engine.per_kv[g]
         self._k = k
         self._kernel_block_arange = np.arange(0, k).reshape(1, -1) if k != 1 else None
-        self.block_table = _CpuGpuBuffer(lambda: engine.rows_array(self._g), self.get_numpy_array)
-        self.slot_mapping = _CpuGpuBuffer(lambda: engine.slots_array(self._g),
+        self.block_table = _CpuGpuBuffer(lambda: engine.device_array("rows", self._g),
+                                         self.get_numpy_array)
+        self.slot_mapping = _CpuGpuBuffer(lambda: engine.device_array("slots", self._g),
                                           self._read_slot_mapping)
         self._kv_block_size = group.block_size
-        self._overflow = _row_overflow(owner is not None)
 
     # What the table is sized and specialised for: fixed at creation.
     max_num_reqs = _fixed(lambda self: self._engine.max_num_reqs, "max_num_reqs")
@@ -743,7 +204,7 @@ class BlockTable(_Closes):
         return self._engine.wanted[index]
 
     def _set_layout(self, index, value, name):
-        number = _u32(value, name)
+        number = check.u32(value, name)
         wanted = list(self._engine.wanted)
         wanted[index] = number
         self._engine.wanted = tuple(wanted)
@@ -763,17 +224,14 @@ class BlockTable(_Closes):
     def num_blocks_per_row(self):
         """Each row's length in kernel blocks: a read-only int32 view of the
         host lengths (vLLM's is writable)."""
-        engine = self._engine
-        engine.host()
-        return engine.lengths[self._g]
+        self._engine.relayout()
+        return self._engine.lengths[self._g]
 
     def get_numpy_array(self):
         """The host rows: a read-only numpy view (vLLM's is writable; rows
         change through the row operations, which record what the next
         commit moves)."""
-        engine = self._engine
-        engine.host()
-        return engine.groups[self._g].host_rows
+        return self._current().host_rows
 
     def get_cpu_tensor(self):
         """The host rows as a torch tensor on the same memory (the numpy
@@ -783,10 +241,10 @@ class BlockTable(_Closes):
     def get_device_tensor(self, num_reqs):
         """Rows [0, num_reqs) on the device: a DeviceArray view."""
         self._engine.relayout()
-        return self._engine.rows_array(self._g)[:num_reqs]
+        return self._engine.device_array("rows", self._g)[:num_reqs]
 
     def _read_slot_mapping(self):
-        return self._engine.slots_array(self._g).numpy()
+        return self._engine.device_array("slots", self._g).numpy()
 
     @staticmethod
     def map_to_kernel_blocks(kv_manager_block_ids, blocks_per_kv_block, kernel_block_arange):
@@ -799,64 +257,8 @@ class BlockTable(_Closes):
 
     # ---- row operations ---------------------------------------------------
 
-    def append_row(self, block_ids, row_idx):
-        self._update(block_ids, row_idx, False)
-
-    def add_row(self, block_ids, row_idx):
-        self._update(block_ids, row_idx, True)
-
-    def _update(self, block_ids, row_idx, replace):
-        engine = self._engine
-        if engine.wanted is not engine.layout:
-            engine.relayout()
-        if type(row_idx) is not int or not 0 <= row_idx < engine.max_num_reqs:
-            row_idx = _row_index(row_idx, engine.max_num_reqs)
-        if self._owner is None:
-            engine.update(row_idx, (block_ids,), replace, self._overflow)
-        else:
-            every = [[]] * len(engine.limits)
-            every[self._g] = block_ids
-            # A group's replacement is its own (only=); its append of
-            # nothing to the other groups changes nothing, so appends stay
-            # in the every-group runs and batch with the table's own.
-            engine.update(row_idx, every, replace, self._overflow,
-                          self._g if replace else None)
-
-    def _direct(self, function, *args):
-        engine = self._engine
-        engine.relayout()
-        engine.apply_rows()
-        _core._check(function(engine.groups[self._g]._live(), *args))
-
-    def clear_row(self, row_idx):
-        self._direct(lib.clbt_table_clear_row, _row_index(row_idx, self.max_num_reqs))
-
-    def move_row(self, src, tgt):
-        """Moves row src to tgt and clears src. Departure: move_row(r, r)
-        keeps the row (vLLM erases it)."""
-        self._direct(lib.clbt_table_move_row, _row_index(src, self.max_num_reqs, "src"),
-                     _row_index(tgt, self.max_num_reqs, "tgt"))
-
-    def swap_row(self, src, tgt):
-        self._direct(lib.clbt_table_swap_row, _row_index(src, self.max_num_reqs, "src"),
-                     _row_index(tgt, self.max_num_reqs, "tgt"))
-
-    def append_rows(self, rows, counts, block_ids):
-        """Extension: many append_row calls in one. Entry i appends
-        counts[i] ids to rows[i], its ids right after entry i-1's in
-        block_ids. All or nothing."""
-        self._batch(False, rows, counts, block_ids)
-
-    def add_rows(self, rows, counts, block_ids):
-        """Extension: many add_row calls in one, laid out as append_rows."""
-        self._batch(True, rows, counts, block_ids)
-
-    def _batch(self, replace, rows, counts, block_ids):
-        engine = self._engine
-        if self._owner is None:
-            engine.batch(rows, (counts,), (block_ids,), replace, grouped=False)
-            return
-        engine.batch(rows, (counts,), (block_ids,), replace, only=self._g)
+    def _rows(self):
+        return self._engine.groups[self._g]
 
     def commit_block_table(self, num_reqs):
         """Copies rows [0, num_reqs) to the device, only what changed. On a
@@ -864,15 +266,11 @@ class BlockTable(_Closes):
         in its step (or by the first read of the device rows); a group of
         a MultiGroupBlockTable commits alone, now."""
         engine = self._engine
-        num_reqs = _u32(num_reqs, "num_reqs")
-        if num_reqs > engine.max_num_reqs:
-            raise Error(_TOO_MANY_REQUESTS, "num_reqs %d exceeds max_num_reqs %d" % (
-                num_reqs, engine.max_num_reqs))
+        num_reqs = _owed_rows(num_reqs, "num_reqs", engine)
         engine.relayout()
         if self._owner is None:
             engine.commit_rows = max(engine.commit_rows, num_reqs)
             return
-        engine.apply_rows()
         engine.groups[self._g].commit(num_reqs)
 
     def compute_slot_mapping(self, num_reqs, query_start_loc, positions, *, num_tokens=None):
@@ -884,24 +282,14 @@ class BlockTable(_Closes):
         malformed batch gets -1 (vLLM reads whatever the row holds)."""
         engine = self._engine
         engine.relayout()
-        num_reqs = _u32(num_reqs, "num_reqs")
+        num_reqs = check.u32(num_reqs, "num_reqs")
         count = _token_count(positions, num_tokens)
         query_start_loc, positions = _batch_inputs(num_reqs, count, query_start_loc, positions)
         if self._owner is None and engine.commit_rows:
             engine.step(num_reqs, query_start_loc, positions, num_tokens=count)
             return
         engine.sync()
-        engine.map_slots(engine.groups[self._g], lib.clbt_table_enqueue_slot_mapping, num_reqs,
-                         query_start_loc, positions, count)
-
-    def clear(self):
-        """Zeroes every row on the host and the device. Departure: the row
-        lengths are reset too (vLLM keeps them, so a later append would
-        start after a run of block 0)."""
-        engine = self._engine
-        engine.relayout()
-        engine.apply_rows()
-        _core._check(lib.clbt_table_clear(engine.groups[self._g]._live()))
+        engine.map_slots(engine.groups[self._g], num_reqs, query_start_loc, positions, count)
 
     def close(self):
         """Extension: frees the table now (a group's table goes with its
@@ -912,31 +300,6 @@ class BlockTable(_Closes):
     def __repr__(self):
         return "clbt.vllm.BlockTable(block_size=%d, max_num_reqs=%d, width=%d)" % (
             self.kv_cache_block_size, self.max_num_reqs, self.max_num_blocks_per_req)
-
-
-def _listed(values, name, what="one entry per group"):
-    """values (a sequence) as a list; anything else (an int) is refused
-    with a TypeMismatchError naming the argument."""
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise _wrong_type("%s is %s; a list of %s expected" % (name, describe(values), what))
-    return list(values)
-
-
-def _slot_mode(mode):
-    if mode == SlotMappingMode.TOKEN_TO_KV_SLOT:
-        return _core.SlotMode.TOKEN_TO_KV_SLOT
-    if mode == SlotMappingMode.NONE:
-        return _core.SlotMode.NONE
-    raise _wrong_type("slot_mapping_mode must be a SlotMappingMode; got %r" % (mode,))
-
-
-def _per_group(values, count, name, against="block_sizes"):
-    """values as a list of one entry per group (count of them)."""
-    values = _listed(values, name, "one entry per group (%s has %d)" % (against, count))
-    if len(values) != count:
-        raise Error(_INVALID_ARGUMENT, "%s length (%d) must match %s length (%d)" % (
-            name, len(values), against, count))
-    return values
 
 
 def _seed_form(max_num_reqs, max_num_batched_tokens, pin_memory, device, block_sizes,
@@ -999,8 +362,8 @@ def _blocks_for_model_len(arguments, block_sizes):
     up to 128 (TRTLLM's alignment, vLLM #39324); at a4cd9d0 (given
     num_speculative_tokens), the larger of that cdiv and
     1 + num_speculative_tokens, unaligned."""
-    max_model_len = _u32(arguments["max_model_len"], "max_model_len")
-    world = _u32(arguments["dcp_world_size"], "dcp_world_size")
+    max_model_len = check.u32(arguments["max_model_len"], "max_model_len")
+    world = check.u32(arguments["dcp_world_size"], "dcp_world_size")
     speculative = arguments["num_speculative_tokens"]
     max_num_blocks = arguments["max_num_blocks"]
     if max_num_blocks is not None and not _is_list(max_num_blocks):
@@ -1009,7 +372,7 @@ def _blocks_for_model_len(arguments, block_sizes):
                               % describe(max_num_blocks))
         speculative, max_num_blocks = max_num_blocks, None
     for g, b in enumerate(block_sizes):  # before anything divides by one
-        if _u32(b, "block_sizes[%d]" % g) < 1:
+        if check.u32(b, "block_sizes[%d]" % g) < 1:
             raise Error(_INVALID_CONFIG, "block_sizes[%d] is 0; it must be >= 1" % g)
     if world < 1:
         raise Error(_INVALID_CONFIG, "dcp_world_size is 0; it must be >= 1 (max_model_len "
@@ -1018,17 +381,17 @@ def _blocks_for_model_len(arguments, block_sizes):
         if max_num_blocks is not None:
             raise _wrong_type("give max_num_blocks (vLLM 01edfd0's) or num_speculative_tokens "
                               "(a4cd9d0's), not both")
-        least = 1 + _u32(speculative, "num_speculative_tokens")
+        least = 1 + check.u32(speculative, "num_speculative_tokens")
         return [max(_cdiv(max_model_len, b * world), least) for b in block_sizes]
     if max_num_blocks is None:
         max_num_blocks = [_cdiv(max_model_len, b * world) for b in block_sizes]
     max_num_blocks = _per_group(max_num_blocks, len(block_sizes), "max_num_blocks")
-    return [_cdiv(_u32(n, "max_num_blocks[%d]" % g), 128 // b) * (128 // b) if b <= 128
+    return [_cdiv(check.u32(n, "max_num_blocks[%d]" % g), 128 // b) * (128 // b) if b <= 128
             else n for g, (n, b) in enumerate(zip(max_num_blocks, block_sizes))]
 
 
 @_serialised
-class MultiGroupBlockTable(_Closes):
+class MultiGroupBlockTable(_RowOperations):
     """vLLM's MultiGroupBlockTable on a clbt multi-group table: row
     operations change every group or none, and compute_slot_mapping maps
     every group with the commit in one step.
@@ -1076,7 +439,6 @@ class MultiGroupBlockTable(_Closes):
                                exact_widths=form is _model_len_form)
         self.block_tables = [BlockTable._of(self._engine, g, pin_memory, device, mode, self)
                              for g, mode in enumerate(slot_mapping_modes)]
-        self._overflow = _row_overflow(True)
 
     def __getitem__(self, idx):
         """The BlockTable of the idx-th KV-cache group."""
@@ -1085,54 +447,10 @@ class MultiGroupBlockTable(_Closes):
     def __len__(self):
         return len(self.block_tables)
 
-    def append_row(self, block_ids, row_idx):
-        """Appends block_ids[g] to the row of every group g, all or
-        nothing."""
-        engine = self._engine
-        if engine.wanted is not engine.layout:
-            engine.relayout()
-        if type(row_idx) is not int or not 0 <= row_idx < engine.max_num_reqs:
-            row_idx = _row_index(row_idx, engine.max_num_reqs)
-        engine.update(row_idx, block_ids, False, self._overflow)
+    _g = None  # _RowOperations: every group
 
-    def add_row(self, block_ids, row_idx):
-        engine = self._engine
-        if engine.wanted is not engine.layout:
-            engine.relayout()
-        if type(row_idx) is not int or not 0 <= row_idx < engine.max_num_reqs:
-            row_idx = _row_index(row_idx, engine.max_num_reqs)
-        engine.update(row_idx, block_ids, True, self._overflow)
-
-    def _direct(self, function, *rows):
-        engine = self._engine
-        engine.relayout()
-        engine.apply_rows()
-        _core._check(function(engine.table._live(), *rows))
-
-    def clear_row(self, row_idx):
-        self._direct(lib.clbt_multi_table_clear_row, _row_index(row_idx, self._max_reqs()))
-
-    def move_row(self, src, tgt):
-        """Moves row src to tgt in every group and clears src. Departure:
-        move_row(r, r) keeps the row (vLLM erases it)."""
-        self._direct(lib.clbt_multi_table_move_row, _row_index(src, self._max_reqs(), "src"),
-                     _row_index(tgt, self._max_reqs(), "tgt"))
-
-    def swap_row(self, src, tgt):
-        self._direct(lib.clbt_multi_table_swap_row, _row_index(src, self._max_reqs(), "src"),
-                     _row_index(tgt, self._max_reqs(), "tgt"))
-
-    def _max_reqs(self):
-        return self._engine.max_num_reqs
-
-    def append_rows(self, rows, counts, block_ids):
-        """Extension: many append_row calls in one; counts[g] and
-        block_ids[g] are group g's, the rows are shared. All or nothing."""
-        self._engine.batch(rows, counts, block_ids, False)
-
-    def add_rows(self, rows, counts, block_ids):
-        """Extension: many add_row calls in one, laid out as append_rows."""
-        self._engine.batch(rows, counts, block_ids, True)
+    def _rows(self):
+        return self._engine.table
 
     def commit_block_table(self, num_reqs):
         """Owes the device rows [0, num_reqs) of every group: the next
@@ -1140,11 +458,7 @@ class MultiGroupBlockTable(_Closes):
         array commits at once). Departure: the step commits every changed
         row, not only rows below num_reqs."""
         engine = self._engine
-        num_reqs = _u32(num_reqs, "num_reqs")
-        if num_reqs > engine.max_num_reqs:
-            raise Error(_TOO_MANY_REQUESTS, "num_reqs %d exceeds max_num_reqs %d" % (
-                num_reqs, engine.max_num_reqs))
-        engine.commit_rows = max(engine.commit_rows, num_reqs)
+        engine.commit_rows = max(engine.commit_rows, _owed_rows(num_reqs, "num_reqs", engine))
 
     def compute_slot_mapping(self, num_reqs, query_start_loc, positions, *, num_tokens=None):
         """Every group's slot mapping in one step, with an owed commit;
@@ -1152,19 +466,13 @@ class MultiGroupBlockTable(_Closes):
         engine = self._engine
         if engine.wanted is not engine.layout:
             engine.relayout()
-        num_reqs = _u32(num_reqs, "num_reqs")
+        num_reqs = check.u32(num_reqs, "num_reqs")
         count = _token_count(positions, num_tokens)
         query_start_loc, positions = _batch_inputs(num_reqs, count, query_start_loc, positions)
         if engine.commit_rows:
             engine.step(num_reqs, query_start_loc, positions, num_tokens=count)
         else:
-            engine.map_slots(engine.table, lib.clbt_multi_table_enqueue_slot_mapping, num_reqs,
-                             query_start_loc, positions, count)
-
-    def clear(self):
-        """Zeroes every group's rows and lengths (departure: vLLM keeps the
-        lengths)."""
-        self._direct(lib.clbt_multi_table_clear)
+            engine.map_slots(engine.table, num_reqs, query_start_loc, positions, count)
 
     # The CP layout of every sharded group (clbt's multi-group table has one).
     dcp_world_size = property(lambda self: self.block_tables[0].dcp_world_size,
@@ -1179,587 +487,3 @@ class MultiGroupBlockTable(_Closes):
     def __repr__(self):
         return "clbt.vllm.MultiGroupBlockTable(%d groups, max_num_reqs=%d)" % (
             len(self.block_tables), self._engine.max_num_reqs)
-
-
-# ---- Model Runner V2 ------------------------------------------------------
-
-
-@_serialised
-class _NumBlocks:
-    """BlockTables.num_blocks: ``np``, the host lengths [G, max_num_reqs]
-    (a new int32 array at each read, with the appends so far), and ``gpu``,
-    the committed lengths on the device (a StackedDeviceArray)."""
-
-    def __init__(self, engine):
-        self._engine = engine
-
-    @property
-    def np(self):
-        engine = self._engine
-        engine.host()
-        return np.stack(engine.lengths)
-
-    @property
-    def gpu(self):
-        engine = self._engine
-        return StackedDeviceArray(engine.lengths_array(g) for g in range(len(engine.groups)))
-
-
-@one_thread_at_a_time(lambda self: self._owner._engine.lock, _ROW_UPDATES)
-class _GroupRows:
-    """One group's persistent rows, as Model Runner V2's StagedWriteTensor:
-    ``gpu`` (the committed rows, a DeviceArray [max_num_reqs, width]),
-    ``apply_write()`` and the writes staged since the last apply."""
-
-    def __init__(self, owner, g):
-        self._owner, self._g = owner, g
-
-    @property
-    def gpu(self):
-        return self._owner._engine.rows_array(self._g)
-
-    def apply_write(self):
-        """Applies this group's staged writes alone: its commit, now."""
-        owner = self._owner
-        owner._engine.apply_rows()
-        owner._engine.groups[self._g].commit(owner.max_num_reqs)
-        owner._applied[self._g] = len(owner._staged)
-
-    def _writes(self):
-        owner, g = self._owner, self._g
-        return [(row, starts[g], ids[g]) for row, starts, ids in owner._staged[owner._applied[g]:]
-                if len(ids[g])]
-
-    @property
-    def _staged_write_indices(self):
-        return [row for row, _, _ in self._writes()]
-
-    @property
-    def _staged_write_starts(self):
-        return [start for _, start, _ in self._writes()]
-
-    @property
-    def _staged_write_contents(self):
-        k = self._owner.blocks_per_kv_block[self._g]
-        return [b * k + j for _, _, ids in self._writes() for b in ids for j in range(k)]
-
-    @property
-    def _staged_write_cu_lens(self):
-        k, total, out = self._owner.blocks_per_kv_block[self._g], 0, []
-        for _, _, ids in self._writes():
-            total += len(ids) * k
-            out.append(total)
-        return out
-
-
-@_serialised
-class BlockTables(_Closes):
-    """Model Runner V2's BlockTables on a clbt multi-group table: each
-    request keeps one row (its request slot, req_index) from arrival to
-    end, and each step reads the rows through idx_mapping (batch index ->
-    slot; negative: a padding request).
-
-    One MRV2 step (append_block_ids per request, apply_staged_writes,
-    gather_block_tables, compute_slot_mappings) is one clbt step: the
-    appends go to C in one batch call, apply owes the commit, the gather is
-    kept until compute_slot_mappings (or a read of the gathered tables),
-    and compute_slot_mappings runs commit, slot mappings and gather as one
-    clbt_multi_table_enqueue_step. docs/python.md lists the differences
-    from MRV2; in short, clbt's bounds guard (out-of-range idx_mapping
-    entries and block indices past a row's length give -1 and zero rows,
-    where MRV2 reads out of bounds) and zeroed gathered tails
-    (zero_gathered_tails=False keeps MRV2's stale ones) stay."""
-
-    def __init__(self, block_sizes, max_num_reqs, max_num_batched_tokens,
-                 max_num_blocks_per_group=None, device=None, kernel_block_sizes=None,
-                 cp_size=1, cp_rank=0, cp_interleave=1, slot_mapping_enabled=None,
-                 dcp_sharded=None, *, max_model_len=None, zero_gathered_tails=True):
-        block_sizes = _listed(block_sizes, "block_sizes")
-        count = len(block_sizes)
-        for g, b in enumerate(block_sizes):  # before anything divides by one
-            if _u32(b, "block_sizes[%d]" % g) < 1:
-                raise Error(_INVALID_CONFIG, "block_sizes[%d] is 0; it must be >= 1" % g)
-        self._block_sizes = list(block_sizes)
-        kernel_block_sizes = _per_group(kernel_block_sizes or block_sizes, count,
-                                        "kernel_block_sizes")
-        for b, k in zip(block_sizes, kernel_block_sizes):
-            if not k or b % k:
-                raise Error(_INVALID_CONFIG, "kernel_block_size %r must divide block_size %r"
-                            % (k, b))
-        if max_num_blocks_per_group is None:
-            if max_model_len is None:
-                raise _wrong_type("BlockTables needs max_num_blocks_per_group (or, as older "
-                                  "Model Runner V2 versions took, max_model_len)")
-            if _u32(cp_size, "cp_size") < 1:
-                raise Error(_INVALID_CONFIG, "cp_size is 0; it must be >= 1 (max_model_len "
-                            "gives cdiv(max_model_len, block_size x cp_size) blocks)")
-            max_model_len = _u32(max_model_len, "max_model_len")
-            max_num_blocks_per_group = [-(-max_model_len // (b * cp_size)) for b in block_sizes]
-        elif max_model_len is not None:
-            raise _wrong_type("give max_num_blocks_per_group or max_model_len, not both")
-        max_num_blocks_per_group = _per_group(max_num_blocks_per_group, count,
-                                              "max_num_blocks_per_group")
-        enabled = _per_group([True] * count if slot_mapping_enabled is None
-                             else slot_mapping_enabled, count, "slot_mapping_enabled")
-        sharded = _per_group([True] * count if dcp_sharded is None else dcp_sharded, count,
-                             "dcp_sharded")
-        groups = [_core.Group(b, n, kernel_block_size=k,
-                              slot_mode=_core.SlotMode.TOKEN_TO_KV_SLOT if e
-                              else _core.SlotMode.NONE, cp_replicated=not s)
-                  for b, k, n, e, s in zip(block_sizes, kernel_block_sizes,
-                                           max_num_blocks_per_group, enabled, sharded)]
-        self._engine = _Engine(device, groups, max_num_reqs, max_num_batched_tokens, cp_size,
-                               cp_rank, cp_interleave, exact_widths=True,
-                               zero_gathered_tails=zero_gathered_tails)
-        self._kernel_block_sizes = kernel_block_sizes
-        self._max_num_blocks = max_num_blocks_per_group
-        self._slot_mapping_enabled = [bool(e) for e in enabled]
-        self._dcp_sharded = [bool(s) for s in sharded]
-        self._cp = (cp_size, cp_rank, cp_interleave)
-        self.device = device
-        self.blocks_per_kv_block = list(self._engine.per_kv)
-        self._no_starts = [0] * count
-        self.block_tables = [_GroupRows(self, g) for g in range(count)]
-        self.num_blocks = _NumBlocks(self._engine)
-        self._staged = []  # (row, starts, ids) since the last apply
-        self._applied = [0] * count  # per group: staged entries applied alone
-
-    block_sizes = _fixed(lambda self: list(self._block_sizes), "block_sizes")
-    kernel_block_sizes = _fixed(lambda self: list(self._kernel_block_sizes),
-                                "kernel_block_sizes")
-    max_num_reqs = _fixed(lambda self: self._engine.max_num_reqs, "max_num_reqs")
-    max_num_batched_tokens = _fixed(lambda self: self._engine.max_num_batched_tokens,
-                                    "max_num_batched_tokens")
-    max_num_blocks_per_group = _fixed(lambda self: list(self._max_num_blocks),
-                                      "max_num_blocks_per_group")
-    num_kv_cache_groups = _fixed(lambda self: len(self._block_sizes), "num_kv_cache_groups")
-    cp_size = _fixed(lambda self: self._cp[0], "cp_size")
-    cp_rank = _fixed(lambda self: self._cp[1], "cp_rank")
-    cp_interleave = _fixed(lambda self: self._cp[2], "cp_interleave")
-    slot_mapping_enabled = _fixed(lambda self: list(self._slot_mapping_enabled),
-                                  "slot_mapping_enabled")
-    dcp_sharded = _fixed(lambda self: list(self._dcp_sharded), "dcp_sharded")
-
-    @property
-    def num_null_blocks(self):
-        """[G, max_num_reqs] int32: the kernel blocks of the null block (KV
-        block 0) in each slot's row, from the host rows as staged (a new
-        array at each read)."""
-        engine = self._engine
-        engine.host()
-        counts = []
-        for g, group in enumerate(engine.groups):
-            rows, lengths = group.host_rows, engine.lengths[g]
-            live = np.arange(rows.shape[1]) < lengths[:, None]
-            counts.append(((rows < engine.per_kv[g]) & live).sum(axis=1, dtype=np.int32))
-        return np.stack(counts)
-
-    @property
-    def input_block_tables(self):
-        """Each group's gathered table [max_num_reqs, width] int32
-        (DeviceArrays), at addresses fixed for the table's life."""
-        engine = self._engine
-        return [engine.gathered_array(g) for g in range(len(engine.groups))]
-
-    @property
-    def slot_mappings(self):
-        """Every group's slot mapping, [G, max_num_batched_tokens] int64 (a
-        StackedDeviceArray over the groups' buffers). A group without slot
-        mapping holds -1 throughout."""
-        engine = self._engine
-        return StackedDeviceArray(engine.slots_array(g) for g in range(len(engine.groups)))
-
-    def init_block_table_layout_tensors(self):
-        """MRV2 rebuilds its tables of device pointers after a sleep-mode
-        wake-up; clbt keeps no device pointers (its kernels bind the
-        buffers themselves), so nothing needs rebuilding."""
-
-    def append_block_ids(self, req_index, new_block_ids, overwrite):
-        """Stages new_block_ids[g] into slot req_index of every group g:
-        appended after the slot's blocks, or with overwrite written from
-        column 0 (columns past the new length keep their old ids, as in
-        MRV2). Every group is checked before any is staged: a row that
-        would outgrow its width raises RowCapacityError (a RuntimeError)
-        and stages nothing (MRV2 may have staged the groups before)."""
-        engine = self._engine
-        row = req_index
-        if type(row) is not int or not 0 <= row < engine.max_num_reqs:
-            row = _row_index(req_index, engine.max_num_reqs, "req_index")
-        if engine.gather is not None:
-            engine.run_gather()  # it holds the rows as they were when asked
-        before, recorded = engine.update(row, new_block_ids, overwrite, _capacity_overflow)
-        self._staged.append((row, self._no_starts if overwrite else before, recorded))
-
-    def apply_staged_writes(self):
-        """Applies the staged writes of every group: in one C call on the
-        host now, on the device by the next step (or the first read of a
-        device array), all groups in one commit."""
-        engine = self._engine
-        engine.table._live()  # a closed table raises
-        engine.apply_rows()
-        engine.commit_rows = engine.max_num_reqs
-        self._unstage()
-
-    def _unstage(self):
-        self._staged = []
-        self._applied = [0] * len(self._applied)
-
-    def _idx(self, idx_mapping):
-        """idx_mapping as an int32 host copy (the step uploads it), or a
-        PyOpenCL array as it is; and its length."""
-        if isinstance(idx_mapping, (DeviceArray, StackedDeviceArray)):
-            idx_mapping = idx_mapping.numpy()
-        shape = getattr(idx_mapping, "shape", None)
-        if shape is not None and hasattr(idx_mapping, "get") and hasattr(idx_mapping, "queue"):
-            return idx_mapping, int(shape[0])  # a pyopencl.array.Array
-        values = np.array(idx_mapping, copy=True)
-        if values.ndim != 1 or (values.size and values.dtype.kind not in "iu"):
-            raise _wrong_type("idx_mapping has dtype %s and shape %s; a 1-D array of ints "
-                              "expected" % (
-                values.dtype, values.shape))
-        if values.size and (values.min() < -2**31 or values.max() > _INT32_MAX):
-            raise Error(_INVALID_ARGUMENT, "idx_mapping holds a value outside int32")
-        return values.astype(np.int32), values.size
-
-    def _padded(self, num_reqs_padded, num_reqs):
-        if num_reqs_padded is None:
-            return num_reqs
-        padded = _u32(num_reqs_padded, "num_reqs_padded")
-        if padded < num_reqs:
-            raise Error(_INVALID_ARGUMENT, "num_reqs_padded %d is below num_reqs %d" % (
-                padded, num_reqs))
-        if padded > self.max_num_reqs:
-            raise Error(_TOO_MANY_REQUESTS, "num_reqs_padded %d exceeds max_num_reqs %d" % (
-                padded, self.max_num_reqs))
-        return padded
-
-    def gather_block_tables(self, idx_mapping, num_reqs_padded=None):
-        """Each group's input block table in batch order: row b < num_reqs
-        is slot idx_mapping[b]'s committed entries, rows up to
-        num_reqs_padded are 0. Returns each group's first num_reqs_padded
-        rows (views of input_block_tables). The gather itself runs in the
-        next compute_slot_mappings' step when its idx_mapping is the same,
-        else first; a read of the returned arrays, or a write staged
-        before that step, runs it at once: it holds the rows as they were at
-        this call, as MRV2's does."""
-        engine = self._engine
-        idx, num_reqs = self._idx(idx_mapping)
-        padded = self._padded(num_reqs_padded, num_reqs)
-        if engine.gather is not None:
-            engine.run_gather()
-        engine.gather = (idx, padded)
-        return tuple(table[:padded] for table in self.input_block_tables)
-
-    def get_dummy_block_tables(self, num_reqs):
-        """The first num_reqs rows of every input block table, zeroed (a
-        dummy run: CLBT_STEP_DUMMY with a gather, which commits nothing),
-        at the persistent addresses a recorded graph reads."""
-        engine = self._engine
-        padded = self._padded(num_reqs, 0)
-        if engine.gather is not None:
-            engine.run_gather()
-        engine.dummy(padded, STEP_DUMMY | STEP_GATHER)
-        return tuple(table[:padded] for table in self.input_block_tables)
-
-    def get_dummy_slot_mappings(self, num_tokens):
-        """Every slot of every group set to -1 (CLBT_STEP_DUMMY, which
-        commits nothing); returns slot_mappings[:, :num_tokens]."""
-        engine = self._engine
-        num_tokens = _u32(num_tokens, "num_tokens")
-        if engine.gather is not None:
-            engine.run_gather()
-        engine.dummy(0, STEP_DUMMY)
-        return self.slot_mappings[:, :num_tokens]
-
-    def compute_slot_mappings(self, idx_mapping, query_start_loc, positions,
-                              num_tokens_padded=None, *, num_tokens=None):
-        """Every group's slot mapping, request r's tokens through slot
-        idx_mapping[r] (negative: a padding request, whose tokens get -1),
-        with the staged writes and an owed gather of the same idx_mapping,
-        in one clbt step; returns slot_mappings[:, :num_tokens_padded]
-        (num_tokens_padded None: positions' length)."""
-        engine = self._engine
-        idx, num_reqs = self._idx(idx_mapping)
-        count = _token_count(positions, num_tokens)
-        query_start_loc, positions = _batch_inputs(num_reqs, count, query_start_loc, positions)
-        padded = count if num_tokens_padded is None else _u32(num_tokens_padded,
-                                                               "num_tokens_padded")
-        options = {}
-        if engine.gather is not None:
-            gather_idx, gather_padded = engine.gather
-            if _same_indices(gather_idx, idx):
-                engine.gather = None
-                options = dict(flags=STEP_GATHER, num_reqs_padded=gather_padded)
-            else:
-                engine.run_gather()
-        engine.step(num_reqs, query_start_loc, positions, num_tokens=count, idx_mapping=idx,
-                    **options)
-        self._unstage()
-        return self.slot_mappings[:, :padded]
-
-    def step(self, idx_mapping, query_start_loc, positions, num_reqs_padded=None, *,
-             gather=True, num_tokens=None):
-        """Extension: the commit, every group's slot mapping and (gather)
-        the gather in one call. Returns (the gathered tables' first
-        num_reqs_padded rows, or None; slot_mappings[:, :num_tokens])."""
-        engine = self._engine
-        idx, num_reqs = self._idx(idx_mapping)
-        padded = self._padded(num_reqs_padded, num_reqs)
-        count = _token_count(positions, num_tokens)
-        query_start_loc, positions = _batch_inputs(num_reqs, count, query_start_loc, positions)
-        if engine.gather is not None:
-            engine.run_gather()
-        engine.step(num_reqs, query_start_loc, positions, num_tokens=count, idx_mapping=idx,
-                    num_reqs_padded=padded, flags=STEP_GATHER if gather else 0)
-        self._unstage()
-        tables = tuple(t[:padded] for t in self.input_block_tables) if gather else None
-        return tables, self.slot_mappings[:, :count]
-
-    def compute_step_host(self, idx_mapping, query_start_loc, positions, num_reqs_padded=None,
-                          *, gather=True, gathered_rows=None):
-        """Extension: the step computed on the host from the host rows
-        (clbt_multi_table_compute_step_host), for checks and as a CPU
-        fallback. Returns (per group: slot mapping or None for a group
-        without slot mapping; gathered table after the step)."""
-        engine = self._engine
-        idx, num_reqs = self._idx(idx_mapping)
-        engine.apply_rows()
-        return engine.table.compute_step_host(
-            num_reqs, np.asarray(query_start_loc), np.asarray(positions), idx_mapping=idx,
-            num_reqs_padded=self._padded(num_reqs_padded, num_reqs),
-            flags=STEP_GATHER if gather else 0, gathered_rows=gathered_rows)
-
-    def close(self):
-        """Extension: frees the tables now; later calls raise clbt.Error."""
-        self._engine.close()
-
-    def __repr__(self):
-        return "clbt.vllm.BlockTables(block_sizes=%s, max_num_reqs=%d)" % (
-            self._block_sizes, self.max_num_reqs)
-
-
-def _same_indices(a, b):
-    """Whether two idx_mapping inputs are the same batch: equal host
-    arrays, or one PyOpenCL array."""
-    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-        return a.shape == b.shape and bool(np.array_equal(a, b))
-    return a is b
-
-
-# ---- the KV-cache write ---------------------------------------------------
-
-# The caches reshape_and_cache_flash has described, by device and layout
-# (a model's layers each have one), and the devices of the queues it met.
-# Threads share them: the lock guards the dict, each cache's own lock its
-# write. An evicted cache is dropped, not closed, so that a write another
-# thread has fetched it for still runs; the last reference frees it.
-_KV_CACHES = {}
-_KV_CACHES_KEPT = 512
-_KV_CACHES_LOCK = threading.Lock()
-_QUEUE_DEVICES = {}
-
-
-def _tensor(array, name, ndim):
-    """(buffer handle, element offset, shape, element strides, dtype) of a
-    device array of ndim dimensions: a pyopencl.array.Array or a
-    clbt.DeviceArray."""
-    pyopencl = _opencl.pyopencl
-    if isinstance(array, DeviceArray):
-        array._memory.ready()  # what is owed on it (a facade's array), or its refusal
-        dtype, offset, handle = array.np_dtype, array.cl_offset, array.cl_mem
-        byte_strides = array._strides
-    elif pyopencl is not None and isinstance(array, pyopencl.array.Array):
-        dtype, offset, handle = array.dtype, array.offset, array.base_data.int_ptr
-        byte_strides = array.strides
-    else:
-        raise _wrong_type("%s is %s; a pyopencl.array.Array or clbt.DeviceArray expected"
-                          % (name, describe(array)))
-    if len(array.shape) != ndim:
-        raise Error(_INVALID_ARGUMENT, "%s has shape %s; %d dimensions expected" % (
-            name, tuple(array.shape), ndim))
-    strides = tuple(s // dtype.itemsize for s in byte_strides)
-    # C counts every stride forward from an array's first element, in whole
-    # elements, and takes 0 for "the layout's" (a cache's) or "a row" (a
-    # token's): passed on, an expanded dimension (stride 0) would be read or
-    # written at elements past the array's own, a reversed one (below 0)
-    # would wrap past 2^63, and part of an element would be rounded down.
-    for n, s in zip(array.shape, byte_strides):
-        if n > 1 and s % dtype.itemsize:
-            raise Error(_INVALID_ARGUMENT, "%s has byte strides %s; each must be a whole "
-                        "number of its %d-byte elements" % (name, tuple(byte_strides),
-                                                             dtype.itemsize))
-        if n > 1 and s <= 0:
-            raise Error(_INVALID_ARGUMENT, "%s has strides %s; each dimension of more than "
-                        "one element must have a stride above 0 (clbt reads and writes no "
-                        "expanded or reversed view)" % (name, strides))
-    if array.shape[-1] > 1 and strides[-1] != 1:
-        raise Error(_INVALID_ARGUMENT, "%s has strides %s; its last dimension must be "
-                    "contiguous" % (name, tuple(strides)))
-    if offset % dtype.itemsize:  # C counts offsets in elements: refused, as KVCache does
-        raise Error(_INVALID_ARGUMENT, "%s starts %d bytes into its buffer, not a whole "
-                    "number of %d-byte elements" % (name, offset, dtype.itemsize))
-    return handle, offset // dtype.itemsize, tuple(array.shape), tuple(strides), dtype
-
-
-def _model_dtype(dtype, name):
-    """The clbt_kv_dtype of K/V or a cache of the model's type: float32,
-    float16, or 2-byte integers holding bf16 bits."""
-    if dtype == np.float32:
-        return "float32"
-    if dtype == np.float16:
-        return "float16"
-    if dtype.itemsize == 2 and dtype.kind in "iu":
-        return "bfloat16"
-    raise _wrong_type("%s has dtype %s; float32, float16 or 16-bit bf16 bits (uint16) "
-                      "expected" % (name, dtype))
-
-
-def _queue_device(array, device):
-    """The clbt.Device of an array's queue (one per queue), or the one given."""
-    if device is not None:
-        return _device(device)
-    if isinstance(array, DeviceArray):
-        queue = array._memory.queue
-    else:
-        queue = array.queue.int_ptr
-    found = _QUEUE_DEVICES.get(queue)
-    if found is None:
-        found = _QUEUE_DEVICES[queue] = _core.Device(queue=_opencl.wrapped("queue", queue))
-    return found
-
-
-def _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device):
-    """The described cache of a layer's key_cache and value_cache (made on
-    first sight, then found by its layout; described with K and V
-    exchanged when _value_first says so)."""
-    k_handle, k_at, shape, strides, cache_type = _tensor(key_cache, "key_cache", 4)
-    v_handle, v_at, v_shape, v_strides, v_type = _tensor(value_cache, "value_cache", 4)
-    if v_shape != shape or v_strides != strides or v_type != cache_type:
-        raise Error(_INVALID_ARGUMENT, "value_cache is %s %s with strides %s; key_cache's "
-                    "are %s %s with strides %s" % (v_type, v_shape, v_strides, cache_type,
-                                                   shape, strides))
-    input_name = _model_dtype(key.np_dtype if isinstance(key, DeviceArray) else key.dtype,
-                              "key")
-    if not isinstance(kv_cache_dtype, str):
-        raise _wrong_type("kv_cache_dtype is %s; a str expected" % describe(kv_cache_dtype))
-    if kv_cache_dtype.startswith("fp8"):
-        if kv_cache_dtype not in ("fp8", "fp8_e4m3"):
-            raise Error(_INVALID_ARGUMENT, "kv_cache_dtype %r: clbt's fp8 cache is e4m3fn "
-                        "('fp8', 'fp8_e4m3')" % kv_cache_dtype)
-        if cache_type.itemsize != 1:
-            raise _wrong_type("key_cache has dtype %s; an fp8 cache holds 1-byte elements "
-                              "(uint8)" % cache_type)
-        cache_name = "fp8_e4m3"
-    else:
-        cache_name = _model_dtype(cache_type, "key_cache")
-        if kv_cache_dtype not in ("auto", cache_name):
-            raise Error(_INVALID_ARGUMENT, "kv_cache_dtype %r, but key_cache has dtype %s "
-                        "(%s)" % (kv_cache_dtype, cache_type, cache_name))
-        if input_name != cache_name:
-            raise _wrong_type("key has dtype %s and key_cache %s: kv_cache_dtype %r writes "
-                              "the model's type" % (key.dtype if not isinstance(
-                                  key, DeviceArray) else key.np_dtype, cache_type,
-                                                    kv_cache_dtype))
-    one_buffer = k_handle == v_handle
-    exchanged = one_buffer and _value_first(k_at, v_at)
-    owner = _queue_device(key_cache, device)
-    # What the config is made of: the described cache is found by it, and
-    # the config made only the first time.
-    layout = (owner._live(), cache_name, input_name, shape, strides, k_handle, k_at,
-              v_handle, v_at)
-    with _KV_CACHES_LOCK:
-        cache = _KV_CACHES.get(layout)
-        if cache is None:
-            if len(_KV_CACHES) >= _KV_CACHES_KEPT:
-                del _KV_CACHES[next(iter(_KV_CACHES))]
-            config = _cache_config(cache_name, input_name, shape, strides, k_handle, k_at,
-                                   v_handle, v_at, exchanged)
-            cache = _KV_CACHES[layout] = _kv_cache.KVCache.from_config(owner, config,
-                                                                        exchanged)
-    return cache
-
-
-def _cache_config(cache_name, input_name, shape, strides, k_handle, k_at, v_handle, v_at,
-                  exchanged):
-    """The clbt_kv_cache_config of a layer's cache arrays: K's half at
-    key_offset, V's at value_offset (exchanged: the other way round)."""
-    num_blocks, block_size, heads, head_size = shape
-    one_buffer = k_handle == v_handle
-    if exchanged:
-        k_at, v_at = v_at, k_at
-    return _kv_cache.KVCacheConfig(
-        layout=0, cache_dtype=_kv_cache.DTYPES[cache_name],
-        input_dtype=_kv_cache.DTYPES[input_name], num_kv_heads=heads, head_size=head_size,
-        block_size=block_size, num_blocks=num_blocks, key_cache=k_handle,
-        value_cache=None if one_buffer else v_handle, key_offset=k_at, value_offset=v_at,
-        block_stride=strides[0], page_stride=strides[1], head_stride=strides[2])
-
-
-def _value_first(key_at, value_at):
-    """Whether a cache of one buffer must be described with K and V
-    exchanged: when V starts at element 0. C reads a value_offset of 0 in
-    one buffer as "K's offset plus one block" (clbt_kv_cache_config), even
-    with value_cache given as the same buffer, so V at 0 is described as
-    the K half, at key_offset 0, which C takes literally; the write
-    exchanges the inputs and scales to match. The cache write treats K and
-    V alike, so nothing else changes. Both at 0 would be one set of
-    elements: refused."""
-    if value_at:
-        return False
-    if not key_at:
-        raise Error(_INVALID_ARGUMENT, "key_cache and value_cache both start at element 0 "
-                    "of one buffer, with one shape and strides: they are the same elements")
-    return True
-
-
-def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype,
-                            k_scale, v_scale, *, device=None):
-    """vLLM's reshape_and_cache_flash (torch.ops._C_cache_ops) on OpenCL:
-    token t of key and value ([num_tokens, num_kv_heads, head_size] device
-    arrays, any token stride) to slot slot_mapping[t] (int64; its length
-    is num_tokens, as vLLM's) of key_cache and value_cache ([num_blocks,
-    block_size, num_kv_heads, head_size] views of any strides: the flash
-    layout, or a permuted head-major one; one buffer for both, as
-    kv_cache[:, 0] and kv_cache[:, 1], or two). kv_cache_dtype "auto" (the
-    model's type; bf16 as uint16 bits) or "fp8" (uint8 caches of e4m3fn:
-    K / k_scale and V / v_scale, per-tensor scales, saturated at 448).
-    Arrays are pyopencl.array.Array or clbt.DeviceArray; the device is
-    their queue's (or device=). The cache of each layout is described once
-    and kept (the last 512); the write is one launch, enqueued without
-    waiting (a device-array scale is read first, which waits)."""
-    # key first: _kv_cache_of reads its dtype, which a non-array lacks.
-    k_handle, k_at, k_shape, k_strides, k_type = _tensor(key, "key", 3)
-    cache = _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device)
-    v_handle, v_at, v_shape, v_strides, v_type = _tensor(value, "value", 3)
-    s_handle, s_at, s_shape, s_strides, s_type = _tensor(slot_mapping, "slot_mapping", 1)
-    if s_type != np.int64:
-        raise _wrong_type("slot_mapping has dtype %s; int64 expected" % s_type)
-    if v_type != k_type:
-        raise _wrong_type("value has dtype %s; key's is %s" % (v_type, k_type))
-    num_tokens = s_shape[0]
-    for name, shape, strides in (("key", k_shape, k_strides), ("value", v_shape, v_strides)):
-        if shape[1:] != (cache.num_kv_heads, cache.head_size):
-            raise Error(_INVALID_ARGUMENT, "%s has shape %s; key_cache's heads are [%d, %d]"
-                        % (name, shape, cache.num_kv_heads, cache.head_size))
-        if shape[1] > 1 and strides[1] != shape[2]:
-            raise Error(_INVALID_ARGUMENT, "%s has strides %s; a token's heads must be "
-                        "contiguous" % (name, strides))
-        if shape[0] < num_tokens:
-            raise Error(_INVALID_ARGUMENT, "%s holds %d tokens; slot_mapping has %d" % (
-                name, shape[0], num_tokens))
-    fp8 = cache.cache_dtype == _kv_cache.DTYPES["fp8_e4m3"]
-    scales = {"k_scale": 1.0, "v_scale": 1.0}
-    if fp8:
-        scales = {"k_scale": _kv_cache.finite_scale(k_scale, "k_scale"),
-                  "v_scale": _kv_cache.finite_scale(v_scale, "v_scale")}
-    row = cache.num_kv_heads * cache.head_size
-    (k_handle, k_at, k_stride, k_scale), (v_handle, v_at, v_stride, v_scale) = \
-        cache._in_c_order(
-            (k_handle, k_at, k_strides[0] if k_shape[0] > 1 else row, scales["k_scale"]),
-            (v_handle, v_at, v_strides[0] if v_shape[0] > 1 else row, scales["v_scale"]))
-    write = _kv_cache.KVWrite(num_tokens=num_tokens, key=k_handle, value=v_handle,
-                              slot_mapping=s_handle, key_offset=k_at, key_token_stride=k_stride,
-                              value_offset=v_at, value_token_stride=v_stride,
-                              slot_mapping_offset=s_at, k_scale=k_scale, v_scale=v_scale)
-    with cache._lock:  # the cache's one kernel takes each write's arguments
-        _kv_cache.enqueue_write(cache, write, 0, None, None)

@@ -113,6 +113,36 @@ def test_dtypes_are_checked_and_values_never_wrapped(device):
         assert table.row_lengths[0] == 2
 
 
+def test_one_row_of_every_group_is_one_call_of_flat_ids(device, monkeypatch):
+    # MultiTable.append_row and add_row (and the facade's row updates) hand
+    # clbt_multi_table_update_row every group's ids end to end, with each
+    # group's count: read back here from the addresses C receives.
+    import ctypes
+    from clbt._library import lib
+    seen = []
+    update = lib.clbt_multi_table_update_row
+
+    def spy(table, row, counts, ids, how):
+        sizes = list((ctypes.c_size_t * 3).from_address(counts))
+        seen.append((row, sizes, list((ctypes.c_int32 * sum(sizes)).from_address(ids)), how))
+        return update(table, row, counts, ids, how)
+    monkeypatch.setattr(lib, "clbt_multi_table_update_row", spy)
+    groups = [clbt.Group(16, 16), clbt.Group(32, 8, kernel_block_size=16), clbt.Group(16, 16)]
+    with clbt.MultiTable(device, groups=groups, max_num_reqs=4, max_num_batched_tokens=8) as multi:
+        multi.append_row(1, ([4, 2], np.array([1]), range(9, 10)))
+        multi.add_row(1, ([5], [], [6, 6]))
+        assert seen == [(1, [2, 1, 1], [4, 2, 1, 9], 0), (1, [1, 0, 2], [5, 6, 6], 1)]
+        # group 1 took KV block 1 (kernel blocks 2 3), not the array's first id
+        assert [g.host_rows[1, :2].tolist() for g in multi] == [[5, 2], [2, 3], [6, 6]]
+        assert [g.row_lengths[1] for g in multi] == [1, 0, 2]
+        # a refusal of any group changes no group
+        refused(lambda: multi.append_row(1, ([1], [1], list(range(15)))), clbt.Error,
+                "groups[2] (ids from block_ids[2]): n = 15 blocks")
+        refused(lambda: multi.append_row(1, ([1], [2**40], [1])), ValueError,
+                "block_ids[1] holds 1099511627776; int32 takes")
+        assert [g.row_lengths[1] for g in multi] == [1, 0, 2]
+
+
 def test_batch_inputs_are_checked_against_num_reqs_and_num_tokens(device):
     with small_table(device) as table:
         table.append_row(0, [1])

@@ -66,9 +66,9 @@ def test_constructor_and_widths_as_mrv2_sizes_rows(device):
 
 
 def test_staged_writes_of_every_group_are_applied_together(device, monkeypatch):
-    calls = count_calls(monkeypatch, "clbt_multi_table_add_rows",
-                        "clbt_multi_table_append_rows", "clbt_multi_table_enqueue_commit",
-                        "clbt_table_enqueue_commit")
+    calls = count_calls(monkeypatch, "clbt_multi_table_update_row",
+                        "clbt_multi_table_add_rows", "clbt_multi_table_append_rows",
+                        "clbt_multi_table_enqueue_commit", "clbt_table_enqueue_commit")
     t = tables(device, kernel_block_sizes=[16, 16, 8])
     for table in t.block_tables:  # MRV2's test: the per-group apply is not used
         monkeypatch.setattr(table, "apply_write", lambda: pytest.fail("per-group apply"))
@@ -88,8 +88,8 @@ def test_staged_writes_of_every_group_are_applied_together(device, monkeypatch):
     assert t.block_tables[2].gpu[1, :2].tolist() == [5, 6]
     assert t.num_blocks.np[:, :2].tolist() == [[2, 1], [4, 2], [0, 2]]
     assert t.num_blocks.gpu[:, :2].tolist() == [[2, 1], [4, 2], [0, 2]]
-    # one batch call for the rows, one commit for all groups
-    assert calls == ["clbt_multi_table_add_rows", "clbt_multi_table_enqueue_commit"]
+    # one C call per append, every group in it; one commit for all groups
+    assert calls == ["clbt_multi_table_update_row"] * 2 + ["clbt_multi_table_enqueue_commit"]
     t.append_block_ids(req_index=0, new_block_ids=([7], [13], [8]), overwrite=False)
     assert t.block_tables[1]._staged_write_starts == [4]
     t.apply_staged_writes()
@@ -120,14 +120,15 @@ def test_overwrite_starts_at_column_0_and_keeps_the_old_tail(device):
 def test_row_capacity_is_a_runtime_error_that_stages_nothing(device):
     t = tables(device, max_num_reqs=2, max_num_blocks_per_group=[4, 2, 4])
     t.append_block_ids(1, ([1, 2, 3], [4], [5]), overwrite=True)
-    with pytest.raises(RuntimeError, match=r"request 1, group 1 exceeds row capacity \(3 > 2\)"):
+    with pytest.raises(RuntimeError, match=r"groups\[1\] .*: n = 2 blocks of 1 kernel blocks "
+                       "would overflow row 1: it holds 1 of width 2"):
         t.append_block_ids(1, ([6], [7, 8], [9]), overwrite=False)  # group 0 would fit
     assert t.num_blocks.np[:, 1].tolist() == [3, 1, 1]
     assert t.block_tables[0]._staged_write_indices == [1]
     with pytest.raises(clbt.Error) as refused:
         t.append_block_ids(1, ([6, 7], [], []), overwrite=False)
     assert refused.value.status == "CLBT_ROW_OVERFLOW"
-    with pytest.raises(IndexError, match="req_index 2 is out of range"):
+    with pytest.raises(IndexError, match="row 2 is out of range: max_num_reqs is 2"):
         t.append_block_ids(2, ([1], [1], [1]), overwrite=True)
     with pytest.raises(TypeError):
         t.append_block_ids(0, [1, 2, 3], overwrite=True)
@@ -156,6 +157,194 @@ def test_groups_without_slot_mapping_read_pad(device):
     # the disabled group's rows are still gathered (Mamba state indices)
     gathered = t.gather_block_tables(np.array([0], np.int32), 1)
     assert gathered[0].tolist() == [[7]] and gathered[1].tolist() == [[12]]
+
+
+def test_slot_mapping_modes_stand_for_slot_mapping_enabled(device):
+    # Newer MRV2 copies take per-group SlotMappingModes in place of main's
+    # booleans; both give the same table: a NONE group reads -1.
+    old = vllm.BlockTables([8, 16], 1, 4, [1, 1], device, slot_mapping_enabled=[False, True])
+    new = vllm.BlockTables([8, 16], 1, 4, [1, 1], device, slot_mapping_modes=[
+        vllm.SlotMappingMode.NONE, vllm.SlotMappingMode.TOKEN_TO_KV_SLOT])
+    for t in (old, new):
+        assert t.slot_mapping_enabled == [False, True]
+        assert t.slot_mapping_modes == [vllm.SlotMappingMode.NONE,
+                                        vllm.SlotMappingMode.TOKEN_TO_KV_SLOT]
+        t.append_block_ids(0, ([7], [12]), overwrite=True)
+        t.apply_staged_writes()
+        slots = t.compute_slot_mappings(np.array([0], np.int32), np.array([0, 2], np.int32),
+                                        np.array([3, 17]), 2)
+        assert slots.tolist() == [[-1, -1], [12 * 16 + 3, -1]]  # 17 is past its one block
+    with pytest.raises(TypeError, match="give slot_mapping_modes or slot_mapping_enabled"):
+        vllm.BlockTables([8], 1, 4, [1], device, slot_mapping_enabled=[True],
+                         slot_mapping_modes=[vllm.SlotMappingMode.NONE])
+    with pytest.raises(TypeError, match="slot_mapping_mode must be a SlotMappingMode"):
+        vllm.BlockTables([8], 1, 4, [1], device, slot_mapping_modes=["none"])
+
+
+def lengths_and_rows(t):
+    """Every group's host lengths and rows, to show that nothing changed."""
+    return t.num_blocks.np.tolist(), [g.host_rows.tolist() for g in t._engine.groups]
+
+
+def test_update_block_ids_overwrites_the_running_requests_it_names(device):
+    # MRV2: each req_id that req_id_to_index holds has its slot written from
+    # column 0, as append_block_ids(..., overwrite=True); others are skipped.
+    t = tables(device, kernel_block_sizes=[16, 16, 8])  # group 1: 2 kernel blocks a block
+    t.append_block_ids(0, ([1, 2], [3], [4]), overwrite=True)
+    t.append_block_ids(1, ([5, 6, 7], [8, 9], [10]), overwrite=True)
+    t.apply_staged_writes()
+    t.update_block_ids({"b": ([11], [12], []), "gone": ([1], [1], [1])}, {"a": 0, "b": 1})
+    assert t.num_blocks.np[:, :2].tolist() == [[2, 1], [2, 2], [1, 0]]
+    assert t.block_tables[0]._staged_write_indices == [1]
+    assert t.block_tables[1]._staged_write_starts == [0]
+    assert t.block_tables[1]._staged_write_contents == [24, 25]
+    assert t.block_tables[2]._staged_write_indices == []  # no ids: no write
+    t.apply_staged_writes()
+    # columns past the new length keep their ids, as an overwrite does
+    assert t.block_tables[0].gpu[1, :3].tolist() == [11, 6, 7]
+    assert t.block_tables[1].gpu[1, :4].tolist() == [24, 25, 18, 19]
+    assert t.block_tables[0].gpu[0, :2].tolist() == [1, 2]
+    # all or nothing: "a" fits, "b" outgrows group 2's 8 blocks
+    before = lengths_and_rows(t)
+    with pytest.raises(vllm.RowCapacityError, match="groups\\[2\\]: .*would overflow row 1"):
+        t.update_block_ids({"a": ([9], [9], [9]), "b": ([1], [1], list(range(9)))},
+                           {"a": 0, "b": 1})
+    assert lengths_and_rows(t) == before and t.block_tables[0]._staged_write_indices == []
+
+
+def test_overwrite_rows_writes_the_slots_of_batch_positions(device):
+    # Batch position b reads slot idx_mapping[b]: positions 0 and 2 of
+    # [2, 0, 3] are slots 2 and 3; position 1 (slot 0) keeps its row.
+    t = tables(device)
+    t.append_block_ids(0, ([1], [2], [3]), overwrite=True)
+    t.append_block_ids(3, ([4, 5], [6], [7]), overwrite=True)
+    idx = np.array([2, 0, 3], np.int32)
+    t.overwrite_rows(idx, [0, 2], [([9], [8], []), ([4], [], [6, 6])])
+    lengths, rows = lengths_and_rows(t)
+    assert [l[:4] for l in lengths] == [[1, 0, 1, 1], [1, 0, 1, 0], [1, 0, 0, 2]]
+    assert [r[2][:1] for r in rows] == [[9], [8], [0]]
+    assert [r[3][:2] for r in rows] == [[4, 5], [6, 0], [6, 6]]  # group 0 keeps its tail
+    assert [r[0][:1] for r in rows] == [[1], [2], [3]]
+    before = lengths_and_rows(t)
+    for batch_rows, rows, status, words in (
+            ([3], [([1], [1], [1])], "CLBT_ROW_OUT_OF_RANGE",
+             "batch_rows holds 3; idx_mapping holds 3 requests"),
+            ([0, 1], [([1], [1], [1])], "CLBT_INVALID_ARGUMENT",
+             "rows holds 1 entries; batch_rows holds 2"),
+            ([0, 1], [([1], [1], [1]), ([1], [1], [-1])], "CLBT_INVALID_BLOCK_ID",
+             "block_ids\\[0\\] = -1 is outside")):
+        with pytest.raises(clbt.Error, match=words) as refused:
+            t.overwrite_rows(idx, batch_rows, rows)
+        assert refused.value.status == status
+    with pytest.raises(clbt.Error, match="a padding request's") as refused:
+        t.overwrite_rows(np.array([1, -1], np.int32), [0, 1], [([1], [1], [1])] * 2)
+    assert refused.value.status == "CLBT_ROW_OUT_OF_RANGE"
+    assert lengths_and_rows(t) == before
+
+
+def test_null_leading_blocks_nulls_a_groups_first_blocks(device):
+    # Group 1 has 2 kernel blocks a KV block: slot 0's KV blocks 5 6 7 are
+    # kernel blocks 10 .. 15. Nulling 2 makes them 0 1 0 1 14 15 (KV block
+    # 0, the null block), the length stays 6, and groups 0 and 2 are as
+    # they were.
+    t = tables(device, kernel_block_sizes=[16, 16, 8])
+    t.append_block_ids(0, ([1, 2], [5, 6, 7], [3]), overwrite=True)
+    t.append_block_ids(1, ([4], [8], [9]), overwrite=True)
+    t.apply_staged_writes()
+    t.null_leading_blocks(1, [0], [2])
+    assert t.num_blocks.np[:, 0].tolist() == [2, 6, 1]
+    assert t._engine.groups[1].host_rows[0, :6].tolist() == [0, 1, 0, 1, 14, 15]
+    assert t.num_nulled_blocks[:, :2].tolist() == [[0, 0], [4, 0], [0, 0]]
+    assert t.num_null_blocks[1, 0] == 4
+    assert t.block_tables[1]._staged_write_indices == [0]
+    assert t.block_tables[1]._staged_write_contents == [0, 1, 0, 1, 14, 15]
+    assert t.block_tables[0]._staged_write_indices == []
+    t.apply_staged_writes()
+    # position 0: kernel block 0 is block 0 -> slot 0; 17: kernel block 1 is
+    # 1 -> 16 + 1; 64: kernel block 4 is 14 -> 14 * 16
+    slots = t.compute_slot_mappings(np.array([0], np.int32), np.array([0, 3], np.int32),
+                                    np.array([0, 17, 64]), 3)
+    assert slots[1].tolist() == [0, 17, 224]
+    before = lengths_and_rows(t)
+    for call, status, words in (
+            (lambda: t.null_leading_blocks(1, [1, 0], [1, 4]), "CLBT_INVALID_ARGUMENT",
+             "num_blocks\\[1\\] = 4 exceeds the 3 blocks slot 0 holds in group 1"),
+            (lambda: t.null_leading_blocks(3, [0], [1]), "CLBT_INVALID_ARGUMENT",
+             "group 3 is not a group: there are 3"),
+            (lambda: t.null_leading_blocks(0, [4], [1]), "CLBT_ROW_OUT_OF_RANGE",
+             "req_indices: index 4 is out of bounds"),
+            (lambda: t.null_leading_blocks(0, [0, 1], [1]), "CLBT_INVALID_ARGUMENT",
+             "num_blocks holds 1 entries; req_indices holds 2")):
+        with pytest.raises(clbt.Error, match=words) as refused:
+            call()
+        assert refused.value.status == status
+    assert lengths_and_rows(t) == before
+
+
+def caller_array(device, values):
+    """values in a new device buffer of the caller's own, as a DeviceArray
+    (what a caller hands MRV2's out=)."""
+    from clbt import _opencl
+    from clbt._device_array import DeviceArray, Memory
+    handle = device._live()
+    buffer = _opencl.create_buffer(lib.clbt_device_context(handle), values.nbytes)
+    queue = lib.clbt_device_queue(handle)
+    _opencl.write(queue, buffer.int_ptr, values.ctypes.data, values.nbytes).wait()
+    memory = Memory(buffer.int_ptr, queue, values.nbytes)
+    buffer.close()  # the Memory holds its own reference
+    return DeviceArray(memory, values.shape, values.dtype)
+
+
+def test_gather_and_slot_mappings_into_the_callers_arrays(device):
+    # Newer MRV2: out= takes the caller's arrays. Slots 2 and 0 hold KV
+    # blocks [4] and [1] in group 0 (block 16), [5] and [2] in group 1
+    # (block 32 over 16: kernel 10 11 and 4 5), [6] and [3] in group 2
+    # (block 8). The arrays are poisoned (-7): what is not written shows.
+    t = tables(device, kernel_block_sizes=[16, 16, 8])
+    t.append_block_ids(0, ([1], [2], [3]), overwrite=True)
+    t.append_block_ids(2, ([4], [5], [6]), overwrite=True)
+    t.apply_staged_writes()
+    idx = np.array([2, 0], np.int32)
+    widths = [8, 16, 8]
+    out = [caller_array(device, np.full((4, w), -7, np.int32)) for w in widths]
+    gathered = t.gather_block_tables(idx, 3, out=out, out_ptrs=object())
+    assert [g.shape for g in gathered] == [(3, 8), (3, 16), (3, 8)]
+    assert gathered[0].tolist() == [[4] + [0] * 7, [1] + [0] * 7, [0] * 8]
+    assert out[1][:2, :3].tolist() == [[10, 11, 0], [4, 5, 0]]
+    assert out[2][:, 0].tolist() == [6, 3, 0, -7]  # row 3, past num_reqs_padded, untouched
+    # request 0 (slot 2): positions 1 2; request 1 (slot 0): 17, past block
+    # 0's 16 tokens in groups 0 and 2, kernel block 1 (id 5) in group 1.
+    # Rows 10 wide at a pitch of 12 (the last 2 are not out's), then rows
+    # wider than the table's 64 tokens: -1 past the tokens, as MRV2 pads.
+    expected = [[65, 66, -1], [161, 162, 81], [49, 50, -1]]
+    for width, pitch in ((10, 12), (70, 70)):
+        whole = caller_array(device, np.full((3, pitch), -7, np.int64))
+        slots = t.compute_slot_mappings(idx, np.array([0, 2, 3], np.int32),
+                                        np.array([1, 2, 17]), 4, out=whole[:, :width])
+        assert slots.shape == (3, 4)
+        assert whole.tolist() == [row + [-1] * (width - 3) + [-7] * (pitch - width)
+                                  for row in expected]
+    # refused before anything runs or is written
+    poison = caller_array(device, np.full((3, 10), -7, np.int64))
+    for call, words in (
+            (lambda: t.gather_block_tables(idx, 3, out=out[:2]),
+             "out length \\(2\\) must match"),
+            (lambda: t.gather_block_tables(idx, 3, out=[out[1], out[0], out[2]]),
+             "out\\[0\\] is int32 \\(4, 16\\)"),
+            (lambda: t.gather_block_tables(idx, 4, out=[o[:3] for o in out]),
+             "at least 4 rows"),
+            (lambda: t.compute_slot_mappings(idx, np.array([0, 2, 3], np.int32),
+                                             np.array([1, 2, 17]), out=poison[:, :2]),
+             "at least 3 rows of at least 3 int64 elements"),
+            (lambda: t.compute_slot_mappings(idx, np.array([0, 2, 3], np.int32),
+                                             np.array([1, 2, 17]), out=poison[:2]),
+             "at least 3 rows"),
+            (lambda: t.compute_slot_mappings(idx, np.array([0, 2, 3], np.int32),
+                                             np.array([1, 2, 17]), out=out[0]),
+             "int32 \\(4, 8\\).*at least 3 int64 elements")):
+        with pytest.raises(clbt.Error, match=words):
+            call()
+    assert poison.tolist() == [[-7] * 10] * 3
 
 
 @pytest.mark.parametrize("cp_rank", range(4))
@@ -191,9 +380,9 @@ def test_padding_requests_get_pad_slots(device):
 
 
 def test_one_mrv2_step_is_one_clbt_step(device, monkeypatch):
-    calls = count_calls(monkeypatch, "clbt_multi_table_add_rows",
-                        "clbt_multi_table_append_rows", "clbt_multi_table_enqueue_commit",
-                        "clbt_multi_table_enqueue_step")
+    calls = count_calls(monkeypatch, "clbt_multi_table_update_row",
+                        "clbt_multi_table_add_rows", "clbt_multi_table_append_rows",
+                        "clbt_multi_table_enqueue_commit", "clbt_multi_table_enqueue_step")
     t = tables(device)
     t.append_block_ids(0, ([1], [2], [3]), overwrite=True)
     t.append_block_ids(2, ([4], [5], [6]), overwrite=True)
@@ -201,7 +390,7 @@ def test_one_mrv2_step_is_one_clbt_step(device, monkeypatch):
     idx = np.array([2, 0], np.int32)
     gathered = t.gather_block_tables(idx, num_reqs_padded=3)
     slots = t.compute_slot_mappings(idx, np.array([0, 1, 2], np.int32), np.array([3, 17]), 2)
-    assert calls == ["clbt_multi_table_add_rows", "clbt_multi_table_enqueue_step"]
+    assert calls == ["clbt_multi_table_update_row"] * 2 + ["clbt_multi_table_enqueue_step"]
     assert gathered[0].tolist() == [[4] + [0] * 7, [1] + [0] * 7, [0] * 8]
     assert gathered[1][:2, 0].tolist() == [5, 2] and gathered[2][:, 0].tolist() == [6, 3, 0]
     # request 1 reads slot 0 (block 1 of 16): position 17 is past its one

@@ -206,7 +206,7 @@ def test_reshape_and_cache_flash_matches_numpy(arrays, case):
     assert np.array_equal(got.view(np.uint8), expected.view(np.uint8)), \
         "%d of %d bytes differ" % (np.count_nonzero(got.view(np.uint8) !=
                                                     expected.view(np.uint8)), got.nbytes)
-    kv_cache_object = next(reversed(clbt.vllm._KV_CACHES.values()))
+    kv_cache_object = next(reversed(clbt._cache_ops._KV_CACHES.values()))
     assert kv_cache_object.rejected_tokens == 1
 
 
@@ -497,10 +497,10 @@ def test_a_layout_is_described_once_and_each_change_is_another(arrays):
     slots, _, _ = arrays.array(np.array([-1], np.int64))
 
     def write(key_cache, value_cache, kv_cache_dtype="auto", key=inputs):
-        before = dict(clbt.vllm._KV_CACHES)
+        before = dict(clbt._cache_ops._KV_CACHES)
         clbt.vllm.reshape_and_cache_flash(key, key, key_cache, value_cache, slots,
                                           kv_cache_dtype, 1.0, 1.0)
-        return [c for k, c in clbt.vllm._KV_CACHES.items() if k not in before]
+        return [c for k, c in clbt._cache_ops._KV_CACHES.items() if k not in before]
 
     first = write(*halves)
     assert len(first) <= 1  # made now, or by an earlier test of the same layout

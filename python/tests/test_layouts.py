@@ -47,15 +47,18 @@ def test_mirror_has_the_c_fields_at_the_c_offsets(struct):
 
 
 def test_every_mirrored_struct_is_printed():
-    assert set(c_layouts()) - {"CLBT_STEP_GATHER", "CLBT_STEP_EXPORT", "CLBT_STEP_DUMMY"} == \
-        set(MIRRORS)
+    assert set(c_layouts()) - {"CLBT_STEP_GATHER", "CLBT_STEP_EXPORT", "CLBT_STEP_DUMMY",
+                               "CLBT_ROW_APPEND", "CLBT_ROW_REPLACE"} == set(MIRRORS)
 
 
-def test_step_flags_are_the_c_values():
+def test_step_flags_and_row_updates_are_the_c_values():
     c = c_layouts()
     assert (_library.STEP_GATHER, _library.STEP_EXPORT, _library.STEP_DUMMY) == (
         c["CLBT_STEP_GATHER"]["value"], c["CLBT_STEP_EXPORT"]["value"],
         c["CLBT_STEP_DUMMY"]["value"])
+    # clbt_multi_table_update_row's how
+    assert (_library.ROW_APPEND, _library.ROW_REPLACE) == (
+        c["CLBT_ROW_APPEND"]["value"], c["CLBT_ROW_REPLACE"]["value"])
 
 
 def test_sized_structs_carry_their_own_size():

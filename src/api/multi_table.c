@@ -165,6 +165,41 @@ clbt_status clbt_multi_table_add_row(clbt_multi_table *table, uint32_t row,
   return update_row(table, row, block_ids, counts, true);
 }
 
+/* Group g's ids in a flat array: after the counts of the groups before it. */
+static const int32_t *group_ids(const int32_t *block_ids, size_t first) {
+  return block_ids ? block_ids + first : NULL;
+}
+
+clbt_status clbt_multi_table_update_row(clbt_multi_table *table, uint32_t row,
+                                        const size_t *counts,
+                                        const int32_t *block_ids,
+                                        clbt_row_update how) {
+  if (!table || !counts)
+    return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
+                      !table ? "table" : "counts");
+  if (how != CLBT_ROW_APPEND && how != CLBT_ROW_REPLACE)
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "how is %d; CLBT_ROW_APPEND (0) or CLBT_ROW_REPLACE "
+                      "(1) expected",
+                      (int)how);
+  bool replace = how == CLBT_ROW_REPLACE;
+  /* A group's count is added only once it is checked, so first stays
+     within the ids the groups before it hold. */
+  size_t first = 0;
+  for (uint32_t g = 0; g < table->num_groups; first += counts[g++]) {
+    clbt_status status = clbt__check_append(
+        table->groups[g], row, group_ids(block_ids, first), counts[g], replace);
+    if (status)
+      return clbt__prefix_error(status, "groups[%u] (ids from block_ids[%zu])",
+                                (unsigned)g, first);
+  }
+  first = 0;
+  for (uint32_t g = 0; g < table->num_groups; first += counts[g++])
+    clbt__apply_append(table->groups[g], row, group_ids(block_ids, first),
+                       counts[g], replace);
+  return CLBT_SUCCESS;
+}
+
 /* Every group has the same max_num_reqs, so checking the first checks all. */
 static clbt_table *first_group(const clbt_multi_table *table) {
   return table ? table->groups[0] : NULL;

@@ -1,7 +1,8 @@
 /*
  * The call runner (run.c): every device call of the engine (a commit, a
  * slot mapping, an export, a step, token slots) is a call (clbt__call) on
- * a scope, planned once and enqueued once. The call builders
+ * a scope, planned to a list of commands, which is then enqueued as it
+ * stands. The call builders
  * (commit_call.c, slot_mapping.c, export.c, step.c, token_slots.c) check
  * their arguments (checks.c) and make the call.
  */
@@ -45,11 +46,12 @@ typedef struct clbt__call {
 } clbt__call;
 
 /*
- * Runs a checked call on a scope: plans it (every kernel built, every
- * packet placed, nothing enqueued when that fails), then enqueues the plan
- * as one sequence after the wait list, handing back the last command's
- * event when event is not NULL. A commit that fails once something is
- * enqueued leaves the scope's groups stale.
+ * Runs a checked call on a scope: plans it to its list of commands (every
+ * kernel built, every staging slot taken and every packet placed; nothing
+ * enqueued when that fails), then enqueues the commands as one sequence
+ * after the wait list, handing back the last command's event when event
+ * is not NULL, then settles what it committed. A commit that fails once
+ * something is enqueued leaves the scope's groups stale.
  */
 clbt_status clbt__run(const clbt__scope *scope, const clbt__call *call,
                       cl_uint num_events, const cl_event *wait_list,

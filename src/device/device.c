@@ -6,12 +6,41 @@
 #include "device/device_settings.h"
 #include "device/driver_lock.h"
 #include "device/handle.h"
+#include "device/known_drivers.h"
 #include "device/program.h"
 #include "device/queue.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Refuses a device whose driver is known to fail on clbt's kernels. */
+static clbt_status check_driver(cl_device_id id) {
+  clbt_status status = CLBT_SUCCESS;
+  cl_platform_id platform;
+  char platform_name[256] = "", device_name[256] = "", driver[256] = "";
+  CLBT__CL_TRY(clGetDeviceInfo(id, CL_DEVICE_PLATFORM, sizeof platform,
+                               &platform, NULL),
+               status, done);
+  CLBT__CL_TRY(clGetPlatformInfo(platform, CL_PLATFORM_NAME,
+                                 sizeof platform_name - 1, platform_name,
+                                 NULL),
+               status, done);
+  CLBT__CL_TRY(clGetDeviceInfo(id, CL_DEVICE_NAME, sizeof device_name - 1,
+                               device_name, NULL),
+               status, done);
+  CLBT__CL_TRY(clGetDeviceInfo(id, CL_DRIVER_VERSION, sizeof driver - 1,
+                               driver, NULL),
+               status, done);
+  const char *fault =
+      clbt__known_driver_fault(platform_name, device_name, driver);
+  if (fault)
+    status = clbt__fail(CLBT_UNSUPPORTED_DEVICE,
+                        "%s / %s, driver %s: %s (docs/reliability.md)",
+                        platform_name, device_name, driver, fault);
+done:
+  return status;
+}
 
 /* Reads "OpenCL <major>.<minor> ..." from a device's CL_DEVICE_VERSION. */
 static clbt_status check_support(cl_device_id id) {
@@ -77,6 +106,7 @@ static clbt_status assemble(cl_context context, cl_device_id id,
                             cl_command_queue queue, clbt_device **out) {
   clbt__device_properties properties;
   clbt_status status = check_support(id);
+  if (status == CLBT_SUCCESS) status = check_driver(id);
   if (status == CLBT_SUCCESS) status = read_properties(id, &properties);
   if (status != CLBT_SUCCESS) return status;
 

@@ -89,13 +89,12 @@ static clbt_status lock(clbt__watch *watch) {
  * rest are behind it. The caller holds the lock.
  */
 static clbt_status reap(clbt__watch *watch) {
-  clbt_status status = CLBT_SUCCESS;
   while (atomic_load(&watch->count) > 0) {
     cl_event oldest = *watched(watch, 0);
     cl_int execution = CL_QUEUED;
-    CLBT__CL_TRY(clGetEventInfo(oldest, CL_EVENT_COMMAND_EXECUTION_STATUS,
-                                sizeof execution, &execution, NULL),
-                 status, done);
+    cl_int error = clGetEventInfo(oldest, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                  sizeof execution, &execution, NULL);
+    if (error) return clbt__cl_fail(error, "clGetEventInfo");
     if (execution > CL_COMPLETE) break;
     if (execution < 0) atomic_fetch_add(&watch->failures, 1);
     clReleaseEvent(oldest);
@@ -109,8 +108,7 @@ static clbt_status reap(clbt__watch *watch) {
     watch->events = NULL;
     watch->capacity = watch->first = 0;
   }
-done:
-  return status;
+  return CLBT_SUCCESS;
 }
 
 clbt_status clbt__watch_failures(clbt_device *device, uint64_t *failures) {

@@ -31,27 +31,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Unlists the rows below num_reqs, which the commit brought in sync. */
-static void unlist_committed(clbt__changes *changes, uint32_t num_reqs) {
-  uint32_t kept = 0;
-  for (uint32_t i = 0; i < changes->num_listed; ++i) {
-    uint32_t row = changes->listed_rows[i];
-    if (row < num_reqs)
-      changes->listed[row] = false;
-    else
-      changes->listed_rows[kept++] = row;
-  }
-  changes->num_listed = kept;
-}
-
+/* The listed rows below num_reqs and their changed cells: the totals when
+   every listed row is (a step commits every row). */
 static clbt__pending count_pending(const clbt__changes *changes,
                                   uint32_t num_reqs) {
+  if (changes->bound <= num_reqs)
+    return (clbt__pending){changes->num_listed, changes->cells};
   clbt__pending p = {0, 0};
   for (uint32_t i = 0; i < changes->num_listed; ++i) {
     uint32_t row = changes->listed_rows[i];
     if (row >= num_reqs) continue;
     ++p.rows;
-    p.cells += clbt__changed_cells(changes, row);
+    p.cells += changes->high[row] - changes->low[row];
   }
   return p;
 }
@@ -78,15 +69,20 @@ clbt_status clbt__commit_choose(clbt_commit_mode mode, uint32_t num_reqs,
 }
 
 
-/* A stale group is rewritten whole, every row, whatever the mode: its
-   changes no longer say what differs. */
-clbt_status clbt__commit_plan_group(const clbt_table *group,
-                                    uint32_t num_reqs,
-                                    clbt__commit_plan *plan) {
+/* A group's commit of rows [0, num_reqs). A stale group is rewritten
+   whole, every row, whatever the mode: its changes no longer say what
+   differs. */
+static clbt_status plan_group(const clbt_table *group, uint32_t num_reqs,
+                              clbt__commit_plan *plan) {
   plan->rows = group->device_stale ? group->layout.max_num_reqs : num_reqs;
   plan->pending = count_pending(&group->changes, plan->rows);
   plan->mode = CLBT_COMMIT_WHOLE;
   plan->packet_at = 0;
+  plan->whole = (clbt__whole_target){group->regions[CLBT_REGION_ROWS],
+                                     group->regions[CLBT_REGION_ROW_LENGTHS],
+                                     group->regions[CLBT_REGION_ROW_VERSIONS],
+                                     group->layout.width,
+                                     group->layout.max_num_reqs, NULL};
   if (group->device_stale) return CLBT_SUCCESS;
   if (plan->pending.rows == 0) {
     plan->mode = CLBT_COMMIT_AUTO;
@@ -97,100 +93,11 @@ clbt_status clbt__commit_plan_group(const clbt_table *group,
                              plan->pending.cells, &plan->mode);
 }
 
-clbt_status clbt__commit_whole(clbt_table *group, uint32_t rows,
-                               uint64_t version, clbt__sequence *sequence) {
-  clbt__staging_pool *pool = &group->engine->staging;
-  size_t cells = (size_t)rows * group->layout.width;
-  size_t words = cells + rows;
-  clbt__staging slot;
-  cl_event rows_read = NULL, lengths_read = NULL;
-  clbt_status status = clbt__staging_acquire(pool, group->device->context,
-                                             words, false, &slot);
-  if (status) return status;
-  memcpy(slot.packet, group->rows, cells * sizeof(int32_t));
-  memcpy(slot.packet + cells, group->row_lengths, rows * sizeof(uint32_t));
-  status = clbt__sequence_write(sequence, group->regions[CLBT_REGION_ROWS], 0,
-                                cells * sizeof(int32_t), slot.packet,
-                                &rows_read);
-  if (!status)
-    status = clbt__sequence_write(
-        sequence, group->regions[CLBT_REGION_ROW_LENGTHS], 0,
-        rows * sizeof(uint32_t), slot.packet + cells, &lengths_read);
-  /* The slot lives until the last write that was enqueued ends; the queue
-     is in order, so the one before it has ended too. */
-  if (!rows_read) {
-    clbt__staging_return(pool, &slot);
-  } else if (lengths_read) {
-    clReleaseEvent(rows_read);
-    clbt__staging_submit(pool, &slot, lengths_read);
-  } else {
-    clbt__staging_submit(pool, &slot, rows_read);
-  }
-  if (!status)
-    status = clbt__sequence_fill(
-        sequence, group->regions[CLBT_REGION_ROW_VERSIONS], &version,
-        sizeof version, 0, group->layout.max_num_reqs * sizeof version);
-  if (!status)
-    group->last_commit = (clbt_commit_info){CLBT_COMMIT_WHOLE, rows,
-                                            words * sizeof(uint32_t)};
-  return status;
-}
-
-/* Each row's entry, then the rows' runs of changed ids, as cl/commit.cl
-   reads a section: a row costs its entry and a copy of what changed. */
-static void pack_section(const clbt_table *group,
-                         const clbt__commit_plan *plan, uint32_t *section) {
-  const clbt__changes *changes = &group->changes;
-  uint32_t *ids =
-      section + CLBT_PACKET_ROW_WORDS * (size_t)plan->pending.rows;
-  uint32_t first_id = 0;
-  for (uint32_t i = 0; i < changes->num_listed; ++i) {
-    uint32_t row = changes->listed_rows[i];
-    if (row >= plan->rows) continue;
-    uint32_t cells = clbt__changed_cells(changes, row);
-    uint32_t low = cells ? changes->low[row] : 0;
-    section[CLBT_PACKET_ROW] = row;
-    section[CLBT_PACKET_ROW_LENGTH] = group->row_lengths[row];
-    section[CLBT_PACKET_ROW_COLUMN] = low;
-    section[CLBT_PACKET_ROW_FIRST_ID] = first_id;
-    section += CLBT_PACKET_ROW_WORDS;
-    memcpy(ids + first_id,
-           group->rows + (size_t)row * group->layout.width + low,
-           cells * sizeof *ids);
-    first_id += cells;
-  }
-}
-
-void clbt__commit_pack(const clbt__launch *launch,
-                       const clbt__commit_plan *plans, uint32_t *part) {
-  for (uint32_t g = 0; g < launch->shape.num_groups; ++g) {
-    bool scatters = plans[g].mode == CLBT_COMMIT_SCATTER;
-    uint32_t *counts = part + CLBT_PACKET_HEADER_WORDS_PER_GROUP * g;
-    counts[0] = scatters ? plans[g].pending.rows : 0;
-    counts[1] = scatters ? (uint32_t)plans[g].pending.cells : 0;
-    if (scatters)
-      pack_section(launch->groups[g], &plans[g], part + plans[g].packet_at);
-  }
-}
-
-void clbt__commit_settle(clbt_table *group, const clbt__commit_plan *plan) {
-  group->device_stale = false;
-  if (plan->mode == CLBT_COMMIT_AUTO) {
-    group->last_commit = (clbt_commit_info){CLBT_COMMIT_AUTO, 0, 0};
-    return;
-  }
-  if (plan->mode == CLBT_COMMIT_SCATTER)
-    group->last_commit = (clbt_commit_info){
-        CLBT_COMMIT_SCATTER, plan->pending.rows,
-        clbt__commit_section_words(plan) * sizeof(uint32_t)};
-  unlist_committed(&group->changes, plan->rows);
-}
-
-clbt_status clbt__commit_reap(clbt_multi_table *engine, bool staging,
-                              bool *lost) {
+/* Reaps the device's watch and the engine's staging pool; a command that
+   never arrived leaves every group stale. */
+static clbt_status reap(clbt_multi_table *engine) {
   bool failed = false;
-  clbt_status status =
-      staging ? clbt__staging_reap(&engine->staging, &failed) : CLBT_SUCCESS;
+  clbt_status status = clbt__staging_reap(&engine->staging, &failed);
   if (status) return status;
   /* A command behind a failed one on the queue never ran, with no word. */
   uint64_t failures = 0;
@@ -201,6 +108,111 @@ clbt_status clbt__commit_reap(clbt_multi_table *engine, bool staging,
   /* The pool is the engine's: any of its groups may have lost a packet. */
   for (uint32_t g = 0; failed && g < engine->num_groups; ++g)
     engine->groups[g]->device_stale = true;
-  if (lost) *lost = failed;
   return CLBT_SUCCESS;
 }
+
+clbt_status clbt__commit_plan_groups(clbt_multi_table *engine, uint32_t begin,
+                                     uint32_t end, uint32_t num_reqs,
+                                     clbt__commit_plan *plans) {
+  clbt_status status = reap(engine);
+  for (uint32_t g = 0; g < engine->num_groups; ++g) {
+    plans[g] = (clbt__commit_plan){.mode = CLBT_COMMIT_AUTO};
+    if (status || g < begin || g >= end) continue;
+    clbt__changes_sort(&engine->groups[g]->changes);
+    status = plan_group(engine->groups[g], num_reqs, &plans[g]);
+  }
+  return status;
+}
+
+/* Each row's entry, then the rows' runs of changed ids, as cl/commit.cl
+   reads a section: a row costs its entry and a copy of what changed. The
+   entries go in ascending row order, in which the kernel's parts search
+   them (committed_row_of): the plan sorted the list (clbt__changes_sort). */
+static void pack_section(const clbt_table *group,
+                         const clbt__commit_plan *plan, uint32_t *section) {
+  const clbt__changes *changes = &group->changes;
+  uint32_t *ids =
+      section + CLBT_PACKET_ROW_WORDS * (size_t)plan->pending.rows;
+  uint32_t first_id = 0;
+  for (uint32_t i = 0; i < changes->num_listed; ++i) {
+    uint32_t row = changes->listed_rows[i];
+    if (row >= plan->rows) continue;
+    uint32_t low = changes->low[row], cells = changes->high[row] - low;
+    section[CLBT_PACKET_ROW] = row;
+    section[CLBT_PACKET_ROW_LENGTH] = group->row_lengths[row];
+    section[CLBT_PACKET_ROW_COLUMN] = low;
+    section[CLBT_PACKET_ROW_FIRST_ID] = first_id;
+    section += CLBT_PACKET_ROW_WORDS;
+    const int32_t *run = group->rows + (size_t)row * group->layout.width + low;
+    /* A decode step's row gains one id: copied without a call. */
+    if (cells == 1)
+      ids[first_id] = (uint32_t)run[0];
+    else
+      memcpy(ids + first_id, run, cells * sizeof *ids);
+    first_id += cells;
+  }
+}
+
+/* Each group's counts, then the sections of those that scatter. */
+static void pack_part(const clbt__launch *launch,
+                      const clbt__commit_plan *plans, uint32_t *part) {
+  for (uint32_t g = 0; g < launch->shape.num_groups; ++g) {
+    bool scatters = plans[g].mode == CLBT_COMMIT_SCATTER;
+    uint32_t *counts = part + CLBT_PACKET_HEADER_WORDS_PER_GROUP * g;
+    counts[0] = scatters ? plans[g].pending.rows : 0;
+    counts[1] = scatters ? (uint32_t)plans[g].pending.cells : 0;
+    if (scatters)
+      pack_section(launch->groups[g], &plans[g], part + plans[g].packet_at);
+  }
+}
+
+/* A WHOLE commit's rows, then their lengths. */
+static void snapshot(const clbt_table *group, const clbt__commit_plan *plan) {
+  size_t cells = (size_t)plan->rows * group->layout.width;
+  uint32_t *packet = plan->whole.slot->packet;
+  memcpy(packet, group->rows, cells * sizeof(int32_t));
+  memcpy(packet + cells, group->row_lengths, plan->rows * sizeof(uint32_t));
+}
+
+/* Where the plan puts a launch's part. */
+static uint32_t *part_place(const clbt__launch_part *part, uint32_t *upload) {
+  const clbt__launch_plan *share = &part->share;
+  switch (share->place) {
+  case CLBT__PACKET_INLINE:
+    return part->step_record->sent.packet;
+  case CLBT__PACKET_INLINE_APART:
+    return part->scatter_record->sent.packet;
+  case CLBT__PACKET_FOLDED:
+  case CLBT__PACKET_SCATTERED:
+    return upload + share->part_at;
+  default:
+    return NULL;
+  }
+}
+
+void clbt__commit_pack(const clbt__launch *launch,
+                       const clbt__launch_part *part, uint32_t *upload) {
+  if (!part->commits) return;
+  uint32_t *to = part_place(part, upload);
+  if (to) pack_part(launch, part->commits, to);
+  for (uint32_t g = 0; g < launch->shape.num_groups; ++g)
+    if (part->commits[g].mode == CLBT_COMMIT_WHOLE &&
+        (part->share.groups >> g & 1u))
+      snapshot(launch->groups[g], &part->commits[g]);
+}
+
+void clbt__commit_settle(clbt_table *group, const clbt__commit_plan *plan) {
+  group->device_stale = false;
+  uint64_t words =
+      plan->mode == CLBT_COMMIT_WHOLE
+          ? (uint64_t)plan->rows * (group->layout.width + 1)
+          : clbt__scatter_words(plan->pending.rows, plan->pending.cells);
+  uint32_t rows =
+      plan->mode == CLBT_COMMIT_WHOLE ? plan->rows : plan->pending.rows;
+  group->last_commit = (clbt_commit_info){
+      plan->mode, plan->mode == CLBT_COMMIT_AUTO ? 0 : rows,
+      words * sizeof(uint32_t)};
+  if (plan->mode != CLBT_COMMIT_AUTO)
+    clbt__changes_unlist(&group->changes, plan->rows);
+}
+

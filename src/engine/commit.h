@@ -1,13 +1,13 @@
 /*
- * Commits (commit.c): how each group's commit travels, its section of a
- * launch's packet packed, a WHOLE commit's writes, and what a commit
- * leaves behind. Where each launch's part goes is the call's plan
- * (plan.c, calls/run.c).
+ * Commits (commit.c): how each group's commit travels, a launch's part of
+ * the packet packed and the WHOLE commits' rows copied into their slots,
+ * what a commit leaves behind, and the reaping before it. Where each
+ * launch's part goes, and the commands that send them, are the call's
+ * plan (plan.c, calls/run.c).
  */
 #ifndef CLBT_COMMIT_H
 #define CLBT_COMMIT_H
 
-#include "device/queue.h"
 #include "engine/launch.h"
 #include "engine/plan.h"
 
@@ -22,34 +22,31 @@ clbt_status clbt__commit_choose(clbt_commit_mode mode, uint32_t num_reqs,
                                 clbt_commit_mode *chosen);
 
 /*
- * Plans a group's commit of rows [0, num_reqs) (every row of a stale
- * group): its mode and what it moves; nothing changes.
+ * Plans the commit of rows [0, num_reqs) (every row of a stale group) of
+ * an engine's groups [begin, end) into plans[g] (the others move
+ * nothing): their modes, what they move and, WHOLE, where they write
+ * (their slots are the plan's to take).
+ * First it reaps the device's watch and the engine's staging pool, and
+ * marks every group stale when a command that never arrived is found, so
+ * that the commit rewrites them whole. Nothing else changes.
  */
-clbt_status clbt__commit_plan_group(const clbt_table *group,
-                                    uint32_t num_reqs,
-                                    clbt__commit_plan *plan);
+clbt_status clbt__commit_plan_groups(clbt_multi_table *engine, uint32_t begin,
+                                     uint32_t end, uint32_t num_reqs,
+                                     clbt__commit_plan *plans);
 
 /*
- * Packs a launch's part of the packet: each group's counts, then the
- * sections of the groups that scatter (cl/contract.h).
+ * Packs a launch's part of the packet where its plan puts it (the record
+ * of its step kernel or of its scatter launch, or the upload from
+ * part_at): each group's counts, then the sections of the groups that
+ * scatter (cl/contract.h); and copies each WHOLE commit's rows and lengths
+ * into its slot, so that the host rows may change as soon as the call
+ * returns.
  */
 void clbt__commit_pack(const clbt__launch *launch,
-                       const clbt__commit_plan *plans, uint32_t *part);
+                       const clbt__launch_part *part, uint32_t *upload);
 
-/* Enqueues a WHOLE commit of a group's rows [0, rows), from a snapshot in a
-   staging packet, every row given version. */
-clbt_status clbt__commit_whole(clbt_table *group, uint32_t rows,
-                               uint64_t version, clbt__sequence *sequence);
-
-/* What a commit that enqueued everything leaves: synced rows unlisted. */
+/* What a commit whose commands were all enqueued leaves: the group in
+   sync, its committed rows unlisted, its last commit's info. */
 void clbt__commit_settle(clbt_table *group, const clbt__commit_plan *plan);
-
-/*
- * Before a commit: reaps the device's watch and, with staging, the
- * engine's staging pool, and marks every group stale when a command that
- * never arrived is found; *lost (when not NULL) says whether one was.
- */
-clbt_status clbt__commit_reap(clbt_multi_table *engine, bool staging,
-                              bool *lost);
 
 #endif /* CLBT_COMMIT_H */

@@ -27,9 +27,15 @@ static uint32_t launch_size(uint32_t groups, uint32_t launch) {
 static clbt_status create_launches(clbt_multi_table *engine) {
   uint32_t count = launches_for(engine->num_groups);
   engine->launches = calloc(count, sizeof *engine->launches);
-  engine->launch_plans = calloc(count, sizeof *engine->launch_plans);
-  engine->record = malloc(sizeof *engine->record);
-  if (!engine->launches || !engine->launch_plans || !engine->record)
+  engine->launch_parts = calloc(count, sizeof *engine->launch_parts);
+  engine->slots = calloc(engine->num_groups + 1, sizeof *engine->slots);
+  engine->slot_words =
+      calloc(engine->num_groups + 1, sizeof *engine->slot_words);
+  engine->commands =
+      calloc(clbt__plan_max_commands(engine->num_groups, count),
+             sizeof *engine->commands);
+  if (!engine->launches || !engine->launch_parts || !engine->slots ||
+      !engine->slot_words || !engine->commands)
     return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for launches");
   clbt_status status = CLBT_SUCCESS;
   for (uint32_t l = 0; !status && l < count; ++l) {
@@ -140,8 +146,10 @@ void clbt__engine_destroy(clbt_multi_table *engine) {
   if (engine->storage) clReleaseMemObject(engine->storage);
   free(engine->groups);
   free(engine->commit_plans);
-  free(engine->launch_plans);
-  free(engine->record);
+  free(engine->launch_parts);
+  free(engine->slots);
+  free(engine->slot_words);
+  free(engine->commands);
   free(engine);
 }
 

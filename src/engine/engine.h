@@ -29,11 +29,14 @@ struct clbt_multi_table {
   uint64_t version;        /* the last version a commit gave rows */
   uint64_t seen_failures;  /* the device watch's count at the last commit */
   clbt__known_buffers known; /* the caller's buffers checked lately */
-  /* Scratch for one call's plan and records, sized at creation so that a
-     call allocates nothing; no value in it outlives the call. */
+  /* Scratch for one call's plan, sized at creation so that a call
+     allocates nothing; no value in it outlives the call. */
   clbt__commit_plan *commit_plans; /* [num_groups] */
-  clbt__launch_plan *launch_plans; /* [num_launches] */
-  clbt__launch_record *record;     /* the launch being enqueued */
+  clbt__launch_part *launch_parts; /* [num_launches] */
+  clbt__staging *slots;            /* [num_groups + 1]: WHOLE commits'
+                                      and the upload's */
+  size_t *slot_words;              /* [num_groups + 1]: their sizes */
+  clbt__command *commands;         /* [clbt__plan_max_commands] */
 };
 
 /* Creates num_groups groups of these checked layouts, and their launches. */

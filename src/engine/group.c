@@ -91,6 +91,12 @@ clbt_status clbt__table_layout_init(const clbt_table_config *config,
   layout->spec.kv_block_size = config->block_size;
   layout->spec.blocks_per_kv_block =
       config->block_size / layout->kernel_block_size;
+  /* Kept, so that a row update checks its ids without a division. */
+  int64_t id_room =
+      (int64_t)INT32_MAX - (layout->spec.blocks_per_kv_block - 1);
+  layout->largest_id =
+      id_room < 0 ? -1
+                  : (int32_t)(id_room / layout->spec.blocks_per_kv_block);
   layout->spec.maps_tokens =
       config->slot_mode == CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT;
   layout->spec.zero_gathered_tails = config->zero_gathered_tails != 0;

@@ -29,6 +29,8 @@ typedef struct clbt__table_layout {
   uint32_t width;        /* kernel blocks per row */
   uint32_t max_num_reqs;
   uint32_t max_num_batched_tokens;
+  int32_t largest_id;    /* the largest block id whose last kernel block,
+                            id * k + k - 1, fits in int32; -1: none does */
 } clbt__table_layout;
 
 /* Checks a config and derives the table's layout from it. */

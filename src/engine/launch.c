@@ -1,9 +1,9 @@
 /*
  * Launches: the step kernel (cl/step.cl) specialised for 1..8 groups of an
  * engine (one table, or eight groups of a multi-group table), its entries
- * made on first use, each in each record size, bound to the launch's
- * layout and the engine's storage, with a geometry chosen for the device
- * (src/base/tuning.c). The kernel's arguments persist between launches and
+ * made with its program, each in each record size, bound to the launch's
+ * layout and the engine's storage, with work-group sizes chosen for the
+ * device (src/base/tuning.c). The kernel's arguments persist between launches and
  * NVIDIA's driver copies every one at every enqueue (about a quarter of a
  * microsecond each on the H200), so a launch takes few of them: a record
  * and a layout by value, the batch's buffers and the storage, and sets
@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 _Static_assert(CLBT__RECORD_CLASSES == CLBT_MAX_RECORD_CLASSES,
@@ -32,14 +33,12 @@ enum {
   NUM_ARGUMENTS
 };
 
-/* The batch buffers' argument indices, in clbt__kernel.bound's order. */
+/* The bound buffers' argument indices, in clbt__kernel.bound's order. */
 static const cl_uint bound_arguments[CLBT__NUM_BOUND] = {
     [CLBT__BOUND_QUERY_START_LOC] = ARG_QUERY_START_LOC,
     [CLBT__BOUND_POSITIONS] = ARG_POSITIONS,
     [CLBT__BOUND_IDX_MAPPING] = ARG_IDX_MAPPING,
     [CLBT__BOUND_SEQ_LENS] = ARG_SEQ_LENS,
-    [CLBT__BOUND_TOKEN_INDICES] = ARG_TOKEN_INDICES,
-    [CLBT__BOUND_TOKEN_SLOTS] = ARG_TOKEN_SLOTS,
     [CLBT__BOUND_PACKET] = ARG_PACKET};
 
 /* Each entry's name, for its kernel's. */
@@ -57,13 +56,10 @@ static const size_t spec_field_offsets[] = {
 };
 #define NUM_SPEC_FIELDS (sizeof spec_field_offsets / sizeof(size_t))
 
-/* The bytes of a layout of num_groups, and of a record with `words`. */
+/* The bytes of a layout of num_groups. */
 static size_t layout_bytes(uint32_t num_groups) {
   return offsetof(clbt__launch_layout, groups) +
          num_groups * sizeof(clbt_group_layout);
-}
-static size_t record_bytes(size_t words) {
-  return offsetof(clbt__launch_record, packet) + words * sizeof(cl_uint);
 }
 
 /*
@@ -93,7 +89,7 @@ static uint32_t record_sizes(const clbt_device *device,
                              const clbt__tuning *tuning, uint32_t num_groups,
                              uint32_t *words) {
   /* Each argument may be aligned to 16 bytes in the argument space. */
-  size_t others = record_bytes(0) + layout_bytes(num_groups) +
+  size_t others = clbt__record_bytes(0) + layout_bytes(num_groups) +
                   (NUM_ARGUMENTS - 2) * sizeof(cl_ulong) + NUM_ARGUMENTS * 16;
   size_t space = device->properties.max_parameter_size;
   size_t room = space > others ? (space - others) / sizeof(cl_uint) : 0;
@@ -177,6 +173,20 @@ static void format_options(const clbt__group_spec *const *specs,
     }
 }
 
+/* The step program of these group specs on a device whose tuning row and
+   record sizes are known. */
+static clbt_status get_program(clbt_device *device,
+                               const clbt__group_spec *const *specs,
+                               uint32_t num_groups, uint32_t max_num_reqs,
+                               const clbt__tuning *tuning,
+                               const uint32_t *words, uint32_t classes,
+                               cl_program *program) {
+  char options[CLBT__SPECIFIC_OPTIONS_SIZE];
+  format_options(specs, num_groups, qsl_words(device, max_num_reqs), tuning,
+                 words, classes, options);
+  return clbt__program_get(device, CLBT__SOURCE_STEP, options, program);
+}
+
 clbt_status clbt__launch_program(clbt_device *device,
                                  const clbt__group_spec *const *specs,
                                  uint32_t num_groups, uint32_t max_num_reqs,
@@ -184,62 +194,38 @@ clbt_status clbt__launch_program(clbt_device *device,
   const clbt__tuning *tuning = clbt__tuning_for(device->properties.type);
   uint32_t words[CLBT_MAX_RECORD_CLASSES];
   uint32_t classes = record_sizes(device, tuning, num_groups, words);
-  char options[CLBT__SPECIFIC_OPTIONS_SIZE];
-  format_options(specs, num_groups, qsl_words(device, max_num_reqs), tuning,
-                 words, classes, options);
-  return clbt__program_get(device, CLBT__SOURCE_STEP, options, program);
+  return get_program(device, specs, num_groups, max_num_reqs, tuning, words,
+                     classes, program);
 }
 
 /* The launch's program: built or found on first need, then kept (the
    device holds it), so that later settings change no kernel of it. */
 static clbt_status find_program(clbt__launch *launch) {
-  if (launch->program) return CLBT_SUCCESS;
   const clbt__group_spec *specs[CLBT__MAX_LAUNCH_GROUPS];
   clbt_table *const *groups = launch->groups;
-  for (uint32_t g = 0; g < launch->shape.num_groups; ++g)
+  const clbt__launch_shape *shape = &launch->shape;
+  for (uint32_t g = 0; g < shape->num_groups; ++g)
     specs[g] = &groups[g]->layout.spec;
-  return clbt__launch_program(groups[0]->device, specs, launch->shape.num_groups,
-                              groups[0]->layout.max_num_reqs,
-                              &launch->program);
+  return get_program(groups[0]->device, specs, shape->num_groups,
+                     groups[0]->layout.max_num_reqs, shape->tuning,
+                     shape->record_words, shape->num_classes,
+                     &launch->program);
 }
 
-clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *groups,
-                              uint32_t num_groups, cl_mem storage) {
-  const clbt_device *device = groups[0]->device;
-  memset(launch, 0, sizeof *launch);
-  launch->groups = groups;
-  launch->storage = storage;
-  clbt__launch_shape *shape = &launch->shape;
-  shape->num_groups = num_groups;
-  for (uint32_t g = 0; g < num_groups; ++g)
-    shape->token_groups |= (uint32_t)clbt__maps_tokens(groups[g]) << g;
-  shape->tuning = clbt__tuning_for(device->properties.type);
-  shape->num_classes =
-      record_sizes(device, shape->tuning, num_groups, shape->record_words);
-  shape->has_inline = shape->record_words[shape->num_classes - 1] > 1;
-  shape->compute_units = device->properties.compute_units;
-  shape->max_num_tokens = groups[0]->layout.max_num_batched_tokens;
-  return shape->token_groups ? find_program(launch) : CLBT_SUCCESS;
-}
-
-/* The kernel object's work-group size (the tuning table's rule, within
-   the kernel's local arrays). */
-static clbt_status local_size_of(const clbt__launch *launch,
-                                 cl_kernel kernel, size_t *out) {
-  size_t limit = 0;
+/* A kernel object's CL_KERNEL_WORK_GROUP_SIZE. */
+static clbt_status size_limit(const clbt__launch *launch, cl_kernel kernel,
+                              size_t *limit) {
   cl_int error = clGetKernelWorkGroupInfo(
       kernel, launch->groups[0]->device->id, CL_KERNEL_WORK_GROUP_SIZE,
-      sizeof limit, &limit, NULL);
-  if (error) return clbt__cl_fail(error, "clGetKernelWorkGroupInfo");
-  if (limit > CLBT_MAX_WORK_GROUP_SIZE) limit = CLBT_MAX_WORK_GROUP_SIZE;
-  *out = clbt__tuning_local_size(launch->shape.tuning, limit);
-  return CLBT_SUCCESS;
+      sizeof *limit, limit, NULL);
+  return error ? clbt__cl_fail(error, "clGetKernelWorkGroupInfo")
+               : CLBT_SUCCESS;
 }
 
 /* What stays the same from launch to launch: the layout and the storage;
    the batch buffers are set at the first launch. */
 static clbt_status make_kernel(const clbt__launch *launch, clbt__entry entry,
-                               uint32_t record_class, clbt__kernel *out) {
+                               uint32_t record_class, cl_kernel *out) {
   clbt_table *const *groups = launch->groups;
   clbt__launch_layout layout = {
       .max_num_reqs = groups[0]->layout.max_num_reqs,
@@ -259,10 +245,7 @@ static clbt_status make_kernel(const clbt__launch *launch, clbt__entry entry,
   CLBT__CL_TRY(clSetKernelArg(kernel, ARG_STORAGE, sizeof(cl_mem),
                               &launch->storage),
                status, fail);
-  size_t local = 1;
-  status = local_size_of(launch, kernel, &local);
-  if (status) goto fail;
-  *out = (clbt__kernel){kernel, {{NULL, 0, false}}, local};
+  *out = kernel;
   return CLBT_SUCCESS;
 fail:
   clReleaseKernel(kernel);
@@ -270,25 +253,103 @@ done:
   return status;
 }
 
-clbt_status clbt__launch_kernel(clbt__launch *launch, clbt__entry entry,
-                                uint32_t record_class, clbt__kernel **out) {
-  clbt__kernel *kernel = &launch->kernels[entry][record_class];
-  clbt_status status = CLBT_SUCCESS;
-  if (!kernel->kernel) status = find_program(launch);
-  if (!kernel->kernel && !status)
-    status = make_kernel(launch, entry, record_class, kernel);
-  if (!status) *out = kernel;
-  return status;
-}
-
-void clbt__launch_release(clbt__launch *launch) {
+static void release_kernels(clbt__launch *launch) {
   for (int e = 0; e < CLBT__NUM_ENTRIES; ++e)
     for (int c = 0; c < CLBT_MAX_RECORD_CLASSES; ++c) {
       clbt__kernel *kernel = &launch->kernels[e][c];
       if (kernel->kernel) clReleaseKernel(kernel->kernel);
-      *kernel = (clbt__kernel){NULL, {{NULL, 0, false}}, 0};
+      *kernel = (clbt__kernel){NULL, {{NULL, 0, false}}};
     }
+  launch->made = false;
 }
+
+/*
+ * Every kernel of the launch's program (a GPU's has the WHOLE entry alone,
+ * a CPU's every other: cl/contract.h), and each record size's work-group
+ * size: the tuning table's rule within the smallest limit of its entries
+ * (their local arrays), so that every entry of a size runs on the grid
+ * the plan computed for it.
+ */
+static clbt_status make_kernels(clbt__launch *launch) {
+  clbt__launch_shape *shape = &launch->shape;
+  size_t limits[CLBT_MAX_RECORD_CLASSES];
+  clbt_status status = CLBT_SUCCESS;
+  for (uint32_t c = 0; !status && c < shape->num_classes; ++c) {
+    limits[c] = CLBT_MAX_WORK_GROUP_SIZE;
+    for (int e = 0; !status && e < CLBT__NUM_ENTRIES; ++e) {
+      if ((e == CLBT__ENTRY_WHOLE) != shape->tuning->gpu_code) continue;
+      cl_kernel *kernel = &launch->kernels[e][c].kernel;
+      size_t limit = 0;
+      status = make_kernel(launch, (clbt__entry)e, c, kernel);
+      if (!status) status = size_limit(launch, *kernel, &limit);
+      if (!status && limit < limits[c]) limits[c] = limit;
+    }
+  }
+  if (status) {
+    release_kernels(launch);
+    return status;
+  }
+  for (uint32_t c = 0; c < shape->num_classes; ++c)
+    shape->local_sizes[c] = clbt__tuning_local_size(shape->tuning, limits[c]);
+  launch->made = true;
+  return CLBT_SUCCESS;
+}
+
+clbt_status clbt__launch_ready(clbt__launch *launch, uint32_t work,
+                               const clbt__commit_plan *commits) {
+  /* Token groups' work is no work for a launch of NONE groups alone. */
+  if (!launch->shape.token_groups) work &= ~CLBT__TOKEN_GROUP_WORK;
+  bool needed = (work & CLBT_WORK_PARTS) != 0;
+  for (uint32_t g = 0; commits && g < launch->shape.num_groups; ++g)
+    needed = needed || commits[g].mode == CLBT_COMMIT_SCATTER;
+  clbt_status status = CLBT_SUCCESS;
+  if (!launch->program && needed) status = find_program(launch);
+  if (!status && launch->program && !launch->made)
+    status = make_kernels(launch);
+  return status;
+}
+
+clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *groups,
+                              uint32_t num_groups, cl_mem storage) {
+  const clbt_device *device = groups[0]->device;
+  memset(launch, 0, sizeof *launch);
+  launch->groups = groups;
+  launch->storage = storage;
+  launch->step_record = calloc(1, sizeof *launch->step_record);
+  launch->scatter_record = calloc(1, sizeof *launch->scatter_record);
+  if (!launch->step_record || !launch->scatter_record) {
+    clbt__launch_release(launch);
+    return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY,
+                      "no memory for a launch's records");
+  }
+  clbt__launch_shape *shape = &launch->shape;
+  shape->num_groups = num_groups;
+  for (uint32_t g = 0; g < num_groups; ++g)
+    shape->token_groups |= (uint32_t)clbt__maps_tokens(groups[g]) << g;
+  shape->tuning = clbt__tuning_for(device->properties.type);
+  shape->num_classes =
+      record_sizes(device, shape->tuning, num_groups, shape->record_words);
+  shape->has_inline = shape->record_words[shape->num_classes - 1] > 1;
+  shape->compute_units = device->properties.compute_units;
+  shape->max_num_tokens = groups[0]->layout.max_num_batched_tokens;
+  /* A CPU's step kernel spreads every group's slot mapping. */
+  if (!shape->tuning->gpu_code)
+    shape->cpu_step_groups = (uint32_t)clbt__tuning_cpu_groups(
+        shape->tuning, shape->compute_units,
+        (size_t)shape->max_num_tokens * num_groups);
+  clbt_status status = clbt__launch_ready(launch, CLBT_WORK_MAP, NULL);
+  if (status) clbt__launch_release(launch);
+  return status;
+}
+
+void clbt__launch_release(clbt__launch *launch) {
+  release_kernels(launch);
+  free(launch->step_record);
+  free(launch->scatter_record);
+  launch->step_record = launch->scatter_record = NULL;
+}
+
+/* ---- enqueueing a launch -------------------------------------------------- */
 
 /* Sets the buffers that differ from what the kernel holds. */
 static clbt_status bind_buffers(clbt__kernel *kernel,
@@ -301,19 +362,17 @@ static clbt_status bind_buffers(clbt__kernel *kernel,
   return status;
 }
 
-clbt_status clbt__launch_enqueue(const clbt__launch *launch,
+clbt_status clbt__launch_enqueue(clbt__launch *launch,
                                  const clbt__launch_call *call,
                                  clbt__sequence *sequence) {
-  clbt__kernel *kernel = call->kernel;
+  clbt__kernel *kernel = &launch->kernels[call->entry][call->record_class];
   clbt_status status = bind_buffers(kernel, call);
   if (status) return status;
-  CLBT__CL_TRY(clSetKernelArg(kernel->kernel, ARG_RECORD,
-                              record_bytes(launch->shape.record_words
-                                               [call->record_class]),
+  CLBT__CL_TRY(clSetKernelArg(kernel->kernel, ARG_RECORD, call->record_bytes,
                               call->record),
                status, done);
   status = clbt__sequence_kernel(sequence, kernel->kernel, call->global_size,
-                                 kernel->local_size);
+                                 call->local_size);
 done:
   return status;
 }

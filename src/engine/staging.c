@@ -50,15 +50,14 @@ static clbt__staging *busy_slot(clbt__staging_pool *pool, size_t i) {
 /* Whether a slot's reader has ended, and whether it failed. */
 static clbt_status reader_ended(const clbt__staging *slot, bool *ended,
                                 bool *failed) {
-  clbt_status status = CLBT_SUCCESS;
   cl_int execution = CL_QUEUED;
-  CLBT__CL_TRY(clGetEventInfo(slot->reader, CL_EVENT_COMMAND_EXECUTION_STATUS,
-                              sizeof execution, &execution, NULL),
-               status, done);
+  cl_int error =
+      clGetEventInfo(slot->reader, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                     sizeof execution, &execution, NULL);
+  if (error) return clbt__cl_fail(error, "clGetEventInfo");
   *ended = execution <= CL_COMPLETE;
   *failed = execution < 0;
-done:
-  return status;
+  return CLBT_SUCCESS;
 }
 
 clbt_status clbt__staging_reap(clbt__staging_pool *pool, bool *failed) {
@@ -85,8 +84,8 @@ clbt_status clbt__staging_reap(clbt__staging_pool *pool, bool *failed) {
 }
 
 /* Room in the ring for one more slot in flight than those in flight and
-   taken: a call may take several (an upload while it plans, WHOLE commits
-   as it enqueues) before it submits any. */
+   taken: a call takes several (its WHOLE commits' and its upload's) before
+   it submits any. */
 static clbt_status reserve_ring(clbt__staging_pool *pool) {
   if (pool->busy + pool->taken < pool->capacity) return CLBT_SUCCESS;
   size_t capacity = pool->capacity ? 2 * pool->capacity : 4;

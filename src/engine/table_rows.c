@@ -24,12 +24,24 @@ clbt_status clbt__check_row(const clbt_table *table, const char *name,
   return CLBT_SUCCESS;
 }
 
-/* Whether every id is in [0, largest]: a loop with no early exit, which
-   compilers vectorise (a replaced row checks hundreds of ids). */
+/*
+ * Whether every id is in [0, largest] (largest >= 0). A replaced row
+ * checks hundreds of ids: their OR first, in blocks whose fixed length
+ * GCC vectorises at -O2 (its cheap cost model takes no loop whose trip
+ * count it does not know; the plain compare of each id cost 7
+ * instructions an id). When the OR, as unsigned, is at most largest, so
+ * is every id, and none is negative: the common case, ids far below
+ * INT32_MAX. Otherwise each id is compared.
+ */
 static bool ids_within(const int32_t *ids, size_t n, int32_t largest) {
-  uint32_t outside = 0;
-  for (size_t i = 0; i < n; ++i)
-    outside |= (uint32_t)(ids[i] < 0) | (uint32_t)(ids[i] > largest);
+  enum { BLOCK = 64 };
+  uint32_t any = 0, outside = 0;
+  size_t i = 0;
+  for (; i + BLOCK <= n; i += BLOCK)
+    for (size_t j = 0; j < BLOCK; ++j) any |= (uint32_t)ids[i + j];
+  for (; i < n; ++i) any |= (uint32_t)ids[i];
+  if (any <= (uint32_t)largest) return true;
+  for (i = 0; i < n; ++i) outside |= (uint32_t)ids[i] > (uint32_t)largest;
   return outside == 0;
 }
 
@@ -43,22 +55,20 @@ clbt_status clbt__check_append(const clbt_table *table, uint32_t row,
   uint32_t per_block = table->layout.spec.blocks_per_kv_block;
   uint32_t length = replace ? 0 : table->row_lengths[row];
   uint32_t room = table->layout.width - length;
-  if (n > room / per_block)
+  /* n <= room < 2^32 first, so that the product cannot wrap. */
+  if (n > room || n * per_block > room)
     return clbt__fail(CLBT_ROW_OVERFLOW,
                       "n = %zu blocks of %u kernel blocks would overflow row "
                       "%u: it holds %u of width %u",
                       n, (unsigned)per_block, (unsigned)row, (unsigned)length,
                       (unsigned)table->layout.width);
-  /* The largest id whose last kernel block, id*k + k-1, fits in int32;
-     negative when not even id 0's does. */
-  int64_t id_room = (int64_t)INT32_MAX - (per_block - 1);
-  int64_t largest = id_room < 0 ? -1 : id_room / per_block;
+  int32_t largest = table->layout.largest_id;
   if (n > 0 && largest < 0)
     return clbt__fail(CLBT_INVALID_BLOCK_ID,
                       "no block id fits: block_size / kernel_block_size = %u "
                       "kernel blocks per id exceed INT32_MAX + 1",
                       (unsigned)per_block);
-  if (ids_within(block_ids, n, (int32_t)largest)) return CLBT_SUCCESS;
+  if (ids_within(block_ids, n, largest)) return CLBT_SUCCESS;
   size_t i = 0;
   while (block_ids[i] >= 0 && block_ids[i] <= largest) ++i;
   return clbt__fail(CLBT_INVALID_BLOCK_ID,
@@ -79,7 +89,11 @@ void clbt__apply_append(clbt_table *table, uint32_t row,
   uint32_t length = replace ? 0 : table->row_lengths[row];
   int32_t *out = row_data(table, row) + length;
   if (per_block == 1) {
-    if (n) memcpy(out, block_ids, n * sizeof *block_ids);
+    /* A decode step's append is one id: copied without a call. */
+    if (n == 1)
+      *out = block_ids[0];
+    else if (n)
+      memcpy(out, block_ids, n * sizeof *block_ids);
   } else {
     /* map_to_kernel_blocks: KV block b is kernel blocks b*k .. b*k+k-1. */
     for (size_t i = 0; i < n; ++i)

@@ -242,6 +242,77 @@ START_TEST(batch_rows_in_every_group) {
 }
 END_TEST
 
+/*
+ * One row of every group from one flat array: counts {2, 1, 1} take ids
+ * 4 2 | 1 | 9, so group 1 gets KV block 1 (kernel blocks 2 3), not the
+ * array's first id. A replacement then writes from column 0. Every refusal,
+ * the last group's included, changes no group.
+ */
+START_TEST(update_row_with_flat_ids) {
+  clbt_multi_table *table = create_three();
+  clbt_assert_ok(clbt_multi_table_update_row(
+      table, 0, (const size_t[]){2, 1, 1}, (const int32_t[]){4, 2, 1, 9},
+      CLBT_ROW_APPEND));
+  clbt_assert_ok(clbt_multi_table_update_row(
+      table, 0, (const size_t[]){1, 0, 1}, (const int32_t[]){7, 5},
+      CLBT_ROW_APPEND));
+  const int32_t appended[3][3] = {{4, 2, 7}, {2, 3, 0}, {9, 5, 0}};
+  const uint32_t appended_lengths[3] = {3, 2, 2};
+  for (uint32_t g = 0; g < 3; ++g) {
+    const clbt_table *group = clbt_multi_table_group(table, g);
+    ck_assert_uint_eq(clbt_table_row_length(group, 0), appended_lengths[g]);
+    for (uint32_t c = 0; c < 3; ++c)
+      ck_assert_int_eq(clbt_table_host_data(group)[c], appended[g][c]);
+  }
+  take_all(table);
+  const size_t ones[] = {1, 1, 1};
+  const int32_t ids[] = {1, 2, 3};
+  clbt_assert_fails(clbt_multi_table_update_row(table, 0, (const size_t[]){
+                                                    0, 0, 2},
+                                                ids, CLBT_ROW_APPEND),
+                    CLBT_ROW_OVERFLOW, "groups[2] (ids from block_ids[0]): n = 2 "
+                                       "blocks of 1 kernel blocks would "
+                                       "overflow row 0: it holds 2 of width 3");
+  clbt_assert_fails(clbt_multi_table_update_row(
+                        table, 1, ones, (const int32_t[]){1, -1, 3},
+                        CLBT_ROW_REPLACE),
+                    CLBT_INVALID_BLOCK_ID,
+                    "groups[1] (ids from block_ids[1]): block_ids[0] = -1");
+  clbt_assert_fails(
+      clbt_multi_table_update_row(table, 2, ones, ids, CLBT_ROW_APPEND),
+      CLBT_ROW_OUT_OF_RANGE, "groups[0] (ids from block_ids[0]): row 2 is out");
+  clbt_assert_fails(
+      clbt_multi_table_update_row(table, 0, ones, NULL, CLBT_ROW_APPEND),
+      CLBT_NULL_ARGUMENT, "block_ids[0]): block_ids is NULL with n = 1");
+  clbt_assert_fails(
+      clbt_multi_table_update_row(table, 0, NULL, ids, CLBT_ROW_APPEND),
+      CLBT_NULL_ARGUMENT, "counts is NULL");
+  clbt_assert_fails(clbt_multi_table_update_row(table, 0, ones, ids,
+                                                (clbt_row_update)2),
+                    CLBT_INVALID_ARGUMENT, "how is 2");
+  clbt_assert_fails(
+      clbt_multi_table_update_row(NULL, 0, ones, ids, CLBT_ROW_APPEND),
+      CLBT_NULL_ARGUMENT, "table is NULL");
+  check_all(table);
+  /* replace: 8 | nothing | 6; no ids at all is fine with NULL */
+  clbt_assert_ok(clbt_multi_table_update_row(
+      table, 0, (const size_t[]){1, 0, 1}, (const int32_t[]){8, 6},
+      CLBT_ROW_REPLACE));
+  const uint32_t replaced_lengths[3] = {1, 0, 1};
+  const int32_t replaced_first[3] = {8, 2, 6};
+  for (uint32_t g = 0; g < 3; ++g) {
+    const clbt_table *group = clbt_multi_table_group(table, g);
+    ck_assert_uint_eq(clbt_table_row_length(group, 0), replaced_lengths[g]);
+    ck_assert_int_eq(clbt_table_host_data(group)[0], replaced_first[g]);
+  }
+  clbt_assert_ok(clbt_multi_table_update_row(
+      table, 1, (const size_t[]){0, 0, 0}, NULL, CLBT_ROW_APPEND));
+  ck_assert_uint_eq(clbt_table_row_length(clbt_multi_table_group(table, 0), 1),
+                    0);
+  clbt_multi_table_destroy(table);
+}
+END_TEST
+
 /* move, swap, clear and add act on every group. */
 START_TEST(row_operations_reach_every_group) {
   clbt_multi_table *table = create_three();
@@ -808,6 +879,7 @@ int main(void) {
   tcase_add_test(tc, row_operations_are_all_or_nothing);
   tcase_add_test(tc, row_operations_reach_every_group);
   tcase_add_test(tc, batch_rows_in_every_group);
+  tcase_add_test(tc, update_row_with_flat_ids);
   tcase_add_test(tc, cp_replicated_groups);
   tcase_add_test(tc, one_launch_equals_group_by_group);
   tcase_add_test(tc, a_group_is_a_view);

@@ -242,6 +242,41 @@ START_TEST(a_commit_settles_only_its_groups) {
 }
 END_TEST
 
+/*
+ * A packet's entries ascend by row, whatever order the rows changed in:
+ * the kernel's parts find a changed row by a binary search of them
+ * (cl/commit.cl, committed_row_of). Rows 7, 2, 9 and 4 gain one id each,
+ * in that order: counts (4 rows, 4 ids), then rows 2, 4, 7 and 9 (length
+ * 1, from column 0, ids from 0, 1, 2, 3), then their ids, 20, 40, 70, 90.
+ */
+START_TEST(a_packet_lists_its_rows_in_ascending_order) {
+  clbt_table *table = scatter_table();
+  const int32_t qsl[] = {0, 1};
+  const int64_t position = 0;
+  cl_mem qsl_buffer = clbt_test_buffer(sizeof qsl, qsl);
+  cl_mem positions = clbt_test_buffer(sizeof position, &position);
+  const uint32_t rows[4] = {7, 2, 9, 4};
+  for (int i = 0; i < 4; ++i) {
+    const int32_t id = (int32_t)rows[i] * 10;
+    clbt_assert_ok(clbt_table_append_row(table, rows[i], &id, 1));
+  }
+  step(table, qsl_buffer, positions);
+  ck_assert(sent.record.head.work & CLBT_WORK_PACKET_INLINE);
+  ck_assert_uint_eq(sent.record.head.packet_words, 22);
+  const cl_uint packet[22] = {4, 4, 2, 1, 0, 0, 4,  1,  0,  1,  7,
+                              1, 0, 2, 9, 1, 0, 3, 20, 40, 70, 90};
+  for (int w = 0; w < 22; ++w)
+    ck_assert_msg(sent.record.packet[w] == packet[w],
+                  "packet word %d is %u, not %u", w,
+                  (unsigned)sent.record.packet[w], (unsigned)packet[w]);
+  ck_assert_int_eq(clFinish(clbt_device_queue(clbt_test_device())),
+                   CL_SUCCESS);
+  clReleaseMemObject(qsl_buffer);
+  clReleaseMemObject(positions);
+  clbt_table_destroy(table);
+}
+END_TEST
+
 int main(void) {
   clbt_test_arg_seen = keep_record;
   Suite *suite = suite_create("run");
@@ -250,6 +285,7 @@ int main(void) {
   tcase_add_test(tc, a_launch_sends_the_smallest_record_all_set);
   tcase_add_test(tc, a_commit_settles_only_its_groups);
   tcase_add_test(tc, a_buffer_let_go_is_set_again);
+  tcase_add_test(tc, a_packet_lists_its_rows_in_ascending_order);
   suite_add_tcase(suite, tc);
   return clbt_test_run(suite);
 }

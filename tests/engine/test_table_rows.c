@@ -185,15 +185,20 @@ END_TEST
 /*
  * With more than 2^31 kernel blocks per id not even id 0's last kernel
  * block, k - 1, fits in int32: every id is refused. No table that large
- * fits in memory, so the check runs on a table's layout alone (what
- * clbt__check_append reads: the row's bound, length and k).
+ * fits in memory, so the check runs on a layout alone (what
+ * clbt__table_layout_init derives, and clbt__check_append reads: the
+ * row's bound, length, k and the largest id): one row of one block of
+ * 2^31 + 1, then 2^31, kernel blocks of 1 token.
  */
 START_TEST(no_id_fits_past_two_to_the_31_kernel_blocks) {
   uint32_t length = 0;
   clbt_table huge = {.row_lengths = &length};
-  huge.layout.max_num_reqs = 1;
-  huge.layout.width = UINT32_MAX - 1;
-  huge.layout.spec.blocks_per_kv_block = (UINT32_MAX - 1) / 2 + 2; /* 2^31+1 */
+  clbt_table_config config = {.block_size = 2147483649u,
+                              .kernel_block_size = 1,
+                              .max_num_reqs = 1,
+                              .max_num_blocks_per_req = 1,
+                              .max_num_batched_tokens = 1};
+  clbt_assert_ok(clbt__table_layout_init(&config, &huge.layout));
   for (int32_t id = 0; id < 2; ++id)
     clbt_assert_fails(clbt__check_append(&huge, 0, &id, 1, false),
                       CLBT_INVALID_BLOCK_ID,
@@ -201,12 +206,50 @@ START_TEST(no_id_fits_past_two_to_the_31_kernel_blocks) {
                       "2147483649 kernel blocks per id exceed INT32_MAX + 1");
   /* At exactly 2^31 kernel blocks per id, id 0 (blocks 0 .. 2^31-1) fits
      and id 1 does not. */
-  huge.layout.spec.blocks_per_kv_block = (UINT32_MAX - 1) / 2 + 1;
+  config.block_size = 2147483648u;
+  clbt_assert_ok(clbt__table_layout_init(&config, &huge.layout));
   int32_t id = 0;
   clbt_assert_ok(clbt__check_append(&huge, 0, &id, 1, false));
   id = 1;
   clbt_assert_fails(clbt__check_append(&huge, 0, &id, 1, false),
                     CLBT_INVALID_BLOCK_ID, "block_ids[0] = 1 is outside [0, 0]");
+}
+END_TEST
+
+/*
+ * Ids are checked by their OR first (table_rows.c), then one by one when
+ * the OR is past the bound: with 3 kernel blocks per block the largest id
+ * is (2^31 - 1 - 2) / 3 = 715827881 (its last kernel block, 2147483645,
+ * fits int32; 715827882's, 2147483648, does not). 69 ids of 2^29 and one
+ * of 178956970 are each within it, their OR (715827882) is not: taken. A
+ * negative id among 70, and 715827882 at the end, are refused by index.
+ */
+START_TEST(ids_past_the_bound_only_by_their_or_are_taken) {
+  clbt_table_config config = {.block_size = 48,
+                              .kernel_block_size = 16,
+                              .max_num_reqs = 1,
+                              .max_num_blocks_per_req = 100,
+                              .max_num_batched_tokens = 4};
+  clbt_table *table = NULL;
+  clbt_assert_ok(clbt_table_create(clbt_test_device(), &config, &table));
+  int32_t ids[70];
+  for (int i = 0; i < 69; ++i) ids[i] = 1 << 29;
+  ids[69] = 178956970;
+  clbt_assert_ok(clbt_table_add_row(table, 0, ids, 70));
+  const int32_t *row = clbt_table_host_data(table);
+  ck_assert_int_eq(row[0], 1610612736);      /* 2^29 x 3 */
+  ck_assert_int_eq(row[3 * 69 + 2], 536870912); /* 178956970 x 3 + 2 */
+  ids[10] = -5;
+  clbt_assert_fails(clbt_table_add_row(table, 0, ids, 70),
+                    CLBT_INVALID_BLOCK_ID,
+                    "block_ids[10] = -5 is outside [0, 715827881]");
+  ids[10] = 1 << 29;
+  ids[69] = 715827882;
+  clbt_assert_fails(clbt_table_add_row(table, 0, ids, 70),
+                    CLBT_INVALID_BLOCK_ID,
+                    "block_ids[69] = 715827882 is outside [0, 715827881]");
+  ck_assert_int_eq(row[3 * 69 + 2], 536870912); /* unchanged */
+  clbt_table_destroy(table);
 }
 END_TEST
 
@@ -352,6 +395,7 @@ int main(void) {
   Suite *suite = suite_create("table_rows");
   TCase *tc = tcase_create("table_rows");
   tcase_add_test(tc, append_and_add);
+  tcase_add_test(tc, ids_past_the_bound_only_by_their_or_are_taken);
   tcase_add_test(tc, hybrid_expansion);
   tcase_add_test(tc, clear_row);
   tcase_add_test(tc, truncate_row);

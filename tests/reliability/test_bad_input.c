@@ -169,7 +169,7 @@ typedef enum function {
   BLOCK_TABLE_WIDTH, TABLE_TRUNCATE_ROW, MULTI_TRUNCATE_ROW,
   TABLE_ENQUEUE_EXPORT, MULTI_ENQUEUE_EXPORT, TABLE_EXPORT_BUFFERS,
   TABLE_STEP_HOST, TABLE_ENQUEUE_STEP, MULTI_ENQUEUE_STEP, MULTI_STEP_HOST,
-  TABLE_ENQUEUE_TOKEN_SLOTS, MULTI_ENQUEUE_TOKEN_SLOTS,
+  TABLE_ENQUEUE_TOKEN_SLOTS, MULTI_ENQUEUE_TOKEN_SLOTS, MULTI_UPDATE_ROW,
   NUM_FUNCTIONS
 } function;
 
@@ -199,7 +199,7 @@ static const char *const function_names[] = {
     "clbt_table_export_buffers", "clbt_table_compute_step_host",
     "clbt_table_enqueue_step", "clbt_multi_table_enqueue_step",
     "clbt_multi_table_compute_step_host", "clbt_table_enqueue_token_slots",
-    "clbt_multi_table_enqueue_token_slots"};
+    "clbt_multi_table_enqueue_token_slots", "clbt_multi_table_update_row"};
 _Static_assert(sizeof function_names / sizeof function_names[0] ==
                    NUM_FUNCTIONS,
                "one name per function, in the enum's order");
@@ -662,6 +662,37 @@ static const bad_input cases[] = {
         "groups[1]: n = 4 blocks of 1 kernel blocks would overflow row 0: it "
         "holds 0 of width 3",
         .a = 0, .ids = {IDS(1), IDS(1, 2, 3, 4)}, .counts = {1, 4}),
+    /* the flat form: every group's ids in ids[0], .flags is how */
+    BAD(MULTI_UPDATE_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
+        .null = NULL_HANDLE, .ids = {IDS(1, 1)}, .counts = {1, 1}),
+    BAD(MULTI_UPDATE_ROW, "NULL counts", CLBT_NULL_ARGUMENT, "counts is NULL",
+        .null = NULL_COUNTS, .ids = {IDS(1, 1)}),
+    BAD(MULTI_UPDATE_ROW, "NULL block_ids with a count", CLBT_NULL_ARGUMENT,
+        "groups[0] (ids from block_ids[0]): block_ids is NULL with n = 1",
+        .null = NULL_BLOCK_IDS, .counts = {1, 1}),
+    BAD(MULTI_UPDATE_ROW, "how neither append nor replace",
+        CLBT_INVALID_ARGUMENT,
+        "how is 2; CLBT_ROW_APPEND (0) or CLBT_ROW_REPLACE (1) expected",
+        .ids = {IDS(1, 1)}, .counts = {1, 1}, .flags = 2),
+    BAD(MULTI_UPDATE_ROW, "row = max_num_reqs", CLBT_ROW_OUT_OF_RANGE,
+        "groups[0] (ids from block_ids[0]): row 4 is out of range: "
+        "max_num_reqs is 4",
+        .a = 4, .ids = {IDS(1, 1)}, .counts = {1, 1}),
+    BAD(MULTI_UPDATE_ROW, "group 1 overflows while group 0 fits",
+        CLBT_ROW_OVERFLOW,
+        "groups[1] (ids from block_ids[1]): n = 2 blocks of 1 kernel blocks "
+        "would overflow row 1: it holds 2 of width 3",
+        .a = 1, .ids = {IDS(8, 8, 9)}, .counts = {1, 2}),
+    BAD(MULTI_UPDATE_ROW, "group 1's negative id after group 0's",
+        CLBT_INVALID_BLOCK_ID,
+        "groups[1] (ids from block_ids[1]): block_ids[0] = -5 is outside",
+        .ids = {IDS(8, -5)}, .counts = {1, 1}),
+    BAD(MULTI_UPDATE_ROW, "a replacement above group 1's width",
+        CLBT_ROW_OVERFLOW,
+        "groups[1] (ids from block_ids[1]): n = 4 blocks of 1 kernel blocks "
+        "would overflow row 0: it holds 0 of width 3",
+        .ids = {IDS(1, 1, 2, 3, 4)}, .counts = {1, 4},
+        .flags = CLBT_ROW_REPLACE),
     BAD(MULTI_CLEAR_ROW, "NULL table", CLBT_NULL_ARGUMENT, "table is NULL",
         .null = NULL_HANDLE),
     BAD(MULTI_CLEAR_ROW, "row = max_num_reqs", CLBT_ROW_OUT_OF_RANGE,
@@ -1483,6 +1514,10 @@ static clbt_status call_multi(const bad_input *c, const fixture *f) {
     return clbt_multi_table_append_row(multi, c->a, ids, counts);
   case MULTI_ADD_ROW:
     return clbt_multi_table_add_row(multi, c->a, ids, counts);
+  case MULTI_UPDATE_ROW:
+    return clbt_multi_table_update_row(multi, c->a, counts,
+                                       ids ? ids[0] : NULL,
+                                       (clbt_row_update)c->flags);
   case MULTI_CLEAR_ROW:
     return clbt_multi_table_clear_row(multi, c->a);
   case MULTI_TRUNCATE_ROW:
@@ -1869,8 +1904,8 @@ static clbt_status call(const bad_input *c, const fixture *f, outputs *out) {
   case DEVICE_SET_BUILD_OPTIONS: case DEVICE_BUILD_OPTIONS:
   case DEVICE_SET_CACHE_DIR: case DEVICE_CACHE_DIR:
     return call_settings(c, out);
-  case MULTI_APPEND_ROW: case MULTI_ADD_ROW: case MULTI_CLEAR_ROW:
-  case MULTI_TRUNCATE_ROW:
+  case MULTI_APPEND_ROW: case MULTI_ADD_ROW: case MULTI_UPDATE_ROW:
+  case MULTI_CLEAR_ROW: case MULTI_TRUNCATE_ROW:
   case MULTI_MOVE_ROW: case MULTI_SWAP_ROW: case MULTI_COMMIT: case MULTI_CLEAR:
     return call_multi(c, f);
   default:

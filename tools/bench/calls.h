@@ -2,7 +2,8 @@
  * The OpenCL calls of the step section's steps (calls.c): the library's
  * calls in each step of a series, counted by the call counter
  * (bench/call_counter.h) around the step's parts, summarised per series
- * and set against issue 18's budget for one step.
+ * and set against a budget for one step: issue 42's for a steady step,
+ * issue 18's for the others.
  */
 #ifndef TOOL_BENCH_CALLS_H
 #define TOOL_BENCH_CALLS_H
@@ -39,13 +40,19 @@ typedef struct bench_calls_table bench_calls_table;
 bench_calls_table *bench_calls_table_create(void);
 void bench_calls_table_free(bench_calls_table *table); /* NULL is fine */
 /* Summarises a series as the next row, named, and judges each of its
-   steps against issue 18's budget for a step's calls; exports: its steps
-   had CLBT_STEP_EXPORT. Adds nothing where the build does not count. */
+   steps: a steady one against issue 42's budget (the launch and one more
+   call, clSetKernelArg counted), any other against issue 18's; exports:
+   its steps had CLBT_STEP_EXPORT. Adds nothing where the build does not
+   count. */
 void bench_calls_table_add(bench_calls_table *table, const bench_calls *calls,
-                           const char *name, bool exports);
+                           const char *name, bool exports, bool steady);
+/* Whether the series' middle step uploaded (a write or a map); false
+   where the build does not count. */
+bool bench_calls_uploads(const bench_calls *calls);
 /* Adds each row's counts to section (per function, the middle step's) and
-   its verdict to targets, and each row's calls past the budget and
-   clSetKernelArg calls to b's targets. */
+   its verdict to targets, and to b's targets a steady row's calls besides
+   the launch, another row's calls past the budget and its clSetKernelArg
+   calls. */
 void bench_calls_table_write(bench *b, const bench_calls_table *table,
                              report *section, report *targets);
 

@@ -35,7 +35,7 @@ typedef struct step_variant {
   const char *name;
   bool persistent; /* rows in request slots, read through an idx_mapping */
   uint32_t flags;  /* clbt_step.flags */
-  double steady_limit; /* issue 25's target for a steady step / empty call */
+  double steady_limit; /* issue 42's target for a steady step / empty call */
   const char *work; /* what the changed rows cost, for a missed target */
   uint32_t export_flags, pitch; /* clbt_step.export_flags, dense_row_pitch */
 } step_variant;
@@ -85,8 +85,9 @@ typedef struct step_model {
 /* A table on device with the case's groups (zero_gathered_tails for all)
    and a request in each batch position: rows 0 .. requests - 1 in the v1
    model, random request slots of STEP_MAX_REQS in the persistent one;
-   committed, its first step run, and the batch's buffers written: one
-   token per request, at the end of its row. */
+   committed, its first two steps run (the second reaps the commit's
+   staging slots), and the batch's buffers written: one token per request,
+   at the end of its row. */
 step_model *step_model_create(bench *b, clbt_device *device,
                               const step_case *shape,
                               const step_variant *variant,

@@ -1,0 +1,2 @@
+/* A part packed: a decision. */
+void clbt__commit_pack(void);

@@ -1,0 +1,2 @@
+/* A launch's enqueue. */
+int clbt__launch_enqueue(void);

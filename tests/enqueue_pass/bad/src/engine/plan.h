@@ -1,0 +1,2 @@
+/* The plan's commands: a decision. */
+void clbt__plan_commands(void);

@@ -1,0 +1,2 @@
+/* A slot handed its reader. */
+void clbt__staging_submit(void);
