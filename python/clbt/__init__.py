@@ -12,14 +12,17 @@
 
 clbt.vllm has the same classes shaped as vLLM's BlockTable and
 MultiGroupBlockTable, and BlockTables for the persistent model (Model
-Runner V2's request slots, over Table.step). The package calls libclbt.so through ctypes;
-clbt.library_path says which one it loaded (docs/python.md).
+Runner V2's request slots, over Table.step), and vLLM's cache write and
+unified_attention; clbt.KVCache and clbt.Attention are a layer's paged cache
+and the attention that reads it. The package calls libclbt.so through
+ctypes; clbt.library_path says which one it loaded (docs/python.md).
 """
 from . import _library
 from ._core import (PAD_SLOT_ID, CommitMode, Device, Export, Group, MultiTable, SlotMode,
                     Table, devices)
 from ._device_array import DeviceArray, StackedDeviceArray, host_arrays, set_host_arrays
 from ._kv_cache import KVCache
+from ._attention import Attention
 from ._errors import (DeviceError, Error, InvalidArgumentError, OutOfMemoryError,
                       OutOfRangeError, TypeMismatchError)
 from ._library import STEP_DUMMY, STEP_EXPORT, STEP_GATHER
@@ -28,11 +31,11 @@ from ._opencl import Buffer, CommandQueue, Context, Event, release_event
 library_path = _library.path
 for _class in (Error, InvalidArgumentError, OutOfRangeError, TypeMismatchError,
                OutOfMemoryError, DeviceError, Buffer, CommandQueue, Context, Event, DeviceArray,
-               StackedDeviceArray, KVCache):
+               StackedDeviceArray, KVCache, Attention):
     _class.__module__ = __name__  # shown as clbt.Error, clbt.OutOfRangeError, ...
 __version__ = _library.lib.clbt_version_string().decode()
 
-__all__ = ["Buffer", "CommandQueue", "CommitMode", "Context", "Device", "DeviceArray",
+__all__ = ["Attention", "Buffer", "CommandQueue", "CommitMode", "Context", "Device", "DeviceArray",
            "DeviceError", "Error", "Event", "Export", "Group",
            "InvalidArgumentError", "KVCache", "MultiTable", "OutOfMemoryError", "OutOfRangeError",
            "PAD_SLOT_ID", "STEP_DUMMY", "STEP_EXPORT", "STEP_GATHER", "SlotMode",

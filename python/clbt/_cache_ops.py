@@ -9,6 +9,7 @@ import numpy as np
 
 from . import _core, _kv_cache, _opencl
 from ._device_array import DeviceArray
+from ._kv_cache import tensor_view
 from ._errors import INVALID_ARGUMENT as _INVALID_ARGUMENT, Error, wrong_type as _wrong_type
 from ._opencl import describe
 
@@ -21,48 +22,6 @@ _KV_CACHES = {}
 _KV_CACHES_KEPT = 512
 _KV_CACHES_LOCK = threading.Lock()
 _QUEUE_DEVICES = {}
-
-
-def _tensor(array, name, ndim):
-    """(buffer handle, element offset, shape, element strides, dtype) of a
-    device array of ndim dimensions: a pyopencl.array.Array or a
-    clbt.DeviceArray."""
-    pyopencl = _opencl.pyopencl
-    if isinstance(array, DeviceArray):
-        array._memory.ready()  # what is owed on it (a facade's array), or its refusal
-        dtype, offset, handle = array.np_dtype, array.cl_offset, array.cl_mem
-        byte_strides = array._strides
-    elif pyopencl is not None and isinstance(array, pyopencl.array.Array):
-        dtype, offset, handle = array.dtype, array.offset, array.base_data.int_ptr
-        byte_strides = array.strides
-    else:
-        raise _wrong_type("%s is %s; a pyopencl.array.Array or clbt.DeviceArray expected"
-                          % (name, describe(array)))
-    if len(array.shape) != ndim:
-        raise Error(_INVALID_ARGUMENT, "%s has shape %s; %d dimensions expected" % (
-            name, tuple(array.shape), ndim))
-    strides = tuple(s // dtype.itemsize for s in byte_strides)
-    # C counts every stride forward from an array's first element, in whole
-    # elements, and takes 0 for "the layout's" (a cache's) or "a row" (a
-    # token's): passed on, an expanded dimension (stride 0) would be read or
-    # written at elements past the array's own, a reversed one (below 0)
-    # would wrap past 2^63, and part of an element would be rounded down.
-    for n, s in zip(array.shape, byte_strides):
-        if n > 1 and s % dtype.itemsize:
-            raise Error(_INVALID_ARGUMENT, "%s has byte strides %s; each must be a whole "
-                        "number of its %d-byte elements" % (name, tuple(byte_strides),
-                                                             dtype.itemsize))
-        if n > 1 and s <= 0:
-            raise Error(_INVALID_ARGUMENT, "%s has strides %s; each dimension of more than "
-                        "one element must have a stride above 0 (clbt reads and writes no "
-                        "expanded or reversed view)" % (name, strides))
-    if array.shape[-1] > 1 and strides[-1] != 1:
-        raise Error(_INVALID_ARGUMENT, "%s has strides %s; its last dimension must be "
-                    "contiguous" % (name, tuple(strides)))
-    if offset % dtype.itemsize:  # C counts offsets in elements: refused, as KVCache does
-        raise Error(_INVALID_ARGUMENT, "%s starts %d bytes into its buffer, not a whole "
-                    "number of %d-byte elements" % (name, offset, dtype.itemsize))
-    return handle, offset // dtype.itemsize, tuple(array.shape), tuple(strides), dtype
 
 
 def _model_dtype(dtype, name):
@@ -78,7 +37,7 @@ def _model_dtype(dtype, name):
                       "expected" % (name, dtype))
 
 
-def _queue_device(array, device):
+def queue_device(array, device):
     """The clbt.Device of an array's queue (one per queue), or the one given."""
     if device is not None:
         return _core.shared_device(device)
@@ -92,16 +51,45 @@ def _queue_device(array, device):
     return found
 
 
+def cache_views(key_cache, value_cache, names=("key_cache", "value_cache")):
+    """tensor_view's (handle, element offset, shape, strides, dtype) of a
+    layer's K and V cache arrays, which must have one shape, strides and
+    dtype ([num_blocks, block_size, num_kv_heads, head_size])."""
+    k_view = tensor_view(key_cache, names[0], 4)
+    v_view = tensor_view(value_cache, names[1], 4)
+    if v_view[2:] != k_view[2:]:
+        raise Error(_INVALID_ARGUMENT, "%s is %s %s with strides %s; %s's are %s %s with "
+                    "strides %s" % ((names[1],) + v_view[4:] + v_view[2:4] + (names[0],)
+                                    + k_view[4:] + k_view[2:4]))
+    return k_view, v_view
+
+
+def described_cache(owner, cache_name, input_name, k_view, v_view, exchanged):
+    """The clbt.KVCache of a layer's cache views on a device (made on first
+    sight, then found by its layout: the last 512 are kept)."""
+    (k_handle, k_at, shape, strides, _), (v_handle, v_at) = k_view, v_view[:2]
+    # What the config is made of: the described cache is found by it, and
+    # the config made only the first time.
+    layout = (owner._live(), cache_name, input_name, shape, strides, k_handle, k_at,
+              v_handle, v_at)
+    with _KV_CACHES_LOCK:
+        cache = _KV_CACHES.get(layout)
+        if cache is None:
+            if len(_KV_CACHES) >= _KV_CACHES_KEPT:
+                del _KV_CACHES[next(iter(_KV_CACHES))]
+            config = cache_config(cache_name, input_name, shape, strides, k_handle, k_at,
+                                   v_handle, v_at, exchanged)
+            cache = _KV_CACHES[layout] = _kv_cache.KVCache.from_config(owner, config,
+                                                                        exchanged)
+    return cache
+
+
 def _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device):
     """The described cache of a layer's key_cache and value_cache (made on
     first sight, then found by its layout; described with K and V
-    exchanged when _value_first says so)."""
-    k_handle, k_at, shape, strides, cache_type = _tensor(key_cache, "key_cache", 4)
-    v_handle, v_at, v_shape, v_strides, v_type = _tensor(value_cache, "value_cache", 4)
-    if v_shape != shape or v_strides != strides or v_type != cache_type:
-        raise Error(_INVALID_ARGUMENT, "value_cache is %s %s with strides %s; key_cache's "
-                    "are %s %s with strides %s" % (v_type, v_shape, v_strides, cache_type,
-                                                   shape, strides))
+    exchanged when value_first says so)."""
+    k_view, v_view = cache_views(key_cache, value_cache)
+    cache_type = k_view[4]
     input_name = _model_dtype(key.np_dtype if isinstance(key, DeviceArray) else key.dtype,
                               "key")
     if not isinstance(kv_cache_dtype, str):
@@ -124,26 +112,12 @@ def _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device):
                               "the model's type" % (key.dtype if not isinstance(
                                   key, DeviceArray) else key.np_dtype, cache_type,
                                                     kv_cache_dtype))
-    one_buffer = k_handle == v_handle
-    exchanged = one_buffer and _value_first(k_at, v_at)
-    owner = _queue_device(key_cache, device)
-    # What the config is made of: the described cache is found by it, and
-    # the config made only the first time.
-    layout = (owner._live(), cache_name, input_name, shape, strides, k_handle, k_at,
-              v_handle, v_at)
-    with _KV_CACHES_LOCK:
-        cache = _KV_CACHES.get(layout)
-        if cache is None:
-            if len(_KV_CACHES) >= _KV_CACHES_KEPT:
-                del _KV_CACHES[next(iter(_KV_CACHES))]
-            config = _cache_config(cache_name, input_name, shape, strides, k_handle, k_at,
-                                   v_handle, v_at, exchanged)
-            cache = _KV_CACHES[layout] = _kv_cache.KVCache.from_config(owner, config,
-                                                                        exchanged)
-    return cache
+    exchanged = k_view[0] == v_view[0] and value_first(k_view[1], v_view[1])
+    return described_cache(queue_device(key_cache, device), cache_name, input_name, k_view,
+                           v_view, exchanged)
 
 
-def _cache_config(cache_name, input_name, shape, strides, k_handle, k_at, v_handle, v_at,
+def cache_config(cache_name, input_name, shape, strides, k_handle, k_at, v_handle, v_at,
                   exchanged):
     """The clbt_kv_cache_config of a layer's cache arrays: K's half at
     key_offset, V's at value_offset (exchanged: the other way round)."""
@@ -159,7 +133,7 @@ def _cache_config(cache_name, input_name, shape, strides, k_handle, k_at, v_hand
         block_stride=strides[0], page_stride=strides[1], head_stride=strides[2])
 
 
-def _value_first(key_at, value_at):
+def value_first(key_at, value_at):
     """Whether a cache of one buffer must be described with K and V
     exchanged: when V starts at element 0. C reads a value_offset of 0 in
     one buffer as "K's offset plus one block" (clbt_kv_cache_config), even
@@ -192,10 +166,10 @@ def reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv
     and kept (the last 512); the write is one launch, enqueued without
     waiting (a device-array scale is read first, which waits)."""
     # key first: _kv_cache_of reads its dtype, which a non-array lacks.
-    k_handle, k_at, k_shape, k_strides, k_type = _tensor(key, "key", 3)
+    k_handle, k_at, k_shape, k_strides, k_type = tensor_view(key, "key", 3)
     cache = _kv_cache_of(key, key_cache, value_cache, kv_cache_dtype, device)
-    v_handle, v_at, v_shape, v_strides, v_type = _tensor(value, "value", 3)
-    s_handle, s_at, s_shape, s_strides, s_type = _tensor(slot_mapping, "slot_mapping", 1)
+    v_handle, v_at, v_shape, v_strides, v_type = tensor_view(value, "value", 3)
+    s_handle, s_at, s_shape, s_strides, s_type = tensor_view(slot_mapping, "slot_mapping", 1)
     if s_type != np.int64:
         raise _wrong_type("slot_mapping has dtype %s; int64 expected" % s_type)
     if v_type != k_type:

@@ -27,9 +27,10 @@ How reads and writes meet the device (docs/python.md, "Device arrays"):
   written back).
 
 torch functions and operators take DeviceArrays too (``torch.equal(a,
-t)``, ``a == 0``): they see a host copy. Nothing here allocates device
-memory: ``clone()``, ``contiguous()`` of a view with gaps and ``to()`` give
-host tensors.
+t)``, ``a == 0``): they see a host copy. Only ``DeviceArray.empty`` and
+``DeviceArray.from_host`` allocate device memory (an array of the
+caller's, in a buffer of its own): ``clone()``, ``contiguous()`` of a view
+with gaps and ``to()`` give host tensors.
 """
 import collections
 import ctypes
@@ -41,6 +42,7 @@ from ctypes import POINTER, byref, c_int32, c_size_t, c_uint, c_void_p
 
 import numpy as np
 
+from . import _opencl
 from ._errors import INVALID_ARGUMENT, Error, InvalidArgumentError, TypeMismatchError
 from ._opencl import describe
 
@@ -391,6 +393,37 @@ class DeviceArray(_HostForms):
                 step *= max(n, 1)
         self._strides = tuple(strides)
         self._offset = offset
+
+    @classmethod
+    def empty(cls, device, shape, dtype):
+        """A new array of shape and numpy dtype in a buffer of its own on a
+        clbt.Device (its context, and its queue for reads and writes); its
+        contents are undefined. With from_host, the one way the package
+        allocates device memory for an array."""
+        from ._core import Device  # _core does not import this module: no cycle
+        if not isinstance(device, Device):
+            raise TypeMismatchError(INVALID_ARGUMENT, "device is %s; a clbt.Device "
+                                    "expected" % describe(device))
+        dtype = np.dtype(dtype)
+        shape = tuple(operator.index(n) for n in shape)
+        if any(n < 0 for n in shape):
+            raise InvalidArgumentError(INVALID_ARGUMENT, "shape %s has a size below 0"
+                                       % (shape,))
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        queue, context = device.queue, device.context
+        buffer = _opencl.create_buffer(context.int_ptr, max(nbytes, dtype.itemsize))
+        memory = Memory(buffer.int_ptr, queue.int_ptr, nbytes)  # its own references
+        buffer.close()
+        return cls(memory, shape, dtype)
+
+    @classmethod
+    def from_host(cls, device, values):
+        """A new array on a clbt.Device holding a copy of host values (a
+        numpy array, or anything numpy.asarray reads: a torch CPU tensor
+        of a numpy dtype), of their shape and dtype; the copy is a
+        blocking write."""
+        host = np.asarray(values.numpy() if _is_torch_tensor(values) else values)
+        return cls.empty(device, host.shape, host.dtype).copy_(host)
 
     @property
     def dtype(self):

@@ -24,7 +24,8 @@ from . import _arguments as check
 from . import _opencl
 from ._core import Device, _check, _Closable, _CObject
 from ._device_array import DeviceArray
-from ._errors import BUFFER_TOO_SMALL, INVALID_ARGUMENT, SIZE_OVERFLOW, Error, TypeMismatchError
+from ._errors import (BUFFER_TOO_SMALL, INVALID_ARGUMENT, SIZE_OVERFLOW, Error, TypeMismatchError,
+                      wrong_type)
 from ._library import _SizedConfig, lib
 from ._threads import one_thread_at_a_time
 
@@ -135,6 +136,48 @@ def device_buffer(obj: Any, itemsize: int, name: str):
                                 "(pyopencl.Buffer, clbt.Buffer) expected" % (
                                     name, _opencl.describe(obj)))
     return _opencl.handle(obj, "buffer", name), 0, None, None
+
+
+def tensor_view(array, name, ndim):
+    """(buffer handle, element offset, shape, element strides, dtype) of a
+    device array of ndim dimensions: a pyopencl.array.Array or a
+    clbt.DeviceArray."""
+    pyopencl = _opencl.pyopencl
+    if isinstance(array, DeviceArray):
+        array._memory.ready()  # what is owed on it (a facade's array), or its refusal
+        dtype, offset, handle = array.np_dtype, array.cl_offset, array.cl_mem
+        byte_strides = array._strides
+    elif pyopencl is not None and isinstance(array, pyopencl.array.Array):
+        dtype, offset, handle = array.dtype, array.offset, array.base_data.int_ptr
+        byte_strides = array.strides
+    else:
+        raise wrong_type("%s is %s; a pyopencl.array.Array or clbt.DeviceArray expected"
+                         % (name, _opencl.describe(array)))
+    if len(array.shape) != ndim:
+        raise Error(INVALID_ARGUMENT, "%s has shape %s; %d dimensions expected" % (
+            name, tuple(array.shape), ndim))
+    strides = tuple(s // dtype.itemsize for s in byte_strides)
+    # C counts every stride forward from an array's first element, in whole
+    # elements, and takes 0 for "the layout's" (a cache's) or "a row" (a
+    # token's): passed on, an expanded dimension (stride 0) would be read or
+    # written at elements past the array's own, a reversed one (below 0)
+    # would wrap past 2^63, and part of an element would be rounded down.
+    for n, s in zip(array.shape, byte_strides):
+        if n > 1 and s % dtype.itemsize:
+            raise Error(INVALID_ARGUMENT, "%s has byte strides %s; each must be a whole "
+                        "number of its %d-byte elements" % (name, tuple(byte_strides),
+                                                             dtype.itemsize))
+        if n > 1 and s <= 0:
+            raise Error(INVALID_ARGUMENT, "%s has strides %s; each dimension of more than "
+                        "one element must have a stride above 0 (clbt reads and writes no "
+                        "expanded or reversed view)" % (name, strides))
+    if array.shape[-1] > 1 and strides[-1] != 1:
+        raise Error(INVALID_ARGUMENT, "%s has strides %s; its last dimension must be "
+                    "contiguous" % (name, tuple(strides)))
+    if offset % dtype.itemsize:  # C counts offsets in elements: refused, as KVCache does
+        raise Error(INVALID_ARGUMENT, "%s starts %d bytes into its buffer, not a whole "
+                    "number of %d-byte elements" % (name, offset, dtype.itemsize))
+    return handle, offset // dtype.itemsize, tuple(array.shape), tuple(strides), dtype
 
 
 def _element_strides(shape, byte_strides, itemsize):
@@ -289,7 +332,7 @@ class KVCache(_Closable):
         # C reads a value_offset of 0 in one buffer as "one block past K",
         # so the cache is described with K and V exchanged (V as the K half,
         # at key_offset 0, which C takes literally), and write exchanges
-        # its inputs and scales to match (as clbt.vllm._value_first does).
+        # its inputs and scales to match (as _cache_ops.value_first does).
         # Both at 0 keep C's one-buffer rule.
         exchanged = value_cache is not None and value_handle == key_handle and \
             value_offset == 0 and key_offset != 0
@@ -548,7 +591,7 @@ def finite_scale(scale: Any, name: str) -> float:
     # C takes a float: a double past its range (1e39: infinity) or below
     # its least (1e-50: 0) is refused here, by its own name, where C would
     # name the scale of the half it fills (K's and V's are exchanged for a
-    # cache whose V starts the shared buffer, clbt.vllm._value_first).
+    # cache whose V starts the shared buffer, _cache_ops.value_first).
     as_float32 = ctypes.c_float(value).value  # what the C struct holds; numpy warns
     if not math.isfinite(as_float32) or as_float32 <= 0:
         raise Error(INVALID_ARGUMENT, "%s %r is not a finite float32 above 0 (it is %r as "

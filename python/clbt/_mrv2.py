@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _arguments as check
 from . import _core
-from ._cache_ops import _tensor
+from ._kv_cache import tensor_view
 from ._core import PAD_SLOT_ID
 from ._device_array import DeviceArray, StackedDeviceArray, copy_buffer, fill_buffer
 from ._errors import (INVALID_ARGUMENT as _INVALID_ARGUMENT,
@@ -528,7 +528,7 @@ def _out_rows(target, name, dtype, rows, least, packed=False):
     offset, row pitch in bytes, row length) of a device array (a
     DeviceArray or a pyopencl.array.Array) of dtype with at least rows rows
     of least elements (packed: exactly least, the rows back to back)."""
-    handle, at, shape, strides, kind = _tensor(target, name, 2)
+    handle, at, shape, strides, kind = tensor_view(target, name, 2)
     pitch = strides[0] if shape[0] > 1 else shape[1]
     if kind != dtype or shape[0] < rows or shape[1] < least or pitch < shape[1] or (
             packed and not shape[1] == pitch == least):

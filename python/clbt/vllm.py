@@ -9,7 +9,11 @@ import::
 
     from clbt.vllm import MultiGroupBlockTable
 
-Their device tensors (``.gpu``, ``input_block_tables``, ``slot_mappings``,
+``reshape_and_cache_flash`` (vLLM's cache write) and ``unified_attention``
+(its Triton backend's paged attention, with ``KVQuantMode``) run on
+clbt.KVCache and clbt.Attention.
+
+The tables' device tensors (``.gpu``, ``input_block_tables``, ``slot_mappings``,
 ``num_blocks.gpu``) are clbt.DeviceArray views of clbt's buffers
 (_device_array.py): indexing, ``fill_``, ``copy_``, ``cpu()``, ``numpy()``
 and torch's functions work on them as on vLLM's tensors.
@@ -39,11 +43,13 @@ from ._facade import (RowCapacityError, SlotMappingMode, _batch_inputs, _Closes,
 from ._library import ROW_APPEND, ROW_REPLACE
 from ._mrv2 import BlockTables
 from ._opencl import describe
+from ._unified_attention import KVQuantMode, unified_attention
 
-__all__ = ["BlockTable", "BlockTables", "MultiGroupBlockTable", "PAD_SLOT_ID",
+__all__ = ["BlockTable", "BlockTables", "KVQuantMode", "MultiGroupBlockTable", "PAD_SLOT_ID",
            "RowCapacityError", "SlotMappingMode", "get_block_table_width",
-           "reshape_and_cache_flash"]
-for _public in (BlockTables, RowCapacityError, SlotMappingMode, reshape_and_cache_flash):
+           "reshape_and_cache_flash", "unified_attention"]
+for _public in (BlockTables, KVQuantMode, RowCapacityError, SlotMappingMode,
+                reshape_and_cache_flash, unified_attention):
     _public.__module__ = __name__  # shown as clbt.vllm's, where callers find them
 
 

@@ -4,10 +4,8 @@ test_cache.py shapes them (kv_cache[:, 0] / [:, 1] of one FlashInfer
 tensor, NHD and a permuted HND, key and value views of a qkv tensor),
 against numpy: each cache is poisoned, written, and compared whole with
 the same write done by numpy indexing. fp16 is numpy's float16 conversion;
-bf16 and fp8 e4m3fn are rounded here by their definitions (bf16: 8
-significant bits, ties to even; fp8: the nearest of its finite values,
-ties to the even code, |x| past 448 saturated). Refused calls raise a
-clbt.Error naming the argument and write nothing."""
+bf16 and fp8 e4m3fn are rounded by their definitions (formats.py).
+Refused calls raise a clbt.Error naming the argument and write nothing."""
 import numpy as np
 import pytest
 
@@ -16,46 +14,9 @@ import clbt.vllm
 from clbt import _opencl
 from clbt._device_array import DeviceArray, Memory
 from clbt._library import lib
+from formats import from_bf16, to_bf16, to_e4m3
 
 POISON = 0x5A
-
-
-# ---- numpy's side: the formats ------------------------------------------
-
-def _e4m3_values():
-    """The value of every e4m3fn code below 0x7f, 0 .. 448."""
-    codes = np.arange(0x7F)
-    exponent, mantissa = codes >> 3, codes & 7
-    return np.where(exponent == 0, mantissa * 2.0**-9,
-                    (1 + mantissa / 8.0) * 2.0**(exponent - 7.0))
-
-
-E4M3 = _e4m3_values()
-
-
-def to_e4m3(q):
-    """float32 values as e4m3fn codes: nearest, ties to the even code,
-    saturated at 448 (CUDA's __NV_SATFINITE), NaN 0x7f."""
-    q = np.asarray(q, np.float64)
-    a = np.minimum(np.abs(q), 448.0)
-    high = np.clip(np.searchsorted(E4M3, a), 0, 0x7E)
-    low = np.maximum(high - 1, 0)
-    below, above = a - E4M3[low], E4M3[high] - a
-    code = np.where(below < above, low, np.where(above < below, high,
-                                                 np.where(low % 2 == 0, low, high)))
-    code = np.where(np.signbit(q), code | 0x80, code)
-    return np.where(np.isnan(q), 0x7F, code).astype(np.uint8)
-
-
-def to_bf16(x):
-    """float32 values (finite, normal) as bf16 bits: 8 significant bits."""
-    m, e = np.frexp(np.asarray(x, np.float64))
-    rounded = np.ldexp(np.rint(m * 256.0) / 256.0, e).astype(np.float32)
-    return (rounded.view(np.uint32) >> 16).astype(np.uint16)
-
-
-def from_bf16(bits):
-    return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
 def convert(x, cache, scale):

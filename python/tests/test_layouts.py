@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from clbt import _kv_cache, _library
+from clbt import _attention, _kv_cache, _library
 
 MIRRORS = {
     "clbt_table_config": _library.TableConfig,
@@ -22,6 +22,8 @@ MIRRORS = {
     "clbt_kv_cache_config": _kv_cache.KVCacheConfig,
     "clbt_kv_cache_addressing": _kv_cache.KVCacheAddressing,
     "clbt_kv_write": _kv_cache.KVWrite,
+    "clbt_attention_config": _attention.AttentionConfig,
+    "clbt_attention_batch": _attention.AttentionBatch,
     "clbt_token_slots_request": _library.TokenSlotsRequest,
 }
 
@@ -66,5 +68,6 @@ def test_sized_structs_carry_their_own_size():
     c = c_layouts()
     for struct in ("clbt_table_config", "clbt_group_config", "clbt_multi_table_config",
                    "clbt_step", "clbt_host_step", "clbt_multi_host_step",
-                   "clbt_token_slots_request", "clbt_export_request"):
+                   "clbt_token_slots_request", "clbt_export_request", "clbt_attention_config",
+                   "clbt_attention_batch"):
         assert MIRRORS[struct]().struct_size == c[struct]["sizeof"]

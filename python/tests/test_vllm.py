@@ -330,11 +330,12 @@ def test_vllms_block_table_constructor_positionally_and_by_keyword(device):
 
 
 def test_public_names_are_vllms_and_clbts_documented_ones():
-    # vLLM's names and clbt's documented RowCapacityError and
-    # reshape_and_cache_flash; not the modules and helpers it runs on
-    documented = {"BlockTable", "BlockTables", "MultiGroupBlockTable", "PAD_SLOT_ID",
-                  "RowCapacityError", "SlotMappingMode", "get_block_table_width",
-                  "reshape_and_cache_flash"}
+    # vLLM's names (its block tables, reshape_and_cache_flash,
+    # unified_attention and KVQuantMode) and clbt's documented
+    # RowCapacityError; not the modules and helpers it runs on
+    documented = {"BlockTable", "BlockTables", "KVQuantMode", "MultiGroupBlockTable",
+                  "PAD_SLOT_ID", "RowCapacityError", "SlotMappingMode",
+                  "get_block_table_width", "reshape_and_cache_flash", "unified_attention"}
     assert set(vllm.__all__) == documented
     assert {name for name in dir(vllm) if not name.startswith("_")} == documented
     names = {}
