@@ -12,12 +12,13 @@
  * Elements travel as their bits: a write between two caches of one type
  * is a copy, whatever the bits are. Across types a value goes through
  * float, which holds fp16 and bf16 exactly: fp16 and bf16 are rounded to
- * nearest even from it with the bit operations below (OpenCL C 1.2 has no
- * bf16, and half arithmetic is optional), and fp8 (e4m3fn, as vLLM's fp8
+ * nearest even from it with the bit operations of cl/kv_types.cl (OpenCL
+ * C 1.2 has no bf16, and half arithmetic is optional), and fp8 (e4m3fn, as vLLM's fp8
  * cache and CUDA's __nv_cvt_float_to_fp8 with __NV_SATFINITE) takes the
  * value divided by its scale, rounded to nearest even, saturated at 448.
  */
 #include "kv_cache.h"
+#include "kv_types.cl"
 
 #if CLBT_KV_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -46,20 +47,8 @@
 #endif
 
 /* The conversions, for a kernel between two types (fp8 K/V are only ever
-   copied to an fp8 cache). */
+   copied to an fp8 cache; cl/kv_types.cl has each type's). */
 #if CLBT_KV_INPUT != CLBT_KV_CACHE
-
-/* ---- to float: exact for every type ----------------------------------- */
-
-static float half_to_float(ushort h) {
-  uint sign = (uint)(h & 0x8000u) << 16;
-  uint exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
-  if (exponent == 0) /* zero or subnormal: mantissa x 2^-24, exact */
-    return as_float(as_uint((float)mantissa * 0x1p-24f) | sign);
-  if (exponent == 31) /* infinity or NaN, payload kept */
-    return as_float(sign | 0x7f800000u | (mantissa << 13));
-  return as_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
-}
 
 static float to_float(CLBT_KV_IN bits) {
 #if CLBT_KV_INPUT == CLBT_KV_TYPE_FLOAT32
@@ -67,52 +56,8 @@ static float to_float(CLBT_KV_IN bits) {
 #elif CLBT_KV_INPUT == CLBT_KV_TYPE_FLOAT16
   return half_to_float(bits);
 #elif CLBT_KV_INPUT == CLBT_KV_TYPE_BFLOAT16
-  return as_float((uint)bits << 16);
+  return bfloat16_to_float(bits);
 #endif
-}
-
-/* ---- from float ------------------------------------------------------- */
-
-/* fp16, rounded to nearest even; overflow to infinity, NaN to the quiet
-   NaN 0x7e00 with its sign (as torch's conversion). */
-static ushort float_to_half(float x) {
-  uint bits = as_uint(x);
-  uint sign = (bits >> 16) & 0x8000u, magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) return (ushort)(sign | 0x7e00u);
-  if (magnitude >= 0x477ff000u) /* 65520 and up round past 65504 */
-    return (ushort)(sign | 0x7c00u);
-  if (magnitude < 0x38800000u) { /* below 2^-14: a subnormal, in 2^-24s */
-    float scaled = as_float(magnitude) * 0x1p24f; /* exact */
-    return (ushort)(sign | (uint)rint(scaled));
-  }
-  /* Rebias, then round the 13 dropped bits to nearest even. */
-  uint kept = magnitude - 0x38000000u;
-  uint rounded = kept + 0x0fffu + ((kept >> 13) & 1u);
-  return (ushort)(sign | (rounded >> 13));
-}
-
-/* bf16, rounded to nearest even; NaN to 0x7fc0 (as torch's). */
-static ushort float_to_bfloat16(float x) {
-  uint bits = as_uint(x);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return (ushort)0x7fc0u;
-  return (ushort)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-}
-
-/* e4m3fn, rounded to nearest even and saturated: above 464 (448 plus half
-   its ulp) and infinity give +-448, NaN gives 0x7f, as CUDA's
-   __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3) does. */
-static uchar float_to_e4m3(float x) {
-  uint bits = as_uint(x);
-  uint sign = (bits >> 24) & 0x80u, magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) return (uchar)0x7fu;
-  if (magnitude > 0x43e80000u) return (uchar)(sign | 0x7eu);
-  if (magnitude < 0x3c800000u) { /* below 2^-6: a subnormal, in 2^-9s */
-    float scaled = as_float(magnitude) * 0x1p9f; /* exact */
-    return (uchar)(sign | (uint)rint(scaled));
-  }
-  uint kept = magnitude - 0x3c000000u; /* rebias 127 to 7 */
-  uint rounded = kept + 0x7ffffu + ((kept >> 20) & 1u);
-  return (uchar)(sign | (rounded >> 20));
 }
 
 /* x / scale, rounded once to float: through double when the device has it
@@ -160,13 +105,11 @@ static CLBT_KV_OUT_CHUNK convert_chunk(CLBT_KV_IN_CHUNK in, float scale) {
 #endif
 }
 
-__kernel void kv_cache_write(clbt_kv_arguments a,
-                             __global const CLBT_KV_IN_CHUNK *key,
-                             __global const CLBT_KV_IN_CHUNK *value,
-                             __global const long *slot_mapping,
-                             __global CLBT_KV_OUT_CHUNK *key_cache,
-                             __global CLBT_KV_OUT_CHUNK *value_cache,
-                             __global uint *rejected) {
+/* One parameter of the kernel's list (cl/kv_cache.h). */
+#define CLBT_KV_PARAMETER(NAME, type, name) , type name
+
+__kernel void kv_cache_write(
+    clbt_kv_arguments a CLBT_KV_WRITE_ARGUMENTS(CLBT_KV_PARAMETER)) {
   const uint lanes = a.lanes;
   const uint lane = (uint)get_global_id(0) & (lanes - 1u);
   const uint first = (uint)get_global_id(0) / lanes;
@@ -183,24 +126,25 @@ __kernel void kv_cache_write(clbt_kv_arguments a,
        a GPU divides 64-bit integers in software. */
     ulong block, page;
     if (a.num_slots <= 0xffffffffUL) {
-      block = (uint)slot / a.block_size;
-      page = (uint)slot % a.block_size;
+      block = (uint)slot / a.pages.block_size;
+      page = (uint)slot % a.pages.block_size;
     } else {
-      block = (ulong)slot / a.block_size;
-      page = (ulong)slot % a.block_size;
+      block = (ulong)slot / a.pages.block_size;
+      page = (ulong)slot % a.pages.block_size;
     }
-    ulong page_at = block * a.block_stride + page * a.page_stride;
     ulong key_row = a.key_at + t * a.key_stride;
     ulong value_row = a.value_at + t * a.value_stride;
     for (uint c = lane; c < a.chunks; c += lanes) {
       uint head = c / chunks_per_head;
       ulong element = (ulong)c * CLBT_KV_CHUNK;
-      ulong at = page_at + head * a.head_stride +
-                 (element - (ulong)head * a.head_size);
-      key_cache[(a.key_cache_at + at) / CLBT_KV_CHUNK] = convert_chunk(
-          key[(key_row + element) / CLBT_KV_CHUNK], a.k_scale);
-      value_cache[(a.value_cache_at + at) / CLBT_KV_CHUNK] = convert_chunk(
-          value[(value_row + element) / CLBT_KV_CHUNK], a.v_scale);
+      ulong within = element - (ulong)head * a.head_size;
+      key_cache[(clbt_kv_pages_key(a.pages, block, page, head) + within) /
+                CLBT_KV_CHUNK] =
+          convert_chunk(key[(key_row + element) / CLBT_KV_CHUNK], a.k_scale);
+      value_cache[(clbt_kv_pages_value(a.pages, block, page, head) + within) /
+                  CLBT_KV_CHUNK] =
+          convert_chunk(value[(value_row + element) / CLBT_KV_CHUNK],
+                        a.v_scale);
     }
   }
 }

@@ -1,11 +1,13 @@
 /*
- * The contract between the host (src/api/kv_cache.c) and the KV-cache write
+ * The contract between the host (src/kv/) and the KV-cache write
  * kernel (cl/kv_cache.cl): the element types it converts between, the -D
  * options that specialise it, and the one struct it takes by value. The
- * library includes this file, and so does the kernel, so that both sides
- * declare the same struct. It holds only preprocessor definitions and a struct in
- * the common subset of C11 and OpenCL C 1.2 (every field on its own size,
- * no padding, so that both sides lay it out alike).
+ * library includes this file, and so do the kernels (cl/kv_cache.cl, and
+ * the attention's through cl/attention.h), so that both sides declare the
+ * same struct and argument list. It holds only preprocessor
+ * definitions, an enum and a struct in the common subset of C11 and
+ * OpenCL C 1.2 (every field on its own size, no padding, so that both
+ * sides lay it out alike).
  *
  * The kernel is built once per (input type, cache type, chunk) with
  *   -DCLBT_KV_INPUT=<type> -DCLBT_KV_CACHE=<type> -DCLBT_KV_CHUNK=<n>
@@ -29,43 +31,59 @@
 #define CLBT_KV_CHUNK_BYTES 16
 
 #ifdef __OPENCL_VERSION__
+#ifndef CLBT_KERNEL_HOST_TYPES /* the kernel's names for the host's types */
+#define CLBT_KERNEL_HOST_TYPES
 typedef uint cl_uint;
 typedef ulong cl_ulong;
 typedef float cl_float;
 #endif
+#endif
+#include "clbt/clbt_kv_pages.h"
 
 /*
  * A write's arguments by value: where everything is, in elements of its
  * buffer's type, and the batch. Token t's element e of head h (of
  * num_kv_heads x head_size, heads contiguous) is read at
  * key_at + t x key_stride + h x head_size + e, and written, for slot s of
- * block b = s / block_size and page p = s % block_size, at
- * key_cache_at + b x block_stride + p x page_stride + h x head_stride + e;
- * V alike. The host fills what the cache fixes once, at creation, and the
- * rest at each write.
+ * block b = s / block_size and page p = s % block_size, where the cache's
+ * pages say (clbt_kv_pages_key, include/clbt/clbt_kv_pages.h); V alike.
+ * The host fills what the cache fixes once, at creation, and the rest at
+ * each write.
  */
 typedef struct clbt_kv_arguments {
-  cl_ulong key_cache_at, value_cache_at;
-  cl_ulong block_stride, page_stride, head_stride;
+  clbt_kv_pages pages;   /* the cache's addressing and block size */
   cl_ulong num_slots;    /* num_blocks x block_size */
   cl_ulong key_at, key_stride, value_at, value_stride;
   cl_ulong slots_at;     /* the first token's entry of the slot mapping */
   cl_uint num_tokens;
-  cl_uint block_size;
   cl_uint head_size;
   cl_uint chunks;        /* chunks a token holds: heads x head_size / chunk */
   cl_uint lanes;         /* work-items a token gets, a power of two */
-  cl_uint reserved;      /* 0; keeps the struct free of padding */
   cl_float k_scale, v_scale; /* fp8: what each value is divided by */
 } clbt_kv_arguments;
 
-/* The kernel's arguments, in order. */
-#define CLBT_KV_ARGUMENT_ARGUMENTS 0
-#define CLBT_KV_ARGUMENT_KEY 1
-#define CLBT_KV_ARGUMENT_VALUE 2
-#define CLBT_KV_ARGUMENT_SLOT_MAPPING 3
-#define CLBT_KV_ARGUMENT_KEY_CACHE 4
-#define CLBT_KV_ARGUMENT_VALUE_CACHE 5
-#define CLBT_KV_ARGUMENT_REJECTED 6
+/*
+ * The kernel's arguments after the arguments struct, X(NAME, type, name):
+ * the host's index of each (CLBT_KV_ARGUMENT_<NAME>) and the kernel's
+ * parameter list expand this one list. A list of plain entries, as the
+ * step's (cl/contract.h says why). The chunk types are the kernel's
+ * (cl/kv_cache.cl); the host expands only the names.
+ */
+#define CLBT_KV_WRITE_ARGUMENTS(X)                        \
+  X(KEY, __global const CLBT_KV_IN_CHUNK *, key)          \
+  X(VALUE, __global const CLBT_KV_IN_CHUNK *, value)      \
+  X(SLOT_MAPPING, __global const long *, slot_mapping)    \
+  X(KEY_CACHE, __global CLBT_KV_OUT_CHUNK *, key_cache)   \
+  X(VALUE_CACHE, __global CLBT_KV_OUT_CHUNK *, value_cache) \
+  X(REJECTED, __global uint *, rejected)
+
+/* The arguments' indices: the struct first, then the list's. */
+enum {
+  CLBT_KV_ARGUMENT_ARGUMENTS,
+#define CLBT_KV_ARGUMENT_INDEX(NAME, type, name) CLBT_KV_ARGUMENT_##NAME,
+  CLBT_KV_WRITE_ARGUMENTS(CLBT_KV_ARGUMENT_INDEX)
+#undef CLBT_KV_ARGUMENT_INDEX
+  CLBT_KV_NUM_ARGUMENTS
+};
 
 #endif /* CLBT_KV_CACHE_CONTRACT_H */

@@ -1,4 +1,5 @@
-# `cmake --install`: the header, libclbt.so (with its soname) and libclbt.a,
+# `cmake --install`: the headers (clbt.h and the kernels' page table,
+# clbt_kv_pages.h), libclbt.so (with its soname) and libclbt.a,
 # a CMake package exporting clbt::clbt (shared) and clbt::clbt_static,
 # clbt.pc, the Python package, and the license and changelog (under
 # share/doc/clbt). Every installed file locates the others
@@ -11,7 +12,7 @@ install(TARGETS clbt_static clbt_shared EXPORT clbtTargets
   ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
   LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
   RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
-install(FILES include/clbt/clbt.h
+install(FILES include/clbt/clbt.h include/clbt/clbt_kv_pages.h
         DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/clbt")
 # clbt is Apache-2.0 (LICENSE); the CMake package and clbt.pc say so too.
 set(clbt_license "Apache-2.0")

@@ -2,7 +2,7 @@
 # CLBT_API: docs/reference.md as "name()", or a test's table of cases as
 # "\"name\"" (NAMED_AS=string), optionally only the functions that return
 # RETURNS.
-#   cmake -DHEADER=clbt.h -DREFERENCE=file [-DNAMED_AS=call|string]
+#   cmake -DHEADER=clbt.h -DREFERENCE=file[,file...] [-DNAMED_AS=call|string]
 #         [-DRETURNS=type] -P check_reference.cmake
 cmake_minimum_required(VERSION 3.16)
 include("${CMAKE_CURRENT_LIST_DIR}/declared_functions.cmake")
@@ -11,7 +11,14 @@ if(RETURNS)
 else()
   clbt_declared_functions("${HEADER}")
 endif()
-file(READ "${REFERENCE}" reference)
+# REFERENCE may name several files, comma-separated: a name in any of them
+# counts.
+string(REPLACE "," ";" references "${REFERENCE}")
+set(reference "")
+foreach(file IN LISTS references)
+  file(READ "${file}" text)
+  string(APPEND reference "${text}")
+endforeach()
 set(missing "")
 foreach(name IN LISTS declared)
   if(NAMED_AS STREQUAL "string")

@@ -27,6 +27,9 @@
  *     clbt_table calls above are the one-group forms.
  *   - The KV-cache write: clbt_kv_cache, a layer's K and V into its paged
  *     cache.
+ *   - Paged attention: clbt_attention, vLLM's unified_attention over a
+ *     layer's cache, and clbt_kv_pages, the device page table of
+ *     clbt_kv_pages.h for kernels of your own.
  *
  * A serving loop needs three calls: clbt_device_open (or clbt_device_wrap,
  * on the caller's own context and queue) and clbt_multi_table_create
@@ -82,8 +85,8 @@
  *     hidden queue: commands go to the device handle's queue, which must be
  *     in order.
  *   - Threads: a device handle, the log and the status functions may be
- *     used from any thread at once. A table (clbt_table, clbt_multi_table)
- *     or a KV cache has no lock: it is used by one thread at a time, which
+ *     used from any thread at once. A table (clbt_table, clbt_multi_table),
+ *     a KV cache or an attention descriptor has no lock: it is used by one thread at a time, which
  *     hands it to another with the usual happens-before (a mutex, a
  *     queue); a group of a multi-group table (clbt_multi_table_group) is
  *     part of its table, used by the table's thread. Different tables may
@@ -103,6 +106,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "clbt_kv_pages.h"
 
 #if defined(_WIN32) && defined(CLBT_SHARED_BUILD)
 #define CLBT_API __declspec(dllexport)
@@ -2034,6 +2039,248 @@ CLBT_API clbt_status clbt_kv_cache_get_addressing(
 /** The bytes an element of a type takes: 4, 2, 2 or 1; 0 for another
     value. [no handle: any thread] */
 CLBT_API size_t clbt_kv_dtype_size(clbt_kv_dtype dtype);
+
+/* ------------------------------------------------------------------------ */
+/* Paged attention: vLLM's unified_attention over a layer's cache           */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Fills *out with where cache's elements are (clbt_kv_pages, the device
+ * page table of clbt_kv_pages.h) and, with a table, where its committed
+ * rows are: rows_offset and row_lengths_offset 0 of
+ * clbt_table_device_data and clbt_table_device_row_lengths, its width as
+ * row_stride and row_capacity, max_num_reqs as num_rows, its kernel block
+ * size, KV-manager block size and context-parallel shard. With table NULL
+ * the rows describe none (row_capacity 0, cp_world_size 1): set
+ * rows_offset, row_stride, row_capacity and num_rows for a block table of
+ * your own (a dense [num_seqs][max_blocks] int32 array). What a kernel of
+ * yours that includes clbt_kv_pages.h takes by value. Returns
+ * CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL cache or out;
+ * CLBT_INVALID_ARGUMENT for a table whose kernel block size is not the
+ * cache's block_size or that maps no tokens (CLBT_SLOT_MODE_NONE), or of
+ * another device, with *out unchanged.
+ * [clbt_kv_cache: its thread]
+ */
+CLBT_API clbt_status clbt_kv_pages_describe(const clbt_kv_cache *cache,
+                                            const clbt_table *table,
+                                            clbt_kv_pages *out);
+
+/**
+ * A layer shape's paged attention, described once (clbt_attention_create):
+ * the heads, the caches it reads (the clbt_kv_cache_config fields a cache
+ * must share with it) and the types and options of vLLM's
+ * unified_attention that stay the same from step to step. Query heads
+ * h = g x num_heads / num_kv_heads + i (i below that ratio) read KV head
+ * g (GQA; MQA with one KV head). Zero it with CLBT_ATTENTION_CONFIG_INIT
+ * and set the fields you use; it can grow as the configs do
+ * (struct_size).
+ */
+typedef struct clbt_attention_config {
+  uint32_t struct_size;       /**< 0 (the 0.6 layout) or sizeof */
+  uint32_t num_heads;         /**< required: query heads, a multiple of
+                                 num_kv_heads */
+  uint32_t num_kv_heads;      /**< required: the caches' */
+  uint32_t head_size;         /**< required: the caches' */
+  uint32_t block_size;        /**< required: the caches' token slots per
+                                 block */
+  clbt_kv_layout layout;      /**< the caches' (0: CLBT_KV_LAYOUT_FLASH) */
+  clbt_kv_dtype cache_dtype;  /**< required: the caches' */
+  clbt_kv_dtype query_dtype;  /**< NONE: cache_dtype (required with an fp8
+                                 cache) */
+  clbt_kv_dtype output_dtype; /**< NONE: query_dtype (required with an fp8
+                                 query) */
+  float softmax_scale;        /**< a score is q.k x softmax_scale; 0:
+                                 1/sqrt(head_size) */
+  float softcap;              /**< 0: none; else a score s becomes
+                                 softcap x tanh(s / softcap) (vLLM's
+                                 logits soft-cap, after the scale) */
+  uint32_t sliding_window;    /**< 0: none; else a query at position p
+                                 attends the keys at positions above
+                                 p - sliding_window (vLLM's window_size[0]
+                                 + 1) */
+} clbt_attention_config;
+
+/** A clbt_attention_config with this header's struct_size, all else 0. */
+#define CLBT_ATTENTION_CONFIG_INIT CLBT__SIZED(clbt_attention_config)
+
+/** A layer shape's paged attention: its kernels, built once. */
+typedef struct clbt_attention clbt_attention;
+
+/**
+ * Describes a layer shape's attention and builds its kernels (or takes
+ * them from the device's program cache: one program per shape and types),
+ * choosing their geometry from the device's tuning table. One descriptor
+ * serves every layer of its shape, each launch naming the layer's cache.
+ * It has a rejected-token counter of its own, 0 at creation, and keeps
+ * the scratch its split contexts need (docs/semantics.md, "Paged
+ * attention"). Returns CLBT_SUCCESS and sets *out; CLBT_NULL_ARGUMENT for
+ * a NULL device, config or out; CLBT_INVALID_CONFIG for a struct_size
+ * clbt cannot read, a zero required field, num_heads not a multiple of
+ * num_kv_heads, an unknown layout or dtype, an fp8 cache or query without
+ * the query or output type named, a softmax_scale or softcap that is not
+ * finite and at least 0; CLBT_SIZE_OVERFLOW for a head_size above 1024 or
+ * num_heads x head_size above INT32_MAX; CLBT_UNSUPPORTED_DEVICE for a
+ * device whose work-groups or local memory cannot hold the kernels'; or
+ * an OpenCL error (CLBT_CL_BUILD_PROGRAM_FAILURE with the build log).
+ * [clbt_attention, created: any thread]
+ */
+CLBT_API clbt_status clbt_attention_create(
+    clbt_device *device, const clbt_attention_config *config,
+    clbt_attention **out);
+
+/**
+ * Frees a descriptor, its kernels and scratch; commands already enqueued
+ * run to the end. NULL is fine.
+ * [clbt_attention, freed: its thread]
+ */
+CLBT_API void clbt_attention_destroy(clbt_attention *attention);
+
+/**
+ * One layer's attention over one step's batch, as vLLM's unified_attention
+ * reads it: sequence s has the query tokens [cu_seqlens_q[s],
+ * cu_seqlens_q[s + 1]) (a decode, a speculative decode, a chunk of a
+ * prefill) and seqused_k[s] tokens of context in all, its query tokens the
+ * last of them: query token i of q_len is at position
+ * seqused_k[s] - q_len + i and attends, causally, every cached position up
+ * to its own (within the sliding window). The block ids come from a clbt
+ * table's committed rows (table; sequence s reads row idx_mapping[s], or
+ * row s with no idx_mapping) or from a dense int32 block table of your own
+ * (block_table, row s at block_table_offset + s x block_table_stride,
+ * max_blocks_per_seq entries of it readable). Offsets and strides count
+ * elements of their buffer; a stride of 0 takes the contiguous one. Zero
+ * it with CLBT_ATTENTION_BATCH_INIT and set the fields you use; it can
+ * grow as the configs do.
+ */
+typedef struct clbt_attention_batch {
+  uint32_t struct_size;  /**< 0 (the 0.6 layout) or sizeof */
+  uint32_t num_seqs;     /**< sequences in the batch */
+  uint32_t num_tokens;   /**< query tokens: rows of query and output */
+  uint32_t max_seqlen_q; /**< 0, or at least every sequence's query
+                            tokens: a hint (1: a decode), never trusted */
+  uint32_t max_seqlen_k; /**< 0, or at least every seqused_k: a hint for
+                            splitting contexts, never trusted */
+  uint32_t block_table_stride; /**< a dense table's entries from a row to
+                                  the next; 0: max_blocks_per_seq */
+  uint32_t max_blocks_per_seq; /**< a dense table's readable entries a row;
+                                  required with block_table */
+  uint32_t cp_world_size; /**< a dense table of a context-parallel rank's
+                             shard: the ranks; 0 or 1: none (a table
+                             brings its own) */
+  uint32_t cp_rank;            /**< below cp_world_size */
+  uint32_t cp_interleave_size; /**< 0: 1; divides block_size */
+  cl_mem query;  /**< required with num_tokens > 0: query_dtype
+                    [num_tokens][num_heads][head_size] */
+  cl_mem output; /**< required with num_tokens > 0: output_dtype, alike */
+  cl_mem cu_seqlens_q; /**< required: int32 [num_seqs + 1] */
+  cl_mem seqused_k;    /**< required with num_seqs > 0: int32 [num_seqs] */
+  const clbt_table *table; /**< block ids from its committed rows, or NULL
+                              with block_table */
+  cl_mem idx_mapping;  /**< with a table: int32 [num_seqs], the row of each
+                          sequence; NULL: sequence s reads row s */
+  cl_mem block_table;  /**< without a table: int32 block ids */
+  cl_mem sinks;        /**< NULL, or float32 [num_heads]: each head's
+                          attention sink logit */
+  cl_mem k_descales;   /**< NULL, or float32 [num_seqs][num_kv_heads]: an
+                          fp8 cache's K scale per (sequence, KV head), in
+                          place of k_descale */
+  cl_mem v_descales;   /**< the same for V */
+  cl_mem lse;          /**< NULL, or float32: the natural log of each
+                          (token, head)'s softmax denominator, for merging
+                          context-parallel ranks' outputs */
+  uint64_t query_offset;       /**< token 0's first element */
+  uint64_t query_token_stride; /**< 0: num_heads x head_size */
+  uint64_t query_head_stride;  /**< 0: head_size */
+  uint64_t output_offset;       /**< token 0's first element */
+  uint64_t output_token_stride; /**< 0: num_heads x head_size */
+  uint64_t output_head_stride;  /**< 0: head_size */
+  uint64_t cu_seqlens_q_offset; /**< its first entry */
+  uint64_t seqused_k_offset;    /**< its first entry */
+  uint64_t idx_mapping_offset;  /**< its first entry */
+  uint64_t block_table_offset;  /**< row 0's first entry */
+  uint64_t sinks_offset;        /**< head 0's entry */
+  uint64_t k_descales_offset;   /**< sequence 0's first entry */
+  uint64_t v_descales_offset;   /**< sequence 0's first entry */
+  uint64_t lse_offset;          /**< token 0's head 0 */
+  uint64_t lse_token_stride;    /**< 0: num_heads */
+  uint64_t lse_head_stride;     /**< 0: 1 */
+  float q_descale;    /**< an fp8 query: its values are multiplied by it,
+                         which must be finite and above 0; else unused */
+  float k_descale;    /**< an fp8 cache without k_descales: K's scale,
+                         finite and above 0 (vLLM's k_scale); else unused */
+  float v_descale;    /**< the same for V */
+  float output_scale; /**< an fp8 output: values are divided by it, which
+                         must be finite and above 0, then saturated at
+                         +-448; else unused */
+} clbt_attention_batch;
+
+/** A clbt_attention_batch with this header's struct_size, all else 0. */
+#define CLBT_ATTENTION_BATCH_INIT CLBT__SIZED(clbt_attention_batch)
+
+/**
+ * Enqueues one layer's paged attention over a batch (vLLM's
+ * unified_attention, docs/semantics.md "Paged attention"), after
+ * wait_list: one kernel launch, or two when contexts are split over
+ * work-groups (a second pass merges the splits), reading K and V from
+ * cache, which must have the descriptor's num_kv_heads, head_size,
+ * block_size, layout and cache_dtype. Every output row of a query token
+ * is written: its attention, converted to output_dtype (rounded to
+ * nearest even; fp8 divided by output_scale and saturated), and, with
+ * lse, its log-sum-exp. What the batch's device arrays hold is checked on
+ * the device: a query token of a sequence whose query or context length
+ * is impossible (cu_seqlens_q not a non-decreasing run from 0 to at most
+ * num_tokens, a query longer than its context, a context past the row's
+ * blocks) or that would read a block id outside its row or the cache gets
+ * 0 (and lse -infinity) and adds 1 to the descriptor's rejected-token
+ * counter; no block outside the cache is read. Rows of tokens past
+ * cu_seqlens_q[num_seqs] are left as they are, and a padding request's
+ * (a negative idx_mapping entry) tokens get 0 uncounted. *event (when not
+ * NULL) completes with the attention; with num_tokens 0 it is a marker
+ * after the wait list. Nothing waits for the device. The descriptor keeps
+ * a reference to the last eight buffers it checked, as a table does.
+ * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL attention, cache or
+ * batch, or a required buffer that is NULL; CLBT_INVALID_CONFIG for a
+ * struct_size clbt cannot read; CLBT_INVALID_ARGUMENT for a cache of
+ * another shape or device, both a table and a block_table or neither, a
+ * table whose kernel block size is not block_size or that maps no
+ * tokens, CP fields with a table or out of range, a stride below what
+ * its rows or heads span, an fp8 scale that is not finite and above 0,
+ * num_seqs or num_tokens above INT32_MAX, or an inconsistent wait list;
+ * CLBT_BUFFER_TOO_SMALL when an array ends before its last element;
+ * CLBT_CONTEXT_MISMATCH; CLBT_SIZE_OVERFLOW when an address does not fit
+ * 64 bits; CLBT_READ_ONLY_BUFFER for an output or lse made
+ * CL_MEM_READ_ONLY; or an OpenCL error. A refused call enqueues nothing
+ * and writes nothing.
+ * [clbt_attention: its thread]
+ */
+CLBT_API clbt_status clbt_attention_enqueue(
+    clbt_attention *attention, const clbt_kv_cache *cache,
+    const clbt_attention_batch *batch, cl_uint num_events,
+    const cl_event *wait_list, cl_event *event);
+
+/**
+ * Reads the number of query tokens the descriptor's launches have
+ * rejected since it was created or the count reset. Waits for the queue to
+ * reach the read. The count wraps modulo 2^32. Returns CLBT_SUCCESS;
+ * CLBT_NULL_ARGUMENT; or an OpenCL error.
+ * [clbt_attention: its thread]
+ */
+CLBT_API clbt_status clbt_attention_read_rejected_tokens(
+    clbt_attention *attention, uint32_t *count);
+
+/**
+ * Enqueues a reset of the rejected-token count to 0. Returns CLBT_SUCCESS;
+ * CLBT_NULL_ARGUMENT; or an OpenCL error.
+ * [clbt_attention: its thread]
+ */
+CLBT_API clbt_status clbt_attention_reset_rejected_tokens(
+    clbt_attention *attention);
+
+/**
+ * The rejected-token counter on the device, one uint32; NULL for NULL.
+ * [clbt_attention: its thread]
+ */
+CLBT_API cl_mem clbt_attention_rejected_tokens(
+    const clbt_attention *attention);
 
 #ifdef __cplusplus
 }

@@ -52,6 +52,8 @@ CLBT__CHECK_LAYOUT(clbt_token_slots_request, token_slots);
 CLBT__CHECK_LAYOUT(clbt_kv_cache_config, head_stride);
 CLBT__CHECK_LAYOUT(clbt_kv_write, v_scale);
 CLBT__CHECK_LAYOUT(clbt_export_request, idx_mapping);
+CLBT__CHECK_LAYOUT(clbt_attention_config, sliding_window);
+CLBT__CHECK_LAYOUT(clbt_attention_batch, output_scale);
 
 /* The structs clbt fills are frozen: these sizes never change. */
 _Static_assert(sizeof(clbt_export_buffers) == 8 + 12 * sizeof(cl_mem) &&
@@ -117,6 +119,12 @@ static const struct_kind kv_cache_config = {
 static const struct_kind kv_write = {
     CLBT__KIND(clbt_kv_write, write),
     {{CLBT__END_OF(clbt_kv_write, v_scale), "0.5"}}};
+static const struct_kind attention_config = {
+    CLBT__KIND(clbt_attention_config, config),
+    {{CLBT__END_OF(clbt_attention_config, sliding_window), "0.6"}}};
+static const struct_kind attention_batch = {
+    CLBT__KIND(clbt_attention_batch, batch),
+    {{CLBT__END_OF(clbt_attention_batch, output_scale), "0.6"}}};
 
 static size_t layout_count(const struct_kind *kind) {
   size_t count = 0;
@@ -289,4 +297,14 @@ clbt_status clbt__kv_cache_config_read(const clbt_kv_cache_config *given,
 clbt_status clbt__kv_write_read(const clbt_kv_write *given,
                                 clbt_kv_write *out) {
   return read_struct(given, &kv_write, out);
+}
+
+clbt_status clbt__attention_config_read(const clbt_attention_config *given,
+                                        clbt_attention_config *out) {
+  return read_struct(given, &attention_config, out);
+}
+
+clbt_status clbt__attention_batch_read(const clbt_attention_batch *given,
+                                       clbt_attention_batch *out) {
+  return read_struct(given, &attention_batch, out);
 }

@@ -64,4 +64,12 @@ clbt_status clbt__kv_cache_config_read(const clbt_kv_cache_config *given,
 clbt_status clbt__kv_write_read(const clbt_kv_write *given,
                                 clbt_kv_write *out);
 
+/* The same for an attention's config and batch (api/attention.c), whose
+   first layouts are 0.6's; CLBT_NULL_ARGUMENT names them "config" and
+   "batch". */
+clbt_status clbt__attention_config_read(const clbt_attention_config *given,
+                                        clbt_attention_config *out);
+clbt_status clbt__attention_batch_read(const clbt_attention_batch *given,
+                                       clbt_attention_batch *out);
+
 #endif /* CLBT_CONFIG_H */

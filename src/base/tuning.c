@@ -5,6 +5,9 @@
  */
 #include "base/tuning.h"
 
+#include "base/status.h"
+
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <threads.h>
@@ -87,4 +90,81 @@ size_t clbt__tuning_cpu_groups(const clbt__tuning *tuning,
   if (tuning->cpu_items_per_group == 0) return 1; /* a row that spreads none */
   size_t groups = items / tuning->cpu_items_per_group;
   return groups < 1 ? 1 : groups > compute_units ? compute_units : groups;
+}
+
+/* ---- the paged attention ----------------------------------------------- */
+
+static const clbt__attention_tuning cpu_attention = {
+    .local = 1, .lane_bytes = 0, .tokens = 1, .rows = 8,
+    .groups_per_unit = 1, .min_split = 512, .max_splits = 16, .splits = 0,
+    .tile_local = 0, .tile_rows = 0, .tile_keys = 0,
+    .reduce_local = 1, .cu_words = 1024};
+
+/* A GPU's decode work-group: 16 runs of 16 lanes (a 128-element bf16
+   head row, 16 bytes a lane), two keys each a pass; contexts split until
+   about two work-groups a compute unit; tiles of 32 query rows and 16
+   keys (about 38 KiB of local memory for head size 128). */
+static const clbt__attention_tuning gpu_attention = {
+    .local = 256, .lane_bytes = 16, .tokens = 2, .rows = 8,
+    .groups_per_unit = 2, .min_split = 512, .max_splits = 16, .splits = 0,
+    .tile_local = 256, .tile_rows = 32, .tile_keys = 16,
+    .reduce_local = 128, .cu_words = 1024};
+
+/* The fields CLBT_ATTENTION_TUNING may set. */
+#define ATTENTION_FIELDS(X)                                              \
+  X(local) X(lane_bytes) X(tokens) X(rows) X(groups_per_unit) X(min_split) \
+  X(max_splits) X(splits) X(tile_local) X(tile_rows) X(tile_keys)       \
+  X(reduce_local) X(cu_words)
+
+/* Sets one "name=value" of the override. */
+static clbt_status set_field(clbt__attention_tuning *row, const char *name,
+                             size_t length, const char *value) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long number = strtoul(value, &end, 10);
+  bool whole = end != value && (*end == ',' || *end == 0) && !errno &&
+               number <= UINT32_MAX && value[0] != '-';
+#define SET_FIELD(field)                                         \
+  if (length == sizeof #field - 1 && !strncmp(name, #field, length)) { \
+    if (!whole) goto not_whole;                                  \
+    row->field = (uint32_t)number;                               \
+    return CLBT_SUCCESS;                                         \
+  }
+  ATTENTION_FIELDS(SET_FIELD)
+#undef SET_FIELD
+  return clbt__fail(CLBT_INVALID_CONFIG,
+                    "CLBT_ATTENTION_TUNING: no field '%.*s' (local, "
+                    "lane_bytes, tokens, rows, groups_per_unit, min_split, "
+                    "max_splits, splits, tile_local, tile_rows, tile_keys, "
+                    "reduce_local, cu_words)",
+                    (int)length, name);
+not_whole:
+  return clbt__fail(CLBT_INVALID_CONFIG,
+                    "CLBT_ATTENTION_TUNING: %.*s's value is not a whole "
+                    "number below 2^32",
+                    (int)length, name);
+}
+
+clbt_status clbt__attention_tuning_for(cl_device_type type,
+                                       clbt__attention_tuning *out) {
+  return clbt__attention_tuning_row(clbt__tuning_for(type)->gpu_code, out);
+}
+
+clbt_status clbt__attention_tuning_row(bool gpu_row,
+                                       clbt__attention_tuning *out) {
+  *out = gpu_row ? gpu_attention : cpu_attention;
+  const char *text = getenv("CLBT_ATTENTION_TUNING");
+  while (text && *text) {
+    const char *equals = strchr(text, '=');
+    const char *comma = strchr(text, ',');
+    if (!equals || (comma && comma < equals))
+      return clbt__fail(CLBT_INVALID_CONFIG,
+                        "CLBT_ATTENTION_TUNING: '%s' is not name=value,...",
+                        text);
+    clbt_status status = set_field(out, text, (size_t)(equals - text),
+                                   equals + 1);
+    if (status) return status;
+    text = comma ? comma + 1 : NULL;
+  }
+  return CLBT_SUCCESS;
 }

@@ -86,4 +86,44 @@ size_t clbt__tuning_local_size(const clbt__tuning *tuning,
 size_t clbt__tuning_cpu_groups(const clbt__tuning *tuning,
                                size_t compute_units, size_t items);
 
+/*
+ * How the paged attention's kernels are shaped on one kind of device
+ * (src/kv/attention_plan.c turns a row into a kernel's geometry). The
+ * environment variable CLBT_ATTENTION_TUNING sets fields by name,
+ * "local=128,tokens=4,splits=8", read at each descriptor's creation, so
+ * that one process can time several shapes (tools/gpu/attention.sh).
+ */
+typedef struct clbt__attention_tuning {
+  /* The decode kernel: its work-group size (1: a CPU's, one work-item
+     walking whole rows, no barrier); the bytes of a head row a work-item
+     holds (0: the whole row); the keys a work-item takes a pass; the most
+     query heads of one KV head a work-group serves (registers). */
+  uint32_t local, lane_bytes, tokens, rows;
+  /* Contexts are split over work-groups (flash-decoding, then a reduce)
+     until a decode launches at least groups_per_unit work-groups per
+     compute unit, a split keeping at least min_split keys and there
+     being at most max_splits; splits, when not 0, is taken as it is. */
+  uint32_t groups_per_unit, min_split, max_splits, splits;
+  /* The tile kernel (0: none, a CPU's: every batch takes the decode
+     kernel): its work-group size, the query rows (tokens x heads) and
+     keys a tile holds. */
+  uint32_t tile_local, tile_rows, tile_keys;
+  /* The reduce kernel's work-group size; the cu_seqlens_q entries a
+     work-group keeps in local memory. */
+  uint32_t reduce_local, cu_words;
+} clbt__attention_tuning;
+
+/*
+ * The attention row for a device of this type (the row clbt__tuning_for
+ * picks, CLBT_TUNING included), with CLBT_ATTENTION_TUNING's fields set.
+ * Fails with CLBT_INVALID_CONFIG naming a field it does not know or a
+ * value that is not a whole number.
+ */
+clbt_status clbt__attention_tuning_for(cl_device_type type,
+                                       clbt__attention_tuning *out);
+
+/* The same for the GPU's row or the CPU's, whatever the device. */
+clbt_status clbt__attention_tuning_row(bool gpu_row,
+                                       clbt__attention_tuning *out);
+
 #endif /* CLBT_TUNING_H */

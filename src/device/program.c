@@ -22,6 +22,8 @@ extern const char clbt__step_source[], clbt__step_source_file[];
 extern const size_t clbt__step_source_length;
 extern const char clbt__kv_cache_source[], clbt__kv_cache_source_file[];
 extern const size_t clbt__kv_cache_source_length;
+extern const char clbt__attention_source[], clbt__attention_source_file[];
+extern const size_t clbt__attention_source_length;
 
 static const struct {
   const char *text;
@@ -33,6 +35,9 @@ static const struct {
     [CLBT__SOURCE_KV_CACHE] = {clbt__kv_cache_source,
                                &clbt__kv_cache_source_length,
                                clbt__kv_cache_source_file},
+    [CLBT__SOURCE_ATTENTION] = {clbt__attention_source,
+                                &clbt__attention_source_length,
+                                clbt__attention_source_file},
 };
 
 /* The end of the comment or string literal that starts at text (one left

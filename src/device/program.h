@@ -12,8 +12,9 @@
 
 /* The kernel sources in cl/, each a root part and the parts it includes. */
 typedef enum clbt__source {
-  CLBT__SOURCE_STEP,    /* cl/step.cl */
-  CLBT__SOURCE_KV_CACHE /* cl/kv_cache.cl */
+  CLBT__SOURCE_STEP,      /* cl/step.cl */
+  CLBT__SOURCE_KV_CACHE,  /* cl/kv_cache.cl */
+  CLBT__SOURCE_ATTENTION  /* cl/attention.cl */
 } clbt__source;
 
 /*

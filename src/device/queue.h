@@ -13,7 +13,8 @@
  * Checks an event wait list as clEnqueue* would, before anything runs:
  * num_events and wait_list agree, and every event is one of the device's
  * context (CLBT_CONTEXT_MISMATCH, naming its index: "... than the
- * <owner>'s device", the owner a "table" or a "KV cache").
+ * <owner>'s device", the owner a "table", a "KV cache" or an
+ * "attention").
  */
 clbt_status clbt__check_wait_list(const clbt_device *device, const char *owner,
                                   cl_uint num_events,

@@ -1,5 +1,5 @@
 /*
- * The KV-cache write (clbt_kv_cache_*, src/api/kv_cache.c, cl/kv_cache.cl)
+ * The KV-cache write (clbt_kv_cache_*, src/kv/, cl/kv_cache.cl)
  * against an independent model of vLLM's reshape_and_cache_flash
  * (csrc/cache_kernels.cu) on the shapes of vLLM's
  * tests/kernels/attention/test_cache.py, scaled down for PoCL: several

@@ -15,7 +15,8 @@ extern const bench_section_entry bench_slot_mapping_section,
     bench_completion_section, bench_commit_section, bench_multi_group_section,
     bench_row_operations_section, bench_export_section, bench_step_section,
     bench_slots_section, bench_arguments_section, bench_kv_cache_section,
-    bench_plot_section, bench_triton_section;
+    bench_attention_decode_section, bench_attention_short_section,
+    bench_attention_prefill_section, bench_plot_section, bench_triton_section;
 
 static const bench_section_entry *const sections[] = {
     &bench_slot_mapping_section,   &bench_completion_section,
@@ -23,7 +24,9 @@ static const bench_section_entry *const sections[] = {
     &bench_row_operations_section, &bench_export_section,
     &bench_step_section,           &bench_slots_section,
     &bench_arguments_section,      &bench_kv_cache_section,
-    &bench_plot_section,           &bench_triton_section};
+    &bench_attention_decode_section, &bench_attention_short_section,
+    &bench_attention_prefill_section, &bench_plot_section,
+    &bench_triton_section};
 
 #define NUM_SECTIONS (sizeof sections / sizeof sections[0])
 

@@ -20,8 +20,10 @@ static const char description[] =
     "the attention export; and a whole serving step in the v1 and the\n"
     "persistent model, with the gather, against an empty kernel, with the\n"
     "library's OpenCL calls in each step counted by function; what\n"
-    "a launch's arguments cost, on kernels that do nothing; and the\n"
-    "KV-cache write against a copy of its bytes and an empty kernel.\n"
+    "a launch's arguments cost, on kernels that do nothing; the\n"
+    "KV-cache write against a copy of its bytes and an empty kernel; and\n"
+    "paged attention against a copy of the K/V bytes it reads and an empty\n"
+    "kernel.\n"
     "Medians of N runs, ratios from interleaved runs; each ratio the project\n"
     "sets a target for is checked at the end.\n";
 
