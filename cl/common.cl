@@ -73,7 +73,7 @@ static bool maps_tokens(uint g) { return group_table[g].maps_tokens != 0; }
 /* Whether group g takes part in this launch (a call may name one group of
    its table alone). */
 static bool takes_part(clbt_record_head head, uint g) {
-  return (head.groups >> g & 1u) != 0;
+  return (head.group_mask >> g & 1u) != 0;
 }
 
 /* Region r of a group, in the storage of every group. */

@@ -217,7 +217,7 @@ typedef struct clbt_group_layout {
   X(cl_uint, packet_at_low) /* PACKET_IN_BUFFER: the launch's part */ \
   X(cl_uint, packet_at_high)                                          \
   X(cl_uint, work)          /* CLBT_WORK_* */                         \
-  X(cl_uint, groups)        /* bit g: group g takes part */           \
+  X(cl_uint, group_mask)    /* bit g: group g takes part */           \
   X(cl_uint, packet_words)  /* PACKET_INLINE: the words the packet holds */ \
   X(cl_uint, num_reqs)                                                \
   X(cl_uint, num_tokens)  /* TOKEN_SLOTS: the index matrix's rows */ \

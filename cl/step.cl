@@ -23,7 +23,7 @@
  * Each entry of CLBT_STEP_ENTRIES is this sequence compiled with only its
  * parts, in each record size (CLBT_RECORD_WORDS_<c>): clbt_<name>_<c>. A
  * GPU's program has one entry, WHOLE, with every part. Only the groups the
- * record's `groups` names take part.
+ * record's `group_mask` names take part.
  */
 #include "common.cl"
 #include "commit.cl"

@@ -93,7 +93,7 @@ static void gather(runner *r) {
     plan->launches[i] = (clbt__launch_part){
         .index = l,
         .shape = &launch->shape,
-        .groups = clbt__scope_group_mask(scope, l),
+        .group_mask = clbt__scope_group_mask(scope, l),
         .token_section = clbt__token_sections_before(scope, l),
         .commits = r->call->commits ? commits : NULL,
         .step_record = launch->step_record,
@@ -213,7 +213,7 @@ static void settle(runner *r, clbt_status status,
     const clbt__launch_part *part = &r->plan.launches[l];
     const clbt__launch *launch = &scope->engine->launches[part->index];
     for (uint32_t g = 0; g < part->shape->num_groups; ++g)
-      if (part->groups >> g & 1u)
+      if (part->group_mask >> g & 1u)
         clbt__commit_settle(launch->groups[g], &part->commits[g]);
   }
 }

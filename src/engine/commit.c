@@ -197,7 +197,7 @@ void clbt__commit_pack(const clbt__launch *launch,
   if (to) pack_part(launch, part->commits, to);
   for (uint32_t g = 0; g < launch->shape.num_groups; ++g)
     if (part->commits[g].mode == CLBT_COMMIT_WHOLE &&
-        (part->share.groups >> g & 1u))
+        (part->share.group_mask >> g & 1u))
       snapshot(launch->groups[g], &part->commits[g]);
 }
 

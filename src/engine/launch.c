@@ -298,7 +298,7 @@ static clbt_status make_kernels(clbt__launch *launch) {
 clbt_status clbt__launch_ready(clbt__launch *launch, uint32_t work,
                                const clbt__commit_plan *commits) {
   /* Token groups' work is no work for a launch of NONE groups alone. */
-  if (!launch->shape.token_groups) work &= ~CLBT__TOKEN_GROUP_WORK;
+  if (!launch->shape.token_group_mask) work &= ~CLBT__TOKEN_GROUP_WORK;
   bool needed = (work & CLBT_WORK_PARTS) != 0;
   for (uint32_t g = 0; commits && g < launch->shape.num_groups; ++g)
     needed = needed || commits[g].mode == CLBT_COMMIT_SCATTER;
@@ -325,7 +325,7 @@ clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *groups,
   clbt__launch_shape *shape = &launch->shape;
   shape->num_groups = num_groups;
   for (uint32_t g = 0; g < num_groups; ++g)
-    shape->token_groups |= (uint32_t)clbt__maps_tokens(groups[g]) << g;
+    shape->token_group_mask |= (uint32_t)clbt__maps_tokens(groups[g]) << g;
   shape->tuning = clbt__tuning_for(device->properties.type);
   shape->num_classes =
       record_sizes(device, shape->tuning, num_groups, shape->record_words);

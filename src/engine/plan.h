@@ -71,7 +71,7 @@ typedef enum clbt__packet_place {
    work-group sizes. */
 typedef struct clbt__launch_shape {
   uint32_t num_groups;       /* 1..8 */
-  uint32_t token_groups;     /* bit g: group g maps tokens */
+  uint32_t token_group_mask; /* bit g: group g maps tokens */
   const clbt__tuning *tuning;
   uint32_t num_classes;      /* the record's sizes */
   uint32_t record_words[CLBT_MAX_RECORD_CLASSES]; /* ascending */
@@ -88,7 +88,7 @@ typedef struct clbt__launch_shape {
 } clbt__launch_shape;
 
 /*
- * The grid of a launch's step kernel for the groups of groups_mask, and on
+ * The grid of a launch's step kernel for the groups of group_mask, and on
  * a GPU the work-groups of each part (0 in each on a CPU: every part on
  * every work-group): the slot mapping's tokens and its pad entries a few
  * to a work-item, a gather, an export (for each exported group) and the
@@ -102,7 +102,7 @@ typedef struct clbt__grid {
 } clbt__grid;
 clbt__grid clbt__plan_grid(const clbt__launch_shape *shape,
                            size_t local_size, uint32_t work,
-                           uint32_t groups_mask, uint32_t num_tokens,
+                           uint32_t group_mask, uint32_t num_tokens,
                            uint32_t padded);
 
 /* The grid of a launch spread over `items` items: a scatter's packet
@@ -112,7 +112,7 @@ size_t clbt__plan_items_grid(const clbt__launch_shape *shape,
 
 /* One launch's share of a call. */
 typedef struct clbt__launch_plan {
-  uint32_t groups;            /* the scope's groups in it: bit g, group g */
+  uint32_t group_mask;        /* the scope's groups in it: bit g, group g */
   uint32_t work;              /* CLBT_WORK_* of its step kernel; 0: none */
   clbt__packet_place place;
   size_t part_at, part_words; /* its part of the packet, words; part_at
@@ -223,7 +223,7 @@ typedef struct clbt__command {
 typedef struct clbt__launch_part {
   uint32_t index;           /* the engine's launch */
   const clbt__launch_shape *shape;
-  uint32_t groups;          /* the scope's groups in it: bit g, group g */
+  uint32_t group_mask;      /* the scope's groups in it: bit g, group g */
   uint32_t token_section;   /* TOKEN_SLOTS: the output section of its
                                first token-mapping group */
   clbt__commit_plan *commits; /* its groups', NULL: the call commits none */
