@@ -47,8 +47,8 @@ typedef struct runner {
 
 /* A step record's batch fields, and in its work the batch's optional
    inputs, which the plan gives the launches that read them. */
-static clbt_record_head batch_head(const clbt__batch *batch) {
-  clbt_record_head head = {0};
+static clbt__record_head batch_head(const clbt__batch *batch) {
+  clbt__record_head head = {0};
   head.num_reqs = batch->num_reqs;
   head.num_tokens = batch->num_tokens;
   head.padded_reqs =

@@ -59,7 +59,7 @@ static const size_t spec_field_offsets[] = {
 /* The bytes of a layout of num_groups. */
 static size_t layout_bytes(uint32_t num_groups) {
   return offsetof(clbt__launch_layout, groups) +
-         num_groups * sizeof(clbt_group_layout);
+         num_groups * sizeof(clbt__group_layout);
 }
 
 /*
@@ -264,8 +264,8 @@ static void release_kernels(clbt__launch *launch) {
 }
 
 /*
- * Every kernel of the launch's program (a GPU's has the WHOLE entry alone,
- * a CPU's every other: cl/contract.h), and each record size's work-group
+ * Every kernel of the launch's program (a GPU's entries or a CPU's:
+ * cl/contract.h's two lists), and each record size's work-group
  * size: the tuning table's rule within the smallest limit of its entries
  * (their local arrays), so that every entry of a size runs on the grid
  * the plan computed for it.
@@ -277,7 +277,7 @@ static clbt_status make_kernels(clbt__launch *launch) {
   for (uint32_t c = 0; !status && c < shape->num_classes; ++c) {
     limits[c] = CLBT_MAX_WORK_GROUP_SIZE;
     for (int e = 0; !status && e < CLBT__NUM_ENTRIES; ++e) {
-      if ((e == CLBT__ENTRY_WHOLE) != shape->tuning->gpu_code) continue;
+      if ((e >= CLBT__FIRST_GPU_ENTRY) != shape->tuning->gpu_code) continue;
       cl_kernel *kernel = &launch->kernels[e][c].kernel;
       size_t limit = 0;
       status = make_kernel(launch, (clbt__entry)e, c, kernel);

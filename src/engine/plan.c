@@ -33,13 +33,13 @@ uint32_t clbt__record_class(const clbt__launch_shape *shape, size_t words) {
   return c;
 }
 
-/* The entry whose parts hold work's: the first in cl/contract.h's order,
-   or WHOLE on a GPU, whose program has no other. */
+/* The entry whose parts hold work's: a CPU's first in cl/contract.h's
+   order, or WHOLE on a GPU, whose program has no other. */
 static clbt__entry entry_for(const clbt__launch_shape *shape, uint32_t work) {
   if (shape->tuning->gpu_code) return CLBT__ENTRY_WHOLE;
   uint32_t parts = work & CLBT_WORK_PARTS;
   int e = 0;
-  while (e < CLBT__ENTRY_WHOLE && (entry_parts[e] & parts) != parts) ++e;
+  while (e < CLBT__FIRST_GPU_ENTRY && (entry_parts[e] & parts) != parts) ++e;
   return (clbt__entry)e;
 }
 
@@ -303,7 +303,7 @@ static void add_whole(clbt__call_plan *plan, const clbt__commit_plan *commit) {
 /* Where a record's packet is: in it (its inline words), or in the upload
    when the launch applies an uploaded part. */
 static void set_packet(const clbt__launch_plan *share, bool step,
-                       clbt_record_head *head) {
+                       clbt__record_head *head) {
   size_t words = clbt__plan_inline_words(share, step);
   bool applies = step ? clbt__plan_folds(share) : share->scatters;
   if (words > 0) {
@@ -319,7 +319,7 @@ static void set_packet(const clbt__launch_plan *share, bool step,
 /* A record's head, with the packet words past what the call packs into it
    zeroed: those the last call left nonzero. */
 static const clbt__launch_record *fill_record(clbt__record *record,
-                                              const clbt_record_head *head) {
+                                              const clbt__record_head *head) {
   size_t words = head->work & CLBT_WORK_PACKET_INLINE ? head->packet_words : 0;
   if (record->dirty_words > words)
     memset(record->sent.packet + words, 0,
@@ -340,7 +340,7 @@ static void bind_upload(const clbt__call_plan *plan, bool applies,
 
 static void add_scatter(clbt__call_plan *plan, const clbt__launch_part *part) {
   const clbt__launch_plan *share = &part->share;
-  clbt_record_head head = {0};
+  clbt__record_head head = {0};
   head.version_low = (cl_uint)plan->version;
   head.version_high = (cl_uint)(plan->version >> 32);
   head.work = CLBT_WORK_SCATTER;
@@ -373,7 +373,7 @@ static uint32_t step_work(const clbt__call_plan *plan,
 
 static void add_step(clbt__call_plan *plan, const clbt__launch_part *part) {
   const clbt__launch_plan *share = &part->share;
-  clbt_record_head head = plan->head;
+  clbt__record_head head = plan->head;
   head.version_low = (cl_uint)plan->version;
   head.version_high = (cl_uint)(plan->version >> 32);
   head.work = step_work(plan, share);

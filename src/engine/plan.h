@@ -17,13 +17,19 @@
 #include "cl/contract.h"
 #include "engine/staging.h"
 
-/* The step kernel's entries (cl/contract.h), by name. */
+/* The step kernel's entries (cl/contract.h), by name: a CPU's program's,
+   then a GPU's, from CLBT__FIRST_GPU_ENTRY on. */
 typedef enum clbt__entry {
 #define CLBT__ENTRY(NAME, name, parts) CLBT__ENTRY_##NAME,
   CLBT_STEP_ENTRIES(CLBT__ENTRY)
 #undef CLBT__ENTRY
   CLBT__NUM_ENTRIES
 } clbt__entry;
+enum {
+#define CLBT__COUNT(NAME, name, parts) +1
+  CLBT__FIRST_GPU_ENTRY = 0 CLBT_CPU_STEP_ENTRIES(CLBT__COUNT)
+#undef CLBT__COUNT
+};
 
 /* The work only a group that maps tokens takes part in: a launch of NONE
    groups alone runs none of it (its gather, state slots and scatter it
@@ -239,7 +245,7 @@ typedef struct clbt__launch_part {
 typedef struct clbt__call_plan {
   uint32_t work;           /* the call's step work; 0: none */
   uint32_t num_tokens, padded;
-  clbt_record_head head;   /* a step record's batch fields */
+  clbt__record_head head;   /* a step record's batch fields */
   cl_mem batch[CLBT__NUM_BATCH_BUFFERS]; /* NULL: not given */
   uint64_t serials[CLBT__NUM_BATCH_BUFFERS]; /* of their records */
   uint64_t version;        /* the rows it moves get; 0: it moves none */

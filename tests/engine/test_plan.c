@@ -506,10 +506,10 @@ START_TEST(a_steady_step_is_one_launch_its_packet_in_its_record) {
   ck_assert_uint_eq(call->record_class, 0);
   ck_assert_ptr_eq(call->record, &step_record.sent);
   ck_assert_uint_eq(call->record_bytes,
-                    sizeof(clbt_record_head) + 64 * sizeof(cl_uint));
+                    sizeof(clbt__record_head) + 64 * sizeof(cl_uint));
   ck_assert_uint_eq(call->global_size, 5 * 256);
   ck_assert_uint_eq(call->local_size, 256);
-  const clbt_record_head *head = &call->record->head;
+  const clbt__record_head *head = &call->record->head;
   ck_assert_uint_eq(head->work, CLBT_WORK_MAP | CLBT_WORK_PACKET_INLINE);
   ck_assert_uint_eq(head->packet_words, 15);
   ck_assert_uint_eq(head->group_mask, 0x1);
