@@ -397,9 +397,8 @@ clbt_status clbt_multi_table_clear(clbt_multi_table *table) {
   clbt__sequence sequence =
       clbt__sequence_start(all.first->device, 0, NULL, false);
   for (; !status && zeroed < all.end; ++zeroed)
-    status = clbt__group_zero_device(all.groups[zeroed],
-                                     clbt__engine_next_version(table),
-                                     &sequence);
+    status = clbt__group_zero_device(
+        all.groups[zeroed], clbt__engine_next_version(table), &sequence);
   status = clbt__sequence_end(&sequence, status, NULL);
   if (status) {
     for (uint32_t g = all.begin; g < zeroed; ++g)

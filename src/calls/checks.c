@@ -42,9 +42,8 @@ static clbt_status check_buffer(const clbt__scope *scope, cl_mem buffer,
                                 const char *name, size_t needed,
                                 const char *count_name, uint32_t count) {
   size_t size = 0;
-  clbt_status status =
-      clbt__known_buffer_size(scope->first->device, scope->known, buffer,
-                              name, "table", &size);
+  clbt_status status = clbt__known_buffer_size(
+      scope->first->device, scope->known, buffer, name, "table", &size);
   if (!status && size < needed)
     status = clbt__fail(CLBT_BUFFER_TOO_SMALL,
                         "%s holds %zu bytes; %s %u needs %zu", name, size,
@@ -114,8 +113,8 @@ static clbt_status check_batch_arguments(const clbt__scope *scope,
                           (size_t)batch->num_tokens * sizeof(int64_t),
                           "num_tokens", batch->num_tokens);
   if (!status)
-    status = check_per_request(scope, batch->seq_lens, "seq_lens",
-                               batch->num_reqs);
+    status =
+        check_per_request(scope, batch->seq_lens, "seq_lens", batch->num_reqs);
   if (!status)
     status = check_per_request(scope, batch->idx_mapping, "idx_mapping",
                                batch->num_reqs);
@@ -131,7 +130,7 @@ static clbt_status check_batch_arguments(const clbt__scope *scope,
  * the groups that hold them.
  */
 static clbt_status check_one_table(const clbt__scope *scope, bool pages,
-                               const char *what) {
+                                   const char *what) {
   if (!scope->one_table || clbt__maps_tokens(scope->first) == pages)
     return CLBT_SUCCESS;
   if (pages)
@@ -284,10 +283,10 @@ static clbt_status check_token_buffers(
     const clbt__scope *scope, const clbt_token_slots_request *request) {
   uint32_t entries = request->num_rows * request->indices_per_row;
   uint32_t sections = clbt__scope_token_sections(scope);
-  clbt_status status = check_buffer(
-      scope, request->query_start_loc, "query_start_loc",
-      ((size_t)request->num_reqs + 1) * sizeof(int32_t), "num_reqs",
-      request->num_reqs);
+  clbt_status status =
+      check_buffer(scope, request->query_start_loc, "query_start_loc",
+                   ((size_t)request->num_reqs + 1) * sizeof(int32_t),
+                   "num_reqs", request->num_reqs);
   if (!status && request->idx_mapping)
     status = check_buffer(scope, request->idx_mapping, "idx_mapping",
                           (size_t)request->num_reqs * sizeof(int32_t),
@@ -307,8 +306,8 @@ static clbt_status check_token_buffers(
   if (!status && sections)
     status = check_not_storage(scope, request->token_slots, "token_slots");
   if (!status && sections)
-    status = clbt__check_writable(scope->known, request->token_slots,
-                                  "token_slots");
+    status =
+        clbt__check_writable(scope->known, request->token_slots, "token_slots");
   return status;
 }
 

@@ -176,16 +176,26 @@ clbt_status clbt__engine_prepare(clbt_device *device,
 }
 
 clbt__scope clbt__engine_scope(clbt__engine *engine) {
-  return (clbt__scope){engine, engine->groups, 0, engine->num_groups,
-                       engine->groups[0], &engine->known, false};
+  return (clbt__scope){.engine = engine,
+                       .groups = engine->groups,
+                       .begin = 0,
+                       .end = engine->num_groups,
+                       .first = engine->groups[0],
+                       .known = &engine->known,
+                       .one_table = false};
 }
 
 clbt__scope clbt__table_scope(clbt_table *table) {
   clbt__engine *engine = table->engine;
   uint32_t g = 0;
   while (engine->groups[g] != table) ++g;
-  return (clbt__scope){engine, engine->groups, g, g + 1, table,
-                       &engine->known, true};
+  return (clbt__scope){.engine = engine,
+                       .groups = engine->groups,
+                       .begin = g,
+                       .end = g + 1,
+                       .first = table,
+                       .known = &engine->known,
+                       .one_table = true};
 }
 
 uint32_t clbt__scope_first_launch(const clbt__scope *scope) {

@@ -50,11 +50,11 @@ typedef struct clbt__scope {
   clbt__engine *engine;
   clbt_table *const *groups; /* the engine's: [begin, end) are the scope's */
   uint32_t begin, end;
-  clbt_table *first;         /* groups[begin] */
+  clbt_table *first;          /* groups[begin] */
   clbt__known_buffers *known; /* the engine's */
-  bool one_table;            /* a clbt_table call: the call's rules and
-                                messages are one table's (a table of its
-                                own, or a group of a multi-group table) */
+  bool one_table;             /* a clbt_table call: the call's rules and
+                                 messages are one table's (a table of its
+                                 own, or a group of a multi-group table) */
 } clbt__scope;
 
 /* The scope of every group of a multi-group table's engine. */

@@ -220,10 +220,9 @@ clbt_status clbt__group_create(clbt_device *device,
   group->device = device;
   group->engine = engine;
   group->layout = *layout;
-  group->rows = calloc((size_t)layout->max_num_reqs * layout->width,
-                       sizeof *group->rows);
-  group->row_lengths =
-      calloc(layout->max_num_reqs, sizeof *group->row_lengths);
+  group->rows =
+      calloc((size_t)layout->max_num_reqs * layout->width, sizeof *group->rows);
+  group->row_lengths = calloc(layout->max_num_reqs, sizeof *group->row_lengths);
   if (!group->rows || !group->row_lengths)
     status = clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY,
                         "no memory for %u rows of width %u",
@@ -258,15 +257,14 @@ clbt_status clbt__group_zero_device(clbt_table *group, uint64_t version,
       clbt__sequence_fill(sequence, group->regions[CLBT_REGION_ROWS], &zero,
                           sizeof zero, 0, rows_bytes(group));
   if (!status)
-    status = clbt__sequence_fill(sequence,
-                                 group->regions[CLBT_REGION_ROW_LENGTHS],
-                                 &zero, sizeof zero, 0, rows * sizeof(int32_t));
+    status =
+        clbt__sequence_fill(sequence, group->regions[CLBT_REGION_ROW_LENGTHS],
+                            &zero, sizeof zero, 0, rows * sizeof(int32_t));
   /* Every row changed: the gather copies each again. */
   if (!status)
-    status = clbt__sequence_fill(sequence,
-                                 group->regions[CLBT_REGION_ROW_VERSIONS],
-                                 &version, sizeof version, 0,
-                                 rows * sizeof version);
+    status =
+        clbt__sequence_fill(sequence, group->regions[CLBT_REGION_ROW_VERSIONS],
+                            &version, sizeof version, 0, rows * sizeof version);
   /* The first fill may have run: the next commit rewrites every row. */
   if (status) group->device_stale = true;
   return status;

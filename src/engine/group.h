@@ -58,9 +58,9 @@ struct clbt_table {
   cl_mem regions[CLBT_NUM_REGIONS]; /* sub-buffers of the engine's storage,
                                        for callers and commits; NULL when
                                        empty */
-  clbt__group_layout at;   /* the regions' offsets in the engine's storage,
-                              for the kernel */
-  clbt__engine *engine;    /* the engine the group belongs to */
+  clbt__group_layout at; /* the regions' offsets in the engine's storage,
+                            for the kernel */
+  clbt__engine *engine;  /* the engine the group belongs to */
 };
 
 /*

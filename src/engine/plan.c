@@ -48,10 +48,8 @@ static clbt__entry entry_for(const clbt__launch_shape *shape, uint32_t work) {
    tokens, writes state slots only with one that maps none. */
 static uint32_t launch_work(const clbt__launch_shape *shape,
                             uint32_t group_mask, uint32_t work) {
-  if (!(group_mask & shape->token_group_mask))
-    work &= ~CLBT__TOKEN_GROUP_WORK;
-  if (!(group_mask & ~shape->token_group_mask))
-    work &= ~CLBT_WORK_STATE_SLOTS;
+  if (!(group_mask & shape->token_group_mask)) work &= ~CLBT__TOKEN_GROUP_WORK;
+  if (!(group_mask & ~shape->token_group_mask)) work &= ~CLBT_WORK_STATE_SLOTS;
   return work;
 }
 
@@ -88,10 +86,9 @@ static uint32_t count_bits(uint32_t bits) {
   return count;
 }
 
-clbt__grid clbt__plan_grid(const clbt__launch_shape *shape,
-                           size_t local_size, uint32_t work,
-                           uint32_t group_mask, uint32_t num_tokens,
-                           uint32_t padded) {
+clbt__grid clbt__plan_grid(const clbt__launch_shape *shape, size_t local_size,
+                           uint32_t work, uint32_t group_mask,
+                           uint32_t num_tokens, uint32_t padded) {
   const clbt__tuning *tuning = shape->tuning;
   size_t max_tokens = shape->max_num_tokens;
   clbt__grid grid = {0};
@@ -155,8 +152,7 @@ static clbt__packet_place place_part(const clbt__launch_shape *shape,
   clbt__grid grid = clbt__plan_grid(shape, local, share->work,
                                     share->group_mask, num_tokens, padded);
   uint64_t work_groups = grid.global_size / local;
-  bool foldable = share->work &&
-                  share->scatter_items <= tuning->folded_items &&
+  bool foldable = share->work && share->scatter_items <= tuning->folded_items &&
                   work_groups * share->part_words <= tuning->folded_budget;
   if (fits) return foldable ? CLBT__PACKET_INLINE : CLBT__PACKET_INLINE_APART;
   return foldable ? CLBT__PACKET_FOLDED : CLBT__PACKET_SCATTERED;

@@ -106,10 +106,9 @@ typedef struct clbt__grid {
   size_t global_size;
   uint32_t map_groups, gather_groups, export_groups, state_groups;
 } clbt__grid;
-clbt__grid clbt__plan_grid(const clbt__launch_shape *shape,
-                           size_t local_size, uint32_t work,
-                           uint32_t group_mask, uint32_t num_tokens,
-                           uint32_t padded);
+clbt__grid clbt__plan_grid(const clbt__launch_shape *shape, size_t local_size,
+                           uint32_t work, uint32_t group_mask,
+                           uint32_t num_tokens, uint32_t padded);
 
 /* The grid of a launch spread over `items` items: a scatter's packet
    items, or the entries of token slots. */
@@ -245,7 +244,7 @@ typedef struct clbt__launch_part {
 typedef struct clbt__call_plan {
   uint32_t work;           /* the call's step work; 0: none */
   uint32_t num_tokens, padded;
-  clbt__record_head head;   /* a step record's batch fields */
+  clbt__record_head head;  /* a step record's batch fields */
   cl_mem batch[CLBT__NUM_BATCH_BUFFERS]; /* NULL: not given */
   uint64_t serials[CLBT__NUM_BATCH_BUFFERS]; /* of their records */
   uint64_t version;        /* the rows it moves get; 0: it moves none */
