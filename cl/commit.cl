@@ -66,7 +66,7 @@ static ulong section_words(uint num_rows, uint num_ids) {
  * *out (not returned: Oclgrind 21.10 cannot run the scope declaration
  * LLVM's inliner leaves for a returned struct this large).
  */
-static void view_packet(clbt_record_head head,
+static void view_packet(clbt__record_head head,
                         __local const uint *inline_words,
                         __global const uint *buffer, packet_view *out) {
   bool in_buffer = (head.work & CLBT_WORK_PACKET_IN_BUFFER) != 0;
@@ -120,7 +120,7 @@ static bool may_change(const packet_view *packet, uint row) {
  */
 #define DEFINE_APPLY_SECTION(space, name)                                   \
   static void name(space const uint *section, uint num_rows, uint num_ids,  \
-                   __global int *storage, clbt_group_layout at,             \
+                   __global int *storage, clbt__group_layout at,            \
                    ulong version, ulong first, ulong stride) {              \
     __global int *rows = region(storage, at, CLBT_REGION_ROWS);             \
     __global int *lengths = region(storage, at, CLBT_REGION_ROW_LENGTHS);   \
@@ -157,7 +157,7 @@ DEFINE_APPLY_SECTION(__local, apply_section_inline)
 
 /* Applies the launch's packet over the whole grid: each work-item every
    global-size-th item of each group's section. */
-static void apply_packet(const packet_view *packet, clbt_kernel_layout layout,
+static void apply_packet(const packet_view *packet, clbt__kernel_layout layout,
                          __global int *storage) {
   ulong first = get_global_id(0), stride = get_global_size(0);
   FOR_EACH_GROUP(g) {
@@ -187,7 +187,7 @@ typedef struct committed_group {
 
 static committed_group committed_group_of(const packet_view *packet, uint g,
                                           __global int *storage,
-                                          clbt_group_layout at) {
+                                          clbt__group_layout at) {
   committed_group group = {
       packet,
       g,

@@ -1,6 +1,6 @@
 /*
  * What every part of the step kernel uses: the groups' constants and
- * storage, a batch request's row, a work-item's share of items, and the
+ * storage, a batch request's row, a work-item's run of items, and the
  * check of a batch's query_start_loc with the search of a token's request
  * in it. Every part includes it; cl/step.cl, the entries, includes the
  * parts, and the build embeds it with them as one program
@@ -30,7 +30,7 @@
 #pragma once
 #include "contract.h"
 
-CLBT_DECLARE_LAUNCH_LAYOUT(clbt_kernel_layout, CLBT_NUM_GROUPS)
+CLBT_DECLARE_LAUNCH_LAYOUT(clbt__kernel_layout, CLBT_NUM_GROUPS)
 
 /* A group's constants, in CLBT_GROUP_CONSTANTS's order. */
 typedef struct group_constants {
@@ -72,18 +72,18 @@ static bool maps_tokens(uint g) { return group_table[g].maps_tokens != 0; }
 
 /* Whether group g takes part in this launch (a call may name one group of
    its table alone). */
-static bool takes_part(clbt_record_head head, uint g) {
-  return (head.groups >> g & 1u) != 0;
+static bool takes_part(clbt__record_head head, uint g) {
+  return (head.group_mask >> g & 1u) != 0;
 }
 
 /* Region r of a group, in the storage of every group. */
-static __global int *region(__global int *storage, clbt_group_layout at,
+static __global int *region(__global int *storage, clbt__group_layout at,
                             uint r) {
   return storage + CLBT_REGION_WORDS(at, r);
 }
 
 /* A group's rejected-token count gets this work-item's additions. */
-static void add_rejected(__global int *storage, clbt_group_layout at,
+static void add_rejected(__global int *storage, clbt__group_layout at,
                          uint count) {
   if (count)
     atomic_add((__global uint *)region(storage, at,
@@ -103,7 +103,7 @@ typedef struct part_range {
 
 /* The parts' ranges, in the record's order: map, gather, export, state
    slots; a record of zeros puts every part on the whole grid. */
-static void part_ranges(clbt_record_head head, part_range *map,
+static void part_ranges(clbt__record_head head, part_range *map,
                         part_range *gather, part_range *exports,
                         part_range *states) {
   uint counts[4] = {head.map_groups, head.gather_groups, head.export_groups,
@@ -144,10 +144,11 @@ static int row_of(uint r, uint num_reqs, __global const int *idx_mapping,
 }
 
 /*
- * This work-item's share [*begin, *end) of count items, when `parts`
- * work-items take contiguous runs of them: run `part`.
+ * Run `part` [*begin, *end) of count items split into `parts` contiguous
+ * runs, one a work-item.
  */
-static void share(uint count, uint part, uint parts, uint *begin, uint *end) {
+static void split_range(uint count, uint part, uint parts, uint *begin,
+                        uint *end) {
   uint per_part = (count + parts - 1) / parts;
   *begin = min(part * per_part, count);
   *end = min(*begin + per_part, count);

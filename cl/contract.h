@@ -114,10 +114,10 @@ typedef ulong cl_ulong;
  * Where one group's regions are, in CLBT_REGION_UNIT_WORDS from the start
  * of its storage, and its row stride.
  */
-typedef struct clbt_group_layout {
+typedef struct clbt__group_layout {
   cl_uint at[CLBT_NUM_REGIONS];
   cl_uint row_stride; /* kernel blocks per row: the width */
-} clbt_group_layout;
+} clbt__group_layout;
 
 /* Where region r of a group starts, in 32-bit words from its storage. */
 #define CLBT_REGION_WORDS(group_layout, r) \
@@ -133,11 +133,11 @@ typedef struct clbt_group_layout {
   typedef struct name {                              \
     cl_uint max_num_reqs;                            \
     cl_uint max_num_tokens; /* each slot mapping */  \
-    clbt_group_layout groups[num_groups];            \
+    clbt__group_layout groups[num_groups];           \
   } name;
 
 /*
- * What a launch does (clbt_record_head.work): SCATTER, TOKEN_SLOTS, or
+ * What a launch does (clbt__record_head.work): SCATTER, TOKEN_SLOTS, or
  * any of MAP, GATHER, EXPORT and STATE_SLOTS, with the flags. SCATTER
  * spreads the packet over the whole grid and does nothing else; the others
  * apply it first, each work-group all of it (a folded commit).
@@ -167,12 +167,13 @@ typedef struct clbt_group_layout {
  * set of parts, compiled with only those parts' code, so that a driver
  * that compiles a kernel at its first launch (PoCL: about 0.15 s for the
  * slot mapping against seconds for every part together) compiles only
- * what a table uses. A CPU's program has every entry but WHOLE, and a launch
+ * what a table uses. A CPU's program has the CPU's entries, and a launch
  * takes the first, in this order, whose parts hold its work's; a GPU's has
- * WHOLE alone, since its driver compiles every entry of a program when it
- * builds it. The record's work bits say which parts a launch runs.
+ * its one entry, WHOLE, since its driver compiles every entry of a program
+ * when it builds it. The record's work bits say which parts a launch runs.
  */
-#define CLBT_STEP_ENTRIES(X)                                              \
+#define CLBT_STEP_ENTRIES(X) CLBT_CPU_STEP_ENTRIES(X) CLBT_GPU_STEP_ENTRIES(X)
+#define CLBT_CPU_STEP_ENTRIES(X)                                          \
   X(SCATTER, scatter, CLBT_WORK_SCATTER)                                  \
   X(MAP, map, CLBT_WORK_MAP)                                              \
   X(GATHER, gather, CLBT_WORK_MAP | CLBT_WORK_GATHER)                     \
@@ -182,8 +183,8 @@ typedef struct clbt_group_layout {
   X(FULL, full,                                                           \
     CLBT_WORK_MAP | CLBT_WORK_GATHER | CLBT_WORK_EXPORT |                 \
         CLBT_WORK_STATE_SLOTS)                                            \
-  X(TOKENS, tokens, CLBT_WORK_TOKEN_SLOTS)                                \
-  X(WHOLE, whole, CLBT_WORK_PARTS)
+  X(TOKENS, tokens, CLBT_WORK_TOKEN_SLOTS)
+#define CLBT_GPU_STEP_ENTRIES(X) X(WHOLE, whole, CLBT_WORK_PARTS)
 
 /*
  * A commit packet, in 32-bit words: per group g, the count of its rows and
@@ -217,7 +218,7 @@ typedef struct clbt_group_layout {
   X(cl_uint, packet_at_low) /* PACKET_IN_BUFFER: the launch's part */ \
   X(cl_uint, packet_at_high)                                          \
   X(cl_uint, work)          /* CLBT_WORK_* */                         \
-  X(cl_uint, groups)        /* bit g: group g takes part */           \
+  X(cl_uint, group_mask)    /* bit g: group g takes part */           \
   X(cl_uint, packet_words)  /* PACKET_INLINE: the words the packet holds */ \
   X(cl_uint, num_reqs)                                                \
   X(cl_uint, num_tokens)  /* TOKEN_SLOTS: the index matrix's rows */ \
@@ -234,15 +235,15 @@ typedef struct clbt_group_layout {
   X(cl_uint, state_groups)  /* every part on every work-group        */
 
 #define CLBT_RECORD_FIELD(type, name) type name;
-typedef struct clbt_record_head {
+typedef struct clbt__record_head {
   CLBT_RECORD_HEAD(CLBT_RECORD_FIELD)
-} clbt_record_head;
+} clbt__record_head;
 #undef CLBT_RECORD_FIELD
 
 /* A launch record whose packet holds `words` words. */
 #define CLBT_DECLARE_LAUNCH_RECORD(name, words) \
   typedef struct name {                         \
-    clbt_record_head head;                      \
+    clbt__record_head head;                     \
     cl_uint packet[words];                      \
   } name;
 
@@ -259,7 +260,7 @@ typedef struct clbt_record_head {
  * Buffers a launch does not read are NULL.
  */
 #define CLBT_STEP_ARGUMENTS(X)                                             \
-  X(LAYOUT, clbt_kernel_layout, layout)                                    \
+  X(LAYOUT, clbt__kernel_layout, layout)                                   \
   X(QUERY_START_LOC, __global const int *, query_start_loc)                \
   X(POSITIONS, __global const int *, positions) /* int64, or the index   \
                                                    matrix of token slots */ \

@@ -175,7 +175,7 @@ typedef struct export_regions {
  * record's dense_pitch, 0 for the group's width.
  */
 static export_regions regions_of(const packet_view *packet, uint g,
-                                 __global int *storage, clbt_group_layout at,
+                                 __global int *storage, clbt__group_layout at,
                                  uint work, uint pitch) {
 #define REGION(NAME) (storage + CLBT_REGION_WORDS(at, CLBT_REGION_##NAME))
   export_regions out = {committed_group_of(packet, g, storage, at),
@@ -281,7 +281,7 @@ static uint export_group(const export_batch *batch, uint padded,
   for (uint start = 0; start < padded; start += CLBT_EXPORT_CHUNK) {
     uint count = min((uint)CLBT_EXPORT_CHUNK, padded - start);
     uint begin, end;
-    share(count, id, size, &begin, &end);
+    split_range(count, id, size, &begin, &end);
     uint4 run = (uint4)(0);
     for (uint k = begin; k < end; ++k)
       run = combine(
@@ -326,8 +326,8 @@ static uint export_group(const export_batch *batch, uint padded,
  * k = w mod step, as rank w / step of their work-groups.
  */
 static void export_groups(const export_batch *batch, uint padded,
-                          part_range part, clbt_record_head head,
-                          clbt_kernel_layout layout, const packet_view *packet,
+                          part_range part, clbt__record_head head,
+                          clbt__kernel_layout layout, const packet_view *packet,
                           __global int *storage, export_scratch scratch) {
   uint exported = 0;
   FOR_EACH_GROUP(g) { exported += maps_tokens(g) && takes_part(head, g); }
@@ -338,7 +338,7 @@ static void export_groups(const export_batch *batch, uint padded,
     uint which = k++ % step;
     /* The same on every work-item of a work-group: no barrier is split. */
     if (w % step != which) continue;
-    clbt_group_layout at = layout.groups[g];
+    clbt__group_layout at = layout.groups[g];
     export_regions out =
         regions_of(packet, g, storage, at, head.work, head.dense_pitch);
     uint ranks = (groups - 1 - which) / step + 1;

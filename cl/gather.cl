@@ -35,7 +35,7 @@ typedef struct gather_batch {
    b's row is outside the table. */
 static uint plan_position(uint b, const gather_batch *batch,
                           const committed_group *rows, __global int *storage,
-                          clbt_group_layout at, bool zero_tails,
+                          clbt__group_layout at, bool zero_tails,
                           __local gather_plan *plan) {
   int row = row_of(b, batch->num_reqs, batch->idx_mapping,
                    batch->has_idx_mapping);
@@ -82,7 +82,7 @@ static void copy_positions(uint start, uint count,
 /* Gathers every group that takes part over the padded batch's positions,
    chunks of them spread over the part's work-groups. */
 static void gather_rows(const gather_batch *batch, part_range part,
-                        clbt_record_head head, clbt_kernel_layout layout,
+                        clbt__record_head head, clbt__kernel_layout layout,
                         const packet_view *packet, __global int *storage,
                         __local gather_plan *plans, uint *rejected) {
   uint padded = batch->padded;
@@ -90,7 +90,7 @@ static void gather_rows(const gather_batch *batch, part_range part,
   uint chunk = clamp(per_group, 1u, (uint)get_local_size(0));
   FOR_EACH_GROUP(g) {
     if (!takes_part(head, g)) continue;
-    clbt_group_layout at = layout.groups[g];
+    clbt__group_layout at = layout.groups[g];
     committed_group rows = committed_group_of(packet, g, storage, at);
     for (uint start = part_group(part) * chunk; start < padded;
          start += part.count * chunk) {

@@ -72,7 +72,7 @@ typedef struct map_batch {
 /* One token in every token-mapping group that takes part: a token of a
    request whose row is outside the table is counted. */
 static void map_token(uint token, int request, const map_batch *batch,
-                      clbt_record_head head, clbt_kernel_layout layout,
+                      clbt__record_head head, clbt__kernel_layout layout,
                       const packet_view *packet, __global int *storage,
                       uint *rejected) {
   /* Read first: the reads it waits on below overlap it. */
@@ -85,7 +85,7 @@ static void map_token(uint token, int request, const map_batch *batch,
   bool row_outside = row >= (int)batch->max_num_reqs;
   FOR_EACH_GROUP(g) {
     if (!maps_tokens(g) || !takes_part(head, g)) continue;
-    clbt_group_layout at = layout.groups[g];
+    clbt__group_layout at = layout.groups[g];
     __global long *slots =
         (__global long *)region(storage, at, CLBT_REGION_SLOTS);
     long slot = CLBT_PAD_SLOT_ID;
@@ -103,8 +103,8 @@ static void map_token(uint token, int request, const map_batch *batch,
 
 /* Pads entries [begin, end) of every token-mapping group that takes part,
    every `step`-th. */
-static void pad_slots(uint begin, uint end, uint step, clbt_record_head head,
-                      clbt_kernel_layout layout, __global int *storage) {
+static void pad_slots(uint begin, uint end, uint step, clbt__record_head head,
+                      clbt__kernel_layout layout, __global int *storage) {
   FOR_EACH_GROUP(g) {
     if (!maps_tokens(g) || !takes_part(head, g)) continue;
     __global long *slots =
@@ -113,16 +113,16 @@ static void pad_slots(uint begin, uint end, uint step, clbt_record_head head,
   }
 }
 
-/* This work-item's share of count items from `from` among the part's
-   work-items, as [*begin, *end) every *step-th. */
-static void share_items(part_range part, uint from, uint count, uint *begin,
+/* This work-item's items of count items from `from`, split among the
+   part's work-items, as [*begin, *end) every *step-th. */
+static void split_items(part_range part, uint from, uint count, uint *begin,
                         uint *end, uint *step) {
 #if CLBT_GPU
   *begin = from + part_item(part);
   *end = from + count;
   *step = part_items(part);
 #else
-  share(count, part_item(part), part_items(part), begin, end);
+  split_range(count, part_item(part), part_items(part), begin, end);
   *begin += from;
   *end += from;
   *step = 1;
@@ -136,11 +136,11 @@ static void share_items(part_range part, uint from, uint count, uint *begin,
  * formed maps no token and counts them all.
  */
 static void map_slots(const map_batch *batch, part_range part,
-                      clbt_record_head head, clbt_kernel_layout layout,
+                      clbt__record_head head, clbt__kernel_layout layout,
                       const packet_view *packet, __global int *storage,
                       uint *rejected) {
   uint begin, end, step;
-  share_items(part, 0, batch->num_tokens, &begin, &end, &step);
+  split_items(part, 0, batch->num_tokens, &begin, &end, &step);
   if (!batch->well_formed) {
     for (uint token = begin; token < end; token += step)
       FOR_EACH_GROUP(g) {
@@ -160,7 +160,7 @@ static void map_slots(const map_batch *batch, part_range part,
                 rejected);
     }
   }
-  share_items(part, batch->num_tokens,
+  split_items(part, batch->num_tokens,
               batch->max_num_tokens - batch->num_tokens, &begin, &end, &step);
   pad_slots(begin, end, step, head, layout, storage);
 }

@@ -92,12 +92,12 @@ typedef struct state_batch {
    requests: a request's row and length once, then its ids in every NONE
    group that takes part. */
 static void write_state_slot_groups(const state_batch *batch,
-                                    part_range part, clbt_record_head head,
-                                    clbt_kernel_layout layout,
+                                    part_range part, clbt__record_head head,
+                                    clbt__kernel_layout layout,
                                     const packet_view *packet,
                                     __global int *storage, uint *rejected) {
   uint begin, end;
-  share(batch->padded, part_item(part), part_items(part), &begin, &end);
+  split_range(batch->padded, part_item(part), part_items(part), &begin, &end);
   for (uint b = begin; b < end; ++b) {
     state_request request = state_request_of(
         b, batch->num_reqs, batch->num_tokens, batch->max_num_reqs,
@@ -105,7 +105,7 @@ static void write_state_slot_groups(const state_batch *batch,
         batch->idx_mapping, batch->has_idx_mapping);
     FOR_EACH_GROUP(g) {
       if (maps_tokens(g) || !takes_part(head, g)) continue;
-      clbt_group_layout at = layout.groups[g];
+      clbt__group_layout at = layout.groups[g];
       committed_group rows = committed_group_of(packet, g, storage, at);
       rejected[g] += write_state_slots(
           &request, b, head.state_slots, (int)head.state_null_block, &rows,

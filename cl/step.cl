@@ -22,8 +22,9 @@
  * than one after another.
  * Each entry of CLBT_STEP_ENTRIES is this sequence compiled with only its
  * parts, in each record size (CLBT_RECORD_WORDS_<c>): clbt_<name>_<c>. A
- * GPU's program has one entry, WHOLE, with every part. Only the groups the
- * record's `groups` names take part.
+ * GPU's program has one entry, WHOLE, with every part
+ * (CLBT_GPU_STEP_ENTRIES); a CPU's the others (CLBT_CPU_STEP_ENTRIES).
+ * Only the groups the record's `group_mask` names take part.
  */
 #include "common.cl"
 #include "commit.cl"
@@ -62,8 +63,8 @@ typedef struct step_buffers {
  * slots (a launch does one or the other; in a token-slots call the
  * matrix's rows play the batch's tokens), then the one asked for.
  */
-static void map_tokens(clbt_record_head head, uint work,
-                       clbt_kernel_layout layout, const packet_view *packet,
+static void map_tokens(clbt__record_head head, uint work,
+                       clbt__kernel_layout layout, const packet_view *packet,
                        step_buffers in, step_locals locals, part_range map,
                        uint *rejected) {
   bool has_idx_mapping = (work & CLBT_WORK_IDX_MAPPING) != 0;
@@ -98,7 +99,7 @@ static void map_tokens(clbt_record_head head, uint work,
  * What a launch's record asks of `parts`, in the order above: part 1, the
  * record's commit packet when it carries one, spread over the grid.
  */
-static void run_step(clbt_record_head head, clbt_kernel_layout layout,
+static void run_step(clbt__record_head head, clbt__kernel_layout layout,
                      step_buffers in, step_locals locals, uint parts) {
   uint work = head.work & (parts | ~CLBT_WORK_PARTS);
   packet_view packet;
@@ -190,43 +191,24 @@ static void run_step(clbt_record_head head, clbt_kernel_layout layout,
     run_step(record.head, layout, in, locals, parts);                       \
   }
 
-/* The entries in record class c: a GPU's program has WHOLE alone, a CPU's
-   every other (cl/contract.h). */
+/* The program's entries, in record class c: a GPU's or a CPU's list
+   (cl/contract.h). */
 #if CLBT_GPU
-#define STEP_ENTRY_IN(NAME, name, parts, c) \
-  IF_WHOLE_##NAME(STEP_ENTRY(NAME, name, parts, c))
+#define PROGRAM_ENTRIES CLBT_GPU_STEP_ENTRIES
 #else
-#define STEP_ENTRY_IN(NAME, name, parts, c) \
-  UNLESS_WHOLE_##NAME(STEP_ENTRY(NAME, name, parts, c))
+#define PROGRAM_ENTRIES CLBT_CPU_STEP_ENTRIES
 #endif
-#define IF_WHOLE_WHOLE(entry) entry
-#define UNLESS_WHOLE_WHOLE(entry)
-#define IF_WHOLE_SCATTER(entry)
-#define IF_WHOLE_MAP(entry)
-#define IF_WHOLE_GATHER(entry)
-#define IF_WHOLE_EXPORT(entry)
-#define IF_WHOLE_STATES(entry)
-#define IF_WHOLE_FULL(entry)
-#define IF_WHOLE_TOKENS(entry)
-#define UNLESS_WHOLE_SCATTER(entry) entry
-#define UNLESS_WHOLE_MAP(entry) entry
-#define UNLESS_WHOLE_GATHER(entry) entry
-#define UNLESS_WHOLE_EXPORT(entry) entry
-#define UNLESS_WHOLE_STATES(entry) entry
-#define UNLESS_WHOLE_FULL(entry) entry
-#define UNLESS_WHOLE_TOKENS(entry) entry
-
-#define STEP_ENTRY_0(NAME, name, parts) STEP_ENTRY_IN(NAME, name, parts, 0)
-#define STEP_ENTRY_1(NAME, name, parts) STEP_ENTRY_IN(NAME, name, parts, 1)
-#define STEP_ENTRY_2(NAME, name, parts) STEP_ENTRY_IN(NAME, name, parts, 2)
+#define STEP_ENTRY_0(NAME, name, parts) STEP_ENTRY(NAME, name, parts, 0)
+#define STEP_ENTRY_1(NAME, name, parts) STEP_ENTRY(NAME, name, parts, 1)
+#define STEP_ENTRY_2(NAME, name, parts) STEP_ENTRY(NAME, name, parts, 2)
 
 CLBT_DECLARE_LAUNCH_RECORD(record_0, CLBT_RECORD_WORDS_0)
-CLBT_STEP_ENTRIES(STEP_ENTRY_0)
+PROGRAM_ENTRIES(STEP_ENTRY_0)
 #ifdef CLBT_RECORD_WORDS_1
 CLBT_DECLARE_LAUNCH_RECORD(record_1, CLBT_RECORD_WORDS_1)
-CLBT_STEP_ENTRIES(STEP_ENTRY_1)
+PROGRAM_ENTRIES(STEP_ENTRY_1)
 #endif
 #ifdef CLBT_RECORD_WORDS_2
 CLBT_DECLARE_LAUNCH_RECORD(record_2, CLBT_RECORD_WORDS_2)
-CLBT_STEP_ENTRIES(STEP_ENTRY_2)
+PROGRAM_ENTRIES(STEP_ENTRY_2)
 #endif

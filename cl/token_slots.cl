@@ -81,13 +81,13 @@ typedef struct token_batch {
  * group, so that each runs down the row's indices with unit stride.
  */
 static void write_token_slot_groups(const token_batch *batch,
-                                    part_range part, clbt_record_head head,
-                                    clbt_kernel_layout layout,
+                                    part_range part, clbt__record_head head,
+                                    clbt__kernel_layout layout,
                                     const packet_view *packet,
                                     __global int *storage, uint *rejected) {
   uint k = batch->indices_per_row, entries = batch->num_rows * k;
   uint begin, end;
-  share(entries, part_item(part), part_items(part), &begin, &end);
+  split_range(entries, part_item(part), part_items(part), &begin, &end);
   /* A run of no entries (k may be 0) has no rows. */
   bool runs = begin < end;
   uint first = runs ? begin / k : 1, last = runs ? (end - 1) / k : 0;
@@ -106,7 +106,7 @@ static void write_token_slot_groups(const token_batch *batch,
     uint section = head.token_section;
     FOR_EACH_GROUP(g) {
       if (!maps_tokens(g) || !takes_part(head, g)) continue;
-      clbt_group_layout at = layout.groups[g];
+      clbt__group_layout at = layout.groups[g];
       __global int *out = batch->token_slots + section++ * (ulong)entries;
       committed_group rows = committed_group_of(packet, g, storage, at);
       committed_row row;

@@ -1,10 +1,13 @@
 # Checks that src/ is the house docs/design.md draws ("Layers"): every file
 # in a layer's folder, every internal include named by its layer's folder,
 # no include of a layer above the file's own, one header per module (a
-# header has its .c, which includes it first), no circle between modules
-# but log/status, and above the engine no way into a call's machinery but
-# the runner. An include is what a call needs (a C11 file cannot call what
-# it has not declared), so no call climbs back up either.
+# header has its .c, which includes it first; <name>_internal.h is the
+# second header of <name>.c), no circle between modules but log/status,
+# and above the engine no way into the engine's insides but the runner:
+# no file reaches its internal header or a call's machinery, directly or
+# through any other header, nor reads the engine's fields (->engine->).
+# An include is what a call needs (a C11 file cannot call what it has not
+# declared), so no call climbs back up either.
 #
 #   cmake -DSOURCE_DIR=<the project's root> -P check_layers.cmake
 #
@@ -26,10 +29,13 @@ set(beside_engine kv)
 # The one circle allowed: status.c logs each failure, log.c reports its own.
 set(allowed_circle "base/log" "base/status")
 # A device call is planned and enqueued by the runner alone (docs/design.md,
-# "One runner, a builder per call"): above the engine, only it includes the
-# engine's commits, launches, plan and staging.
+# "One runner, a builder per call"): above the engine, only it reaches the
+# engine's internal headers (engine/*_internal.h: the engine's struct) and
+# the engine's commits, launches, plan and staging, and only it reads the
+# engine's fields.
 set(runner "calls/run")
 set(runner_only engine/commit engine/launch engine/plan engine/staging)
+set(sealed_header "^engine/[a-z0-9_]+_internal$")
 list(FIND layers engine engine_rank)
 
 set(problems "")
@@ -51,13 +57,99 @@ function(variable_of module out)
   set(${out} "edges_${name}" PARENT_SCOPE)
 endfunction()
 
+# The variable that lists the headers a file (its path under src/, or
+# cl/<name>.h) includes, each as its include names it.
+function(includes_of file out)
+  string(MAKE_C_IDENTIFIER "${file}" name)
+  set(${out} "includes_${name}" PARENT_SCOPE)
+endfunction()
+
+# Every layer's header a file reaches through its includes, and the
+# headers they include, and so on.
+function(reach file out)
+  includes_of("${file}" direct)
+  set(todo ${${direct}})
+  set(seen "")
+  while(todo)
+    list(POP_FRONT todo header)
+    if(header IN_LIST seen)
+      continue()
+    endif()
+    list(APPEND seen "${header}")
+    includes_of("${header}" next)
+    list(APPEND todo ${${next}})
+  endwhile()
+  set(${out} "${seen}" PARENT_SCOPE)
+endfunction()
+
+# Whether a header (layer/name, no .h) is the engine's insides: its
+# internal header or a call's machinery.
+function(is_sealed header out)
+  set(sealed FALSE)
+  if(header IN_LIST runner_only OR header MATCHES "${sealed_header}")
+    set(sealed TRUE)
+  endif()
+  set(${out} ${sealed} PARENT_SCOPE)
+endfunction()
+
+# The layer headers each file includes, every file read first, so that
+# what a file reaches is known before its own checks.
+function(read_includes path out)
+  file(STRINGS "${path}" lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  set(headers "")
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE "^[^\"]*\"([^\"]*)\".*$" "\\1" included "${line}")
+    if(included MATCHES "^[a-z]+/[a-z0-9_]+\\.h$")
+      list(APPEND headers "${included}")
+    endif()
+  endforeach()
+  set(${out} "${headers}" PARENT_SCOPE)
+endfunction()
+
 file(GLOB_RECURSE files RELATIVE "${SOURCE_DIR}/src" "${SOURCE_DIR}/src/*")
 file(GLOB cl_headers RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/cl/*.h")
 set(modules "")
 foreach(header IN LISTS cl_headers)
   string(REGEX REPLACE "\\.h$" "" module "${header}")
   list(APPEND modules "${module}")
+  includes_of("${header}" included)
+  read_includes("${SOURCE_DIR}/${header}" ${included})
 endforeach()
+foreach(file IN LISTS files)
+  includes_of("${file}" included)
+  read_includes("${SOURCE_DIR}/src/${file}" ${included})
+endforeach()
+
+# The engine's insides a file reaches: each sealed header it includes, or
+# reaches through the first of its includes that leads there.
+function(check_sealed file)
+  reach("${file}" reached)
+  includes_of("${file}" direct)
+  foreach(header IN LISTS reached)
+    string(REGEX REPLACE "\\.h$" "" name "${header}")
+    is_sealed("${name}" sealed)
+    if(NOT sealed)
+      continue()
+    endif()
+    if(header IN_LIST ${direct})
+      problem("src/${file} includes ${header}, which only the runner (src/${runner}.c) may")
+      continue()
+    endif()
+    foreach(through IN LISTS ${direct})
+      reach("${through}" beyond)
+      if(header IN_LIST beyond)
+        problem("src/${file} reaches ${header} through ${through}, which only the runner (src/${runner}.c) may")
+        break()
+      endif()
+    endforeach()
+  endforeach()
+  file(STRINGS "${SOURCE_DIR}/src/${file}" reads REGEX "(->|\\.)engine->")
+  foreach(line IN LISTS reads)
+    string(STRIP "${line}" line)
+    problem("src/${file} reads the engine's fields (${line}), which only the runner (src/${runner}.c) may")
+  endforeach()
+  set(problems "${problems}" PARENT_SCOPE)
+endfunction()
 
 foreach(file IN LISTS files)
   if(NOT file MATCHES "^([a-z]+)/([a-z0-9_]+)\\.(c|h)$")
@@ -72,6 +164,8 @@ foreach(file IN LISTS files)
     problem("src/${file}: ${layer} is not a layer (${layers})")
     continue()
   endif()
+  # An internal header is the second header of its module.
+  string(REGEX REPLACE "_internal$" "" module "${module}")
   list(APPEND modules "${module}")
   variable_of("${module}" edges)
 
@@ -99,6 +193,7 @@ foreach(file IN LISTS files)
     endif()
     set(target_layer "${CMAKE_MATCH_1}")
     set(target "${CMAKE_MATCH_1}/${CMAKE_MATCH_2}")
+    string(REGEX REPLACE "_internal$" "" target "${target}")
     layer_rank("${target_layer}" target_rank)
     if(target_layer STREQUAL "cl")
       set(where "${SOURCE_DIR}/${included}")
@@ -116,14 +211,13 @@ foreach(file IN LISTS files)
        AND NOT target_layer STREQUAL "cl")
       problem("src/${file} (${layer}) includes ${included}: ${layer} and ${target_layer} are apart")
     endif()
-    if(target IN_LIST runner_only AND rank GREATER engine_rank
-       AND NOT module STREQUAL runner)
-      problem("src/${file} includes ${included}, which only the runner (src/${runner}.c) may")
-    endif()
     if(NOT target STREQUAL module)
       list(APPEND ${edges} "${target}")
     endif()
   endforeach()
+  if(rank GREATER engine_rank AND NOT module STREQUAL runner)
+    check_sealed("${file}")
+  endif()
 endforeach()
 list(REMOVE_DUPLICATES modules)
 
@@ -175,4 +269,4 @@ list(LENGTH modules count)
 if(problems)
   message(FATAL_ERROR "src/ is not the house docs/design.md draws:\n${problems}")
 endif()
-message(STATUS "check_layers: ${count} modules in ${layers} (${beside_engine} beside the engine), no include climbs up, no circle but ${allowed_circle}, no way into a call's machinery but ${runner}")
+message(STATUS "check_layers: ${count} modules in ${layers} (${beside_engine} beside the engine), no include climbs up, no circle but ${allowed_circle}, no way into the engine's insides but ${runner}")

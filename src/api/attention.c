@@ -17,12 +17,12 @@
    (for a kernel of the caller's, clbt_kv_pages_describe). */
 static clbt__table_view table_view(const clbt_table *table, bool storage) {
   const clbt__table_layout *layout = &table->layout;
+  cl_mem engine_storage = clbt__engine_storage(table->engine);
   clbt__table_view view = {
       .context = table->device->context,
-      .rows = storage ? table->engine->storage
-                      : table->regions[CLBT_REGION_ROWS],
-      .row_lengths = storage ? table->engine->storage
-                             : table->regions[CLBT_REGION_ROW_LENGTHS],
+      .rows = storage ? engine_storage : table->regions[CLBT_REGION_ROWS],
+      .row_lengths =
+          storage ? engine_storage : table->regions[CLBT_REGION_ROW_LENGTHS],
       .row_stride = layout->width,
       .num_rows = layout->max_num_reqs,
       .kernel_block_size = layout->kernel_block_size,

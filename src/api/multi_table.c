@@ -115,7 +115,7 @@ clbt_status clbt_multi_table_create(clbt_device *device,
     status = clbt__engine_create(device, layouts, config->num_groups, false,
                                  out);
   for (uint32_t g = 0; !status && g < config->num_groups; ++g)
-    (*out)->groups[g]->commit_mode = config->commit_mode;
+    clbt__engine_group(*out, g)->commit_mode = config->commit_mode;
   free(layouts);
   return status;
 }
@@ -143,13 +143,14 @@ static clbt_status update_row(clbt_multi_table *table, uint32_t row,
   if (!table || !block_ids || !counts)
     return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
                       !table ? "table" : !block_ids ? "block_ids" : "counts");
-  for (uint32_t g = 0; g < table->num_groups; ++g) {
-    clbt_status status = clbt__check_append(table->groups[g], row, block_ids[g],
+  const clbt__scope all = clbt__engine_scope(table);
+  for (uint32_t g = all.begin; g < all.end; ++g) {
+    clbt_status status = clbt__check_append(all.groups[g], row, block_ids[g],
                                             counts[g], replace);
     if (status) return clbt__prefix_error(status, "groups[%u]", (unsigned)g);
   }
-  for (uint32_t g = 0; g < table->num_groups; ++g)
-    clbt__apply_append(table->groups[g], row, block_ids[g], counts[g], replace);
+  for (uint32_t g = all.begin; g < all.end; ++g)
+    clbt__apply_append(all.groups[g], row, block_ids[g], counts[g], replace);
   return CLBT_SUCCESS;
 }
 
@@ -183,26 +184,27 @@ clbt_status clbt_multi_table_update_row(clbt_multi_table *table, uint32_t row,
                       "(1) expected",
                       (int)how);
   bool replace = how == CLBT_ROW_REPLACE;
+  const clbt__scope all = clbt__engine_scope(table);
   /* A group's count is added only once it is checked, so first stays
      within the ids the groups before it hold. */
   size_t first = 0;
-  for (uint32_t g = 0; g < table->num_groups; first += counts[g++]) {
+  for (uint32_t g = all.begin; g < all.end; first += counts[g++]) {
     clbt_status status = clbt__check_append(
-        table->groups[g], row, group_ids(block_ids, first), counts[g], replace);
+        all.groups[g], row, group_ids(block_ids, first), counts[g], replace);
     if (status)
       return clbt__prefix_error(status, "groups[%u] (ids from block_ids[%zu])",
                                 (unsigned)g, first);
   }
   first = 0;
-  for (uint32_t g = 0; g < table->num_groups; first += counts[g++])
-    clbt__apply_append(table->groups[g], row, group_ids(block_ids, first),
+  for (uint32_t g = all.begin; g < all.end; first += counts[g++])
+    clbt__apply_append(all.groups[g], row, group_ids(block_ids, first),
                        counts[g], replace);
   return CLBT_SUCCESS;
 }
 
 /* Every group has the same max_num_reqs, so checking the first checks all. */
 static clbt_table *first_group(const clbt_multi_table *table) {
-  return table ? table->groups[0] : NULL;
+  return table ? clbt__engine_group(table, 0) : NULL;
 }
 
 /* The batch row updates: every group's entries are checked before any
@@ -214,13 +216,14 @@ static clbt_status update_rows(clbt_multi_table *table, size_t num_rows,
   if (!table || !counts || !block_ids)
     return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
                       !table ? "table" : !counts ? "counts" : "block_ids");
-  for (uint32_t g = 0; g < table->num_groups; ++g) {
-    clbt_status status = clbt__check_rows(table->groups[g], num_rows, rows,
+  const clbt__scope all = clbt__engine_scope(table);
+  for (uint32_t g = all.begin; g < all.end; ++g) {
+    clbt_status status = clbt__check_rows(all.groups[g], num_rows, rows,
                                           counts[g], block_ids[g], replace);
     if (status) return clbt__prefix_error(status, "groups[%u]", (unsigned)g);
   }
-  for (uint32_t g = 0; g < table->num_groups; ++g)
-    clbt__apply_rows(table->groups[g], num_rows, rows, counts[g], block_ids[g],
+  for (uint32_t g = all.begin; g < all.end; ++g)
+    clbt__apply_rows(all.groups[g], num_rows, rows, counts[g], block_ids[g],
                      replace);
   return CLBT_SUCCESS;
 }
@@ -242,9 +245,11 @@ clbt_status clbt_multi_table_add_rows(clbt_multi_table *table, size_t num_rows,
 clbt_status clbt_multi_table_clear_row(clbt_multi_table *table, uint32_t row) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   clbt_status status = clbt__check_row(first_group(table), "row", row);
-  for (uint32_t g = 0; !status && g < table->num_groups; ++g)
-    clbt__apply_clear_row(table->groups[g], row);
-  return status;
+  if (status) return status;
+  const clbt__scope all = clbt__engine_scope(table);
+  for (uint32_t g = all.begin; g < all.end; ++g)
+    clbt__apply_clear_row(all.groups[g], row);
+  return CLBT_SUCCESS;
 }
 
 clbt_status clbt_multi_table_truncate_row(clbt_multi_table *table,
@@ -253,13 +258,14 @@ clbt_status clbt_multi_table_truncate_row(clbt_multi_table *table,
   if (!table || !num_blocks)
     return clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
                       !table ? "table" : "num_blocks");
-  for (uint32_t g = 0; g < table->num_groups; ++g) {
+  const clbt__scope all = clbt__engine_scope(table);
+  for (uint32_t g = all.begin; g < all.end; ++g) {
     clbt_status status =
-        clbt__check_truncate(table->groups[g], row, num_blocks[g]);
+        clbt__check_truncate(all.groups[g], row, num_blocks[g]);
     if (status) return clbt__prefix_error(status, "groups[%u]", (unsigned)g);
   }
-  for (uint32_t g = 0; g < table->num_groups; ++g)
-    clbt__apply_truncate(table->groups[g], row, num_blocks[g]);
+  for (uint32_t g = all.begin; g < all.end; ++g)
+    clbt__apply_truncate(all.groups[g], row, num_blocks[g]);
   return CLBT_SUCCESS;
 }
 
@@ -267,17 +273,21 @@ clbt_status clbt_multi_table_move_row(clbt_multi_table *table, uint32_t src,
                                       uint32_t dst) {
   clbt_status status =
       clbt__check_pair(first_group(table), "src", src, "dst", dst);
-  for (uint32_t g = 0; !status && g < table->num_groups; ++g)
-    clbt__apply_move_row(table->groups[g], src, dst);
-  return status;
+  if (status) return status;
+  const clbt__scope all = clbt__engine_scope(table);
+  for (uint32_t g = all.begin; g < all.end; ++g)
+    clbt__apply_move_row(all.groups[g], src, dst);
+  return CLBT_SUCCESS;
 }
 
 clbt_status clbt_multi_table_swap_row(clbt_multi_table *table, uint32_t a,
                                       uint32_t b) {
   clbt_status status = clbt__check_pair(first_group(table), "a", a, "b", b);
-  for (uint32_t g = 0; !status && g < table->num_groups; ++g)
-    clbt__apply_swap_row(table->groups[g], a, b);
-  return status;
+  if (status) return status;
+  const clbt__scope all = clbt__engine_scope(table);
+  for (uint32_t g = all.begin; g < all.end; ++g)
+    clbt__apply_swap_row(all.groups[g], a, b);
+  return CLBT_SUCCESS;
 }
 
 clbt_status clbt_multi_table_enqueue_commit(clbt_multi_table *table,
@@ -368,11 +378,11 @@ clbt_status clbt_multi_table_compute_step_host(
                                .positions = step.positions,
                                .idx_mapping = step.idx_mapping};
   if (!status) status = clbt__check_host_step(first_group(table), &group_step);
-  for (uint32_t g = 0; !status && g < table->num_groups; ++g) {
+  for (uint32_t g = 0; !status && g < clbt__engine_num_groups(table); ++g) {
     group_step.slot_mapping = step.slot_mappings ? step.slot_mappings[g] : NULL;
     group_step.gathered_rows =
         step.gathered_rows ? step.gathered_rows[g] : NULL;
-    clbt__compute_step_host(table->groups[g], &group_step);
+    clbt__compute_step_host(clbt__engine_group(table, g), &group_step);
   }
   return status;
 }
@@ -381,28 +391,30 @@ clbt_status clbt_multi_table_clear(clbt_multi_table *table) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   /* Device first: a failure there leaves every host group as it was, and
      the groups already zeroed on the device for the next commit to repair. */
-  uint32_t zeroed = 0;
+  const clbt__scope all = clbt__engine_scope(table);
+  uint32_t zeroed = all.begin;
   clbt_status status = CLBT_SUCCESS;
   clbt__sequence sequence =
-      clbt__sequence_start(table->device, 0, NULL, false);
-  for (; !status && zeroed < table->num_groups; ++zeroed)
-    status = clbt__table_zero_device(table->groups[zeroed],
-                                     clbt__next_version(table), &sequence);
+      clbt__sequence_start(all.first->device, 0, NULL, false);
+  for (; !status && zeroed < all.end; ++zeroed)
+    status = clbt__group_zero_device(
+        all.groups[zeroed], clbt__engine_next_version(table), &sequence);
   status = clbt__sequence_end(&sequence, status, NULL);
   if (status) {
-    for (uint32_t g = 0; g < zeroed; ++g) table->groups[g]->device_stale = true;
+    for (uint32_t g = all.begin; g < zeroed; ++g)
+      all.groups[g]->device_stale = true;
     return status;
   }
-  for (uint32_t g = 0; g < table->num_groups; ++g)
-    clbt__table_zero_host(table->groups[g]);
+  for (uint32_t g = all.begin; g < all.end; ++g)
+    clbt__group_zero_host(all.groups[g]);
   return CLBT_SUCCESS;
 }
 
 uint32_t clbt_multi_table_num_groups(const clbt_multi_table *table) {
-  return table ? table->num_groups : 0;
+  return table ? clbt__engine_num_groups(table) : 0;
 }
 
 clbt_table *clbt_multi_table_group(clbt_multi_table *table, uint32_t group) {
-  if (!table || group >= table->num_groups) return NULL;
-  return table->groups[group];
+  if (!table || group >= clbt__engine_num_groups(table)) return NULL;
+  return clbt__engine_group(table, group);
 }

@@ -24,7 +24,7 @@
 /* The scope of a call on a table: the table alone. */
 static clbt_status scope_of(clbt_table *table, clbt__scope *scope) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
-  *scope = clbt__group_scope(table);
+  *scope = clbt__table_scope(table);
   return CLBT_SUCCESS;
 }
 
@@ -33,20 +33,20 @@ clbt_status clbt_table_create(clbt_device *device,
                               clbt_table **out) {
   clbt_table_config read;
   clbt__table_layout layout;
-  clbt_multi_table *engine = NULL;
+  clbt__engine *engine = NULL;
   clbt_status status = clbt__table_config_read(config, &read);
   if (!status && (!device || !out))
     status = clbt__fail(CLBT_NULL_ARGUMENT, "%s is NULL",
                         !device ? "device" : "out");
   if (!status) status = clbt__table_layout_init(&read, &layout);
   if (!status) status = clbt__engine_create(device, &layout, 1, true, &engine);
-  if (!status) *out = engine->groups[0];
+  if (!status) *out = clbt__engine_group(engine, 0);
   return status;
 }
 
 void clbt_table_destroy(clbt_table *table) {
   if (!table) return;
-  if (table->engine->standalone)
+  if (clbt__engine_standalone(table->engine))
     clbt__engine_destroy(table->engine);
   else
     clbt__log(CLBT_LOG_ERROR, "clbt_table_destroy: a group of a multi-group "
@@ -197,10 +197,10 @@ clbt_status clbt_table_clear(clbt_table *table) {
   if (!table) return clbt__fail(CLBT_NULL_ARGUMENT, "table is NULL");
   clbt__sequence sequence =
       clbt__sequence_start(table->device, 0, NULL, false);
-  uint64_t version = clbt__next_version(table->engine);
+  uint64_t version = clbt__engine_next_version(table->engine);
   clbt_status status = clbt__sequence_end(
-      &sequence, clbt__table_zero_device(table, version, &sequence), NULL);
-  if (!status) clbt__table_zero_host(table);
+      &sequence, clbt__group_zero_device(table, version, &sequence), NULL);
+  if (!status) clbt__group_zero_host(table);
   return status;
 }
 

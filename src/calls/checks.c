@@ -12,6 +12,7 @@
 #include "base/status.h"
 #include "device/known_buffers.h"
 #include "device/queue.h"
+#include "engine/engine.h"
 #include "engine/group.h"
 
 #include <stdint.h>
@@ -37,13 +38,12 @@ clbt_status clbt__check_batch(const clbt_table *table, uint32_t num_reqs,
  * A caller's buffer belongs to the table's context and holds `needed`
  * bytes, which count_name's value count asks for.
  */
-static clbt_status check_buffer(clbt_table *table, cl_mem buffer,
+static clbt_status check_buffer(const clbt__scope *scope, cl_mem buffer,
                                 const char *name, size_t needed,
                                 const char *count_name, uint32_t count) {
   size_t size = 0;
-  clbt_status status =
-      clbt__known_buffer_size(table->device, &table->engine->known, buffer,
-                              name, "table", &size);
+  clbt_status status = clbt__known_buffer_size(
+      scope->first->device, scope->known, buffer, name, "table", &size);
   if (!status && size < needed)
     status = clbt__fail(CLBT_BUFFER_TOO_SMALL,
                         "%s holds %zu bytes; %s %u needs %zu", name, size,
@@ -57,11 +57,11 @@ static clbt_status check_buffer(clbt_table *table, cl_mem buffer,
  * committed rows behind the host's back, and no commit would repair them.
  * The buffer is one check_buffer has just made known.
  */
-static clbt_status check_not_storage(const clbt_table *table, cl_mem buffer,
+static clbt_status check_not_storage(const clbt__scope *scope, cl_mem buffer,
                                      const char *name) {
-  cl_mem storage = table->engine->storage;
+  cl_mem storage = clbt__engine_storage(scope->engine);
   if (buffer == storage ||
-      clbt__known_buffer_parent(&table->engine->known, buffer) == storage)
+      clbt__known_buffer_parent(scope->known, buffer) == storage)
     return clbt__fail(CLBT_INVALID_ARGUMENT,
                       "%s is part of the table's own storage (a buffer "
                       "clbt hands out); pass a buffer of your own",
@@ -82,16 +82,17 @@ clbt_status clbt__check_padding(const clbt_table *table, const char *name,
 }
 
 /* A per-request int32 buffer, when given: num_reqs entries. */
-static clbt_status check_per_request(clbt_table *table, cl_mem buffer,
+static clbt_status check_per_request(const clbt__scope *scope, cl_mem buffer,
                                      const char *name, uint32_t num_reqs) {
   if (!buffer) return CLBT_SUCCESS;
-  return check_buffer(table, buffer, name, (size_t)num_reqs * sizeof(int32_t),
+  return check_buffer(scope, buffer, name, (size_t)num_reqs * sizeof(int32_t),
                       "num_reqs", num_reqs);
 }
 
 /* A batch's arguments, in the slot mapping's order (checks.h). */
-static clbt_status check_batch_arguments(clbt_table *table,
+static clbt_status check_batch_arguments(const clbt__scope *scope,
                                          const clbt__batch *batch) {
+  const clbt_table *table = scope->first;
   if (!batch->query_start_loc)
     return clbt__fail(CLBT_NULL_ARGUMENT, "query_start_loc is NULL");
   if (!batch->positions && batch->num_tokens > 0)
@@ -104,32 +105,33 @@ static clbt_status check_batch_arguments(clbt_table *table,
     status = clbt__check_padding(table, "num_reqs_padded", batch->num_reqs,
                                  batch->num_reqs_padded);
   if (!status)
-    status = check_buffer(table, batch->query_start_loc, "query_start_loc",
+    status = check_buffer(scope, batch->query_start_loc, "query_start_loc",
                           ((size_t)batch->num_reqs + 1) * sizeof(int32_t),
                           "num_reqs", batch->num_reqs);
   if (!status && batch->positions)
-    status = check_buffer(table, batch->positions, "positions",
+    status = check_buffer(scope, batch->positions, "positions",
                           (size_t)batch->num_tokens * sizeof(int64_t),
                           "num_tokens", batch->num_tokens);
   if (!status)
-    status = check_per_request(table, batch->seq_lens, "seq_lens",
-                               batch->num_reqs);
+    status =
+        check_per_request(scope, batch->seq_lens, "seq_lens", batch->num_reqs);
   if (!status)
-    status = check_per_request(table, batch->idx_mapping, "idx_mapping",
+    status = check_per_request(scope, batch->idx_mapping, "idx_mapping",
                                batch->num_reqs);
   return status;
 }
 
 /*
- * A group named alone (a clbt_table call on a group) must hold the rows
- * the call reads: pages, a token-mapping group's, for an export or token
- * slots (pages true), or states, a NONE group's, for state slots. `what`
- * names what the call writes ("export"). A scope of every group of an
- * engine takes the groups that hold them.
+ * One table (a clbt_table call, on a table of its own or on a group of a
+ * multi-group table) must hold the rows the call reads: pages, a
+ * token-mapping group's, for an export or token slots (pages true), or
+ * states, a NONE group's, for state slots. `what` names what the call
+ * writes ("export"). A scope of every group of a multi-group table takes
+ * the groups that hold them.
  */
-static clbt_status check_alone(const clbt__scope *scope, bool pages,
-                               const char *what) {
-  if (!scope->alone || clbt__maps_tokens(scope->first) == pages)
+static clbt_status check_one_table(const clbt__scope *scope, bool pages,
+                                   const char *what) {
+  if (!scope->one_table || clbt__maps_tokens(scope->first) == pages)
     return CLBT_SUCCESS;
   if (pages)
     return clbt__fail(CLBT_INVALID_ARGUMENT,
@@ -195,9 +197,9 @@ static clbt_status check_export_groups(const clbt__scope *scope,
                                        const clbt__batch *batch) {
   clbt_status status = CLBT_SUCCESS;
   for (uint32_t g = scope->begin; !status && g < scope->end; ++g)
-    if (clbt__maps_tokens(scope->engine->groups[g])) {
-      status = check_pages(scope->engine->groups[g], batch);
-      if (status && !scope->alone)
+    if (clbt__maps_tokens(scope->groups[g])) {
+      status = check_pages(scope->groups[g], batch);
+      if (status && !scope->one_table)
         clbt__prefix_error(status, "groups[%u]", (unsigned)g);
     }
   return status;
@@ -221,17 +223,17 @@ static clbt_status check_export_flags(const clbt__batch *batch,
   return CLBT_SUCCESS;
 }
 
-/* A step's state slots: a group named alone maps no tokens, and `count`
+/* A step's state slots: one table maps no tokens, and `count`
    ids a request fit every NONE group's width. */
 static clbt_status check_state_slots(const clbt__scope *scope,
                                      uint32_t count) {
-  clbt_status status = check_alone(scope, false, "state slots");
+  clbt_status status = check_one_table(scope, false, "state slots");
   if (status) return status;
   for (uint32_t index = scope->begin; index < scope->end; ++index) {
-    const clbt_table *group = scope->engine->groups[index];
+    const clbt_table *group = scope->groups[index];
     /* The region holds a row's worth a request. */
     if (!clbt__maps_tokens(group) && count > group->layout.width)
-      return scope->alone
+      return scope->one_table
                  ? clbt__fail(CLBT_INVALID_ARGUMENT,
                               "step->num_state_slots %u exceeds the table's "
                               "width %u, its state slots' room a request",
@@ -279,20 +281,18 @@ static clbt_status check_token_counts(const clbt__scope *scope,
 /* A token-slots request's buffers: their sizes and context. */
 static clbt_status check_token_buffers(
     const clbt__scope *scope, const clbt_token_slots_request *request) {
-  clbt_table *first = scope->first;
   uint32_t entries = request->num_rows * request->indices_per_row;
-  uint32_t sections =
-      clbt__token_sections_before(scope, clbt__scope_end_launch(scope));
-  clbt_status status = check_buffer(
-      first, request->query_start_loc, "query_start_loc",
-      ((size_t)request->num_reqs + 1) * sizeof(int32_t), "num_reqs",
-      request->num_reqs);
+  uint32_t sections = clbt__scope_token_sections(scope);
+  clbt_status status =
+      check_buffer(scope, request->query_start_loc, "query_start_loc",
+                   ((size_t)request->num_reqs + 1) * sizeof(int32_t),
+                   "num_reqs", request->num_reqs);
   if (!status && request->idx_mapping)
-    status = check_buffer(first, request->idx_mapping, "idx_mapping",
+    status = check_buffer(scope, request->idx_mapping, "idx_mapping",
                           (size_t)request->num_reqs * sizeof(int32_t),
                           "num_reqs", request->num_reqs);
   if (status || entries == 0) return status;
-  status = check_buffer(first, request->token_indices, "token_indices",
+  status = check_buffer(scope, request->token_indices, "token_indices",
                         (size_t)entries * sizeof(int32_t),
                         "num_rows x indices_per_row", entries);
   char sections_of[64];
@@ -300,14 +300,14 @@ static clbt_status check_token_buffers(
            "%u section%s of num_rows x indices_per_row", (unsigned)sections,
            sections == 1 ? "" : "s");
   if (!status && sections)
-    status = check_buffer(first, request->token_slots, "token_slots",
+    status = check_buffer(scope, request->token_slots, "token_slots",
                           (size_t)sections * entries * sizeof(int32_t),
                           sections_of, entries);
   if (!status && sections)
-    status = check_not_storage(first, request->token_slots, "token_slots");
+    status = check_not_storage(scope, request->token_slots, "token_slots");
   if (!status && sections)
-    status = clbt__check_writable(&first->engine->known, request->token_slots,
-                                  "token_slots");
+    status =
+        clbt__check_writable(scope->known, request->token_slots, "token_slots");
   return status;
 }
 
@@ -326,7 +326,7 @@ clbt_status clbt__check_slot_mapping(const clbt__scope *scope,
                                      const clbt__batch *batch,
                                      cl_uint num_events,
                                      const cl_event *wait_list) {
-  clbt_status status = check_batch_arguments(scope->first, batch);
+  clbt_status status = check_batch_arguments(scope, batch);
   if (!status)
     status = clbt__check_wait_list(scope->first->device, "table", num_events,
                                    wait_list);
@@ -336,8 +336,8 @@ clbt_status clbt__check_slot_mapping(const clbt__scope *scope,
 clbt_status clbt__check_export(const clbt__scope *scope,
                                const clbt__batch *batch, cl_uint num_events,
                                const cl_event *wait_list) {
-  clbt_status status = check_alone(scope, true, "export");
-  if (!status) status = check_batch_arguments(scope->first, batch);
+  clbt_status status = check_one_table(scope, true, "export");
+  if (!status) status = check_batch_arguments(scope, batch);
   if (!status)
     status = clbt__check_wait_list(scope->first->device, "table", num_events,
                                    wait_list);
@@ -394,11 +394,11 @@ clbt_status clbt__check_step(const clbt__scope *scope, const clbt_step *step,
   clbt_status status = clbt__check_step_flags(step->flags, true);
   if (!status) status = check_step_export(step, batch);
   if (!status) status = check_step_state_slots(scope, step, batch);
-  if (!status && exports) status = check_alone(scope, true, "export");
+  if (!status && exports) status = check_one_table(scope, true, "export");
   if (!status)
     status = step->flags & CLBT_STEP_DUMMY
                  ? check_dummy(scope, batch)
-                 : check_batch_arguments(scope->first, batch);
+                 : check_batch_arguments(scope, batch);
   if (!status)
     status = clbt__check_wait_list(scope->first->device, "table", num_events,
                                    wait_list);
@@ -410,7 +410,7 @@ clbt_status clbt__check_token_slots(const clbt__scope *scope,
                                     const clbt_token_slots_request *request,
                                     cl_uint num_events,
                                     const cl_event *wait_list) {
-  clbt_status status = check_alone(scope, true, "token slots");
+  clbt_status status = check_one_table(scope, true, "token slots");
   if (status) return status;
   if (!request->query_start_loc)
     return clbt__fail(CLBT_NULL_ARGUMENT, "request->query_start_loc is NULL");

@@ -26,9 +26,9 @@ clbt_status clbt__check_slot_mapping(const clbt__scope *scope,
                                      const cl_event *wait_list);
 
 /*
- * An export's: a group named alone maps tokens, the batch's arguments (as
- * a slot mapping's), the wait list, the export flags (request->flags),
- * every exported group's pages.
+ * An export's: one table (a clbt_table call) maps tokens, the batch's
+ * arguments (as a slot mapping's), the wait list, the export flags
+ * (request->flags), every exported group's pages.
  */
 clbt_status clbt__check_export(const clbt__scope *scope,
                                const clbt__batch *batch, cl_uint num_events,
@@ -37,19 +37,19 @@ clbt_status clbt__check_export(const clbt__scope *scope,
 /*
  * A step's, its batch made from it: its flags; the export's flags and
  * pitch (or, without CLBT_STEP_EXPORT, that they are unset); the state
- * slots (a group named alone maps no tokens, and the count fits every
- * NONE group's width; without CLBT_STEP_STATE_SLOTS, that count and null
- * block are unset); that a group named alone maps tokens, when the step
- * exports; the batch (a dummy run's counts and padding, or the slot
- * mapping's arguments); the wait list; every exported group's pages.
+ * slots (one table maps no tokens, and the count fits every NONE group's
+ * width; without CLBT_STEP_STATE_SLOTS, that count and null block are
+ * unset); that one table maps tokens, when the step exports; the batch (a
+ * dummy run's counts and padding, or the slot mapping's arguments); the
+ * wait list; every exported group's pages.
  */
 clbt_status clbt__check_step(const clbt__scope *scope, const clbt_step *step,
                              const clbt__batch *batch, cl_uint num_events,
                              const cl_event *wait_list);
 
 /*
- * A token-slots request's (already read): a group named alone maps
- * tokens; query_start_loc given; num_reqs, num_rows and the entries
+ * A token-slots request's (already read): one table maps tokens;
+ * query_start_loc given; num_reqs, num_rows and the entries
  * against the bounds, then the index and slot matrices given; each
  * buffer's context and size (query_start_loc, idx_mapping, token_indices,
  * token_slots); token_slots not the table's storage, and writable by

@@ -29,7 +29,7 @@
 #include "device/known_buffers.h"
 #include "device/queue.h"
 #include "engine/commit.h"
-#include "engine/engine.h"
+#include "engine/engine_internal.h"
 #include "engine/group.h"
 #include "engine/launch.h"
 #include "engine/plan.h"
@@ -47,8 +47,8 @@ typedef struct runner {
 
 /* A step record's batch fields, and in its work the batch's optional
    inputs, which the plan gives the launches that read them. */
-static clbt_record_head batch_head(const clbt__batch *batch) {
-  clbt_record_head head = {0};
+static clbt__record_head batch_head(const clbt__batch *batch) {
+  clbt__record_head head = {0};
   head.num_reqs = batch->num_reqs;
   head.num_tokens = batch->num_tokens;
   head.padded_reqs =
@@ -72,7 +72,7 @@ static clbt_record_head batch_head(const clbt__batch *batch) {
  */
 static void gather(runner *r) {
   const clbt__scope *scope = r->scope;
-  clbt_multi_table *engine = scope->engine;
+  clbt__engine *engine = scope->engine;
   const clbt__batch *batch = &r->call->batch;
   clbt__call_plan *plan = &r->plan;
   plan->work = r->call->work;
@@ -93,13 +93,13 @@ static void gather(runner *r) {
     plan->launches[i] = (clbt__launch_part){
         .index = l,
         .shape = &launch->shape,
-        .groups = clbt__scope_groups(scope, l),
+        .group_mask = clbt__scope_group_mask(scope, l),
         .token_section = clbt__token_sections_before(scope, l),
         .commits = r->call->commits ? commits : NULL,
         .step_record = launch->step_record,
         .scatter_record = launch->scatter_record};
   }
-  plan->version = r->call->commits ? clbt__next_version(engine) : 0;
+  plan->version = r->call->commits ? clbt__engine_next_version(engine) : 0;
   const cl_mem buffers[CLBT__NUM_BATCH_BUFFERS] = {
       [CLBT__BATCH_QUERY_START_LOC] = batch->query_start_loc,
       [CLBT__BATCH_POSITIONS] = batch->positions,
@@ -122,7 +122,7 @@ static void gather(runner *r) {
  */
 static clbt_status plan_call(runner *r) {
   const clbt__scope *scope = r->scope;
-  clbt_multi_table *engine = scope->engine;
+  clbt__engine *engine = scope->engine;
   clbt__call_plan *plan = &r->plan;
   gather(r);
   clbt_status status =
@@ -164,7 +164,7 @@ static clbt_status plan_call(runner *r) {
  * queue is in order: the writes before it have ended too).
  */
 static clbt_status enqueue_commands(runner *r, clbt__sequence *sequence) {
-  clbt_multi_table *engine = r->scope->engine;
+  clbt__engine *engine = r->scope->engine;
   const clbt__call_plan *plan = &r->plan;
   clbt_status status = CLBT_SUCCESS;
   for (uint32_t i = 0; !status && i < plan->num_commands; ++i) {
@@ -208,12 +208,12 @@ static void settle(runner *r, clbt_status status,
   const clbt__scope *scope = r->scope;
   if (!r->call->commits) return;
   for (uint32_t g = scope->begin; status && g < scope->end; ++g)
-    scope->engine->groups[g]->device_stale |= sequence->commands > 0;
+    scope->groups[g]->device_stale |= sequence->commands > 0;
   for (uint32_t l = 0; !status && l < r->plan.num_launches; ++l) {
     const clbt__launch_part *part = &r->plan.launches[l];
     const clbt__launch *launch = &scope->engine->launches[part->index];
     for (uint32_t g = 0; g < part->shape->num_groups; ++g)
-      if (part->groups >> g & 1u)
+      if (part->group_mask >> g & 1u)
         clbt__commit_settle(launch->groups[g], &part->commits[g]);
   }
 }

@@ -24,7 +24,7 @@
 #include "base/status.h"
 #include "device/handle.h"
 #include "engine/changes.h"
-#include "engine/engine.h"
+#include "engine/engine_internal.h"
 #include "engine/group.h"
 #include "engine/staging.h"
 
@@ -95,7 +95,7 @@ static clbt_status plan_group(const clbt_table *group, uint32_t num_reqs,
 
 /* Reaps the device's watch and the engine's staging pool; a command that
    never arrived leaves every group stale. */
-static clbt_status reap(clbt_multi_table *engine) {
+static clbt_status reap(clbt__engine *engine) {
   bool failed = false;
   clbt_status status = clbt__staging_reap(&engine->staging, &failed);
   if (status) return status;
@@ -111,7 +111,7 @@ static clbt_status reap(clbt_multi_table *engine) {
   return CLBT_SUCCESS;
 }
 
-clbt_status clbt__commit_plan_groups(clbt_multi_table *engine, uint32_t begin,
+clbt_status clbt__commit_plan_groups(clbt__engine *engine, uint32_t begin,
                                      uint32_t end, uint32_t num_reqs,
                                      clbt__commit_plan *plans) {
   clbt_status status = reap(engine);
@@ -197,7 +197,7 @@ void clbt__commit_pack(const clbt__launch *launch,
   if (to) pack_part(launch, part->commits, to);
   for (uint32_t g = 0; g < launch->shape.num_groups; ++g)
     if (part->commits[g].mode == CLBT_COMMIT_WHOLE &&
-        (part->share.groups >> g & 1u))
+        (part->share.group_mask >> g & 1u))
       snapshot(launch->groups[g], &part->commits[g]);
 }
 

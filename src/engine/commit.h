@@ -30,7 +30,7 @@ clbt_status clbt__commit_choose(clbt_commit_mode mode, uint32_t num_reqs,
  * marks every group stale when a command that never arrived is found, so
  * that the commit rewrites them whole. Nothing else changes.
  */
-clbt_status clbt__commit_plan_groups(clbt_multi_table *engine, uint32_t begin,
+clbt_status clbt__commit_plan_groups(clbt__engine *engine, uint32_t begin,
                                      uint32_t end, uint32_t num_reqs,
                                      clbt__commit_plan *plans);
 

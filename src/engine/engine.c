@@ -4,10 +4,13 @@
  * groups; a clbt_table made by clbt_table_create is the only group of an
  * engine of its own. Either way the groups' storage (one allocation) and
  * launches, eight groups to a launch, are made here, and a call reaches
- * them through a scope: every group of the engine, or one group alone, in
- * the launch that holds it (calls/run.c runs the calls).
+ * them through a scope: every group of the engine, or one table (a
+ * clbt_table call), in the launch that holds it (calls/run.c runs the
+ * calls). Above the engine it is opaque (engine.h); its struct is in
+ * engine_internal.h.
  */
 #include "engine/engine.h"
+#include "engine/engine_internal.h"
 
 #include "base/status.h"
 #include "device/handle.h"
@@ -24,7 +27,7 @@ static uint32_t launch_size(uint32_t groups, uint32_t launch) {
   return rest < CLBT__MAX_LAUNCH_GROUPS ? rest : CLBT__MAX_LAUNCH_GROUPS;
 }
 
-static clbt_status create_launches(clbt_multi_table *engine) {
+static clbt_status create_launches(clbt__engine *engine) {
   uint32_t count = launches_for(engine->num_groups);
   engine->launches = calloc(count, sizeof *engine->launches);
   engine->launch_parts = calloc(count, sizeof *engine->launch_parts);
@@ -49,7 +52,7 @@ static clbt_status create_launches(clbt_multi_table *engine) {
 }
 
 /* A failure in a group of a multi-group table names the group. */
-static clbt_status name_group(const clbt_multi_table *engine, uint32_t g,
+static clbt_status name_group(const clbt__engine *engine, uint32_t g,
                               clbt_status status) {
   if (status && !engine->standalone)
     clbt__prefix_error(status, "groups[%u]", (unsigned)g);
@@ -60,7 +63,7 @@ static clbt_status name_group(const clbt_multi_table *engine, uint32_t g,
  * The storage of every group: one allocation, its regions placed group by
  * group, zeroed, every slot mapping pad-filled.
  */
-static clbt_status create_storage(clbt_multi_table *engine) {
+static clbt_status create_storage(clbt__engine *engine) {
   size_t size = 0;
   clbt_status status = CLBT_SUCCESS;
   for (uint32_t g = 0; !status && g < engine->num_groups; ++g)
@@ -103,8 +106,8 @@ static clbt_status create_storage(clbt_multi_table *engine) {
 clbt_status clbt__engine_create(clbt_device *device,
                                 const clbt__table_layout *layouts,
                                 uint32_t num_groups, bool standalone,
-                                clbt_multi_table **out) {
-  clbt_multi_table *engine = calloc(1, sizeof *engine);
+                                clbt__engine **out) {
+  clbt__engine *engine = calloc(1, sizeof *engine);
   if (engine) engine->groups = calloc(num_groups, sizeof *engine->groups);
   if (engine)
     engine->commit_plans = calloc(num_groups, sizeof *engine->commit_plans);
@@ -133,7 +136,7 @@ clbt_status clbt__engine_create(clbt_device *device,
   return CLBT_SUCCESS;
 }
 
-void clbt__engine_destroy(clbt_multi_table *engine) {
+void clbt__engine_destroy(clbt__engine *engine) {
   if (!engine) return;
   /* Commits in flight read the staging packets and the groups' storage. */
   clbt__staging_pool_free(&engine->staging);
@@ -172,16 +175,27 @@ clbt_status clbt__engine_prepare(clbt_device *device,
   return status;
 }
 
-clbt__scope clbt__engine_scope(clbt_multi_table *engine) {
-  return (clbt__scope){engine, 0, engine->num_groups, engine->groups[0],
-                       engine->standalone};
+clbt__scope clbt__engine_scope(clbt__engine *engine) {
+  return (clbt__scope){.engine = engine,
+                       .groups = engine->groups,
+                       .begin = 0,
+                       .end = engine->num_groups,
+                       .first = engine->groups[0],
+                       .known = &engine->known,
+                       .one_table = false};
 }
 
-clbt__scope clbt__group_scope(clbt_table *group) {
-  clbt_multi_table *engine = group->engine;
+clbt__scope clbt__table_scope(clbt_table *table) {
+  clbt__engine *engine = table->engine;
   uint32_t g = 0;
-  while (engine->groups[g] != group) ++g;
-  return (clbt__scope){engine, g, g + 1, group, true};
+  while (engine->groups[g] != table) ++g;
+  return (clbt__scope){.engine = engine,
+                       .groups = engine->groups,
+                       .begin = g,
+                       .end = g + 1,
+                       .first = table,
+                       .known = &engine->known,
+                       .one_table = true};
 }
 
 uint32_t clbt__scope_first_launch(const clbt__scope *scope) {
@@ -192,7 +206,7 @@ uint32_t clbt__scope_end_launch(const clbt__scope *scope) {
   return launches_for(scope->end);
 }
 
-uint32_t clbt__scope_groups(const clbt__scope *scope, uint32_t l) {
+uint32_t clbt__scope_group_mask(const clbt__scope *scope, uint32_t l) {
   uint32_t first = l * CLBT__MAX_LAUNCH_GROUPS;
   uint32_t mask = 0;
   for (uint32_t g = 0; g < scope->engine->launches[l].shape.num_groups; ++g)
@@ -204,10 +218,30 @@ uint32_t clbt__token_sections_before(const clbt__scope *scope, uint32_t l) {
   uint32_t sections = 0;
   for (uint32_t g = scope->begin;
        g < scope->end && g / CLBT__MAX_LAUNCH_GROUPS < l; ++g)
-    sections += clbt__maps_tokens(scope->engine->groups[g]);
+    sections += clbt__maps_tokens(scope->groups[g]);
   return sections;
 }
 
-uint64_t clbt__next_version(clbt_multi_table *engine) {
+uint32_t clbt__scope_token_sections(const clbt__scope *scope) {
+  return clbt__token_sections_before(scope, clbt__scope_end_launch(scope));
+}
+
+uint32_t clbt__engine_num_groups(const clbt__engine *engine) {
+  return engine->num_groups;
+}
+
+clbt_table *clbt__engine_group(const clbt__engine *engine, uint32_t g) {
+  return engine->groups[g];
+}
+
+bool clbt__engine_standalone(const clbt__engine *engine) {
+  return engine->standalone;
+}
+
+cl_mem clbt__engine_storage(const clbt__engine *engine) {
+  return engine->storage;
+}
+
+uint64_t clbt__engine_next_version(clbt__engine *engine) {
   return ++engine->version;
 }

@@ -1,86 +1,70 @@
 /*
- * The table engine (engine.c): KV-cache groups made, launched and freed
- * together, their one storage, their launches eight groups to one, the
- * commits' staging pool, and the scope a call works on.
+ * The table engine (engine.c) as the layers above see it: KV-cache groups
+ * made, launched and freed together, opaque (clbt__engine, group.h), and
+ * the scope a call works on. What an engine holds (its storage, its
+ * launches eight groups to one, the commits' staging pool, a call's
+ * scratch) is in engine_internal.h, which only engine/ and the runner
+ * (calls/run.c) include.
  */
 #ifndef CLBT_ENGINE_H
 #define CLBT_ENGINE_H
 
 #include "device/known_buffers.h"
 #include "engine/group.h"
-#include "engine/launch.h"
-#include "engine/plan.h"
-#include "engine/staging.h"
 
 /*
- * Groups made, launched and freed together: a clbt_multi_table, or the one
- * group of a clbt_table, which then owns its engine (standalone).
+ * Creates num_groups groups of these checked layouts, and their launches.
+ * A standalone engine is the one group of a clbt_table, which owns it.
  */
-struct clbt_multi_table {
-  clbt_device *device;
-  uint32_t num_groups;
-  clbt_table **groups;
-  uint32_t num_launches;   /* one per eight groups */
-  clbt__launch *launches;
-  bool standalone;
-  cl_mem storage;          /* every group's regions, one allocation: drivers
-                              charge every launch for every buffer argument */
-  clbt__staging_pool staging; /* every commit's packets */
-  uint64_t version;        /* the last version a commit gave rows */
-  uint64_t seen_failures;  /* the device watch's count at the last commit */
-  clbt__known_buffers known; /* the caller's buffers checked lately */
-  /* Scratch for one call's plan, sized at creation so that a call
-     allocates nothing; no value in it outlives the call. */
-  clbt__commit_plan *commit_plans; /* [num_groups] */
-  clbt__launch_part *launch_parts; /* [num_launches] */
-  clbt__staging *slots;            /* [num_groups + 1]: WHOLE commits'
-                                      and the upload's */
-  size_t *slot_words;              /* [num_groups + 1]: their sizes */
-  clbt__command *commands;         /* [clbt__plan_max_commands] */
-};
-
-/* Creates num_groups groups of these checked layouts, and their launches. */
 clbt_status clbt__engine_create(clbt_device *device,
                                 const clbt__table_layout *layouts,
                                 uint32_t num_groups, bool standalone,
-                                clbt_multi_table **out);
-void clbt__engine_destroy(clbt_multi_table *engine);
+                                clbt__engine **out);
+void clbt__engine_destroy(clbt__engine *engine);
 
 /* Builds, without creating anything, the programs such an engine needs. */
 clbt_status clbt__engine_prepare(clbt_device *device,
                                  const clbt__table_layout *layouts,
                                  uint32_t num_groups);
 
+/* Its groups, in the order they were made; and whether it is a
+   clbt_table's own (standalone). */
+uint32_t clbt__engine_num_groups(const clbt__engine *engine);
+clbt_table *clbt__engine_group(const clbt__engine *engine, uint32_t g);
+bool clbt__engine_standalone(const clbt__engine *engine);
+
+/* Its one device allocation, whose regions are its groups'. */
+cl_mem clbt__engine_storage(const clbt__engine *engine);
+
 /* A new version for the rows a commit or clear writes. */
-uint64_t clbt__next_version(clbt_multi_table *engine);
+uint64_t clbt__engine_next_version(clbt__engine *engine);
 
 /*
- * What a device call works on: every group of an engine, or one group
- * alone (a call through the clbt_table API), groups [begin, end) of its
- * engine. Its launches are the engine's that hold them; in each, only the
- * scope's groups take part (clbt__scope_groups). Every group of a scope
- * shares its bounds and context with `first`.
+ * What a device call works on: every group of an engine, or one table
+ * (a call through the clbt_table API), groups [begin, end) of its engine,
+ * with what a call's checks read of the engine: its groups and the
+ * caller's buffers it checked lately. Every group of a scope shares its
+ * bounds and context with `first`.
  */
 typedef struct clbt__scope {
-  clbt_multi_table *engine;
+  clbt__engine *engine;
+  clbt_table *const *groups; /* the engine's: [begin, end) are the scope's */
   uint32_t begin, end;
-  clbt_table *first;      /* engine->groups[begin] */
-  bool alone;             /* one group named by the caller */
+  clbt_table *first;          /* groups[begin] */
+  clbt__known_buffers *known; /* the engine's */
+  bool one_table;             /* a clbt_table call: the call's rules and
+                                 messages are one table's (a table of its
+                                 own, or a group of a multi-group table) */
 } clbt__scope;
 
-/* The scope of every group of an engine. */
-clbt__scope clbt__engine_scope(clbt_multi_table *engine);
-/* The scope of one group alone, in its engine's launch. */
-clbt__scope clbt__group_scope(clbt_table *group);
+/* The scope of every group of a multi-group table's engine. */
+clbt__scope clbt__engine_scope(clbt__engine *engine);
+/* The scope of one table: a standalone engine's group, or one group of a
+   multi-group table alone, in its engine's launch. */
+clbt__scope clbt__table_scope(clbt_table *table);
 
-/* The scope's launches: engine->launches[first, end). */
-uint32_t clbt__scope_first_launch(const clbt__scope *scope);
-uint32_t clbt__scope_end_launch(const clbt__scope *scope);
-/* Which of launch l's groups the scope holds: bit g for its group g. */
-uint32_t clbt__scope_groups(const clbt__scope *scope, uint32_t l);
-
-/* The number of token-mapping groups of a scope in the engine's launches
-   before l: where launch l's sections of a token-slots output start. */
-uint32_t clbt__token_sections_before(const clbt__scope *scope, uint32_t l);
+/* The token-mapping groups of a scope: the sections of its token-slots
+   output. */
+uint32_t clbt__scope_token_sections(const clbt__scope *scope);
 
 #endif /* CLBT_ENGINE_H */

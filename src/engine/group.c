@@ -1,6 +1,6 @@
 /*
- * One KV-cache group's table: its layout, checked and derived from a
- * config, its host rows and its regions of the engine's one device
+ * One KV-cache group (a clbt_table): its layout, checked and derived
+ * from a config, its host rows and its regions of the engine's one device
  * allocation. Groups are made by the engine (engine.c); the row operations
  * are in table_rows.c, commits in commit.c.
  */
@@ -109,8 +109,8 @@ bool clbt__maps_tokens(const clbt_table *group) {
   return group->layout.spec.maps_tokens != 0;
 }
 
-static size_t rows_bytes(const clbt_table *table) {
-  return (size_t)table->layout.max_num_reqs * table->layout.width *
+static size_t rows_bytes(const clbt_table *group) {
+  return (size_t)group->layout.max_num_reqs * group->layout.width *
          sizeof(int32_t);
 }
 
@@ -119,12 +119,12 @@ static size_t rows_bytes(const clbt_table *table) {
  * dense page table: max_num_reqs rows of the width, or fewer rows of a
  * wider pitch). A NONE group exports nothing and has none.
  */
-static void export_sizes(const clbt_table *table, size_t *sizes) {
-  bool maps_tokens = clbt__maps_tokens(table);
-  size_t requests = maps_tokens ? table->layout.max_num_reqs : 0;
+static void export_sizes(const clbt_table *group, size_t *sizes) {
+  bool maps_tokens = clbt__maps_tokens(group);
+  size_t requests = maps_tokens ? group->layout.max_num_reqs : 0;
   size_t per_request = requests * sizeof(cl_int);
   size_t offsets = maps_tokens ? per_request + sizeof(cl_int) : 0;
-  size_t pages = maps_tokens ? rows_bytes(table) : 0;
+  size_t pages = maps_tokens ? rows_bytes(group) : 0;
   sizes[CLBT_REGION_EXPORT_INDPTR] = offsets;
   sizes[CLBT_REGION_EXPORT_INDICES] = pages;
   sizes[CLBT_REGION_EXPORT_LAST_PAGE_LEN] = per_request;
@@ -140,33 +140,33 @@ static void export_sizes(const clbt_table *table, size_t *sizes) {
 }
 
 /* A NONE group's state slots: at most a row's worth a request. */
-static size_t state_slots_bytes(const clbt_table *table) {
-  return clbt__maps_tokens(table) ? 0 : rows_bytes(table);
+static size_t state_slots_bytes(const clbt_table *group) {
+  return clbt__maps_tokens(group) ? 0 : rows_bytes(group);
 }
 
 /* Each region's size in bytes (0: the group has none). */
-static void region_sizes(const clbt_table *table, size_t *sizes) {
-  sizes[CLBT_REGION_ROWS] = rows_bytes(table);
-  sizes[CLBT_REGION_ROW_LENGTHS] = table->layout.max_num_reqs * sizeof(cl_int);
+static void region_sizes(const clbt_table *group, size_t *sizes) {
+  sizes[CLBT_REGION_ROWS] = rows_bytes(group);
+  sizes[CLBT_REGION_ROW_LENGTHS] = group->layout.max_num_reqs * sizeof(cl_int);
   sizes[CLBT_REGION_SLOTS] =
-      table->layout.max_num_batched_tokens * sizeof(cl_long);
+      group->layout.max_num_batched_tokens * sizeof(cl_long);
   sizes[CLBT_REGION_REJECTED_TOKENS] = sizeof(cl_uint);
   sizes[CLBT_REGION_ROW_VERSIONS] =
-      table->layout.max_num_reqs * sizeof(cl_ulong);
-  sizes[CLBT_REGION_GATHERED] = rows_bytes(table);
-  sizes[CLBT_REGION_GATHER_RECORDS] = (size_t)table->layout.max_num_reqs *
+      group->layout.max_num_reqs * sizeof(cl_ulong);
+  sizes[CLBT_REGION_GATHERED] = rows_bytes(group);
+  sizes[CLBT_REGION_GATHER_RECORDS] = (size_t)group->layout.max_num_reqs *
                                       CLBT_GATHER_RECORD_WORDS *
                                       sizeof(cl_uint);
-  export_sizes(table, sizes);
-  sizes[CLBT_REGION_STATE_SLOTS] = state_slots_bytes(table);
+  export_sizes(group, sizes);
+  sizes[CLBT_REGION_STATE_SLOTS] = state_slots_bytes(group);
 }
 
 /* Regions start on 64-byte boundaries, or the device's base address
    alignment when that is larger: both powers of two, so the larger is a
    multiple of the other. */
-static size_t region_alignment(const clbt_table *table) {
+static size_t region_alignment(const clbt_table *group) {
   const size_t unit = CLBT_REGION_UNIT_WORDS * sizeof(cl_uint);
-  size_t alignment = table->device->properties.base_address_alignment;
+  size_t alignment = group->device->properties.base_address_alignment;
   return alignment < unit ? unit : alignment;
 }
 
@@ -211,71 +211,69 @@ clbt_status clbt__group_place(clbt_table *group, cl_mem storage) {
 
 clbt_status clbt__group_create(clbt_device *device,
                                const clbt__table_layout *layout,
-                               clbt_multi_table *engine, clbt_table **out) {
+                               clbt__engine *engine, clbt_table **out) {
   clbt_status status = CLBT_SUCCESS;
-  clbt_table *table = calloc(1, sizeof *table);
-  if (!table)
+  clbt_table *group = calloc(1, sizeof *group);
+  if (!group)
     return clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY, "no memory for a table");
   clbt__device_retain(device);
-  table->device = device;
-  table->engine = engine;
-  table->layout = *layout;
-  table->rows = calloc((size_t)layout->max_num_reqs * layout->width,
-                       sizeof *table->rows);
-  table->row_lengths =
-      calloc(layout->max_num_reqs, sizeof *table->row_lengths);
-  if (!table->rows || !table->row_lengths)
+  group->device = device;
+  group->engine = engine;
+  group->layout = *layout;
+  group->rows =
+      calloc((size_t)layout->max_num_reqs * layout->width, sizeof *group->rows);
+  group->row_lengths = calloc(layout->max_num_reqs, sizeof *group->row_lengths);
+  if (!group->rows || !group->row_lengths)
     status = clbt__fail(CLBT_CL_OUT_OF_HOST_MEMORY,
                         "no memory for %u rows of width %u",
                         (unsigned)layout->max_num_reqs,
                         (unsigned)layout->width);
   if (!status)
-    status = clbt__changes_init(&table->changes, layout->max_num_reqs);
+    status = clbt__changes_init(&group->changes, layout->max_num_reqs);
   if (status) {
-    clbt__group_destroy(table);
+    clbt__group_destroy(group);
     return status;
   }
-  *out = table;
+  *out = group;
   return CLBT_SUCCESS;
 }
 
-void clbt__group_destroy(clbt_table *table) {
-  if (!table) return;
+void clbt__group_destroy(clbt_table *group) {
+  if (!group) return;
   for (int r = 0; r < CLBT_NUM_REGIONS; ++r)
-    if (table->regions[r]) clReleaseMemObject(table->regions[r]);
-  clbt__changes_free(&table->changes);
-  free(table->rows);
-  free(table->row_lengths);
-  clbt_device_release(table->device);
-  free(table);
+    if (group->regions[r]) clReleaseMemObject(group->regions[r]);
+  clbt__changes_free(&group->changes);
+  free(group->rows);
+  free(group->row_lengths);
+  clbt_device_release(group->device);
+  free(group);
 }
 
-clbt_status clbt__table_zero_device(clbt_table *table, uint64_t version,
+clbt_status clbt__group_zero_device(clbt_table *group, uint64_t version,
                                     clbt__sequence *sequence) {
   const cl_int zero = 0;
-  size_t rows = table->layout.max_num_reqs;
+  size_t rows = group->layout.max_num_reqs;
   clbt_status status =
-      clbt__sequence_fill(sequence, table->regions[CLBT_REGION_ROWS], &zero,
-                          sizeof zero, 0, rows_bytes(table));
+      clbt__sequence_fill(sequence, group->regions[CLBT_REGION_ROWS], &zero,
+                          sizeof zero, 0, rows_bytes(group));
   if (!status)
-    status = clbt__sequence_fill(sequence,
-                                 table->regions[CLBT_REGION_ROW_LENGTHS],
-                                 &zero, sizeof zero, 0, rows * sizeof(int32_t));
+    status =
+        clbt__sequence_fill(sequence, group->regions[CLBT_REGION_ROW_LENGTHS],
+                            &zero, sizeof zero, 0, rows * sizeof(int32_t));
   /* Every row changed: the gather copies each again. */
   if (!status)
-    status = clbt__sequence_fill(sequence,
-                                 table->regions[CLBT_REGION_ROW_VERSIONS],
-                                 &version, sizeof version, 0,
-                                 rows * sizeof version);
+    status =
+        clbt__sequence_fill(sequence, group->regions[CLBT_REGION_ROW_VERSIONS],
+                            &version, sizeof version, 0, rows * sizeof version);
   /* The first fill may have run: the next commit rewrites every row. */
-  if (status) table->device_stale = true;
+  if (status) group->device_stale = true;
   return status;
 }
 
-void clbt__table_zero_host(clbt_table *table) {
-  memset(table->rows, 0, rows_bytes(table));
-  memset(table->row_lengths, 0,
-         table->layout.max_num_reqs * sizeof *table->row_lengths);
+void clbt__group_zero_host(clbt_table *group) {
+  memset(group->rows, 0, rows_bytes(group));
+  memset(group->row_lengths, 0,
+         group->layout.max_num_reqs * sizeof *group->row_lengths);
   /* Both sides are zero now: nothing is left to commit. */
-  clbt__changes_reset(&table->changes, table->layout.max_num_reqs);
+  clbt__changes_reset(&group->changes, group->layout.max_num_reqs);
 }

@@ -13,6 +13,13 @@
 #include "engine/changes.h"
 
 /*
+ * The engine every table is (engine.h): groups made, launched and freed
+ * together. Its public name is clbt_multi_table's; its insides are
+ * engine_internal.h's.
+ */
+typedef struct clbt_multi_table clbt__engine;
+
+/*
  * What specialises the step kernel for one group: its -D values, one field
  * per entry of CLBT_GROUP_CONSTANTS (cl/contract.h).
  */
@@ -51,9 +58,9 @@ struct clbt_table {
   cl_mem regions[CLBT_NUM_REGIONS]; /* sub-buffers of the engine's storage,
                                        for callers and commits; NULL when
                                        empty */
-  clbt_group_layout at;    /* the regions' offsets in the engine's storage,
-                              for the kernel */
-  clbt_multi_table *engine; /* the engine the group belongs to */
+  clbt__group_layout at; /* the regions' offsets in the engine's storage,
+                            for the kernel */
+  clbt__engine *engine;  /* the engine the group belongs to */
 };
 
 /*
@@ -64,25 +71,25 @@ struct clbt_table {
  */
 clbt_status clbt__group_create(clbt_device *device,
                                const clbt__table_layout *layout,
-                               clbt_multi_table *engine, clbt_table **out);
+                               clbt__engine *engine, clbt_table **out);
 /* Places the group's regions from *size bytes of the engine's storage on,
    and moves *size past them. */
 clbt_status clbt__group_plan(clbt_table *group, size_t *size);
 /* Makes the group's sub-buffers of the engine's storage. */
 clbt_status clbt__group_place(clbt_table *group, cl_mem storage);
-void clbt__group_destroy(clbt_table *table);
+void clbt__group_destroy(clbt_table *group);
 
 /* Whether a group maps tokens (CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT). */
 bool clbt__maps_tokens(const clbt_table *group);
 
 /*
  * clear, in two halves: zeroing the device, every row given `version`,
- * which on failure leaves the table stale for the next commit to repair,
+ * which on failure leaves the group stale for the next commit to repair,
  * and zeroing the host, which cannot fail. A failed clear thus changes
  * nothing the caller can see once it commits.
  */
-clbt_status clbt__table_zero_device(clbt_table *table, uint64_t version,
+clbt_status clbt__group_zero_device(clbt_table *group, uint64_t version,
                                     clbt__sequence *sequence);
-void clbt__table_zero_host(clbt_table *table);
+void clbt__group_zero_host(clbt_table *group);
 
 #endif /* CLBT_GROUP_H */

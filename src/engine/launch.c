@@ -59,7 +59,7 @@ static const size_t spec_field_offsets[] = {
 /* The bytes of a layout of num_groups. */
 static size_t layout_bytes(uint32_t num_groups) {
   return offsetof(clbt__launch_layout, groups) +
-         num_groups * sizeof(clbt_group_layout);
+         num_groups * sizeof(clbt__group_layout);
 }
 
 /*
@@ -264,8 +264,8 @@ static void release_kernels(clbt__launch *launch) {
 }
 
 /*
- * Every kernel of the launch's program (a GPU's has the WHOLE entry alone,
- * a CPU's every other: cl/contract.h), and each record size's work-group
+ * Every kernel of the launch's program (a GPU's entries or a CPU's:
+ * cl/contract.h's two lists), and each record size's work-group
  * size: the tuning table's rule within the smallest limit of its entries
  * (their local arrays), so that every entry of a size runs on the grid
  * the plan computed for it.
@@ -277,7 +277,7 @@ static clbt_status make_kernels(clbt__launch *launch) {
   for (uint32_t c = 0; !status && c < shape->num_classes; ++c) {
     limits[c] = CLBT_MAX_WORK_GROUP_SIZE;
     for (int e = 0; !status && e < CLBT__NUM_ENTRIES; ++e) {
-      if ((e == CLBT__ENTRY_WHOLE) != shape->tuning->gpu_code) continue;
+      if ((e >= CLBT__FIRST_GPU_ENTRY) != shape->tuning->gpu_code) continue;
       cl_kernel *kernel = &launch->kernels[e][c].kernel;
       size_t limit = 0;
       status = make_kernel(launch, (clbt__entry)e, c, kernel);
@@ -298,7 +298,7 @@ static clbt_status make_kernels(clbt__launch *launch) {
 clbt_status clbt__launch_ready(clbt__launch *launch, uint32_t work,
                                const clbt__commit_plan *commits) {
   /* Token groups' work is no work for a launch of NONE groups alone. */
-  if (!launch->shape.token_groups) work &= ~CLBT__TOKEN_GROUP_WORK;
+  if (!launch->shape.token_group_mask) work &= ~CLBT__TOKEN_GROUP_WORK;
   bool needed = (work & CLBT_WORK_PARTS) != 0;
   for (uint32_t g = 0; commits && g < launch->shape.num_groups; ++g)
     needed = needed || commits[g].mode == CLBT_COMMIT_SCATTER;
@@ -325,7 +325,7 @@ clbt_status clbt__launch_init(clbt__launch *launch, clbt_table *const *groups,
   clbt__launch_shape *shape = &launch->shape;
   shape->num_groups = num_groups;
   for (uint32_t g = 0; g < num_groups; ++g)
-    shape->token_groups |= (uint32_t)clbt__maps_tokens(groups[g]) << g;
+    shape->token_group_mask |= (uint32_t)clbt__maps_tokens(groups[g]) << g;
   shape->tuning = clbt__tuning_for(device->properties.type);
   shape->num_classes =
       record_sizes(device, shape->tuning, num_groups, shape->record_words);

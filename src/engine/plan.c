@@ -33,23 +33,23 @@ uint32_t clbt__record_class(const clbt__launch_shape *shape, size_t words) {
   return c;
 }
 
-/* The entry whose parts hold work's: the first in cl/contract.h's order,
-   or WHOLE on a GPU, whose program has no other. */
+/* The entry whose parts hold work's: a CPU's first in cl/contract.h's
+   order, or WHOLE on a GPU, whose program has no other. */
 static clbt__entry entry_for(const clbt__launch_shape *shape, uint32_t work) {
   if (shape->tuning->gpu_code) return CLBT__ENTRY_WHOLE;
   uint32_t parts = work & CLBT_WORK_PARTS;
   int e = 0;
-  while (e < CLBT__ENTRY_WHOLE && (entry_parts[e] & parts) != parts) ++e;
+  while (e < CLBT__FIRST_GPU_ENTRY && (entry_parts[e] & parts) != parts) ++e;
   return (clbt__entry)e;
 }
 
 /* What a launch's step kernel does of the call's work: maps, exports and
    translates token indices only with a group of the call that maps
    tokens, writes state slots only with one that maps none. */
-static uint32_t launch_work(const clbt__launch_shape *shape, uint32_t groups,
-                            uint32_t work) {
-  if (!(groups & shape->token_groups)) work &= ~CLBT__TOKEN_GROUP_WORK;
-  if (!(groups & ~shape->token_groups)) work &= ~CLBT_WORK_STATE_SLOTS;
+static uint32_t launch_work(const clbt__launch_shape *shape,
+                            uint32_t group_mask, uint32_t work) {
+  if (!(group_mask & shape->token_group_mask)) work &= ~CLBT__TOKEN_GROUP_WORK;
+  if (!(group_mask & ~shape->token_group_mask)) work &= ~CLBT_WORK_STATE_SLOTS;
   return work;
 }
 
@@ -60,7 +60,7 @@ static void plan_part(const clbt__launch_shape *shape,
   size_t part = CLBT_PACKET_HEADER_WORDS_PER_GROUP * shape->num_groups;
   bool scatters = false;
   for (uint32_t g = 0; g < shape->num_groups; ++g) {
-    if (!(share->groups >> g & 1u)) continue;
+    if (!(share->group_mask >> g & 1u)) continue;
     commits[g].packet_at = part;
     part += section_words(&commits[g]);
     size_t items = commits[g].pending.rows + commits[g].pending.cells;
@@ -76,8 +76,8 @@ static size_t groups_of(size_t items, size_t per_group) {
   return (items + per_group - 1) / per_group;
 }
 
-static uint32_t capped(size_t groups, size_t cap) {
-  return (uint32_t)(groups < cap ? groups : cap);
+static uint32_t capped(size_t work_groups, size_t cap) {
+  return (uint32_t)(work_groups < cap ? work_groups : cap);
 }
 
 static uint32_t count_bits(uint32_t bits) {
@@ -86,10 +86,9 @@ static uint32_t count_bits(uint32_t bits) {
   return count;
 }
 
-clbt__grid clbt__plan_grid(const clbt__launch_shape *shape,
-                           size_t local_size, uint32_t work,
-                           uint32_t groups_mask, uint32_t num_tokens,
-                           uint32_t padded) {
+clbt__grid clbt__plan_grid(const clbt__launch_shape *shape, size_t local_size,
+                           uint32_t work, uint32_t group_mask,
+                           uint32_t num_tokens, uint32_t padded) {
   const clbt__tuning *tuning = shape->tuning;
   size_t max_tokens = shape->max_num_tokens;
   clbt__grid grid = {0};
@@ -110,7 +109,7 @@ clbt__grid clbt__plan_grid(const clbt__launch_shape *shape,
   /* Each exported group takes its own work-groups (cl/export.cl), at least
      one to write its offsets' first entries. */
   if (work & CLBT_WORK_EXPORT) {
-    size_t exported = count_bits(groups_mask & shape->token_groups);
+    size_t exported = count_bits(group_mask & shape->token_group_mask);
     size_t per_group = groups_of(padded, tuning->exported_per_group);
     grid.export_groups = capped((per_group ? per_group : 1) * exported,
                                 cap > exported ? cap : exported);
@@ -118,9 +117,9 @@ clbt__grid clbt__plan_grid(const clbt__launch_shape *shape,
   /* State slots: a work-item per request. */
   if (work & CLBT_WORK_STATE_SLOTS)
     grid.state_groups = capped(groups_of(padded, local_size), cap);
-  size_t groups = (size_t)grid.map_groups + grid.gather_groups +
-                  grid.export_groups + grid.state_groups;
-  grid.global_size = (groups ? groups : 1) * local_size;
+  size_t work_groups = (size_t)grid.map_groups + grid.gather_groups +
+                       grid.export_groups + grid.state_groups;
+  grid.global_size = (work_groups ? work_groups : 1) * local_size;
   return grid;
 }
 
@@ -130,8 +129,8 @@ size_t clbt__plan_items_grid(const clbt__launch_shape *shape,
     return clbt__tuning_cpu_groups(shape->tuning, shape->compute_units,
                                    items) *
            local_size;
-  size_t groups = groups_of(items, local_size);
-  return (groups ? groups : 1) * local_size;
+  size_t work_groups = groups_of(items, local_size);
+  return (work_groups ? work_groups : 1) * local_size;
 }
 
 /*
@@ -150,12 +149,11 @@ static clbt__packet_place place_part(const clbt__launch_shape *shape,
   uint32_t record = clbt__record_class(shape, share->part_words);
   bool fits = shape->has_inline && record < shape->num_classes;
   size_t local = shape->local_sizes[fits ? record : 0];
-  clbt__grid grid = clbt__plan_grid(shape, local, share->work, share->groups,
-                                    num_tokens, padded);
-  uint64_t groups = grid.global_size / local;
-  bool foldable = share->work &&
-                  share->scatter_items <= tuning->folded_items &&
-                  groups * share->part_words <= tuning->folded_budget;
+  clbt__grid grid = clbt__plan_grid(shape, local, share->work,
+                                    share->group_mask, num_tokens, padded);
+  uint64_t work_groups = grid.global_size / local;
+  bool foldable = share->work && share->scatter_items <= tuning->folded_items &&
+                  work_groups * share->part_words <= tuning->folded_budget;
   if (fits) return foldable ? CLBT__PACKET_INLINE : CLBT__PACKET_INLINE_APART;
   return foldable ? CLBT__PACKET_FOLDED : CLBT__PACKET_SCATTERED;
 }
@@ -178,11 +176,11 @@ size_t clbt__plan_inline_words(const clbt__launch_plan *share, bool step) {
 
 /* The first half of a launch's share: what its step kernel does and with
    which entry, and its part of the packet. */
-static void plan_share(const clbt__launch_shape *shape, uint32_t groups,
+static void plan_share(const clbt__launch_shape *shape, uint32_t group_mask,
                        uint32_t work, clbt__commit_plan *commits,
                        clbt__launch_plan *share) {
-  *share = (clbt__launch_plan){.groups = groups};
-  share->work = launch_work(shape, groups, work);
+  *share = (clbt__launch_plan){.group_mask = group_mask};
+  share->work = launch_work(shape, group_mask, work);
   if (commits) plan_part(shape, commits, share);
   share->scatter_entry = entry_for(shape, CLBT_WORK_SCATTER);
   share->step_entry = entry_for(shape, share->work);
@@ -203,14 +201,14 @@ static void place_launch(const clbt__launch_shape *shape, uint32_t num_tokens,
   if (!(share->work & CLBT_WORK_TOKEN_SLOTS))
     share->step_grid =
         clbt__plan_grid(shape, shape->local_sizes[share->step_class],
-                        share->work, share->groups, num_tokens, padded);
+                        share->work, share->group_mask, num_tokens, padded);
 }
 
 /* The slots a launch's WHOLE commits copy their rows into. */
 static void list_whole_slots(clbt__call_plan *plan, clbt__launch_part *part) {
   for (uint32_t g = 0; part->commits && g < part->shape->num_groups; ++g) {
     clbt__commit_plan *commit = &part->commits[g];
-    if (commit->mode != CLBT_COMMIT_WHOLE || !(part->groups >> g & 1u))
+    if (commit->mode != CLBT_COMMIT_WHOLE || !(part->group_mask >> g & 1u))
       continue;
     commit->whole.slot = &plan->slots[plan->num_slots];
     plan->slot_words[plan->num_slots++] =
@@ -242,7 +240,7 @@ void clbt__plan_place(clbt__call_plan *plan) {
   for (uint32_t l = 0; l < plan->num_launches; ++l) {
     clbt__launch_part *part = &plan->launches[l];
     clbt__launch_plan *share = &part->share;
-    plan_share(part->shape, part->groups, plan->work, part->commits, share);
+    plan_share(part->shape, part->group_mask, plan->work, part->commits, share);
     place_launch(part->shape, plan->num_tokens, plan->padded, share);
     list_whole_slots(plan, part);
     if (!clbt__plan_uploads(share)) continue;
@@ -301,7 +299,7 @@ static void add_whole(clbt__call_plan *plan, const clbt__commit_plan *commit) {
 /* Where a record's packet is: in it (its inline words), or in the upload
    when the launch applies an uploaded part. */
 static void set_packet(const clbt__launch_plan *share, bool step,
-                       clbt_record_head *head) {
+                       clbt__record_head *head) {
   size_t words = clbt__plan_inline_words(share, step);
   bool applies = step ? clbt__plan_folds(share) : share->scatters;
   if (words > 0) {
@@ -317,7 +315,7 @@ static void set_packet(const clbt__launch_plan *share, bool step,
 /* A record's head, with the packet words past what the call packs into it
    zeroed: those the last call left nonzero. */
 static const clbt__launch_record *fill_record(clbt__record *record,
-                                              const clbt_record_head *head) {
+                                              const clbt__record_head *head) {
   size_t words = head->work & CLBT_WORK_PACKET_INLINE ? head->packet_words : 0;
   if (record->dirty_words > words)
     memset(record->sent.packet + words, 0,
@@ -338,11 +336,11 @@ static void bind_upload(const clbt__call_plan *plan, bool applies,
 
 static void add_scatter(clbt__call_plan *plan, const clbt__launch_part *part) {
   const clbt__launch_plan *share = &part->share;
-  clbt_record_head head = {0};
+  clbt__record_head head = {0};
   head.version_low = (cl_uint)plan->version;
   head.version_high = (cl_uint)(plan->version >> 32);
   head.work = CLBT_WORK_SCATTER;
-  head.groups = share->groups;
+  head.group_mask = share->group_mask;
   set_packet(share, false, &head);
   clbt__launch_call call = {
       .launch = part->index,
@@ -371,11 +369,11 @@ static uint32_t step_work(const clbt__call_plan *plan,
 
 static void add_step(clbt__call_plan *plan, const clbt__launch_part *part) {
   const clbt__launch_plan *share = &part->share;
-  clbt_record_head head = plan->head;
+  clbt__record_head head = plan->head;
   head.version_low = (cl_uint)plan->version;
   head.version_high = (cl_uint)(plan->version >> 32);
   head.work = step_work(plan, share);
-  head.groups = share->groups;
+  head.group_mask = share->group_mask;
   if (head.work & CLBT_WORK_TOKEN_SLOTS)
     head.token_section = part->token_section;
   head.map_groups = share->step_grid.map_groups;
@@ -420,7 +418,7 @@ void clbt__plan_commands(clbt__call_plan *plan) {
     const clbt__launch_part *part = &plan->launches[l];
     for (uint32_t g = 0; part->commits && g < part->shape->num_groups; ++g)
       if (part->commits[g].mode == CLBT_COMMIT_WHOLE &&
-          (part->share.groups >> g & 1u))
+          (part->share.group_mask >> g & 1u))
         add_whole(plan, &part->commits[g]);
   }
   if (plan->upload_words > 0)

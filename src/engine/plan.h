@@ -17,13 +17,19 @@
 #include "cl/contract.h"
 #include "engine/staging.h"
 
-/* The step kernel's entries (cl/contract.h), by name. */
+/* The step kernel's entries (cl/contract.h), by name: a CPU's program's,
+   then a GPU's, from CLBT__FIRST_GPU_ENTRY on. */
 typedef enum clbt__entry {
 #define CLBT__ENTRY(NAME, name, parts) CLBT__ENTRY_##NAME,
   CLBT_STEP_ENTRIES(CLBT__ENTRY)
 #undef CLBT__ENTRY
   CLBT__NUM_ENTRIES
 } clbt__entry;
+enum {
+#define CLBT__COUNT(NAME, name, parts) +1
+  CLBT__FIRST_GPU_ENTRY = 0 CLBT_CPU_STEP_ENTRIES(CLBT__COUNT)
+#undef CLBT__COUNT
+};
 
 /* The work only a group that maps tokens takes part in: a launch of NONE
    groups alone runs none of it (its gather, state slots and scatter it
@@ -71,7 +77,7 @@ typedef enum clbt__packet_place {
    work-group sizes. */
 typedef struct clbt__launch_shape {
   uint32_t num_groups;       /* 1..8 */
-  uint32_t token_groups;     /* bit g: group g maps tokens */
+  uint32_t token_group_mask; /* bit g: group g maps tokens */
   const clbt__tuning *tuning;
   uint32_t num_classes;      /* the record's sizes */
   uint32_t record_words[CLBT_MAX_RECORD_CLASSES]; /* ascending */
@@ -88,7 +94,7 @@ typedef struct clbt__launch_shape {
 } clbt__launch_shape;
 
 /*
- * The grid of a launch's step kernel for the groups of groups_mask, and on
+ * The grid of a launch's step kernel for the groups of group_mask, and on
  * a GPU the work-groups of each part (0 in each on a CPU: every part on
  * every work-group): the slot mapping's tokens and its pad entries a few
  * to a work-item, a gather, an export (for each exported group) and the
@@ -100,10 +106,9 @@ typedef struct clbt__grid {
   size_t global_size;
   uint32_t map_groups, gather_groups, export_groups, state_groups;
 } clbt__grid;
-clbt__grid clbt__plan_grid(const clbt__launch_shape *shape,
-                           size_t local_size, uint32_t work,
-                           uint32_t groups_mask, uint32_t num_tokens,
-                           uint32_t padded);
+clbt__grid clbt__plan_grid(const clbt__launch_shape *shape, size_t local_size,
+                           uint32_t work, uint32_t group_mask,
+                           uint32_t num_tokens, uint32_t padded);
 
 /* The grid of a launch spread over `items` items: a scatter's packet
    items, or the entries of token slots. */
@@ -112,7 +117,7 @@ size_t clbt__plan_items_grid(const clbt__launch_shape *shape,
 
 /* One launch's share of a call. */
 typedef struct clbt__launch_plan {
-  uint32_t groups;            /* the scope's groups in it: bit g, group g */
+  uint32_t group_mask;        /* the scope's groups in it: bit g, group g */
   uint32_t work;              /* CLBT_WORK_* of its step kernel; 0: none */
   clbt__packet_place place;
   size_t part_at, part_words; /* its part of the packet, words; part_at
@@ -223,7 +228,7 @@ typedef struct clbt__command {
 typedef struct clbt__launch_part {
   uint32_t index;           /* the engine's launch */
   const clbt__launch_shape *shape;
-  uint32_t groups;          /* the scope's groups in it: bit g, group g */
+  uint32_t group_mask;      /* the scope's groups in it: bit g, group g */
   uint32_t token_section;   /* TOKEN_SLOTS: the output section of its
                                first token-mapping group */
   clbt__commit_plan *commits; /* its groups', NULL: the call commits none */
@@ -239,7 +244,7 @@ typedef struct clbt__launch_part {
 typedef struct clbt__call_plan {
   uint32_t work;           /* the call's step work; 0: none */
   uint32_t num_tokens, padded;
-  clbt_record_head head;   /* a step record's batch fields */
+  clbt__record_head head;  /* a step record's batch fields */
   cl_mem batch[CLBT__NUM_BATCH_BUFFERS]; /* NULL: not given */
   uint64_t serials[CLBT__NUM_BATCH_BUFFERS]; /* of their records */
   uint64_t version;        /* the rows it moves get; 0: it moves none */

@@ -4,7 +4,7 @@
  * and chains with events.
  */
 #include "engine/commit.h"
-#include "engine/engine.h"
+#include "engine/engine_internal.h"
 #include "clbt_test.h"
 #include "xorshift.h"
 

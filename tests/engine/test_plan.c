@@ -37,7 +37,7 @@ static const clbt__tuning gpu_row = {.local_size = 256,
    CPU of 2 compute units whose step kernel takes 2 work-groups. */
 static const clbt__launch_shape one_group = {
     .num_groups = 1,
-    .token_groups = 0x1,
+    .token_group_mask = 0x1,
     .tuning = &cpu_row,
     .num_classes = 1,
     .record_words = {128},
@@ -49,7 +49,7 @@ static const clbt__launch_shape one_group = {
 /* Three record sizes, as a GPU's: 64, 512 and 2048 words. */
 static const clbt__launch_shape three_sizes = {
     .num_groups = 1,
-    .token_groups = 0x1,
+    .token_group_mask = 0x1,
     .tuning = &gpu_row,
     .num_classes = 3,
     .record_words = {64, 512, 2048},
@@ -59,7 +59,7 @@ static const clbt__launch_shape three_sizes = {
 /* The same on an H200's 132 compute units, a 16384-slot slot mapping. */
 static const clbt__launch_shape h200 = {
     .num_groups = 1,
-    .token_groups = 0x1,
+    .token_group_mask = 0x1,
     .tuning = &gpu_row,
     .num_classes = 3,
     .record_words = {64, 512, 2048},
@@ -77,7 +77,7 @@ static clbt__commit_plan scatter(uint32_t rows, uint64_t cells) {
 static void plan_launch(const clbt__launch_shape *shape, uint32_t groups,
                         uint32_t work, uint32_t num_tokens, uint32_t padded,
                         clbt__commit_plan *commits, clbt__launch_plan *out) {
-  clbt__launch_part part = {.shape = shape, .groups = groups,
+  clbt__launch_part part = {.shape = shape, .group_mask = groups,
                             .commits = commits};
   clbt__staging slots[9];
   size_t slot_words[9];
@@ -194,7 +194,7 @@ END_TEST
    21 words; group 1, not in the call, is not placed. */
 START_TEST(sections_follow_every_groups_counts) {
   const clbt__launch_shape three = {.num_groups = 3,
-                                    .token_groups = 0x7,
+                                    .token_group_mask = 0x7,
                                     .tuning = &cpu_row,
                                     .num_classes = 1,
                                     .record_words = {128},
@@ -210,7 +210,7 @@ START_TEST(sections_follow_every_groups_counts) {
   ck_assert_uint_eq(commits[1].packet_at, 99);
   ck_assert_uint_eq(plan.part_words, 21);
   ck_assert_uint_eq(plan.scatter_items, 4);
-  ck_assert_uint_eq(plan.groups, 0x5);
+  ck_assert_uint_eq(plan.group_mask, 0x5);
 }
 END_TEST
 
@@ -245,7 +245,7 @@ END_TEST
    uploads every part, even a commit alone's smallest. */
 START_TEST(no_record_room_uploads_every_part) {
   const clbt__launch_shape placeholder = {.num_groups = 1,
-                                          .token_groups = 0x1,
+                                          .token_group_mask = 0x1,
                                           .tuning = &cpu_row,
                                           .num_classes = 1,
                                           .record_words = {1},
@@ -269,7 +269,7 @@ END_TEST
  */
 START_TEST(a_launch_does_what_its_groups_hold) {
   const clbt__launch_shape two = {.num_groups = 2,
-                                  .token_groups = 0x1,
+                                  .token_group_mask = 0x1,
                                   .tuning = &cpu_row,
                                   .num_classes = 1,
                                   .record_words = {128},
@@ -313,7 +313,7 @@ START_TEST(the_first_entry_that_holds_the_work) {
        CLBT__ENTRY_FULL},
       {CLBT_WORK_TOKEN_SLOTS, CLBT__ENTRY_TOKENS}};
   const clbt__launch_shape both = {.num_groups = 2,
-                                   .token_groups = 0x1,
+                                   .token_group_mask = 0x1,
                                    .tuning = &cpu_row,
                                    .num_classes = 1,
                                    .record_words = {128},
@@ -361,7 +361,7 @@ END_TEST
  */
 static const clbt__launch_shape small_gpu_four_groups = {
     .num_groups = 4,
-    .token_groups = 0xF,
+    .token_group_mask = 0xF,
     .tuning = &gpu_row,
     .num_classes = 3,
     .record_words = {64, 512, 2048},
@@ -486,7 +486,7 @@ static clbt__call_plan call_of(clbt__launch_part *part, uint32_t work,
  */
 START_TEST(a_steady_step_is_one_launch_its_packet_in_its_record) {
   clbt__commit_plan commits[1] = {scatter(2, 5)};
-  clbt__launch_part part = {.index = 3, .shape = &h200, .groups = 0x1,
+  clbt__launch_part part = {.index = 3, .shape = &h200, .group_mask = 0x1,
                             .commits = commits, .step_record = &step_record,
                             .scatter_record = &scatter_record};
   for (int w = 0; w < 40; ++w) step_record.sent.packet[w] = 0xAB;
@@ -506,13 +506,13 @@ START_TEST(a_steady_step_is_one_launch_its_packet_in_its_record) {
   ck_assert_uint_eq(call->record_class, 0);
   ck_assert_ptr_eq(call->record, &step_record.sent);
   ck_assert_uint_eq(call->record_bytes,
-                    sizeof(clbt_record_head) + 64 * sizeof(cl_uint));
+                    sizeof(clbt__record_head) + 64 * sizeof(cl_uint));
   ck_assert_uint_eq(call->global_size, 5 * 256);
   ck_assert_uint_eq(call->local_size, 256);
-  const clbt_record_head *head = &call->record->head;
+  const clbt__record_head *head = &call->record->head;
   ck_assert_uint_eq(head->work, CLBT_WORK_MAP | CLBT_WORK_PACKET_INLINE);
   ck_assert_uint_eq(head->packet_words, 15);
-  ck_assert_uint_eq(head->groups, 0x1);
+  ck_assert_uint_eq(head->group_mask, 0x1);
   ck_assert_uint_eq(head->version_low, 7);
   ck_assert_uint_eq(head->map_groups, 5);
   ck_assert_uint_eq(head->num_tokens, 4);
@@ -532,7 +532,7 @@ END_TEST
 /* Two groups on the H200: group 0 maps tokens, group 1 does not. */
 static const clbt__launch_shape h200_two = {
     .num_groups = 2,
-    .token_groups = 0x1,
+    .token_group_mask = 0x1,
     .tuning = &gpu_row,
     .num_classes = 3,
     .record_words = {64, 512, 2048},
@@ -560,7 +560,7 @@ START_TEST(whole_writes_then_the_upload_then_each_launch) {
        .whole = {FAKE_BUFFER(21), FAKE_BUFFER(22), FAKE_BUFFER(23), 4, 8,
                  NULL}},
       scatter(1, 8192)};
-  clbt__launch_part part = {.index = 0, .shape = &h200_two, .groups = 0x3,
+  clbt__launch_part part = {.index = 0, .shape = &h200_two, .group_mask = 0x3,
                             .commits = commits, .step_record = &step_record,
                             .scatter_record = &scatter_record};
   clbt__call_plan plan = call_of(&part, CLBT_WORK_MAP, 1, 1);
@@ -619,7 +619,7 @@ END_TEST
  * work-group of 256.
  */
 START_TEST(token_slots_take_the_positions_and_seq_lens_arguments) {
-  clbt__launch_part part = {.index = 1, .shape = &h200, .groups = 0x1,
+  clbt__launch_part part = {.index = 1, .shape = &h200, .group_mask = 0x1,
                             .token_section = 3, .step_record = &step_record,
                             .scatter_record = &scatter_record};
   clbt__call_plan plan = call_of(&part, CLBT_WORK_TOKEN_SLOTS, 10, 2);

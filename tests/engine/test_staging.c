@@ -5,7 +5,7 @@
  * found by a later commit, which brings the device back to the host's
  * state. A hang here is a failure: CTest's timeout ends the suite.
  */
-#include "engine/engine.h"
+#include "engine/engine_internal.h"
 #include "engine/staging.h"
 #include "clbt_test.h"
 

@@ -1,0 +1,2 @@
+/* A fault: above the engine, an engine's internal header included. */
+#include "engine/lens_internal.h"

@@ -1,0 +1,1 @@
+/* An internal header without its module. */

@@ -1,0 +1,2 @@
+#include "engine/lens.h"
+#include "engine/lens_internal.h"

@@ -1,0 +1,2 @@
+/* An engine header that reaches a call's machinery. */
+#include "engine/commit.h"

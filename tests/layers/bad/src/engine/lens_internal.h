@@ -1,0 +1,1 @@
+/* The second header of engine/lens.c: its module's, no fault. */
