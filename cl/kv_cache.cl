@@ -108,8 +108,8 @@ static CLBT_KV_OUT_CHUNK convert_chunk(CLBT_KV_IN_CHUNK in, float scale) {
 /* One parameter of the kernel's list (cl/kv_cache.h). */
 #define CLBT_KV_PARAMETER(NAME, type, name) , type name
 
-__kernel void kv_cache_write(
-    clbt_kv_arguments a CLBT_KV_WRITE_ARGUMENTS(CLBT_KV_PARAMETER)) {
+__kernel void clbt_kv_cache_write(
+    clbt__kv_arguments a CLBT_KV_WRITE_ARGUMENTS(CLBT_KV_PARAMETER)) {
   const uint lanes = a.lanes;
   const uint lane = (uint)get_global_id(0) & (lanes - 1u);
   const uint first = (uint)get_global_id(0) / lanes;

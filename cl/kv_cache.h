@@ -50,7 +50,7 @@ typedef float cl_float;
  * The host fills what the cache fixes once, at creation, and the rest at
  * each write.
  */
-typedef struct clbt_kv_arguments {
+typedef struct clbt__kv_arguments {
   clbt_kv_pages pages;   /* the cache's addressing and block size */
   cl_ulong num_slots;    /* num_blocks x block_size */
   cl_ulong key_at, key_stride, value_at, value_stride;
@@ -60,7 +60,7 @@ typedef struct clbt_kv_arguments {
   cl_uint chunks;        /* chunks a token holds: heads x head_size / chunk */
   cl_uint lanes;         /* work-items a token gets, a power of two */
   cl_float k_scale, v_scale; /* fp8: what each value is divided by */
-} clbt_kv_arguments;
+} clbt__kv_arguments;
 
 /*
  * The kernel's arguments after the arguments struct, X(NAME, type, name):

@@ -308,3 +308,10 @@ clbt_status clbt__attention_batch_read(const clbt_attention_batch *given,
                                        clbt_attention_batch *out) {
   return read_struct(given, &attention_batch, out);
 }
+
+clbt_status clbt__config_require_nonzero(uint32_t value, const char *name) {
+  if (value == 0)
+    return clbt__fail(CLBT_INVALID_CONFIG, "config->%s is 0; it must be >= 1",
+                      name);
+  return CLBT_SUCCESS;
+}

@@ -72,4 +72,11 @@ clbt_status clbt__attention_config_read(const clbt_attention_config *given,
 clbt_status clbt__attention_batch_read(const clbt_attention_batch *given,
                                        clbt_attention_batch *out);
 
+/*
+ * A config field that counts something and must be at least 1: returns
+ * CLBT_SUCCESS, or CLBT_INVALID_CONFIG with "config->NAME is 0; it must be
+ * >= 1". Every create call's checks share it, so the message reads alike.
+ */
+clbt_status clbt__config_require_nonzero(uint32_t value, const char *name);
+
 #endif /* CLBT_CONFIG_H */

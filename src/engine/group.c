@@ -6,18 +6,12 @@
  */
 #include "engine/group.h"
 
+#include "base/config.h"
 #include "base/status.h"
 #include "device/handle.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static clbt_status require_nonzero(uint32_t value, const char *name) {
-  if (value == 0)
-    return clbt__fail(CLBT_INVALID_CONFIG, "config->%s is 0; it must be >= 1",
-                      name);
-  return CLBT_SUCCESS;
-}
 
 static clbt_status check_cp(const clbt_table_config *config,
                             clbt__group_spec *spec) {
@@ -55,14 +49,16 @@ static clbt_status check_sizes(const clbt__table_layout *layout) {
 
 clbt_status clbt__table_layout_init(const clbt_table_config *config,
                                     clbt__table_layout *layout) {
-  clbt_status status = require_nonzero(config->block_size, "block_size");
-  if (!status) status = require_nonzero(config->max_num_reqs, "max_num_reqs");
+  clbt_status status =
+      clbt__config_require_nonzero(config->block_size, "block_size");
   if (!status)
-    status = require_nonzero(config->max_num_blocks_per_req,
-                             "max_num_blocks_per_req");
+    status = clbt__config_require_nonzero(config->max_num_reqs, "max_num_reqs");
   if (!status)
-    status = require_nonzero(config->max_num_batched_tokens,
-                             "max_num_batched_tokens");
+    status = clbt__config_require_nonzero(config->max_num_blocks_per_req,
+                                          "max_num_blocks_per_req");
+  if (!status)
+    status = clbt__config_require_nonzero(config->max_num_batched_tokens,
+                                          "max_num_batched_tokens");
   if (status) return status;
   /* The kernel indexes requests and tokens with int32, as vLLM does. */
   if (config->max_num_reqs > INT32_MAX ||

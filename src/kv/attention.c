@@ -5,6 +5,7 @@
  */
 #include "kv/attention.h"
 
+#include "base/config.h"
 #include "base/status.h"
 #include "device/program.h"
 #include "device/queue.h"
@@ -18,13 +19,6 @@
 #define MAX_HEAD_SIZE 1024
 
 /* ---- the config -------------------------------------------------------- */
-
-static clbt_status require_nonzero(uint32_t value, const char *name) {
-  if (value == 0)
-    return clbt__fail(CLBT_INVALID_CONFIG, "config->%s is 0; it must be >= 1",
-                      name);
-  return CLBT_SUCCESS;
-}
 
 static clbt_status check_dtype(clbt_kv_dtype dtype, const char *name) {
   if (!clbt__kv_dtype_size(dtype))
@@ -70,10 +64,12 @@ static clbt_status check_real(float value, const char *name) {
 
 /* Checks a config read from the caller and fills in its defaults. */
 static clbt_status check_config(clbt_attention_config *c) {
-  clbt_status status = require_nonzero(c->num_heads, "num_heads");
-  if (!status) status = require_nonzero(c->num_kv_heads, "num_kv_heads");
-  if (!status) status = require_nonzero(c->head_size, "head_size");
-  if (!status) status = require_nonzero(c->block_size, "block_size");
+  clbt_status status = clbt__config_require_nonzero(c->num_heads, "num_heads");
+  if (!status)
+    status = clbt__config_require_nonzero(c->num_kv_heads, "num_kv_heads");
+  if (!status) status = clbt__config_require_nonzero(c->head_size, "head_size");
+  if (!status)
+    status = clbt__config_require_nonzero(c->block_size, "block_size");
   if (!status && c->num_heads % c->num_kv_heads)
     status = clbt__fail(CLBT_INVALID_CONFIG,
                         "config->num_heads %u is not a multiple of "

@@ -148,7 +148,7 @@ static clbt_status retain(cl_mem buffer, cl_mem *kept) {
 
 static void fill_arguments(clbt_kv_cache *cache) {
   const clbt_kv_cache_config *c = &cache->config;
-  clbt_kv_arguments *a = &cache->arguments;
+  clbt__kv_arguments *a = &cache->arguments;
   memset(a, 0, sizeof *a);
   clbt__kv_pages_of_config(c, &a->pages);
   a->num_slots = (uint64_t)c->num_blocks * c->block_size;

@@ -34,7 +34,7 @@ struct clbt_kv_cache {
   uint64_t tensor_span;        /* elements K (and V) spans from its offset */
   cl_mem key_cache, value_cache; /* retained; the same one for one buffer */
   cl_mem rejected;               /* uint32, the rejected-token count */
-  clbt_kv_arguments arguments;   /* the cache's part, filled at creation */
+  clbt__kv_arguments arguments;  /* the cache's part, filled at creation */
   clbt__kv_kernel kernels[CLBT__KV_NUM_KERNELS];
   bool fp64;                     /* the device has doubles */
   clbt__known_buffers known;     /* the write inputs checked lately */

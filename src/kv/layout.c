@@ -5,6 +5,7 @@
  */
 #include "kv/layout.h"
 
+#include "base/config.h"
 #include "base/status.h"
 #include "cl/kv_cache.h"
 
@@ -45,13 +46,6 @@ static clbt_status check_dtypes(const clbt_kv_cache_config *c) {
   return CLBT_SUCCESS;
 }
 
-static clbt_status require_nonzero(uint32_t value, const char *name) {
-  if (value == 0)
-    return clbt__fail(CLBT_INVALID_CONFIG, "config->%s is 0; it must be >= 1",
-                      name);
-  return CLBT_SUCCESS;
-}
-
 static clbt_status check_fields(const clbt_kv_cache_config *c) {
   if (!c->key_cache)
     return clbt__fail(CLBT_NULL_ARGUMENT, "config->key_cache is NULL");
@@ -61,10 +55,13 @@ static clbt_status check_fields(const clbt_kv_cache_config *c) {
                       "config->layout %d is not a clbt_kv_layout",
                       (int)c->layout);
   clbt_status status = check_dtypes(c);
-  if (!status) status = require_nonzero(c->num_kv_heads, "num_kv_heads");
-  if (!status) status = require_nonzero(c->head_size, "head_size");
-  if (!status) status = require_nonzero(c->block_size, "block_size");
-  if (!status) status = require_nonzero(c->num_blocks, "num_blocks");
+  if (!status)
+    status = clbt__config_require_nonzero(c->num_kv_heads, "num_kv_heads");
+  if (!status) status = clbt__config_require_nonzero(c->head_size, "head_size");
+  if (!status)
+    status = clbt__config_require_nonzero(c->block_size, "block_size");
+  if (!status)
+    status = clbt__config_require_nonzero(c->num_blocks, "num_blocks");
   /* The kernel counts a token's chunks in 32 bits, and a GPU's lanes step
      past the last one by up to a work-group: a bound of INT32_MAX leaves
      that step room below 2^32, where the count would wrap and never end. */

@@ -37,7 +37,7 @@ static clbt_status make_kernel(clbt_kv_cache *cache, clbt__kv_kernel *k,
   clbt_status status =
       clbt__program_get(cache->device, CLBT__SOURCE_KV_CACHE, defines, &program);
   if (status) return status;
-  cl_kernel kernel = clCreateKernel(program, "kv_cache_write", &error);
+  cl_kernel kernel = clCreateKernel(program, "clbt_kv_cache_write", &error);
   CLBT__CL_CHECK(error, "clCreateKernel", status, fail);
   CLBT__CL_TRY(clGetKernelWorkGroupInfo(kernel, cache->device->id,
                                         CL_KERNEL_WORK_GROUP_SIZE,
@@ -111,7 +111,7 @@ static void geometry(const clbt_kv_cache *cache, const clbt__kv_kernel *k,
 /* Sets the arguments of a write that changed since the kernel's last. */
 static clbt_status set_arguments(clbt__kv_kernel *k,
                                  const clbt__known_buffers *known,
-                                 const clbt_kv_arguments *a,
+                                 const clbt__kv_arguments *a,
                                  const clbt_kv_write *w) {
   const cl_mem buffers[3] = {w->key, w->value, w->slot_mapping};
   clbt_status status = CLBT_SUCCESS;
@@ -141,7 +141,7 @@ clbt_status clbt__kv_write_enqueue(clbt_kv_cache *cache, clbt_kv_write *w,
       clbt__sequence_start(cache->device, num_events, wait_list, event != NULL);
   if (w->num_tokens > 0) {
     const clbt_kv_cache_config *c = &cache->config;
-    clbt_kv_arguments a = cache->arguments;
+    clbt__kv_arguments a = cache->arguments;
     size_t global_size = 0;
     a.key_at = w->key_offset;
     a.key_stride = w->key_token_stride;
