@@ -14,9 +14,9 @@
 # decode kernel's work-group, lane bytes and keys a pass, how far contexts
 # are split, the tile kernel's rows and keys; each run in its own
 # process, its ratios taken against the copy and the empty kernel of the
-# same run), then tools/gpu/attention_triton.py with the first variant's
-# figures (every case's output against Triton's and a float64 reference,
-# and both kernels timed side by side in one process). Needs torch with
+# same run), tools/gpu/attention_triton.py right after the first variant,
+# with its figures (every case's output against Triton's and a float64
+# reference, and both kernels timed side by side in one process). Needs torch with
 # CUDA, Triton and the NVIDIA OpenCL driver (CLBT_DEVICE=nvidia:gpu unless
 # set; PYTHON names the interpreter, default python3; REQUIRE_TRITON= lets
 # the run go on without Triton, as a dry run on PoCL does:
@@ -53,17 +53,23 @@ cmake --build build-gpu -j"$(nproc)" >> "$out/build.txt" 2>&1
 status=0
 ./build-gpu/examples/paged_attention --verbose | tee "$out/paged_attention.txt" ||
   status=1
-for i in "${!VARIANTS[@]}"; do
-  variant=${VARIANTS[$i]}
-  echo "== variant $i: ${variant:-the GPU row}" | tee -a "$out/bench_attention.txt"
+# Times variant $1 of VARIANTS with the bench's attention sections.
+bench_variant() {
+  local variant=${VARIANTS[$1]}
+  echo "== variant $1: ${variant:-the GPU row}" | tee -a "$out/bench_attention.txt"
   CLBT_ATTENTION_TUNING=$variant ./build-gpu/clbt bench \
     --only attention_decode,attention_short,attention_prefill \
-    --runs "$runs" --json "$out/bench_attention_$i.json" \
-    2>> "$out/bench_attention_stderr.txt" | tee -a "$out/bench_attention.txt" ||
-    status=1
-done
+    --runs "$runs" --json "$out/bench_attention_$1.json" \
+    2>> "$out/bench_attention_stderr.txt" | tee -a "$out/bench_attention.txt"
+}
+# The GPU row and Triton beside it first, so that a run cut short by the
+# device's time limit still has the comparison; then the other variants.
+bench_variant 0 || status=1
 CLBT_LIBRARY="$PWD/build-gpu/libclbt.so" "$python" tools/gpu/attention_triton.py \
   --vllm "$vllm" --out "$out" --iters "$runs" \
   --bench-json "$out/bench_attention_0.json" $require_triton |
   tee "$out/attention_triton.txt" || status=1
+for i in "${!VARIANTS[@]}"; do
+  [ "$i" -eq 0 ] || bench_variant "$i" || status=1
+done
 exit "$status"
