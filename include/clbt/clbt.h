@@ -138,16 +138,16 @@ extern "C" {
  */
 #define CLBT_VERSION_MAJOR 0
 /** Minor version: what a release added. */
-#define CLBT_VERSION_MINOR 5
+#define CLBT_VERSION_MINOR 6
 /** Patch version: fixes only, same API and ABI. */
 #define CLBT_VERSION_PATCH 0
-/** MAJOR * 10000 + MINOR * 100 + PATCH: 500 for 0.5.0. */
+/** MAJOR * 10000 + MINOR * 100 + PATCH: 600 for 0.6.0. */
 #define CLBT_VERSION_NUMBER                                   \
   (CLBT_VERSION_MAJOR * 10000 + CLBT_VERSION_MINOR * 100 + \
    CLBT_VERSION_PATCH)
 #define CLBT__STRINGIFY_VALUE(x) #x
 #define CLBT__STRINGIFY(x) CLBT__STRINGIFY_VALUE(x)
-/** "MAJOR.MINOR.PATCH": "0.5.0". */
+/** "MAJOR.MINOR.PATCH": "0.6.0". */
 #define CLBT_VERSION_STRING                                      \
   CLBT__STRINGIFY(CLBT_VERSION_MAJOR) "." CLBT__STRINGIFY(       \
       CLBT_VERSION_MINOR) "." CLBT__STRINGIFY(CLBT_VERSION_PATCH)

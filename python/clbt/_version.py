@@ -3,4 +3,4 @@
 pip reads it from here without importing the package; the package loads
 a libclbt of the same major version and at least its minor version (the
 ABI it declares, which later releases of the major version keep)."""
-VERSION = "0.5.0"
+VERSION = "0.6.0"

@@ -2154,7 +2154,7 @@ static const kv_bad kv_cases[] = {
     KV_BAD(KV_CREATE, "NULL key_cache", CLBT_NULL_ARGUMENT,
            "config->key_cache is NULL", .swap = KV_NULL_KEY_CACHE),
     KV_BAD(KV_CREATE, "struct_size below 0.5's", CLBT_INVALID_CONFIG,
-           "config: struct_size is 8; clbt 0.5.0 reads 0 (0.5's layout), 88 "
+           "config: struct_size is 8; clbt 0.6.0 reads 0 (0.5's layout), 88 "
            "(0.5) or a later version's size",
            KV_CONFIG(struct_size, 8)),
     KV_BAD(KV_CREATE, "a later version's field", CLBT_INVALID_CONFIG,
@@ -2245,7 +2245,7 @@ static const kv_bad kv_cases[] = {
     KV_BAD(KV_WRITE, "NULL write", CLBT_NULL_ARGUMENT, "write is NULL",
            .swap = KV_NULL_STRUCT),
     KV_BAD(KV_WRITE, "struct_size below 0.5's", CLBT_INVALID_CONFIG,
-           "write: struct_size is 4; clbt 0.5.0 reads 0 (0.5's layout), 80",
+           "write: struct_size is 4; clbt 0.6.0 reads 0 (0.5's layout), 80",
            KV_WRITE(struct_size, 4)),
     KV_BAD(KV_WRITE, "NULL key", CLBT_NULL_ARGUMENT,
            "write->key is NULL with num_tokens 4", .swap = KV_NULL_KEY),
