@@ -77,17 +77,24 @@ void clbt_test_poison(cl_mem buffer, size_t count);
 #define CLBT_TEST_POISON32 0x5A5A5A5A
 void clbt_test_poison32(cl_mem buffer);
 
-/* Asserts a status and that clbt_last_error() contains `words`. */
+/* Asserts that a call named `context` returned `expected_status` and that
+   clbt_last_error() contains `words`. */
+#define clbt_assert_refused(context, status, expected_status, words)           \
+  do {                                                                         \
+    ck_assert_msg((status) == (expected_status),                               \
+                  "%s returned %s, expected %s (%s)", (context),               \
+                  clbt_status_name(status), clbt_status_name(expected_status), \
+                  clbt_last_error());                                          \
+    ck_assert_msg(strstr(clbt_last_error(), (words)) != NULL,                  \
+                  "%s: message '%s' does not mention '%s'", (context),         \
+                  clbt_last_error(), (words));                                 \
+  } while (0)
+
+/* The same for a call written out, which names itself. */
 #define clbt_assert_fails(call, expected_status, words)                    \
   do {                                                                     \
     clbt_status clbt_test_status_ = (call);                                \
-    ck_assert_msg(clbt_test_status_ == (expected_status),                  \
-                  "%s returned %s, expected %s (%s)", #call,               \
-                  clbt_status_name(clbt_test_status_),                     \
-                  clbt_status_name(expected_status), clbt_last_error());   \
-    ck_assert_msg(strstr(clbt_last_error(), (words)) != NULL,              \
-                  "message '%s' does not mention '%s'", clbt_last_error(), \
-                  (words));                                                \
+    clbt_assert_refused(#call, clbt_test_status_, expected_status, words); \
   } while (0)
 
 #define clbt_assert_ok(call)                                               \

@@ -229,12 +229,7 @@ START_TEST(attention_refuses_every_bad_argument) {
     memset(&pages, POISON, sizeof pages);
     untouched = pages;
     clbt_status status = run_case(c, &a, &out, &event, &rejected, &pages);
-    ck_assert_msg(status == c->status, "%s returned %s, expected %s (%s)",
-                  context, clbt_status_name(status),
-                  clbt_status_name(c->status), clbt_last_error());
-    ck_assert_msg(strstr(clbt_last_error(), c->words) != NULL,
-                  "%s: message '%s' does not mention '%s'", context,
-                  clbt_last_error(), c->words);
+    clbt_assert_refused(context, status, c->status, c->words);
     ck_assert_msg(out == sentinel && event == (cl_event)&a && rejected == 7 &&
                       memcmp(&pages, &untouched, sizeof pages) == 0,
                   "%s wrote through an output pointer", context);
