@@ -130,10 +130,14 @@ class Clbt:
             values = np.ascontiguousarray(values)
             _opencl.write(self.queue, buffer.int_ptr, values.ctypes.data, nbytes).wait()
         elif pattern is not None:
+            # In pieces of a GiB: NVIDIA's OpenCL on an H100 failed a 4 GiB
+            # fill in one command (CL_OUT_OF_RESOURCES at the next call).
             bits = np.array([pattern], np.uint16)
-            _opencl.check(_cl.clEnqueueFillBuffer(self.queue, buffer.int_ptr,
-                                                  bits.ctypes.data, 2, 0, nbytes, 0, None,
-                                                  None), "clEnqueueFillBuffer")
+            for at in range(0, nbytes, 1 << 30):
+                piece = min(1 << 30, nbytes - at)
+                _opencl.check(_cl.clEnqueueFillBuffer(self.queue, buffer.int_ptr,
+                                                      bits.ctypes.data, 2, at, piece, 0,
+                                                      None, None), "clEnqueueFillBuffer")
         return buffer
 
     def cache(self, key, value, num_blocks, block_size, kv_heads, head_size, dtype):
