@@ -34,6 +34,7 @@ with gaps and ``to()`` give host tensors.
 """
 import collections
 import ctypes
+import math
 import operator
 import os
 import sys
@@ -405,11 +406,21 @@ class DeviceArray(_HostForms):
             raise TypeMismatchError(INVALID_ARGUMENT, "device is %s; a clbt.Device "
                                     "expected" % describe(device))
         dtype = np.dtype(dtype)
-        shape = tuple(operator.index(n) for n in shape)
+        try:
+            shape = tuple(operator.index(n) for n in shape)
+        except TypeError:
+            raise TypeMismatchError(INVALID_ARGUMENT, "shape is %s; a sequence of ints "
+                                    "expected" % describe(shape)) from None
         if any(n < 0 for n in shape):
             raise InvalidArgumentError(INVALID_ARGUMENT, "shape %s has a size below 0"
                                        % (shape,))
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        # Python's ints, not numpy's int64, whose product wraps: a shape of
+        # 2**32 x 2**32 would get a buffer of 0 bytes under it.
+        nbytes = math.prod(shape) * dtype.itemsize
+        if nbytes > sys.maxsize:
+            raise InvalidArgumentError(INVALID_ARGUMENT, "shape %s of %s is %d bytes; at "
+                                       "most %d expected" % (shape, dtype, nbytes,
+                                                             sys.maxsize))
         queue, context = device.queue, device.context
         buffer = _opencl.create_buffer(context.int_ptr, max(nbytes, dtype.itemsize))
         memory = Memory(buffer.int_ptr, queue.int_ptr, nbytes)  # its own references

@@ -306,6 +306,22 @@ def test_torch_tensors_as_input():
     made.check(out, TOLERANCES["fp8"])
 
 
+def test_a_host_out_that_is_a_view_gets_the_result_through_its_strides():
+    # vLLM's out may be a view: the result lands through the caller's
+    # strides (the first half of each row, poisoned), and the elements
+    # beside them (bf16 1.0) are left as they were.
+    made = Case(SMALL, (4, 2), 32, TYPES["bf16"], 0, 0.0, num_blocks=24, seed=18)
+    tokens, heads, size = made.out.shape
+    wide = np.full((tokens, heads, 2 * size), np.uint16(0x3F80))
+    wide[:, :, :size] = made.out
+    whole = host(wide, HOST, "bfloat16")
+    arguments = made.arguments(HOST, out=whole[:, :, :size])
+    clbt.vllm.unified_attention(**arguments)
+    written = bits_of(whole)
+    made.check(np.ascontiguousarray(written[:, :, :size]), TOLERANCES["plain"])
+    assert (written[:, :, size:] == 0x3F80).all()
+
+
 def test_float8_tensors():
     # torch.float8_e4m3fn tensors, where torch has them (Debian 12's 1.13
     # has not: vLLM's fp8 caches are uint8 bits there, tested above)

@@ -311,3 +311,16 @@ def test_an_array_outlives_the_table_it_came_from(device):
     slots = DeviceArray(memory, (4,), np.int64)
     table.close()  # the array holds its own reference on the buffer
     assert slots.tolist() == [-1, -1, -1, -1]
+
+
+def test_empty_refuses_a_shape_whose_bytes_numpy_would_wrap(device):
+    # 2**32 x 2**32 float32 is 2**66 bytes: numpy's int64 product wraps it
+    # to 0, which would put an array of that shape over a 4-byte buffer.
+    with pytest.raises(clbt.InvalidArgumentError, match=r"shape \(4294967296, 4294967296\) "
+                       r"of float32 is 73786976294838206464 bytes"):
+        DeviceArray.empty(device, (2 ** 32, 2 ** 32), np.float32)
+    for shape, found in ((5, "an int"), ((2.0, 3), "a tuple")):
+        with pytest.raises(clbt.TypeMismatchError, match="shape is %s" % found):
+            DeviceArray.empty(device, shape, np.float32)
+    made = DeviceArray.empty(device, (3, 0), np.float32)
+    assert made.shape == (3, 0) and made.numpy().shape == (3, 0)
