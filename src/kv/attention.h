@@ -69,7 +69,7 @@ void clbt__attention_destroy(clbt_attention *attention);
  * The pages a launch's kernels take, or clbt_kv_pages_describe gives: the
  * cache's, and a table's rows (table NULL: none). Fails with
  * CLBT_CONTEXT_MISMATCH or CLBT_INVALID_ARGUMENT for a table the cache
- * cannot be read through, naming `owner`'s field ("batch->table").
+ * cannot be read through, naming it as `name` ("batch->table").
  */
 clbt_status clbt__attention_pages(const clbt_kv_cache *cache,
                                   const clbt__table_view *table,
