@@ -39,13 +39,13 @@ struct clbt_attention {
 
 /*
  * A clbt_table as a launch sees it (api/attention.c fills it): the buffer
- * and offsets of its committed rows and lengths (for a launch, both in the
- * engine's storage: rows and row_lengths are then one buffer), and what
- * its layout says of them.
+ * of its committed rows, the offsets of its rows and lengths (for a
+ * launch, both in the engine's storage, one buffer that the kernels take
+ * as rows), and what its layout says of them.
  */
 typedef struct clbt__table_view {
   cl_context context;
-  cl_mem rows, row_lengths;
+  cl_mem rows;
   uint64_t rows_offset, row_lengths_offset; /* int32 entries */
   uint32_t row_stride, num_rows;            /* width, max_num_reqs */
   uint32_t kernel_block_size, kv_block_size;
