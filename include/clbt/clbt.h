@@ -2057,8 +2057,9 @@ CLBT_API size_t clbt_kv_dtype_size(clbt_kv_dtype dtype);
  * yours that includes clbt_kv_pages.h takes by value. Returns
  * CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL cache or out;
  * CLBT_INVALID_ARGUMENT for a table whose kernel block size is not the
- * cache's block_size or that maps no tokens (CLBT_SLOT_MODE_NONE), or of
- * another device, with *out unchanged.
+ * cache's block_size or that maps no tokens (CLBT_SLOT_MODE_NONE);
+ * CLBT_CONTEXT_MISMATCH for a table of another OpenCL context; with *out
+ * unchanged.
  * [clbt_kv_cache: its thread]
  */
 CLBT_API clbt_status clbt_kv_pages_describe(const clbt_kv_cache *cache,
@@ -2116,10 +2117,12 @@ typedef struct clbt_attention clbt_attention;
  * attention"). Returns CLBT_SUCCESS and sets *out; CLBT_NULL_ARGUMENT for
  * a NULL device, config or out; CLBT_INVALID_CONFIG for a struct_size
  * clbt cannot read, a zero required field, num_heads not a multiple of
- * num_kv_heads, an unknown layout or dtype, an fp8 cache or query without
- * the query or output type named, a softmax_scale or softcap that is not
- * finite and at least 0; CLBT_SIZE_OVERFLOW for a head_size above 1024 or
- * num_heads x head_size above INT32_MAX; CLBT_UNSUPPORTED_DEVICE for a
+ * num_kv_heads, a head_size above 1024, an unknown layout or dtype, an
+ * fp8 cache or query without the query or output type named, a
+ * softmax_scale or softcap that is not finite and at least 0, or a
+ * CLBT_ATTENTION_TUNING environment variable that cannot be read or
+ * cannot shape a kernel; CLBT_SIZE_OVERFLOW for num_heads x head_size
+ * above INT32_MAX; CLBT_UNSUPPORTED_DEVICE for a
  * device whose work-groups or local memory cannot hold the kernels'; or
  * an OpenCL error (CLBT_CL_BUILD_PROGRAM_FAILURE with the build log).
  * [clbt_attention, created: any thread]
@@ -2227,9 +2230,9 @@ typedef struct clbt_attention_batch {
  * nearest even; fp8 divided by output_scale and saturated), and, with
  * lse, its log-sum-exp. What the batch's device arrays hold is checked on
  * the device: a query token of a sequence whose query or context length
- * is impossible (cu_seqlens_q not a non-decreasing run from 0 to at most
- * num_tokens, a query longer than its context, a context past the row's
- * blocks) or that would read a block id outside its row or the cache gets
+ * is impossible (cu_seqlens_q not a non-decreasing run from >= 0 to at
+ * most num_tokens, a query longer than its context, a context past the
+ * row's blocks) or that would read a block id outside its row or the cache gets
  * 0 (and lse -infinity) and adds 1 to the descriptor's rejected-token
  * counter; no block outside the cache is read. Rows of tokens past
  * cu_seqlens_q[num_seqs] are left as they are, and a padding request's
@@ -2240,16 +2243,17 @@ typedef struct clbt_attention_batch {
  * Returns CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL attention, cache or
  * batch, or a required buffer that is NULL; CLBT_INVALID_CONFIG for a
  * struct_size clbt cannot read; CLBT_INVALID_ARGUMENT for a cache of
- * another shape or device, both a table and a block_table or neither, a
- * table whose kernel block size is not block_size or that maps no
- * tokens, CP fields with a table or out of range, a stride below what
- * its rows or heads span, an fp8 scale that is not finite and above 0,
+ * another shape, both a table and a block_table or neither, a table
+ * whose kernel block size is not block_size or that maps no tokens, CP
+ * fields with a table or out of range, a stride below what its rows or
+ * heads span, an fp8 scale that is not finite and above 0,
  * num_seqs or num_tokens above INT32_MAX, or an inconsistent wait list;
  * CLBT_BUFFER_TOO_SMALL when an array ends before its last element;
- * CLBT_CONTEXT_MISMATCH; CLBT_SIZE_OVERFLOW when an address does not fit
- * 64 bits; CLBT_READ_ONLY_BUFFER for an output or lse made
- * CL_MEM_READ_ONLY; or an OpenCL error. A refused call enqueues nothing
- * and writes nothing.
+ * CLBT_CONTEXT_MISMATCH for a cache, table, buffer or event of another
+ * OpenCL context; CLBT_SIZE_OVERFLOW when an address does not fit 64 bits
+ * or the launch needs more than 2^32 work-groups; CLBT_READ_ONLY_BUFFER
+ * for an output or lse made CL_MEM_READ_ONLY; or an OpenCL error. A
+ * refused call enqueues nothing and writes nothing.
  * [clbt_attention: its thread]
  */
 CLBT_API clbt_status clbt_attention_enqueue(

@@ -21,8 +21,6 @@ static clbt__table_view table_view(const clbt_table *table, bool storage) {
   clbt__table_view view = {
       .context = table->device->context,
       .rows = storage ? engine_storage : table->regions[CLBT_REGION_ROWS],
-      .row_lengths =
-          storage ? engine_storage : table->regions[CLBT_REGION_ROW_LENGTHS],
       .row_stride = layout->width,
       .num_rows = layout->max_num_reqs,
       .kernel_block_size = layout->kernel_block_size,

@@ -39,13 +39,13 @@ struct clbt_attention {
 
 /*
  * A clbt_table as a launch sees it (api/attention.c fills it): the buffer
- * and offsets of its committed rows and lengths (for a launch, both in the
- * engine's storage: rows and row_lengths are then one buffer), and what
- * its layout says of them.
+ * of its committed rows, the offsets of its rows and lengths (for a
+ * launch, both in the engine's storage, one buffer that the kernels take
+ * as rows), and what its layout says of them.
  */
 typedef struct clbt__table_view {
   cl_context context;
-  cl_mem rows, row_lengths;
+  cl_mem rows;
   uint64_t rows_offset, row_lengths_offset; /* int32 entries */
   uint32_t row_stride, num_rows;            /* width, max_num_reqs */
   uint32_t kernel_block_size, kv_block_size;
@@ -69,7 +69,7 @@ void clbt__attention_destroy(clbt_attention *attention);
  * The pages a launch's kernels take, or clbt_kv_pages_describe gives: the
  * cache's, and a table's rows (table NULL: none). Fails with
  * CLBT_CONTEXT_MISMATCH or CLBT_INVALID_ARGUMENT for a table the cache
- * cannot be read through, naming `owner`'s field ("batch->table").
+ * cannot be read through, naming it as `name` ("batch->table").
  */
 clbt_status clbt__attention_pages(const clbt_kv_cache *cache,
                                   const clbt__table_view *table,

@@ -81,6 +81,13 @@ static clbt_status dense_pages(const clbt_kv_cache *cache,
     return clbt__fail(CLBT_INVALID_ARGUMENT,
                       "batch->cp_rank %u is not below cp_world_size %u",
                       (unsigned)b->cp_rank, (unsigned)world);
+  /* clbt_kv_pages_local_tokens divides by world x block_size in 32 bits:
+     past them it would divide by a wrapped value, perhaps 0. */
+  if ((uint64_t)world * cache->config.block_size > UINT32_MAX)
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "batch->cp_world_size %u x block_size %u exceeds "
+                      "UINT32_MAX tokens",
+                      (unsigned)world, (unsigned)cache->config.block_size);
   if (cache->config.block_size % interleave)
     return clbt__fail(CLBT_INVALID_ARGUMENT,
                       "batch->cp_interleave_size %u does not divide "

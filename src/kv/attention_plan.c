@@ -27,11 +27,12 @@ static uint32_t rows_of(uint32_t group, uint32_t most) {
 }
 
 uint64_t clbt__attention_decode_local_bytes(const clbt__attention_shape *s) {
-  uint64_t floats =
-      (uint64_t)CLBT_ATT_DECODE_SUMS(s->local, s->head_size, s->lane,
-                                     s->tokens, s->rows) +
-      CLBT_ATT_DECODE_WEIGHTS(s->local, s->head_size, s->lane, s->tokens,
-                              s->rows);
+  /* In 64 bits: a tuning row's tokens and local can take the products
+     past 32, where they would wrap to a size that fits. */
+  uint64_t local = s->local, head = s->head_size, lane = s->lane,
+           tokens = s->tokens, rows = s->rows;
+  uint64_t floats = CLBT_ATT_DECODE_SUMS(local, head, lane, tokens, rows) +
+                    CLBT_ATT_DECODE_WEIGHTS(local, head, lane, tokens, rows);
   return 4 * (floats + s->cu_words + 2);
 }
 

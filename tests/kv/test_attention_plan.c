@@ -104,6 +104,14 @@ START_TEST(a_tuning_row_that_cannot_shape_a_kernel) {
   clbt__attention_device tiny = {1024, 1};
   clbt_assert_fails(clbt__attention_shape_of(&c, &t, tiny, &s),
                     CLBT_UNSUPPORTED_DEVICE, "bytes of local memory");
+  /* 2^28 keys a pass, one head a work-group: 16 runs of 16 lanes keep
+     16 x 2^28 x 17 shares, about 2^36 floats, far past 48 KiB (their
+     count, 2^32 x 17, does not fit 32 bits). */
+  t = row("gpu");
+  t.tokens = 1u << 28;
+  c = config(8, 8, 128, CLBT_KV_BFLOAT16);
+  clbt_assert_fails(clbt__attention_shape_of(&c, &t, h100, &s),
+                    CLBT_UNSUPPORTED_DEVICE, "bytes of local memory");
 }
 END_TEST
 

@@ -112,6 +112,11 @@ static const bad cases[] = {
     BAD(ENQUEUE, "an interleave not dividing the block", CLBT_INVALID_ARGUMENT,
         "batch->cp_interleave_size 3 does not divide block_size 4",
         BATCH(cp_interleave_size, 3)),
+    BAD(ENQUEUE, "a world whose virtual block wraps 32 bits",
+        CLBT_INVALID_ARGUMENT,
+        "batch->cp_world_size 1073741824 x block_size 4 exceeds UINT32_MAX "
+        "tokens",
+        BATCH(cp_world_size, 1073741824u)),
     BAD(ENQUEUE, "a table of state slots", CLBT_INVALID_ARGUMENT,
         "batch->table is a CLBT_SLOT_MODE_NONE table", .swap = STATE_TABLE),
     BAD(ENQUEUE, "a table of smaller kernel blocks", CLBT_INVALID_ARGUMENT,
