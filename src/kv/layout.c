@@ -9,6 +9,7 @@
 #include "base/status.h"
 #include "cl/kv_cache.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 size_t clbt__kv_dtype_size(clbt_kv_dtype dtype) {
@@ -25,6 +26,15 @@ clbt_status clbt__kv_check_dtype(clbt_kv_dtype dtype, const char *name) {
   if (!clbt__kv_dtype_size(dtype))
     return clbt__fail(CLBT_INVALID_CONFIG,
                       "config->%s %d is not a clbt_kv_dtype", name, (int)dtype);
+  return CLBT_SUCCESS;
+}
+
+clbt_status clbt__kv_check_scale(float scale, const char *owner,
+                                 const char *name) {
+  if (!isfinite(scale) || !(scale > 0.0f))
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "%s%s %g is not a finite value above 0", owner, name,
+                      (double)scale);
   return CLBT_SUCCESS;
 }
 

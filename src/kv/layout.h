@@ -1,8 +1,8 @@
 /*
  * A layer's paged KV cache, as a layout (layout.c): its config checked and
  * resolved (the layout's strides filled in), and the proof that no two of
- * its elements share an address; with the type check the attention's
- * config shares. Pure: no OpenCL call.
+ * its elements share an address; with the checks of types and fp8 scales
+ * that the write and the attention share. Pure: no OpenCL call.
  */
 #ifndef CLBT_KV_LAYOUT_H
 #define CLBT_KV_LAYOUT_H
@@ -36,6 +36,14 @@ size_t clbt__kv_dtype_size(clbt_kv_dtype dtype);
  * only when named.
  */
 clbt_status clbt__kv_check_dtype(clbt_kv_dtype dtype, const char *name);
+
+/*
+ * An fp8 scale a launch takes, a write's or an attention batch's: returns
+ * CLBT_SUCCESS, or CLBT_INVALID_ARGUMENT with "<owner>NAME S is not a
+ * finite value above 0", owner being "write->" or "batch->".
+ */
+clbt_status clbt__kv_check_scale(float scale, const char *owner,
+                                 const char *name);
 
 /*
  * Checks a config read from a caller (everything that needs no OpenCL
