@@ -152,15 +152,6 @@ clbt_status clbt__attention_make_kernels(clbt_attention *attention,
 
 /* ---- the descriptor ---------------------------------------------------- */
 
-static clbt_status create_counter(clbt_attention *attention) {
-  cl_int error = CL_SUCCESS;
-  attention->rejected = clCreateBuffer(attention->device->context,
-                                       CL_MEM_READ_WRITE, sizeof(cl_uint),
-                                       NULL, &error);
-  if (error) return clbt__cl_fail(error, "clCreateBuffer");
-  return clbt__reset_counter(attention->device, attention->rejected);
-}
-
 clbt_status clbt__attention_create(clbt_device *device,
                                    const clbt_attention_config *config,
                                    clbt_attention **out) {
@@ -184,7 +175,7 @@ clbt_status clbt__attention_create(clbt_device *device,
   if (!status)
     status = clbt__attention_make_kernels(attention, CLBT__ATT_ALIGNED,
                                           attention->kernels[0].shape.vec);
-  if (!status) status = create_counter(attention);
+  if (!status) status = clbt__create_counter(device, &attention->rejected);
   if (status) {
     clbt__attention_destroy(attention);
     return status;
