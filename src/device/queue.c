@@ -337,3 +337,17 @@ clbt_status clbt__reset_counter(clbt_device *device, cl_mem buffer) {
                           sizeof zero),
       NULL);
 }
+
+clbt_status clbt__create_counter(clbt_device *device, cl_mem *counter) {
+  cl_int error = CL_SUCCESS;
+  cl_mem buffer = clCreateBuffer(device->context, CL_MEM_READ_WRITE,
+                                 sizeof(cl_uint), NULL, &error);
+  if (error) return clbt__cl_fail(error, "clCreateBuffer");
+  clbt_status status = clbt__reset_counter(device, buffer);
+  if (status) {
+    clReleaseMemObject(buffer);
+    return status;
+  }
+  *counter = buffer;
+  return CLBT_SUCCESS;
+}

@@ -88,6 +88,14 @@ clbt_status clbt__read_counter(clbt_device *device, cl_mem buffer,
 clbt_status clbt__reset_counter(clbt_device *device, cl_mem buffer);
 
 /*
+ * Makes such a counter in the device's context, set to 0 by a fill on the
+ * in-order queue, so that every kernel enqueued after it counts from 0
+ * without waiting for it. *counter is set only on success; fails as
+ * clCreateBuffer or clbt__reset_counter does.
+ */
+clbt_status clbt__create_counter(clbt_device *device, cl_mem *counter);
+
+/*
  * Ends the sequence of a call that ends in status. On success, hands the
  * caller (when event is not NULL) the last command's event, or a marker
  * after the wait list when nothing was enqueued (a marker too when the

@@ -20,29 +20,22 @@
 
 /* ---- the config -------------------------------------------------------- */
 
-static clbt_status check_dtype(clbt_kv_dtype dtype, const char *name) {
-  if (!clbt__kv_dtype_size(dtype))
-    return clbt__fail(CLBT_INVALID_CONFIG, "config->%s %d is not a "
-                      "clbt_kv_dtype", name, (int)dtype);
-  return CLBT_SUCCESS;
-}
-
 /* query_dtype and output_dtype: named, or their defaults (an fp8 type's
    successor must be named). */
 static clbt_status fill_dtypes(clbt_attention_config *c) {
-  clbt_status status = check_dtype(c->cache_dtype, "cache_dtype");
+  clbt_status status = clbt__kv_check_dtype(c->cache_dtype, "cache_dtype");
   if (!status && !c->query_dtype && c->cache_dtype == CLBT_KV_FP8_E4M3)
     status = clbt__fail(CLBT_INVALID_CONFIG,
                         "config->query_dtype is CLBT_KV_DTYPE_NONE with an "
                         "fp8 cache_dtype: name the query's type");
   if (!status && !c->query_dtype) c->query_dtype = c->cache_dtype;
-  if (!status) status = check_dtype(c->query_dtype, "query_dtype");
+  if (!status) status = clbt__kv_check_dtype(c->query_dtype, "query_dtype");
   if (!status && !c->output_dtype && c->query_dtype == CLBT_KV_FP8_E4M3)
     status = clbt__fail(CLBT_INVALID_CONFIG,
                         "config->output_dtype is CLBT_KV_DTYPE_NONE with an "
                         "fp8 query_dtype: name the output's type");
   if (!status && !c->output_dtype) c->output_dtype = c->query_dtype;
-  if (!status) status = check_dtype(c->output_dtype, "output_dtype");
+  if (!status) status = clbt__kv_check_dtype(c->output_dtype, "output_dtype");
   return status;
 }
 
@@ -159,15 +152,6 @@ clbt_status clbt__attention_make_kernels(clbt_attention *attention,
 
 /* ---- the descriptor ---------------------------------------------------- */
 
-static clbt_status create_counter(clbt_attention *attention) {
-  cl_int error = CL_SUCCESS;
-  attention->rejected = clCreateBuffer(attention->device->context,
-                                       CL_MEM_READ_WRITE, sizeof(cl_uint),
-                                       NULL, &error);
-  if (error) return clbt__cl_fail(error, "clCreateBuffer");
-  return clbt__reset_counter(attention->device, attention->rejected);
-}
-
 clbt_status clbt__attention_create(clbt_device *device,
                                    const clbt_attention_config *config,
                                    clbt_attention **out) {
@@ -191,7 +175,7 @@ clbt_status clbt__attention_create(clbt_device *device,
   if (!status)
     status = clbt__attention_make_kernels(attention, CLBT__ATT_ALIGNED,
                                           attention->kernels[0].shape.vec);
-  if (!status) status = create_counter(attention);
+  if (!status) status = clbt__create_counter(device, &attention->rejected);
   if (status) {
     clbt__attention_destroy(attention);
     return status;

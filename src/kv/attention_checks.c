@@ -11,7 +11,6 @@
 #include "kv/attention_buffers.h"
 #include "kv/layout.h"
 
-#include <math.h>
 #include <stdio.h>
 
 #define LOG2E 1.4426950408889634
@@ -151,25 +150,17 @@ static clbt_status check_written(const char *name, uint64_t *token_stride,
                                    &reach);
 }
 
-static clbt_status check_scale(float scale, const char *name) {
-  if (!isfinite(scale) || !(scale > 0.0f))
-    return clbt__fail(CLBT_INVALID_ARGUMENT,
-                      "batch->%s %g is not a finite value above 0", name,
-                      (double)scale);
-  return CLBT_SUCCESS;
-}
-
 static clbt_status check_scales(const clbt_attention_config *c,
                                 const clbt_attention_batch *b) {
   clbt_status status = CLBT_SUCCESS;
   if (c->query_dtype == CLBT_KV_FP8_E4M3)
-    status = check_scale(b->q_descale, "q_descale");
+    status = clbt__kv_check_scale(b->q_descale, "batch->", "q_descale");
   if (!status && c->cache_dtype == CLBT_KV_FP8_E4M3 && !b->k_descales)
-    status = check_scale(b->k_descale, "k_descale");
+    status = clbt__kv_check_scale(b->k_descale, "batch->", "k_descale");
   if (!status && c->cache_dtype == CLBT_KV_FP8_E4M3 && !b->v_descales)
-    status = check_scale(b->v_descale, "v_descale");
+    status = clbt__kv_check_scale(b->v_descale, "batch->", "v_descale");
   if (!status && c->output_dtype == CLBT_KV_FP8_E4M3)
-    status = check_scale(b->output_scale, "output_scale");
+    status = clbt__kv_check_scale(b->output_scale, "batch->", "output_scale");
   return status;
 }
 

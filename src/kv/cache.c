@@ -128,16 +128,6 @@ done:
   return status;
 }
 
-/* The counter, zeroed: enqueued before any write can reach it. */
-static clbt_status create_counter(clbt_kv_cache *cache) {
-  cl_int error = CL_SUCCESS;
-  const cl_uint zero = 0;
-  cache->rejected = clCreateBuffer(cache->device->context, CL_MEM_READ_WRITE,
-                                   sizeof zero, NULL, &error);
-  if (error) return clbt__cl_fail(error, "clCreateBuffer");
-  return clbt__reset_counter(cache->device, cache->rejected);
-}
-
 /* Keeps a reference to a caller's buffer in *kept. */
 static clbt_status retain(cl_mem buffer, cl_mem *kept) {
   cl_int error = clRetainMemObject(buffer);
@@ -185,7 +175,7 @@ clbt_status clbt__kv_cache_create(clbt_device *device,
   if (!status) status = retain(read.key_cache, &cache->key_cache);
   if (!status) status = retain(value_cache, &cache->value_cache);
   if (!status) status = query_fp64(cache);
-  if (!status) status = create_counter(cache);
+  if (!status) status = clbt__create_counter(device, &cache->rejected);
   if (status) {
     clbt__kv_cache_destroy(cache);
     return status;

@@ -9,6 +9,7 @@
 #include "base/status.h"
 #include "cl/kv_cache.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 size_t clbt__kv_dtype_size(clbt_kv_dtype dtype) {
@@ -21,18 +22,29 @@ size_t clbt__kv_dtype_size(clbt_kv_dtype dtype) {
   }
 }
 
+clbt_status clbt__kv_check_dtype(clbt_kv_dtype dtype, const char *name) {
+  if (!clbt__kv_dtype_size(dtype))
+    return clbt__fail(CLBT_INVALID_CONFIG,
+                      "config->%s %d is not a clbt_kv_dtype", name, (int)dtype);
+  return CLBT_SUCCESS;
+}
+
+clbt_status clbt__kv_check_scale(float scale, const char *owner,
+                                 const char *name) {
+  if (!isfinite(scale) || !(scale > 0.0f))
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "%s%s %g is not a finite value above 0", owner, name,
+                      (double)scale);
+  return CLBT_SUCCESS;
+}
+
 /* ---- the cache's config -------------------------------------------------- */
 
 static clbt_status check_dtypes(const clbt_kv_cache_config *c) {
-  if (!clbt__kv_dtype_size(c->cache_dtype))
-    return clbt__fail(CLBT_INVALID_CONFIG,
-                      "config->cache_dtype %d is not a clbt_kv_dtype",
-                      (int)c->cache_dtype);
-  if (c->input_dtype != CLBT_KV_DTYPE_NONE &&
-      !clbt__kv_dtype_size(c->input_dtype))
-    return clbt__fail(CLBT_INVALID_CONFIG,
-                      "config->input_dtype %d is not a clbt_kv_dtype",
-                      (int)c->input_dtype);
+  clbt_status status = clbt__kv_check_dtype(c->cache_dtype, "cache_dtype");
+  if (!status && c->input_dtype != CLBT_KV_DTYPE_NONE)
+    status = clbt__kv_check_dtype(c->input_dtype, "input_dtype");
+  if (status) return status;
   bool fp8_cache = c->cache_dtype == CLBT_KV_FP8_E4M3;
   if (fp8_cache && c->input_dtype == CLBT_KV_DTYPE_NONE)
     return clbt__fail(CLBT_INVALID_CONFIG,

@@ -1,7 +1,8 @@
 /*
  * A layer's paged KV cache, as a layout (layout.c): its config checked and
  * resolved (the layout's strides filled in), and the proof that no two of
- * its elements share an address. Pure: no OpenCL call.
+ * its elements share an address; with the checks of types and fp8 scales
+ * that the write and the attention share. Pure: no OpenCL call.
  */
 #ifndef CLBT_KV_LAYOUT_H
 #define CLBT_KV_LAYOUT_H
@@ -27,6 +28,22 @@ static inline bool clbt__multiply_fits(uint64_t a, uint64_t b,
 /* The bytes an element of a type takes: 4, 2, 2 or 1; 0 for another value
    (clbt_kv_dtype_size). */
 size_t clbt__kv_dtype_size(clbt_kv_dtype dtype);
+
+/*
+ * A config's type field names a clbt_kv_dtype: returns CLBT_SUCCESS, or
+ * CLBT_INVALID_CONFIG with "config->NAME D is not a clbt_kv_dtype".
+ * CLBT_KV_DTYPE_NONE fails too: a field that may be left NONE is checked
+ * only when named.
+ */
+clbt_status clbt__kv_check_dtype(clbt_kv_dtype dtype, const char *name);
+
+/*
+ * An fp8 scale a launch takes, a write's or an attention batch's: returns
+ * CLBT_SUCCESS, or CLBT_INVALID_ARGUMENT with "<owner>NAME S is not a
+ * finite value above 0", owner being "write->" or "batch->".
+ */
+clbt_status clbt__kv_check_scale(float scale, const char *owner,
+                                 const char *name);
 
 /*
  * Checks a config read from a caller (everything that needs no OpenCL

@@ -4,16 +4,7 @@
 #include "base/status.h"
 #include "kv/layout.h"
 
-#include <math.h>
 #include <stdio.h>
-
-static clbt_status check_scale(float scale, const char *name) {
-  if (!isfinite(scale) || !(scale > 0.0f))
-    return clbt__fail(CLBT_INVALID_ARGUMENT,
-                      "write->%s %g is not a finite value above 0", name,
-                      (double)scale);
-  return CLBT_SUCCESS;
-}
 
 /* The token stride, 0 meaning a row of heads, at least that row. */
 static clbt_status check_stride(uint64_t *stride, uint64_t row,
@@ -97,8 +88,9 @@ clbt_status clbt__kv_write_check(clbt_kv_cache *cache, clbt_kv_write *w) {
     status = check_stride(&w->value_token_stride, row, "value_token_stride");
   if (!status && c->cache_dtype == CLBT_KV_FP8_E4M3 &&
       c->input_dtype != CLBT_KV_FP8_E4M3) {
-    status = check_scale(w->k_scale, "k_scale");
-    if (!status) status = check_scale(w->v_scale, "v_scale");
+    status = clbt__kv_check_scale(w->k_scale, "write->", "k_scale");
+    if (!status)
+      status = clbt__kv_check_scale(w->v_scale, "write->", "v_scale");
   }
   if (status || w->num_tokens == 0) return status;
   const char *missing = !w->key ? "key" : !w->value ? "value"
