@@ -35,7 +35,7 @@ import json
 import os
 import sys
 import time
-from ctypes import POINTER, byref, c_float, c_int, c_int32, c_uint, c_uint32, c_uint64, c_void_p
+from ctypes import POINTER, byref, c_int32, c_uint, c_uint32, c_uint64, c_void_p
 
 import numpy as np
 
@@ -46,47 +46,12 @@ sys.path.insert(0, HERE)
 
 import clbt  # noqa: E402
 from clbt import _kv_cache, _opencl  # noqa: E402
+from clbt._attention import AttentionBatch, AttentionConfig  # noqa: E402 (declares the calls)
 from clbt._library import lib  # noqa: E402
 from kv_cache_triton import E4M3, bf16_bits, to_e4m3  # noqa: E402
 
 BF16, FP8 = 3, 4  # clbt_kv_dtype
 
-# ---- clbt's attention through ctypes (clbt.h's structs, in order) ------------
-
-
-class AttentionConfig(ctypes.Structure):
-    _fields_ = [(n, c_uint32) for n in ("struct_size", "num_heads", "num_kv_heads",
-                                        "head_size", "block_size")] + [
-        (n, c_int) for n in ("layout", "cache_dtype", "query_dtype", "output_dtype")] + [
-        ("softmax_scale", c_float), ("softcap", c_float), ("sliding_window", c_uint32)]
-
-
-class AttentionBatch(ctypes.Structure):
-    _fields_ = [(n, c_uint32) for n in (
-        "struct_size", "num_seqs", "num_tokens", "max_seqlen_q", "max_seqlen_k",
-        "block_table_stride", "max_blocks_per_seq", "cp_world_size", "cp_rank",
-        "cp_interleave_size")] + [(n, c_void_p) for n in (
-            "query", "output", "cu_seqlens_q", "seqused_k", "table", "idx_mapping",
-            "block_table", "sinks", "k_descales", "v_descales", "lse")] + [
-        (n, c_uint64) for n in (
-            "query_offset", "query_token_stride", "query_head_stride", "output_offset",
-            "output_token_stride", "output_head_stride", "cu_seqlens_q_offset",
-            "seqused_k_offset", "idx_mapping_offset", "block_table_offset", "sinks_offset",
-            "k_descales_offset", "v_descales_offset", "lse_offset", "lse_token_stride",
-            "lse_head_stride")] + [
-        (n, c_float) for n in ("q_descale", "k_descale", "v_descale", "output_scale")]
-
-
-def _declare(name, restype, argtypes):
-    function = getattr(lib, name)
-    function.restype, function.argtypes = restype, argtypes
-
-
-_declare("clbt_attention_create", c_int, (c_void_p, c_void_p, c_void_p))
-_declare("clbt_attention_destroy", None, (c_void_p,))
-_declare("clbt_attention_enqueue", c_int,
-         (c_void_p, c_void_p, c_void_p, c_uint, c_void_p, c_void_p))
-_declare("clbt_attention_read_rejected_tokens", c_int, (c_void_p, c_void_p))
 _cl = ctypes.CDLL("libOpenCL.so.1")
 CL_MEM_READ_WRITE = 1
 _cl.clCreateBuffer.restype = c_void_p
