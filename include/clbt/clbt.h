@@ -2057,7 +2057,8 @@ CLBT_API size_t clbt_kv_dtype_size(clbt_kv_dtype dtype);
  * yours that includes clbt_kv_pages.h takes by value. Returns
  * CLBT_SUCCESS; CLBT_NULL_ARGUMENT for a NULL cache or out;
  * CLBT_INVALID_ARGUMENT for a table whose kernel block size is not the
- * cache's block_size or that maps no tokens (CLBT_SLOT_MODE_NONE);
+ * cache's block_size, that maps no tokens (CLBT_SLOT_MODE_NONE) or whose
+ * cp_world_size x block size passes UINT32_MAX;
  * CLBT_CONTEXT_MISMATCH for a table of another OpenCL context; with *out
  * unchanged.
  * [clbt_kv_cache: its thread]
@@ -2245,7 +2246,8 @@ typedef struct clbt_attention_batch {
  * struct_size clbt cannot read; CLBT_INVALID_ARGUMENT for a cache of
  * another shape, both a table and a block_table or neither, a table
  * whose kernel block size is not block_size or that maps no tokens, CP
- * fields with a table or out of range, a stride below what its rows or
+ * fields with a table or out of range, a world x block size (the table's
+ * or the batch's) past UINT32_MAX, a stride below what its rows or
  * heads span, an fp8 scale that is not finite and above 0,
  * num_seqs or num_tokens above INT32_MAX, or an inconsistent wait list;
  * CLBT_BUFFER_TOO_SMALL when an array ends before its last element;

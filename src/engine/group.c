@@ -23,14 +23,6 @@ static clbt_status check_cp(const clbt_table_config *config,
     return clbt__fail(CLBT_INVALID_CONFIG,
                       "config->cp_rank %u is not below cp_world_size %u",
                       (unsigned)spec->cp_rank, (unsigned)spec->cp_world_size);
-  /* A virtual block, world x block_size tokens, is a 32-bit count in the
-     kernels that read the table's pages (clbt_kv_pages_local_tokens). */
-  if ((uint64_t)spec->cp_world_size * config->block_size > UINT32_MAX)
-    return clbt__fail(CLBT_INVALID_CONFIG,
-                      "config->cp_world_size %u x block_size %u exceeds "
-                      "UINT32_MAX tokens",
-                      (unsigned)spec->cp_world_size,
-                      (unsigned)config->block_size);
   if (config->block_size % spec->cp_interleave_size != 0)
     return clbt__fail(CLBT_INVALID_CONFIG,
                       "config->cp_interleave_size %u does not divide "

@@ -217,6 +217,16 @@ clbt_status clbt__attention_pages(const clbt_kv_cache *cache,
                       "block_size %u",
                       name, (unsigned)table->kernel_block_size,
                       (unsigned)c->block_size);
+  /* clbt_kv_pages_local_tokens counts a virtual block's tokens, world x
+     block size, in 32 bits: past them it would divide by the wrap. A table
+     takes any world; its pages do not. */
+  if (table &&
+      (uint64_t)table->cp_world_size * table->kv_block_size > UINT32_MAX)
+    return clbt__fail(CLBT_INVALID_ARGUMENT,
+                      "%s's cp_world_size %u x block size %u exceeds "
+                      "UINT32_MAX tokens",
+                      name, (unsigned)table->cp_world_size,
+                      (unsigned)table->kv_block_size);
   clbt__kv_pages_of_config(c, out);
   if (!table) return CLBT_SUCCESS;
   out->rows_offset = table->rows_offset;

@@ -44,10 +44,11 @@ static clbt_kv_cache *make_cache(clbt_device *device, cl_mem buffer,
 }
 
 static clbt_table *make_table(clbt_device *device, uint32_t kernel_block_size,
-                              clbt_slot_mode mode) {
+                              clbt_slot_mode mode, uint32_t cp_world_size) {
   clbt_table_config c = CLBT_TABLE_CONFIG_INIT;
   c.block_size = 4;
   c.kernel_block_size = kernel_block_size;
+  c.cp_world_size = cp_world_size;
   c.max_num_reqs = 2;
   c.max_num_blocks_per_req = 2;
   c.max_num_batched_tokens = 8;
@@ -73,8 +74,8 @@ static void make_foreign(attention_fixture *a) {
   ck_assert_int_eq(error, CL_SUCCESS);
   a->foreign_cache = make_cache(a->foreign_device, a->foreign_buffer,
                                 CLBT_KV_BFLOAT16, 8);
-  a->foreign_table = make_table(a->foreign_device, 0,
-                                CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT);
+  a->foreign_table =
+      make_table(a->foreign_device, 0, CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT, 0);
   const cl_context contexts[] = {clbt_device_context(clbt_test_device()),
                                  a->other};
   for (int i = 0; i < 2; ++i) {
@@ -97,9 +98,12 @@ attention_fixture fixture_create(void) {
   a.cache = make_cache(device, a.cache_buffer, CLBT_KV_BFLOAT16, 8);
   a.fp8_cache = make_cache(device, a.fp8_buffer, CLBT_KV_FP8_E4M3, 8);
   a.wide_cache = make_cache(device, a.wide_buffer, CLBT_KV_BFLOAT16, 16);
-  a.table = make_table(device, 0, CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT);
-  a.state_table = make_table(device, 0, CLBT_SLOT_MODE_NONE);
-  a.split_table = make_table(device, 2, CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT);
+  a.table = make_table(device, 0, CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT, 0);
+  a.state_table = make_table(device, 0, CLBT_SLOT_MODE_NONE, 0);
+  a.split_table = make_table(device, 2, CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT, 0);
+  /* 2^30 ranks of 4-token blocks: a virtual block of 2^32 tokens. */
+  a.wide_shard_table =
+      make_table(device, 0, CLBT_SLOT_MODE_TOKEN_TO_KV_SLOT, 1u << 30);
   const int32_t cu[] = {0, 1, 3}, used[] = {5, 6}, blocks[] = {0, 1, 2, 3};
   const float sinks[] = {0.5f, 0.25f, 0, -1}, descales[] = {1, 1, 1, 1};
   a.query = poisoned(192);
@@ -126,8 +130,8 @@ void fixture_destroy(attention_fixture *a) {
                              a->foreign_cache};
   for (int i = 0; i < 4; ++i) clbt_kv_cache_destroy(caches[i]);
   clbt_table *tables[] = {a->table, a->state_table, a->split_table,
-                          a->foreign_table};
-  for (int i = 0; i < 4; ++i) clbt_table_destroy(tables[i]);
+                          a->wide_shard_table, a->foreign_table};
+  for (int i = 0; i < 5; ++i) clbt_table_destroy(tables[i]);
   cl_mem buffers[] = {a->cache_buffer, a->fp8_buffer, a->wide_buffer,
                       a->foreign_buffer, a->small, a->query, a->output,
                       a->lse, a->cu, a->seqused, a->blocks, a->sinks,
@@ -186,12 +190,13 @@ static clbt_attention_batch batch_of(const bad *c, const attention_fixture *a) {
   b.seqused_k = c->swap == NULL_SEQUSED ? NULL : a->seqused;
   bool table = c->swap == TABLE || c->swap == BOTH_SOURCES ||
                c->swap == STATE_TABLE || c->swap == SPLIT_TABLE ||
-               c->swap == FOREIGN_TABLE;
-  b.table = c->swap == STATE_TABLE     ? a->state_table
-            : c->swap == SPLIT_TABLE   ? a->split_table
-            : c->swap == FOREIGN_TABLE ? a->foreign_table
-            : table                    ? a->table
-                                       : NULL;
+               c->swap == WIDE_SHARD_TABLE || c->swap == FOREIGN_TABLE;
+  b.table = c->swap == STATE_TABLE        ? a->state_table
+            : c->swap == SPLIT_TABLE      ? a->split_table
+            : c->swap == WIDE_SHARD_TABLE ? a->wide_shard_table
+            : c->swap == FOREIGN_TABLE    ? a->foreign_table
+            : table                       ? a->table
+                                          : NULL;
   b.block_table = (!table || c->swap == BOTH_SOURCES) && c->swap != NO_SOURCE
                       ? a->blocks
                       : NULL;
@@ -237,12 +242,13 @@ clbt_status run_case(const bad *c, attention_fixture *a, clbt_attention **out,
           c->swap == NULL_OUT ? NULL : rejected);
     case RESET_REJECTED: return clbt_attention_reset_rejected_tokens(NULL);
     default:
-      return clbt_kv_pages_describe(
-          c->swap == NULL_CACHE ? NULL : a->cache,
-          c->swap == STATE_TABLE   ? a->state_table
-          : c->swap == SPLIT_TABLE ? a->split_table
-                                   : a->table,
-          c->swap == NULL_OUT ? NULL : pages);
+      return clbt_kv_pages_describe(c->swap == NULL_CACHE ? NULL : a->cache,
+                                    c->swap == STATE_TABLE   ? a->state_table
+                                    : c->swap == SPLIT_TABLE ? a->split_table
+                                    : c->swap == WIDE_SHARD_TABLE
+                                        ? a->wide_shard_table
+                                        : a->table,
+                                    c->swap == NULL_OUT ? NULL : pages);
   }
 }
 

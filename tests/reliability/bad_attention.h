@@ -16,7 +16,8 @@
 typedef struct attention_fixture {
   clbt_attention *bf16, *fp8;
   clbt_kv_cache *cache, *fp8_cache, *wide_cache, *foreign_cache;
-  clbt_table *table, *state_table, *split_table, *foreign_table;
+  clbt_table *table, *state_table, *split_table, *wide_shard_table,
+      *foreign_table;
   clbt_device *foreign_device;
   cl_context other;
   cl_mem cache_buffer, fp8_buffer, wide_buffer, foreign_buffer, small;
@@ -31,11 +32,33 @@ typedef enum function {
 
 /* What a case swaps. */
 typedef enum swap {
-  NONE, NULL_HANDLE, NULL_STRUCT, NULL_OUT, NULL_CACHE, LATER_FIELD, FP8,
-  WIDE_CACHE, FOREIGN_CACHE, TABLE, BOTH_SOURCES, NO_SOURCE, STATE_TABLE,
-  SPLIT_TABLE, FOREIGN_TABLE, NULL_QUERY, NULL_OUTPUT, NULL_CU, NULL_SEQUSED,
-  SMALL_SINKS, SMALL_DESCALES, FOREIGN_QUERY, NULL_EVENTS, FOREIGN_EVENT,
-  UNKNOWN_TUNING, READ_ONLY_OUTPUT
+  NONE,
+  NULL_HANDLE,
+  NULL_STRUCT,
+  NULL_OUT,
+  NULL_CACHE,
+  LATER_FIELD,
+  FP8,
+  WIDE_CACHE,
+  FOREIGN_CACHE,
+  TABLE,
+  BOTH_SOURCES,
+  NO_SOURCE,
+  STATE_TABLE,
+  SPLIT_TABLE,
+  WIDE_SHARD_TABLE,
+  FOREIGN_TABLE,
+  NULL_QUERY,
+  NULL_OUTPUT,
+  NULL_CU,
+  NULL_SEQUSED,
+  SMALL_SINKS,
+  SMALL_DESCALES,
+  FOREIGN_QUERY,
+  NULL_EVENTS,
+  FOREIGN_EVENT,
+  UNKNOWN_TUNING,
+  READ_ONLY_OUTPUT
 } swap;
 
 typedef struct bad {

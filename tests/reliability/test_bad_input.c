@@ -342,13 +342,6 @@ static const bad_input cases[] = {
         TABLE_CONFIG(.block_size = 128, .max_num_reqs = 1,
                      .max_num_blocks_per_req = 1, .max_num_batched_tokens = 1,
                      .cp_world_size = 2, .cp_rank = 2)),
-    TABLE_CONFIG_CASE(
-        "a virtual block past 2^32 tokens", CLBT_INVALID_CONFIG,
-        "config->cp_world_size 1073741824 x block_size 4 exceeds UINT32_MAX "
-        "tokens",
-        TABLE_CONFIG(.block_size = 4, .max_num_reqs = 1,
-                     .max_num_blocks_per_req = 1, .max_num_batched_tokens = 1,
-                     .cp_world_size = 1u << 30)),
     TABLE_CONFIG_CASE("cp_rank without CP", CLBT_INVALID_CONFIG,
                       "config->cp_rank 1 is not below cp_world_size 1",
                       TABLE_CONFIG(.block_size = 128, .max_num_reqs = 1,
