@@ -61,24 +61,9 @@ typedef struct layer {
   clbt_attention_batch batch;
 } layer;
 
-/* A fill's largest piece. NVIDIA's OpenCL on an H100 (driver 580) failed
-   the 8 GiB fill of decode-64x32k's cache in one command: the next call
-   returned CL_OUT_OF_RESOURCES (docs/benchmarks.md, "Paged attention"). */
-#define FILL_PIECE ((size_t)1 << 30)
-
+/* A buffer of bytes, every 16 bits of it the pattern. */
 static cl_mem pattern_buffer(bench *b, size_t bytes, uint16_t pattern) {
-  cl_int error = CL_SUCCESS;
-  cl_mem buffer = clCreateBuffer(b->context, CL_MEM_READ_WRITE, bytes, NULL,
-                                 &error);
-  bench_check_cl(error, "clCreateBuffer");
-  for (size_t at = 0; at < bytes; at += FILL_PIECE) {
-    size_t piece = bytes - at < FILL_PIECE ? bytes - at : FILL_PIECE;
-    bench_check_cl(clEnqueueFillBuffer(b->queue, buffer, &pattern,
-                                       sizeof pattern, at, piece, 0, NULL,
-                                       NULL),
-                   "clEnqueueFillBuffer");
-  }
-  return buffer;
+  return bench_filled_buffer(b, bytes, &pattern, sizeof pattern);
 }
 
 static clbt_kv_cache *make_cache(clbt_device *device, cl_mem buffer,

@@ -175,6 +175,27 @@ cl_mem bench_upload(const bench *b, const void *data, size_t bytes) {
   return buffer;
 }
 
+/* A fill's largest piece. NVIDIA's OpenCL on an H100 (driver 580) failed
+   the 8 GiB fill of the attention's decode-64x32k cache in one command:
+   the next call returned CL_OUT_OF_RESOURCES (docs/benchmarks.md, "Paged
+   attention"). A multiple of every pattern size OpenCL allows. */
+#define FILL_PIECE ((size_t)1 << 30)
+
+cl_mem bench_filled_buffer(const bench *b, size_t bytes, const void *pattern,
+                           size_t pattern_size) {
+  cl_int error = CL_SUCCESS;
+  cl_mem buffer =
+      clCreateBuffer(b->context, CL_MEM_READ_WRITE, bytes, NULL, &error);
+  bench_check_cl(error, "clCreateBuffer");
+  for (size_t at = 0; at < bytes; at += FILL_PIECE) {
+    size_t piece = bytes - at < FILL_PIECE ? bytes - at : FILL_PIECE;
+    bench_check_cl(clEnqueueFillBuffer(b->queue, buffer, pattern, pattern_size,
+                                       at, piece, 0, NULL, NULL),
+                   "clEnqueueFillBuffer");
+  }
+  return buffer;
+}
+
 bench_batch bench_make_batch(bench *b, uint32_t requests,
                              uint32_t per_request) {
   bench_batch batch = {requests, requests * per_request, NULL, NULL, NULL,

@@ -160,6 +160,10 @@ clbt_table *bench_full_table(bench *b, clbt_device *device,
 clbt_table_config bench_shape_config(const bench_shape *s, uint32_t *kv_blocks);
 /* A read-only device buffer holding bytes of data (a blocking write). */
 cl_mem bench_upload(const bench *b, const void *data, size_t bytes);
+/* A read-write device buffer of bytes, each pattern_size bytes of it the
+   pattern (a fill enqueued on the bench's queue, not waited for). */
+cl_mem bench_filled_buffer(const bench *b, size_t bytes, const void *pattern,
+                           size_t pattern_size);
 
 typedef struct bench_batch {
   uint32_t num_reqs, num_tokens;

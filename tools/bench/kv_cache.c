@@ -32,14 +32,7 @@ typedef struct kv_layer {
 } kv_layer;
 
 static cl_mem filled_buffer(bench *b, size_t bytes, uint8_t pattern) {
-  cl_int error = CL_SUCCESS;
-  cl_mem buffer = clCreateBuffer(b->context, CL_MEM_READ_WRITE, bytes, NULL,
-                                 &error);
-  bench_check_cl(error, "clCreateBuffer");
-  bench_check_cl(clEnqueueFillBuffer(b->queue, buffer, &pattern, 1, 0, bytes,
-                                     0, NULL, NULL),
-                 "clEnqueueFillBuffer");
-  return buffer;
+  return bench_filled_buffer(b, bytes, &pattern, sizeof pattern);
 }
 
 static clbt_kv_cache *layer_cache(clbt_device *device, const kv_layer *l) {
