@@ -172,12 +172,7 @@ foreach(file IN LISTS files)
   endif()
   file(STRINGS "${SOURCE_DIR}/src/${file}" includes
        REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
-  if(kind STREQUAL "c" AND EXISTS "${SOURCE_DIR}/src/${module}.h")
-    list(GET includes 0 first)
-    if(NOT first MATCHES "\"${module}\\.h\"")
-      problem("src/${file} does not include its own header ${module}.h first")
-    endif()
-  endif()
+  check_own_header_first(src "${file}" "${kind}" "${module}" includes)
 
   foreach(line IN LISTS includes)
     string(REGEX REPLACE "^[^\"]*\"([^\"]*)\".*$" "\\1" included "${line}")

@@ -67,12 +67,7 @@ foreach(file IN LISTS files)
 
   file(STRINGS "${SOURCE_DIR}/tools/${file}" includes
        REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
-  if(kind STREQUAL "c" AND EXISTS "${SOURCE_DIR}/tools/${module}.h")
-    list(GET includes 0 first)
-    if(NOT first MATCHES "\"${module}\\.h\"")
-      problem("tools/${file} does not include its own header ${module}.h first")
-    endif()
-  endif()
+  check_own_header_first(tools "${file}" "${kind}" "${module}" includes)
   if(kind STREQUAL "h" AND EXISTS "${SOURCE_DIR}/tools/${module}.c")
     functions_of("${SOURCE_DIR}/tools/${file}" declared)
     functions_of("${SOURCE_DIR}/tools/${module}.c" defined)

@@ -8,6 +8,19 @@ function(variable_of module out)
   set(${out} "edges_${name}" PARENT_SCOPE)
 endfunction()
 
+# A .c file of a module with a header includes that header first, so that
+# the header is seen to stand on its own. TREE is the folder under
+# SOURCE_DIR ("src", "tools"), INCLUDES the file's #include lines in
+# order; a macro, so that problem() reaches the caller's list.
+macro(check_own_header_first tree file kind module includes)
+  if("${kind}" STREQUAL "c" AND EXISTS "${SOURCE_DIR}/${tree}/${module}.h")
+    list(GET ${includes} 0 own_header_line)
+    if(NOT own_header_line MATCHES "\"${module}\\.h\"")
+      problem("${tree}/${file} does not include its own header ${module}.h first")
+    endif()
+  endif()
+endmacro()
+
 # OUT: one line "MODULE is on a circle: it includes A, B" for each module
 # of MODULES (a list) on a circle of edges, or between two. Prunes every
 # module that uses nothing left (nothing above it can be on a circle
