@@ -322,17 +322,19 @@ def test_a_host_out_that_is_a_view_gets_the_result_through_its_strides():
     assert (written[:, :, size:] == 0x3F80).all()
 
 
-def test_float8_tensors():
-    # torch.float8_e4m3fn tensors, where torch has them (Debian 12's 1.13
-    # has not: vLLM's fp8 caches are uint8 bits there, tested above)
-    if torch is None or not hasattr(torch, "float8_e4m3fn"):
-        return
-    made = Case(SMALL, (4, 2), 32, dict(TYPES["fp8"], out=FP8), 0, 0.0, num_blocks=24, seed=6)
-    arguments = made.arguments("torch")
-    for name in ("q", "k", "v", "out"):
-        arguments[name] = arguments[name].view(torch.float8_e4m3fn)
-    clbt.vllm.unified_attention(**arguments)
-    made.check(arguments["out"].view(torch.uint8), TOLERANCES["fp8_out"], output_scale=0.5)
+# torch.float8_e4m3fn tensors exist only in a torch that has them (Debian
+# 12's 1.13 has not: vLLM's fp8 caches are uint8 bits there, tested
+# above). The test is defined only there, rather than passing where it
+# cannot run: the suite refuses a skip (tests/CMakeLists.txt).
+if torch is not None and hasattr(torch, "float8_e4m3fn"):
+    def test_float8_tensors():
+        made = Case(SMALL, (4, 2), 32, dict(TYPES["fp8"], out=FP8), 0, 0.0, num_blocks=24,
+                    seed=6)
+        arguments = made.arguments("torch")
+        for name in ("q", "k", "v", "out"):
+            arguments[name] = arguments[name].view(torch.float8_e4m3fn)
+        clbt.vllm.unified_attention(**arguments)
+        made.check(arguments["out"].view(torch.uint8), TOLERANCES["fp8_out"], output_scale=0.5)
 
 
 def test_the_packages_device_arrays(device):
@@ -391,7 +393,7 @@ def test_descales_expanded_or_per_sequence_and_kv_head():
     clbt.vllm.unified_attention(**arguments)
     made.check(arguments["out"], TOLERANCES["fp8"])
     per = np.array([[0.5, 0.25], [1.0, 0.5], [0.75, 2.0], [0.5, 1.5]], np.float32)
-    arguments = made.arguments("numpy", k_descale=per / SCALES["k"] * SCALES["k"],
+    arguments = made.arguments("numpy", k_descale=per,
                                v_descale=per[::-1].copy())
     clbt.vllm.unified_attention(**arguments)
     k_raw, v_raw = from_e4m3(made.k), from_e4m3(made.v)
